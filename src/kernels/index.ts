@@ -1,0 +1,110 @@
+// The kernel interface. Two implementations share it with identical signatures:
+// `reference` (plain TypeScript, the test oracle) and, later, `native` (the C++ core).
+// All activations are row-major f32; weights stay in their file type (WeightTensor).
+import type { WeightTensor, RopeStyle } from '../model/weights.js';
+
+export type KvDtype = 'f16' | 'f32';
+
+/** One layer of the paged KV cache: [numBlocks, blockSize, numKvHeads, headDim] each.
+ *  f16 data is stored as IEEE half bits in a Uint16Array. Slot s = block * blockSize + offset. */
+export interface KvLayer {
+  readonly k: Float32Array | Uint16Array;
+  readonly v: Float32Array | Uint16Array;
+}
+
+export interface KvCacheShape {
+  readonly dtype: KvDtype;
+  readonly numBlocks: number;
+  readonly blockSize: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+}
+
+/**
+ * The sequence structure of a flat batch of tokens, as attention needs it. Tokens of
+ * sequence s are tokens seqStarts[s] .. seqStarts[s+1]-1; a token at position p attends
+ * causally to positions 0..p of its own sequence, found through that sequence's row of
+ * blockTables. Decode tokens and prefill chunks (after cached context or not) are the
+ * same case.
+ */
+export interface AttentionBatch {
+  /** [numSeqs + 1] token offsets */
+  readonly seqStarts: Int32Array;
+  /** [numTokens] position of each token in its sequence */
+  readonly positions: Int32Array;
+  /** [numSeqs, maxBlocksPerSeq] block ids, -1 where unused */
+  readonly blockTables: Int32Array;
+  readonly maxBlocksPerSeq: number;
+}
+
+export interface AttentionShape {
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  /** multiplies q·k before softmax (1/sqrt(headDim) for every family here) */
+  readonly scale: number;
+}
+
+export interface Kernels {
+  readonly name: string;
+
+  /** out[r, o] = Σ_i x[r, i] · W[o, i]. x: [rows, dims[0]], out: [rows, dims[1]].
+   *  Activations are rounded to the weight's dot-product type first, as llama.cpp does. */
+  matmul(out: Float32Array, x: Float32Array, w: WeightTensor, rows: number): void;
+
+  /** out[t, :] = row ids[t] of table (any weight type), dequantized. out: [ids.length, dims[0]] */
+  embedRows(out: Float32Array, table: WeightTensor, ids: Int32Array): void;
+
+  /** out = x / rms(x) * weight, per row of `dim`. out may alias x. */
+  rmsNorm(out: Float32Array, x: Float32Array, weight: Float32Array, rows: number, dim: number, eps: number): void;
+
+  /** out = (x - mean) / sqrt(var + eps) * weight + bias, per row. out may alias x. */
+  layerNorm(
+    out: Float32Array,
+    x: Float32Array,
+    weight: Float32Array,
+    bias: Float32Array,
+    rows: number,
+    dim: number,
+    eps: number,
+  ): void;
+
+  /** In place on x: [positions.length, numHeads * headDim]; rotates the first ropeDim dims of each head. */
+  rope(
+    x: Float32Array,
+    positions: Int32Array,
+    numHeads: number,
+    headDim: number,
+    ropeDim: number,
+    base: number,
+    style: RopeStyle,
+  ): void;
+
+  /** out[i] = silu(gate[i]) * up[i] for i < n. out may alias gate. */
+  siluMul(out: Float32Array, gate: Float32Array, up: Float32Array, n: number): void;
+
+  /** out[i] = gelu(x[i]) (tanh approximation, as GPT-2 and ggml use). out may alias x. */
+  gelu(out: Float32Array, x: Float32Array, n: number): void;
+
+  /** out[i] = a[i] + b[i]. out may alias either. */
+  add(out: Float32Array, a: Float32Array, b: Float32Array, n: number): void;
+
+  /** x[r, :] += bias for each of `rows` rows of length bias.length */
+  addBias(x: Float32Array, bias: Float32Array, rows: number): void;
+
+  /** softmax over each row of n, in place */
+  softmax(x: Float32Array, rows: number, n: number): void;
+
+  /** Stores k, v ([numTokens, numKvHeads * headDim]) at slotMapping[t] of a cache layer. */
+  writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void;
+
+  /** out, q: [numTokens, numHeads * headDim]. Grouped-query: head h reads kv head h / (numHeads / numKvHeads). */
+  attention(
+    out: Float32Array,
+    q: Float32Array,
+    layer: KvLayer,
+    cache: KvCacheShape,
+    batch: AttentionBatch,
+    shape: AttentionShape,
+  ): void;
+}
