@@ -1,0 +1,246 @@
+// Plain TypeScript kernels: the test oracle for the native core, and the fallback where
+// it is unavailable. Written to be obviously correct, not fast. Where llama.cpp rounds
+// (activations to the weight's dot type, q and softmax weights to f16 against an f16 KV
+// cache, GELU through f16), these round the same way, so that greedy tokens agree.
+import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer, Kernels } from './index.js';
+import type { RopeStyle, WeightTensor } from '../model/weights.js';
+import { dequantizeRow } from '../model/quant/dequantize.js';
+import { roundActivations } from '../model/quant/q8-activations.js';
+import { roundToF16, f16ToF32, f32ToF16 } from '../model/half.js';
+import { rowBytes } from '../model/ggml-types.js';
+
+function matmul(out: Float32Array, x: Float32Array, w: WeightTensor, rows: number): void {
+  const [inF, outF] = matrixDims(w);
+  const stride = rowBytes(w.type, inF)!;
+  const xr = new Float32Array(rows * inF);
+  for (let r = 0; r < rows; r++) {
+    roundActivations(w.type, x.subarray(r * inF, (r + 1) * inF), inF, xr.subarray(r * inF, (r + 1) * inF));
+  }
+  const wRow = new Float32Array(inF);
+  for (let o = 0; o < outF; o++) {
+    dequantizeRow(w.type, w.data, o * stride, inF, wRow, 0);
+    for (let r = 0; r < rows; r++) {
+      let sum = 0;
+      const base = r * inF;
+      for (let i = 0; i < inF; i++) sum += wRow[i]! * xr[base + i]!;
+      out[r * outF + o] = sum;
+    }
+  }
+}
+
+function matrixDims(w: WeightTensor): [number, number] {
+  const [inF, outF = 1, ...rest] = w.dims;
+  if (inF === undefined || rest.some((d) => d !== 1)) throw new Error(`${w.name}: not a matrix (dims ${w.dims.join('x')})`);
+  return [inF, outF];
+}
+
+function embedRows(out: Float32Array, table: WeightTensor, ids: Int32Array): void {
+  const [dim, rows] = matrixDims(table);
+  const stride = rowBytes(table.type, dim)!;
+  for (let t = 0; t < ids.length; t++) {
+    const id = ids[t]!;
+    if (id < 0 || id >= rows) throw new RangeError(`token id ${id} outside ${table.name} (${rows} rows)`);
+    dequantizeRow(table.type, table.data, id * stride, dim, out, t * dim);
+  }
+}
+
+function rmsNorm(out: Float32Array, x: Float32Array, weight: Float32Array, rows: number, dim: number, eps: number): void {
+  for (let r = 0; r < rows; r++) {
+    const base = r * dim;
+    let sumSq = 0;
+    for (let i = 0; i < dim; i++) sumSq += x[base + i]! * x[base + i]!;
+    const scale = Math.fround(1 / Math.sqrt(sumSq / dim + eps));
+    for (let i = 0; i < dim; i++) out[base + i] = Math.fround(x[base + i]! * scale) * weight[i]!;
+  }
+}
+
+function layerNorm(
+  out: Float32Array,
+  x: Float32Array,
+  weight: Float32Array,
+  bias: Float32Array,
+  rows: number,
+  dim: number,
+  eps: number,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const base = r * dim;
+    let mean = 0;
+    for (let i = 0; i < dim; i++) mean += x[base + i]!;
+    mean /= dim;
+    let variance = 0;
+    for (let i = 0; i < dim; i++) variance += (x[base + i]! - mean) ** 2;
+    variance /= dim;
+    const scale = 1 / Math.sqrt(variance + eps);
+    for (let i = 0; i < dim; i++) out[base + i] = Math.fround((x[base + i]! - mean) * scale) * weight[i]! + bias[i]!;
+  }
+}
+
+function rope(
+  x: Float32Array,
+  positions: Int32Array,
+  numHeads: number,
+  headDim: number,
+  ropeDim: number,
+  base: number,
+  style: RopeStyle,
+): void {
+  const half = ropeDim / 2;
+  // (first, second) element offsets of rotation pair i within a head
+  const pair = (i: number): [number, number] => (style === 'normal' ? [2 * i, 2 * i + 1] : [i, i + half]);
+  for (let t = 0; t < positions.length; t++) {
+    const pos = positions[t]!;
+    // ggml builds the angles in f32 by repeated multiplication; doing the same keeps
+    // long positions within f32 rounding of llama.cpp.
+    const thetaScale = Math.fround(Math.pow(base, -2 / ropeDim));
+    const cos = new Float64Array(half);
+    const sin = new Float64Array(half);
+    let theta = Math.fround(pos);
+    for (let i = 0; i < half; i++) {
+      cos[i] = Math.fround(Math.cos(theta));
+      sin[i] = Math.fround(Math.sin(theta));
+      theta = Math.fround(theta * thetaScale);
+    }
+    for (let h = 0; h < numHeads; h++) {
+      const headBase = (t * numHeads + h) * headDim;
+      for (let i = 0; i < half; i++) {
+        const [a, b] = pair(i);
+        const x0 = x[headBase + a]!;
+        const x1 = x[headBase + b]!;
+        x[headBase + a] = x0 * cos[i]! - x1 * sin[i]!;
+        x[headBase + b] = x0 * sin[i]! + x1 * cos[i]!;
+      }
+    }
+  }
+}
+
+function siluMul(out: Float32Array, gate: Float32Array, up: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const g = gate[i]!;
+    out[i] = (g / (1 + Math.exp(-g))) * up[i]!;
+  }
+}
+
+const GELU_COEF_A = 0.044715;
+const SQRT_2_OVER_PI = 0.7978845608028654;
+
+/** tanh-approximated GELU; ggml evaluates it through an f16 table (input and output rounded to f16). */
+function gelu(out: Float32Array, x: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) {
+    const v = x[i]!;
+    if (v <= -10) out[i] = 0;
+    else if (v >= 10) out[i] = v;
+    else {
+      const h = roundToF16(v);
+      out[i] = roundToF16(0.5 * h * (1 + Math.tanh(SQRT_2_OVER_PI * h * (1 + GELU_COEF_A * h * h))));
+    }
+  }
+}
+
+function add(out: Float32Array, a: Float32Array, b: Float32Array, n: number): void {
+  for (let i = 0; i < n; i++) out[i] = a[i]! + b[i]!;
+}
+
+function addBias(x: Float32Array, bias: Float32Array, rows: number): void {
+  const dim = bias.length;
+  for (let r = 0; r < rows; r++) for (let i = 0; i < dim; i++) x[r * dim + i]! += bias[i]!;
+}
+
+function softmax(x: Float32Array, rows: number, n: number): void {
+  for (let r = 0; r < rows; r++) {
+    const row = x.subarray(r * n, (r + 1) * n);
+    let max = -Infinity;
+    for (let i = 0; i < n; i++) max = Math.max(max, row[i]!);
+    let sum = 0;
+    for (let i = 0; i < n; i++) {
+      const e = Math.exp(row[i]! - max);
+      row[i] = e;
+      sum += e;
+    }
+    for (let i = 0; i < n; i++) row[i] = row[i]! / sum;
+  }
+}
+
+function writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void {
+  const width = shape.numKvHeads * shape.headDim;
+  const capacity = shape.numBlocks * shape.blockSize;
+  for (let t = 0; t < slotMapping.length; t++) {
+    const slot = slotMapping[t]!;
+    if (slot < 0 || slot >= capacity) throw new RangeError(`KV slot ${slot} outside the cache (${capacity} slots)`);
+    for (let i = 0; i < width; i++) {
+      store(layer.k, slot * width + i, k[t * width + i]!);
+      store(layer.v, slot * width + i, v[t * width + i]!);
+    }
+  }
+}
+
+function store(cache: Float32Array | Uint16Array, index: number, value: number): void {
+  cache[index] = cache instanceof Uint16Array ? f32ToF16(value) : value;
+}
+
+function load(cache: Float32Array | Uint16Array, index: number): number {
+  return cache instanceof Uint16Array ? f16ToF32(cache[index]!) : cache[index]!;
+}
+
+function attention(
+  out: Float32Array,
+  q: Float32Array,
+  layer: KvLayer,
+  cache: KvCacheShape,
+  batch: AttentionBatch,
+  shape: AttentionShape,
+): void {
+  const { numHeads, numKvHeads, headDim, scale } = shape;
+  const groupSize = numHeads / numKvHeads;
+  const kvWidth = numKvHeads * headDim;
+  const half = cache.dtype === 'f16'; // llama.cpp feeds q and the softmax weights to f16 K/V as f16
+  const numSeqs = batch.seqStarts.length - 1;
+  for (let s = 0; s < numSeqs; s++) {
+    const table = batch.blockTables.subarray(s * batch.maxBlocksPerSeq, (s + 1) * batch.maxBlocksPerSeq);
+    const slotOf = (pos: number): number => {
+      const block = table[Math.floor(pos / cache.blockSize)];
+      if (block === undefined || block < 0) throw new RangeError(`sequence ${s} has no block for position ${pos}`);
+      return block * cache.blockSize + (pos % cache.blockSize);
+    };
+    for (let t = batch.seqStarts[s]!; t < batch.seqStarts[s + 1]!; t++) {
+      const ctx = batch.positions[t]! + 1; // causal: positions 0..p
+      const scores = new Float32Array(ctx);
+      for (let h = 0; h < numHeads; h++) {
+        const qBase = (t * numHeads + h) * headDim;
+        const kvHead = Math.floor(h / groupSize);
+        for (let p = 0; p < ctx; p++) {
+          const kBase = slotOf(p) * kvWidth + kvHead * headDim;
+          let dot = 0;
+          for (let i = 0; i < headDim; i++) {
+            const qi = half ? roundToF16(q[qBase + i]!) : q[qBase + i]!;
+            dot += qi * load(layer.k, kBase + i);
+          }
+          scores[p] = dot * scale;
+        }
+        softmax(scores, 1, ctx);
+        for (let i = 0; i < headDim; i++) out[qBase + i] = 0;
+        for (let p = 0; p < ctx; p++) {
+          const weight = half ? roundToF16(scores[p]!) : scores[p]!;
+          const vBase = slotOf(p) * kvWidth + kvHead * headDim;
+          for (let i = 0; i < headDim; i++) out[qBase + i]! += weight * load(layer.v, vBase + i);
+        }
+      }
+    }
+  }
+}
+
+export const referenceKernels: Kernels = {
+  name: 'reference',
+  matmul,
+  embedRows,
+  rmsNorm,
+  layerNorm,
+  rope,
+  siluMul,
+  gelu,
+  add,
+  addBias,
+  softmax,
+  writeKv,
+  attention,
+};

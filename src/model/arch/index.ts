@@ -1,0 +1,17 @@
+import type { ModelConfig, TensorSource } from '../weights.js';
+import type { Architecture } from './architecture.js';
+import { Gpt2Architecture } from './gpt2.js';
+import { LlamaArchitecture } from './llama.js';
+
+export type { Architecture } from './architecture.js';
+
+export function createArchitecture(config: ModelConfig, tensors: TensorSource): Architecture {
+  switch (config.arch) {
+    case 'llama':
+    case 'qwen2':
+    case 'qwen3':
+      return new LlamaArchitecture(config, tensors);
+    case 'gpt2':
+      return new Gpt2Architecture(config, tensors);
+  }
+}

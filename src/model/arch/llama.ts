@@ -1,0 +1,110 @@
+// The Llama-family decoder: Llama 2/3, Mistral, SmolLM, TinyLlama, and Qwen2 (q/k/v
+// bias) and Qwen3 (per-head q/k RMSNorm), which differ only in tensors that exist or not.
+import type { Kernels } from '../../kernels/index.js';
+import type { ForwardBatch } from '../batch.js';
+import type { KvCache } from '../kv-cache.js';
+import type { ModelConfig, TensorSource, WeightTensor } from '../weights.js';
+import type { Architecture } from './architecture.js';
+import { gatherRows, loadVector, optionalVector, outputWeight } from './architecture.js';
+
+interface LlamaLayer {
+  attnNorm: Float32Array;
+  wq: WeightTensor;
+  wk: WeightTensor;
+  wv: WeightTensor;
+  bq: Float32Array | undefined;
+  bk: Float32Array | undefined;
+  bv: Float32Array | undefined;
+  qNorm: Float32Array | undefined; // [headDim]
+  kNorm: Float32Array | undefined;
+  wo: WeightTensor;
+  ffnNorm: Float32Array;
+  gate: WeightTensor;
+  up: WeightTensor;
+  down: WeightTensor;
+}
+
+export class LlamaArchitecture implements Architecture {
+  private readonly embedding: WeightTensor;
+  private readonly outputNorm: Float32Array;
+  private readonly output: WeightTensor;
+  private readonly layers: LlamaLayer[];
+
+  constructor(
+    readonly config: ModelConfig,
+    tensors: TensorSource,
+  ) {
+    this.embedding = tensors.get('token_embd.weight');
+    this.outputNorm = loadVector(tensors, 'output_norm.weight');
+    this.output = outputWeight(tensors);
+    this.layers = Array.from({ length: config.numLayers }, (_, i) => {
+      const p = `blk.${i}.`;
+      return {
+        attnNorm: loadVector(tensors, `${p}attn_norm.weight`),
+        wq: tensors.get(`${p}attn_q.weight`),
+        wk: tensors.get(`${p}attn_k.weight`),
+        wv: tensors.get(`${p}attn_v.weight`),
+        bq: optionalVector(tensors, `${p}attn_q.bias`),
+        bk: optionalVector(tensors, `${p}attn_k.bias`),
+        bv: optionalVector(tensors, `${p}attn_v.bias`),
+        qNorm: optionalVector(tensors, `${p}attn_q_norm.weight`),
+        kNorm: optionalVector(tensors, `${p}attn_k_norm.weight`),
+        wo: tensors.get(`${p}attn_output.weight`),
+        ffnNorm: loadVector(tensors, `${p}ffn_norm.weight`),
+        gate: tensors.get(`${p}ffn_gate.weight`),
+        up: tensors.get(`${p}ffn_up.weight`),
+        down: tensors.get(`${p}ffn_down.weight`),
+      };
+    });
+  }
+
+  forward(batch: ForwardBatch, kv: KvCache, k: Kernels): Float32Array {
+    const c = this.config;
+    const n = batch.tokenIds.length;
+    const qWidth = c.numHeads * c.headDim;
+    const kvWidth = c.numKvHeads * c.headDim;
+    const x = new Float32Array(n * c.hiddenSize); // residual stream [n, hidden]
+    const h = new Float32Array(n * c.hiddenSize);
+    const q = new Float32Array(n * qWidth);
+    const kk = new Float32Array(n * kvWidth);
+    const v = new Float32Array(n * kvWidth);
+    const attn = new Float32Array(n * qWidth);
+    const gate = new Float32Array(n * c.ffnSize);
+    const up = new Float32Array(n * c.ffnSize);
+    const attnShape = { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, scale: 1 / Math.sqrt(c.headDim) };
+
+    k.embedRows(x, this.embedding, batch.tokenIds);
+    this.layers.forEach((layer, li) => {
+      k.rmsNorm(h, x, layer.attnNorm, n, c.hiddenSize, c.normEps);
+      k.matmul(q, h, layer.wq, n);
+      k.matmul(kk, h, layer.wk, n);
+      k.matmul(v, h, layer.wv, n);
+      if (layer.bq) k.addBias(q, layer.bq, n);
+      if (layer.bk) k.addBias(kk, layer.bk, n);
+      if (layer.bv) k.addBias(v, layer.bv, n);
+      if (layer.qNorm) k.rmsNorm(q, q, layer.qNorm, n * c.numHeads, c.headDim, c.normEps);
+      if (layer.kNorm) k.rmsNorm(kk, kk, layer.kNorm, n * c.numKvHeads, c.headDim, c.normEps);
+      k.rope(q, batch.positions, c.numHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle);
+      k.rope(kk, batch.positions, c.numKvHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle);
+      const cacheLayer = kv.layers[li]!;
+      k.writeKv(cacheLayer, kv.shape, kk, v, batch.slotMapping);
+      k.attention(attn, q, cacheLayer, kv.shape, batch, attnShape);
+      k.matmul(h, attn, layer.wo, n);
+      k.add(x, x, h, n * c.hiddenSize);
+
+      k.rmsNorm(h, x, layer.ffnNorm, n, c.hiddenSize, c.normEps);
+      k.matmul(gate, h, layer.gate, n);
+      k.matmul(up, h, layer.up, n);
+      k.siluMul(gate, gate, up, n * c.ffnSize);
+      k.matmul(h, gate, layer.down, n);
+      k.add(x, x, h, n * c.hiddenSize);
+    });
+
+    const rows = batch.logitIndices.length;
+    const last = gatherRows(x, c.hiddenSize, batch.logitIndices);
+    k.rmsNorm(last, last, this.outputNorm, rows, c.hiddenSize, c.normEps);
+    const logits = new Float32Array(rows * c.vocabSize);
+    k.matmul(logits, last, this.output, rows);
+    return logits;
+  }
+}

@@ -1,0 +1,63 @@
+import type { AttentionBatch } from '../kernels/index.js';
+
+/**
+ * One forward pass over a flat batch of tokens from any number of sequences: prefill
+ * chunks and decode tokens side by side. Built by the runner's caller (the engine);
+ * the architectures read it and never see sequences any other way.
+ */
+export interface ForwardBatch extends AttentionBatch {
+  /** [numTokens] */
+  readonly tokenIds: Int32Array;
+  /** [numTokens] KV-cache slot each token's k/v is written to (block * blockSize + offset) */
+  readonly slotMapping: Int32Array;
+  /** [numLogits] batch rows whose next-token logits are wanted (usually each sequence's last token) */
+  readonly logitIndices: Int32Array;
+}
+
+/** Checks the invariants the kernels rely on; cheap next to a forward pass. */
+export function assertValidBatch(batch: ForwardBatch): void {
+  const n = batch.tokenIds.length;
+  const numSeqs = batch.seqStarts.length - 1;
+  if (batch.positions.length !== n || batch.slotMapping.length !== n) throw new Error('batch arrays disagree on numTokens');
+  if (numSeqs < 0 || batch.seqStarts[0] !== 0 || batch.seqStarts[numSeqs] !== n) throw new Error('seqStarts must run from 0 to numTokens');
+  if (batch.blockTables.length !== numSeqs * batch.maxBlocksPerSeq) throw new Error('blockTables must be [numSeqs, maxBlocksPerSeq]');
+  for (const i of batch.logitIndices) if (i < 0 || i >= n) throw new Error(`logit index ${i} outside the batch`);
+}
+
+/** One sequence's part of a step: `tokenIds` continue its context at `startPos`. */
+export interface SequenceChunk {
+  readonly tokenIds: ArrayLike<number>;
+  readonly startPos: number;
+  /** the sequence's block ids, covering positions up to startPos + tokenIds.length - 1 */
+  readonly blockTable: ArrayLike<number>;
+  /** whether the logits after this chunk's last token are wanted */
+  readonly wantLogits: boolean;
+}
+
+/** Flattens per-sequence chunks into a ForwardBatch (logits in chunk order). */
+export function buildBatch(chunks: readonly SequenceChunk[], blockSize: number): ForwardBatch {
+  const numTokens = chunks.reduce((n, c) => n + c.tokenIds.length, 0);
+  const maxBlocksPerSeq = Math.max(1, ...chunks.map((c) => c.blockTable.length));
+  const tokenIds = new Int32Array(numTokens);
+  const positions = new Int32Array(numTokens);
+  const slotMapping = new Int32Array(numTokens);
+  const seqStarts = new Int32Array(chunks.length + 1);
+  const blockTables = new Int32Array(chunks.length * maxBlocksPerSeq).fill(-1);
+  const logitIndices: number[] = [];
+  let t = 0;
+  chunks.forEach((chunk, s) => {
+    seqStarts[s] = t;
+    for (let b = 0; b < chunk.blockTable.length; b++) blockTables[s * maxBlocksPerSeq + b] = chunk.blockTable[b]!;
+    for (let i = 0; i < chunk.tokenIds.length; i++, t++) {
+      const pos = chunk.startPos + i;
+      const block = chunk.blockTable[Math.floor(pos / blockSize)];
+      if (block === undefined) throw new Error(`sequence ${s} has no block for position ${pos}`);
+      tokenIds[t] = chunk.tokenIds[i]!;
+      positions[t] = pos;
+      slotMapping[t] = block * blockSize + (pos % blockSize);
+    }
+    if (chunk.wantLogits && chunk.tokenIds.length > 0) logitIndices.push(t - 1);
+  });
+  seqStarts[chunks.length] = t;
+  return { tokenIds, positions, slotMapping, seqStarts, blockTables, maxBlocksPerSeq, logitIndices: Int32Array.from(logitIndices) };
+}
