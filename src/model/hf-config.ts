@@ -1,0 +1,232 @@
+// Hugging Face config.json → ModelConfig for the families loom runs. Field names and
+// defaults follow transformers' LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config and
+// GPT2Config. HF checkpoints keep q/k in rotate_half layout, so RoPE is `neox` here (no
+// un-permuting; GGUF files of llama, permuted by llama.cpp's converter, say `normal`).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ModelFormatError, UnsupportedModelError } from '../errors.js';
+import type { ArchName, ModelConfig } from './weights.js';
+
+export const CONFIG_FILE = 'config.json';
+
+type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2';
+
+const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
+  LlamaForCausalLM: 'llama',
+  MistralForCausalLM: 'mistral',
+  Qwen2ForCausalLM: 'qwen2',
+  Qwen3ForCausalLM: 'qwen3',
+  GPT2LMHeadModel: 'gpt2',
+};
+const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2'];
+/** Mistral runs as llama: same tensors and forward pass once sliding window is ruled out */
+const ARCH_OF: Readonly<Record<Family, ArchName>> = { llama: 'llama', mistral: 'llama', qwen2: 'qwen2', qwen3: 'qwen3', gpt2: 'gpt2' };
+
+/** Reads `<dir>/config.json`. */
+export function readHFConfig(dir: string): ModelConfig {
+  const file = join(dir, CONFIG_FILE);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new ModelFormatError(file, code === 'ENOENT' ? 'no such file (a Hugging Face model folder needs config.json)' : `cannot read (${code ?? String(e)})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new ModelFormatError(file, `not valid JSON (${(e as Error).message})`);
+  }
+  return parseHFConfig(file, json);
+}
+
+/** Maps a parsed config.json (`file` names it in errors). */
+export function parseHFConfig(file: string, json: unknown): ModelConfig {
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw new ModelFormatError(file, 'not a JSON object');
+  }
+  const c = new Fields(file, json as Record<string, unknown>);
+  const family = familyOf(c);
+  return family === 'gpt2' ? gpt2Config(c) : llamaLikeConfig(c, family);
+}
+
+function familyOf(c: Fields): Family {
+  const archs = c.raw('architectures');
+  if (archs !== undefined) {
+    if (!Array.isArray(archs) || typeof archs[0] !== 'string') throw c.bad('architectures', 'a list of class names');
+    const family = BY_ARCHITECTURE[archs[0]];
+    if (!family) {
+      throw new UnsupportedModelError(
+        c.file,
+        `architecture ${archs[0]} is not supported (loom runs ${Object.keys(BY_ARCHITECTURE).join(', ')})`,
+      );
+    }
+    return family;
+  }
+  const type = c.raw('model_type');
+  const family = FAMILIES.find((f) => f === type);
+  if (!family) {
+    throw new UnsupportedModelError(c.file, `model_type ${JSON.stringify(type)} is not supported (loom runs ${FAMILIES.join(', ')})`);
+  }
+  return family;
+}
+
+function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2'>): ModelConfig {
+  const hiddenSize = c.count('hidden_size');
+  const numHeads = c.count('num_attention_heads');
+  const numKvHeads = c.count('num_key_value_heads', () => numHeads);
+  const headDim = c.count('head_dim', () => c.whole('hidden_size', hiddenSize / numHeads));
+  if (numHeads % numKvHeads !== 0) {
+    throw new ModelFormatError(c.file, `num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`);
+  }
+  const contextLength = c.count('max_position_embeddings');
+  checkSlidingWindow(c, family, contextLength);
+  const act = c.raw('hidden_act') ?? 'silu';
+  if (act !== 'silu') throw new UnsupportedModelError(c.file, `hidden_act ${JSON.stringify(act)} is not supported (only silu)`);
+  // attention_bias adds biases to q, k, v AND o_proj (qwen2 has q/k/v biases by construction)
+  if (family !== 'qwen2' && c.raw('attention_bias') === true) {
+    throw new UnsupportedModelError(c.file, 'attention_bias: true (biases on q/k/v/o projections) is not supported');
+  }
+  if (c.raw('mlp_bias') === true) throw new UnsupportedModelError(c.file, 'mlp_bias: true is not supported');
+  const rope = ropeOf(c);
+  const partial = c.num('partial_rotary_factor', 1);
+  const ropeDim = Math.floor(headDim * partial);
+  if (!(partial > 0 && partial <= 1) || ropeDim % 2 !== 0) {
+    throw new ModelFormatError(c.file, `partial_rotary_factor ${partial} does not give an even number of rotated dims of ${headDim}`);
+  }
+  return {
+    arch: ARCH_OF[family],
+    vocabSize: c.count('vocab_size'),
+    hiddenSize,
+    numLayers: c.count('num_hidden_layers'),
+    numHeads,
+    numKvHeads,
+    headDim,
+    ffnSize: c.count('intermediate_size'),
+    contextLength,
+    normEps: c.num('rms_norm_eps', 1e-6),
+    ropeBase: rope.theta,
+    ropeDim,
+    ropeStyle: 'neox',
+    // LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config all default to false
+    tiedEmbeddings: c.bool('tie_word_embeddings', false),
+  };
+}
+
+/** Mistral's sliding window (HF default 4096) matters only below the context length. */
+function checkSlidingWindow(c: Fields, family: Family, contextLength: number): void {
+  if (family === 'mistral') {
+    const window = c.raw('sliding_window') === undefined ? 4096 : c.raw('sliding_window');
+    if (window === null) return;
+    if (typeof window !== 'number') throw c.bad('sliding_window', 'a number or null');
+    if (window < contextLength) {
+      throw new UnsupportedModelError(
+        c.file,
+        `sliding-window attention (sliding_window ${window} < max_position_embeddings ${contextLength}, as in Mistral-7B-v0.1) is not supported`,
+      );
+    }
+  } else if ((family === 'qwen2' || family === 'qwen3') && c.raw('use_sliding_window') === true) {
+    throw new UnsupportedModelError(c.file, 'sliding-window attention (use_sliding_window: true) is not supported');
+  }
+}
+
+/** rope_theta, from the classic fields or transformers' newer `rope_parameters`. */
+function ropeOf(c: Fields): { theta: number } {
+  const params = c.raw('rope_parameters');
+  const scaling = c.raw('rope_scaling') ?? params;
+  if (scaling !== undefined && scaling !== null) {
+    if (typeof scaling !== 'object' || Array.isArray(scaling)) throw c.bad('rope_scaling', 'an object or null');
+    const s = scaling as Record<string, unknown>;
+    const type = s['rope_type'] ?? s['type'] ?? 'default';
+    if (type !== 'default') {
+      const hint = type === 'llama3' ? ' (Llama 3.1/3.2-style frequency scaling is not implemented yet)' : '';
+      throw new UnsupportedModelError(c.file, `RoPE scaling ${JSON.stringify(type)} is not supported${hint}`);
+    }
+  }
+  const fromParams = params && typeof params === 'object' ? (params as Record<string, unknown>)['rope_theta'] : undefined;
+  if (c.raw('rope_theta') === undefined && typeof fromParams === 'number') return { theta: fromParams };
+  return { theta: c.num('rope_theta', 10000) };
+}
+
+function gpt2Config(c: Fields): ModelConfig {
+  const hiddenSize = c.count(['n_embd', 'hidden_size']);
+  const numHeads = c.count(['n_head', 'num_attention_heads']);
+  const act = c.raw('activation_function') ?? 'gelu_new';
+  if (act !== 'gelu_new' && act !== 'gelu_pytorch_tanh') {
+    throw new UnsupportedModelError(c.file, `activation_function ${JSON.stringify(act)} is not supported (only the tanh GELU, gelu_new)`);
+  }
+  if (c.raw('scale_attn_by_inverse_layer_idx') === true) {
+    throw new UnsupportedModelError(c.file, 'scale_attn_by_inverse_layer_idx: true is not supported');
+  }
+  const headDim = c.whole('n_embd', hiddenSize / numHeads);
+  const inner = c.raw('n_inner');
+  return {
+    arch: 'gpt2',
+    vocabSize: c.count('vocab_size'),
+    hiddenSize,
+    numLayers: c.count(['n_layer', 'num_hidden_layers']),
+    numHeads,
+    numKvHeads: numHeads,
+    headDim,
+    ffnSize: inner === undefined || inner === null ? 4 * hiddenSize : c.count('n_inner'),
+    contextLength: c.count(['n_positions', 'max_position_embeddings']),
+    normEps: c.num('layer_norm_epsilon', 1e-5),
+    // no RoPE in gpt2 (learned positions); these match what the GGUF side reports
+    ropeBase: 10000,
+    ropeDim: headDim,
+    ropeStyle: 'normal',
+    tiedEmbeddings: c.bool('tie_word_embeddings', true),
+  };
+}
+
+/** Typed reads of config fields; errors name the file and the field. null counts as absent. */
+class Fields {
+  constructor(
+    readonly file: string,
+    private readonly json: Record<string, unknown>,
+  ) {}
+
+  raw(key: string): unknown {
+    return this.json[key];
+  }
+
+  bad(key: string, want: string): ModelFormatError {
+    return new ModelFormatError(this.file, `"${key}" should be ${want}, got ${JSON.stringify(this.json[key])}`);
+  }
+
+  /** a positive integer from the first of `keys` present; else `fallback()`, or an error when none */
+  count(keys: string | readonly string[], fallback?: () => number): number {
+    const list = typeof keys === 'string' ? [keys] : keys;
+    const key = list.find((k) => this.json[k] !== undefined && this.json[k] !== null);
+    if (key === undefined) {
+      if (fallback) return fallback();
+      throw new ModelFormatError(this.file, `missing "${list.join('" or "')}"`);
+    }
+    const v = this.json[key];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) throw this.bad(key, 'a positive integer');
+    return v;
+  }
+
+  num(key: string, fallback: number): number {
+    const v = this.json[key];
+    if (v === undefined || v === null) return fallback;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw this.bad(key, 'a positive number');
+    return v;
+  }
+
+  bool(key: string, fallback: boolean): boolean {
+    const v = this.json[key];
+    if (v === undefined || v === null) return fallback;
+    if (typeof v !== 'boolean') throw this.bad(key, 'true or false');
+    return v;
+  }
+
+  /** checks a derived size is a whole number (e.g. hidden / heads) */
+  whole(key: string, value: number): number {
+    if (!Number.isInteger(value)) {
+      throw new ModelFormatError(this.file, `"${key}" does not divide evenly by the number of attention heads`);
+    }
+    return value;
+  }
+}
