@@ -28,10 +28,10 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
   if (tensors.has('rope_freqs.weight')) {
     throw new UnsupportedModelError(file, 'RoPE frequency factors (rope_freqs.weight, Llama 3.1 style) are not supported yet');
   }
+  const embedding = tensors.get('token_embd.weight');
   const hiddenSize = meta.number(key('embedding_length'));
   const numHeads = meta.number(key('attention.head_count'));
   const headDim = meta.number(key('attention.key_length'), hiddenSize / numHeads);
-  const embedding = tensors.get('token_embd.weight');
   return {
     arch,
     vocabSize: meta.number(key('vocab_size'), embedding.dims[1] ?? 0),
