@@ -1,0 +1,320 @@
+// GGUF reader (v2, v3; little-endian). Layout:
+//   "GGUF" u32 version, u64 tensorCount, u64 kvCount,
+//   kvCount × { string key, u32 valueType, value },
+//   tensorCount × { string name, u32 nDims, u64 dims[nDims], u32 ggmlType, u64 offset },
+//   padding to `general.alignment` (default 32), then the data section; each tensor's offset
+//   is relative to the data section and a multiple of the alignment.
+//   string = u64 byteLength + UTF-8 bytes; array = u32 itemType, u64 count, items.
+// The header is read progressively from a file descriptor (files may exceed Buffer limits);
+// a tensor's bytes are read once, when first asked for, into their own ArrayBuffer (offset 0,
+// so typed-array views of them are aligned).
+import { constants as bufferConstants } from 'node:buffer';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { ModelFormatError, UnsupportedModelError } from '../errors.js';
+import { COMPUTE_TYPES, blockGeometry, typeName } from './ggml-types.js';
+import type { GGMLType } from './ggml-types.js';
+import type { GGUFValue } from './gguf-metadata.js';
+import type { TensorSource, WeightTensor } from './weights.js';
+
+export enum GGUFValueType {
+  UINT8 = 0,
+  INT8 = 1,
+  UINT16 = 2,
+  INT16 = 3,
+  UINT32 = 4,
+  INT32 = 5,
+  FLOAT32 = 6,
+  BOOL = 7,
+  STRING = 8,
+  ARRAY = 9,
+  UINT64 = 10,
+  INT64 = 11,
+  FLOAT64 = 12,
+}
+
+export const GGUF_MAGIC = 0x46554747; // "GGUF" read as a little-endian u32
+export const GGUF_DEFAULT_ALIGNMENT = 32;
+const MAX_DIMS = 4;
+const MAX_COUNT = 2 ** 32; // tensor/kv/array counts above this are corruption, not data
+const MAX_STRING = 2 ** 29; // about Node's longest string
+const MAX_NESTING = 8;
+const CHUNK = 1 << 20;
+
+export interface GGUFTensorInfo {
+  readonly name: string;
+  readonly type: GGMLType;
+  /** ggml order: dims[0] is contiguous */
+  readonly dims: readonly number[];
+  /** absolute byte offset in the file */
+  readonly offset: number;
+  readonly byteLength: number;
+}
+
+/** Sequential little-endian reads through a 1 MiB window over a file descriptor. */
+class Cursor {
+  pos = 0;
+  /** what is being read, for truncation messages ("metadata key X") */
+  what = 'the header';
+  private buf = Buffer.alloc(CHUNK);
+  private bufStart = 0;
+  private bufLen = 0;
+
+  constructor(
+    private readonly fd: number,
+    readonly fileSize: number,
+    readonly fail: (problem: string) => never,
+  ) {}
+
+  /** makes n bytes at pos available; returns their index in buf and advances pos */
+  take(n: number): number {
+    if (this.pos + n > this.fileSize) this.fail(`file is truncated while reading ${this.what}`);
+    if (this.pos < this.bufStart || this.pos + n > this.bufStart + this.bufLen) {
+      if (n > this.buf.length) this.buf = Buffer.alloc(n);
+      const want = Math.min(this.buf.length, this.fileSize - this.pos);
+      let got = 0;
+      while (got < want) {
+        const r = readSync(this.fd, this.buf, got, want - got, this.pos + got);
+        if (r === 0) break;
+        got += r;
+      }
+      if (got < n) this.fail(`file is truncated while reading ${this.what}`);
+      this.bufStart = this.pos;
+      this.bufLen = got;
+    }
+    const at = this.pos - this.bufStart;
+    this.pos += n;
+    return at;
+  }
+
+  u8(): number { return this.buf.readUInt8(this.take(1)); }
+  i8(): number { return this.buf.readInt8(this.take(1)); }
+  u16(): number { return this.buf.readUInt16LE(this.take(2)); }
+  i16(): number { return this.buf.readInt16LE(this.take(2)); }
+  u32(): number { return this.buf.readUInt32LE(this.take(4)); }
+  i32(): number { return this.buf.readInt32LE(this.take(4)); }
+  f32(): number { return this.buf.readFloatLE(this.take(4)); }
+  f64(): number { return this.buf.readDoubleLE(this.take(8)); }
+  u64(): bigint { return this.buf.readBigUInt64LE(this.take(8)); }
+  i64(): bigint { return this.buf.readBigInt64LE(this.take(8)); }
+
+  /** a u64 count or size that must stay below `limit` (else the file is corrupt) */
+  count(label: string, limit: number): number {
+    const v = this.u64();
+    if (v > BigInt(limit)) this.fail(`file is corrupt: ${label} ${v} is absurd (limit ${limit})`);
+    return Number(v);
+  }
+
+  string(label: string): string {
+    const len = this.count(`${label} length`, MAX_STRING);
+    if (len === 0) return '';
+    const at = this.take(len);
+    return this.buf.toString('utf8', at, at + len);
+  }
+}
+
+const int64Value = (v: bigint): number | bigint =>
+  v <= BigInt(Number.MAX_SAFE_INTEGER) && v >= BigInt(Number.MIN_SAFE_INTEGER) ? Number(v) : v;
+
+function readValue(c: Cursor, type: number, depth: number): GGUFValue {
+  switch (type) {
+    case GGUFValueType.UINT8: return c.u8();
+    case GGUFValueType.INT8: return c.i8();
+    case GGUFValueType.UINT16: return c.u16();
+    case GGUFValueType.INT16: return c.i16();
+    case GGUFValueType.UINT32: return c.u32();
+    case GGUFValueType.INT32: return c.i32();
+    case GGUFValueType.FLOAT32: return c.f32();
+    case GGUFValueType.BOOL: return c.u8() !== 0;
+    case GGUFValueType.STRING: return c.string('string');
+    case GGUFValueType.UINT64: return int64Value(c.u64());
+    case GGUFValueType.INT64: return int64Value(c.i64());
+    case GGUFValueType.FLOAT64: return c.f64();
+    case GGUFValueType.ARRAY: {
+      if (depth >= MAX_NESTING) c.fail(`file is corrupt: arrays nested deeper than ${MAX_NESTING} in ${c.what}`);
+      const itemType = c.u32();
+      const n = c.count('array length', MAX_COUNT);
+      const items: GGUFValue[] = [];
+      for (let i = 0; i < n; i++) items.push(readValue(c, itemType, depth + 1));
+      if (n === 0 && !(itemType in GGUFValueType)) c.fail(`file is corrupt: unknown value type ${itemType} in ${c.what}`);
+      return items;
+    }
+    default:
+      return c.fail(`file is corrupt: unknown value type ${type} in ${c.what}`);
+  }
+}
+
+export class GGUFFile implements TensorSource {
+  readonly version: 2 | 3;
+  readonly metadata = new Map<string, GGUFValue>();
+  readonly tensorInfos = new Map<string, GGUFTensorInfo>();
+  readonly alignment: number;
+  readonly fileSize: number;
+  /** absolute offset of the data section */
+  readonly dataOffset: number;
+  private fd: number | undefined;
+  private readonly cache = new Map<string, WeightTensor>();
+  private tensorBytes = 0;
+
+  /** use openGGUF */
+  constructor(readonly path: string, fd: number) {
+    this.fd = fd;
+    const fail = (problem: string): never => {
+      throw new ModelFormatError(path, problem);
+    };
+    const stat = fstatSync(fd);
+    if (!stat.isFile()) fail('not a regular file');
+    this.fileSize = stat.size;
+    const c = new Cursor(fd, this.fileSize, fail);
+    if (this.fileSize < 4 || c.u32() !== GGUF_MAGIC) fail('not a GGUF file (bad magic)');
+    const version = c.u32();
+    if (version === 1) throw new UnsupportedModelError(path, 'GGUF version 1 is not supported (only versions 2 and 3)');
+    if (version !== 2 && version !== 3) {
+      const swapped = Buffer.alloc(4);
+      swapped.writeUInt32BE(version);
+      if ([1, 2, 3].includes(swapped.readUInt32LE())) {
+        throw new UnsupportedModelError(path, 'big-endian GGUF files are not supported');
+      }
+      throw new UnsupportedModelError(path, `GGUF version ${version} is not supported (only versions 2 and 3)`);
+    }
+    this.version = version;
+    const tensorCount = c.count('tensor count', MAX_COUNT);
+    const kvCount = c.count('metadata count', MAX_COUNT);
+
+    for (let i = 0; i < kvCount; i++) {
+      c.what = `metadata entry ${i}`;
+      const key = c.string('metadata key');
+      c.what = `metadata key ${key}`;
+      const type = c.u32();
+      if (type !== GGUFValueType.ARRAY && !(type in GGUFValueType)) fail(`file is corrupt: metadata key ${key} has unknown value type ${type}`);
+      const value = readValue(c, type, 0);
+      if (this.metadata.has(key)) fail(`file is corrupt: duplicate metadata key ${key}`);
+      this.metadata.set(key, value);
+    }
+    this.alignment = this.readAlignment(fail);
+
+    const infos: GGUFTensorInfo[] = [];
+    const names = new Set<string>();
+    const relOffsets: number[] = [];
+    for (let i = 0; i < tensorCount; i++) {
+      c.what = `tensor info ${i}`;
+      const name = c.string('tensor name');
+      c.what = `tensor info ${i} (${name})`;
+      const nDims = c.u32();
+      if (nDims > MAX_DIMS) fail(`file is corrupt: tensor ${name} has ${nDims} dims (at most ${MAX_DIMS})`);
+      const dims: number[] = [];
+      for (let d = 0; d < nDims; d++) dims.push(c.count(`tensor ${name} dim`, Number.MAX_SAFE_INTEGER));
+      const type = c.u32() as GGMLType;
+      const rel = c.count(`tensor ${name} offset`, Number.MAX_SAFE_INTEGER);
+      if (names.has(name)) fail(`file is corrupt: duplicate tensor ${name}`);
+      names.add(name);
+      infos.push({ name, type, dims, offset: 0, byteLength: this.tensorByteLength(name, type, dims, fail) });
+      relOffsets.push(rel);
+    }
+    this.dataOffset = Math.ceil(c.pos / this.alignment) * this.alignment;
+
+    let n = 0;
+    for (const info of infos) {
+      const rel = relOffsets[n++]!;
+      if (rel % this.alignment !== 0) {
+        fail(`tensor ${info.name} has offset ${rel}, which is not a multiple of the alignment ${this.alignment}`);
+      }
+      const offset = this.dataOffset + rel;
+      const end = offset + info.byteLength;
+      if (end > this.fileSize) {
+        fail(`file is truncated: tensor ${info.name} needs bytes ${offset}..${end} but the file has ${this.fileSize} bytes`);
+      }
+      this.tensorInfos.set(info.name, { ...info, offset });
+    }
+    const sorted = [...this.tensorInfos.values()].sort((a, b) => a.offset - b.offset);
+    for (let i = 1; i < sorted.length; i++) {
+      const prev = sorted[i - 1]!, cur = sorted[i]!;
+      if (cur.offset < prev.offset + prev.byteLength) fail(`file is corrupt: tensors ${prev.name} and ${cur.name} overlap`);
+    }
+  }
+
+  private readAlignment(fail: (problem: string) => never): number {
+    const a = this.metadata.get('general.alignment');
+    if (a === undefined) return GGUF_DEFAULT_ALIGNMENT;
+    if (typeof a !== 'number' || !Number.isInteger(a) || a <= 0 || (a & (a - 1)) !== 0) {
+      return fail(`general.alignment is ${String(a)}, not a power of two`);
+    }
+    return a;
+  }
+
+  private tensorByteLength(name: string, type: GGMLType, dims: number[], fail: (problem: string) => never): number {
+    const g = blockGeometry(type);
+    if (!g) return fail(`unknown tensor type id ${type} for tensor ${name}`);
+    const n0 = dims[0] ?? 1;
+    if (n0 % g.blockSize !== 0) {
+      fail(`tensor ${name} has dims [${dims.join(', ')}] but ${typeName(type)} packs ${g.blockSize} values per block; dims[0] must be a multiple of ${g.blockSize}`);
+    }
+    let bytes = (n0 / g.blockSize) * g.typeSize;
+    for (let d = 1; d < dims.length; d++) bytes *= dims[d]!;
+    if (!Number.isSafeInteger(bytes)) fail(`file is corrupt: tensor ${name} dims [${dims.join(', ')}] are absurd`);
+    return bytes;
+  }
+
+  /** tensor bytes read from disk so far (each tensor is read at most once) */
+  get bytesRead(): number {
+    return this.tensorBytes;
+  }
+
+  has(name: string): boolean {
+    return this.tensorInfos.has(name);
+  }
+
+  get(name: string): WeightTensor {
+    return this.tensor(name);
+  }
+
+  /** the tensor's exact bytes, read on first use and cached */
+  tensor(name: string): WeightTensor {
+    const cached = this.cache.get(name);
+    if (cached) return cached;
+    const info = this.tensorInfos.get(name);
+    if (!info) throw new ModelFormatError(this.path, `no tensor named ${name}`);
+    if (!COMPUTE_TYPES.has(info.type)) {
+      throw new UnsupportedModelError(this.path, `tensor ${name} has type ${typeName(info.type)}, which loom does not support`);
+    }
+    if (this.fd === undefined) throw new ModelFormatError(this.path, `file was closed before tensor ${name} was read`);
+    if (info.byteLength > bufferConstants.MAX_LENGTH) {
+      throw new UnsupportedModelError(this.path, `tensor ${name} is ${info.byteLength} bytes, more than one buffer can hold`);
+    }
+    const data = new Uint8Array(info.byteLength);
+    let got = 0;
+    while (got < data.length) {
+      const r = readSync(this.fd, data, got, Math.min(data.length - got, 1 << 30), info.offset + got);
+      if (r === 0) {
+        throw new ModelFormatError(this.path, `file is truncated: tensor ${name} needs bytes ${info.offset}..${info.offset + info.byteLength} but reading stopped at ${info.offset + got}`);
+      }
+      got += r;
+    }
+    this.tensorBytes += got;
+    const t: WeightTensor = { name, type: info.type, dims: info.dims, data };
+    this.cache.set(name, t);
+    return t;
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+}
+
+/** Opens and parses the header of a GGUF file; tensors are read lazily. */
+export function openGGUF(path: string): GGUFFile {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new ModelFormatError(path, 'no such file');
+    throw new ModelFormatError(path, `cannot open: ${(e as Error).message}`);
+  }
+  try {
+    return new GGUFFile(path, fd);
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+}

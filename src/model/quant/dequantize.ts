@@ -1,0 +1,86 @@
+// Dequantization of one row of a weight, exactly as ggml's reference dequantize_row_*.
+// Block layouts (little-endian; f16 = IEEE half):
+//   Q8_0 (34 B / 32 values): f16 d, int8 q[32]               x = d·q
+//   Q4_0 (18 B / 32 values): f16 d, u8 qs[16]                x[j] = d·((qs[j] & 15) − 8),
+//                                                            x[j+16] = d·((qs[j] >> 4) − 8)
+//   Q4_K, Q6_K (256 values): see k-quants.ts
+// Every product here is exact in f32 or needs one rounding, so double arithmetic stored into
+// a Float32Array gives the bits ggml's C float code gives.
+import { GGMLType, rowBytes, typeName } from '../ggml-types.js';
+import type { WeightTensor } from '../weights.js';
+import { bf16ToF32, f16ToF32, readF16 } from '../half.js';
+import { dequantizeQ4KBlock, dequantizeQ6KBlock, QK_K } from './k-quants.js';
+
+/**
+ * out[outOffset .. outOffset+n) = the n values stored in src from byte srcByteOffset.
+ * n must be whole blocks of the type; srcByteOffset must start a block.
+ */
+export function dequantizeRow(
+  type: GGMLType,
+  src: Uint8Array,
+  srcByteOffset: number,
+  n: number,
+  out: Float32Array,
+  outOffset: number,
+): void {
+  const bytes = rowBytes(type, n);
+  if (bytes === undefined) throw new RangeError(`dequantizeRow: ${n} values is not whole blocks of ${typeName(type)}`);
+  if (srcByteOffset < 0 || srcByteOffset + bytes > src.length) {
+    throw new RangeError(`dequantizeRow: bytes ${srcByteOffset}..${srcByteOffset + bytes} outside a ${src.length}-byte buffer`);
+  }
+  if (outOffset < 0 || outOffset + n > out.length) throw new RangeError('dequantizeRow: output too short');
+  const o = srcByteOffset;
+  switch (type) {
+    case GGMLType.F32: {
+      const dv = new DataView(src.buffer, src.byteOffset + o, bytes);
+      for (let i = 0; i < n; i++) out[outOffset + i] = dv.getFloat32(4 * i, true);
+      return;
+    }
+    case GGMLType.F16:
+      for (let i = 0; i < n; i++) out[outOffset + i] = f16ToF32(src[o + 2 * i]! | (src[o + 2 * i + 1]! << 8));
+      return;
+    case GGMLType.BF16:
+      for (let i = 0; i < n; i++) out[outOffset + i] = bf16ToF32(src[o + 2 * i]! | (src[o + 2 * i + 1]! << 8));
+      return;
+    case GGMLType.Q8_0:
+      for (let b = 0; b < n / 32; b++) {
+        const p = o + 34 * b;
+        const d = readF16(src, p);
+        const y = outOffset + 32 * b;
+        for (let j = 0; j < 32; j++) out[y + j] = d * ((src[p + 2 + j]! << 24) >> 24);
+      }
+      return;
+    case GGMLType.Q4_0:
+      for (let b = 0; b < n / 32; b++) {
+        const p = o + 18 * b;
+        const d = readF16(src, p);
+        const y = outOffset + 32 * b;
+        for (let j = 0; j < 16; j++) {
+          const q = src[p + 2 + j]!;
+          out[y + j] = d * ((q & 15) - 8);
+          out[y + j + 16] = d * ((q >> 4) - 8);
+        }
+      }
+      return;
+    case GGMLType.Q4_K:
+      for (let b = 0; b < n / QK_K; b++) dequantizeQ4KBlock(src, o + 144 * b, out, outOffset + QK_K * b);
+      return;
+    case GGMLType.Q6_K:
+      for (let b = 0; b < n / QK_K; b++) dequantizeQ6KBlock(src, o + 210 * b, out, outOffset + QK_K * b);
+      return;
+    default:
+      throw new RangeError(`dequantizeRow: ${typeName(type)} is not a type loom computes with`);
+  }
+}
+
+/** Row `row` of a matrix weight (dims[0] values per row), dequantized into out (or a new array). */
+export function dequantizeTensorRow(t: WeightTensor, row: number, out?: Float32Array): Float32Array {
+  const n = t.dims[0] ?? 0;
+  const stride = rowBytes(t.type, n);
+  if (stride === undefined) throw new RangeError(`tensor ${t.name}: ${n} values is not whole blocks of ${typeName(t.type)}`);
+  const rows = n === 0 ? 0 : t.data.length / stride;
+  if (!Number.isInteger(row) || row < 0 || row >= rows) throw new RangeError(`tensor ${t.name}: row ${row} out of range [0, ${rows})`);
+  const dst = out ?? new Float32Array(n);
+  dequantizeRow(t.type, t.data, row * stride, n, dst, 0);
+  return dst;
+}
