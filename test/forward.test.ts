@@ -31,7 +31,7 @@ function maxAbsDiff(a: Float32Array, b: Float32Array): number {
 /** logits after each chunk boundary of one sequence, fed in the given chunk sizes */
 function prefillInChunks(runner: ModelRunner, ids: number[], sizes: number[], blockTable: number[]): Float32Array {
   let pos = 0;
-  let logits = new Float32Array();
+  let logits: Float32Array = new Float32Array();
   for (const size of sizes) {
     const chunk: SequenceChunk = { tokenIds: ids.slice(pos, pos + size), startPos: pos, blockTable, wantLogits: true };
     logits = runner.execute(buildBatch([chunk], BLOCK));
