@@ -1,0 +1,79 @@
+// The tokenizer stored in a GGUF file's metadata: dispatch on tokenizer.ggml.model, with
+// llama.cpp's defaults where keys are absent (llama_vocab::load).
+import { ModelFormatError, UnsupportedModelError } from '../errors.js';
+import { MetadataReader } from '../model/gguf-metadata.js';
+import type { GGUFMetadata } from '../model/gguf-metadata.js';
+import { BpeTokenizer } from './bpe.js';
+import { knownPreTokenizers, preTokenizerSpec } from './pre-tokenizers.js';
+import { SpmTokenizer } from './spm.js';
+import { TokenType } from './tokenizer.js';
+import type { Tokenizer } from './tokenizer.js';
+import type { VocabSpec } from './vocab-base.js';
+
+/** token texts llama.cpp treats as end-of-generation wherever they appear in a vocab */
+const EOG_TEXTS = new Set([
+  '<|eot_id|>',
+  '<|im_end|>',
+  '<|end|>',
+  '<end_of_turn>',
+  '<|endoftext|>',
+  '<|eom_id|>',
+  '<EOT>',
+  '_<EOT>',
+  '<|end_of_text|>',
+  '<｜end▁of▁sentence｜>',
+]);
+
+export function tokenizerFromGGUF(file: string, metadata: GGUFMetadata): Tokenizer {
+  const md = new MetadataReader(file, metadata);
+  const model = md.optionalString('tokenizer.ggml.model');
+  if (model === undefined) throw new ModelFormatError(file, 'has no tokenizer (tokenizer.ggml.model missing)');
+  if (model !== 'llama' && model !== 'gpt2') {
+    throw new UnsupportedModelError(file, `tokenizer model "${model}" is not supported (loom reads "llama" and "gpt2")`);
+  }
+  const tokens = md.strings('tokenizer.ggml.tokens');
+  if (tokens === undefined || tokens.length === 0) throw new ModelFormatError(file, 'tokenizer.ggml.tokens is missing or empty');
+  const types = md.numbers('tokenizer.ggml.token_type');
+  if (types !== undefined && types.length !== tokens.length) {
+    throw new ModelFormatError(file, `tokenizer.ggml.token_type has ${types.length} entries for ${tokens.length} tokens`);
+  }
+  const spm = model === 'llama';
+  const pre = spm ? undefined : md.string('tokenizer.ggml.pre', 'default');
+  const preSpec = pre === undefined ? undefined : preTokenizerSpec(pre);
+  if (pre !== undefined && preSpec === undefined) {
+    throw new UnsupportedModelError(file, `unknown pre-tokenizer "${pre}" (tokenizer.ggml.pre); known: ${knownPreTokenizers().join(', ')}`);
+  }
+  const id = (key: string, fallback: number | undefined): number | undefined => md.optionalNumber(key) ?? fallback;
+  // llama.cpp defaults: SPM bos 1 / eos 2 / unk 0, add_bos; GPT-2 BPE bos = eos = 11, add_bos per pre type
+  const bosId = id('tokenizer.ggml.bos_token_id', spm ? 1 : 11);
+  const eosId = id('tokenizer.ggml.eos_token_id', spm ? 2 : 11);
+  const eotId = id('tokenizer.ggml.eot_token_id', undefined);
+  const eomId = id('tokenizer.ggml.eom_token_id', undefined);
+  const stopIds = new Set<number>();
+  for (const s of [eosId, eotId, eomId]) if (s !== undefined) stopIds.add(s);
+  tokens.forEach((t, i) => {
+    const ty = types?.[i] ?? TokenType.NORMAL;
+    if (EOG_TEXTS.has(t) && (ty === TokenType.CONTROL || ty === TokenType.USER_DEFINED)) stopIds.add(i);
+  });
+  const base: VocabSpec = {
+    tokens,
+    types: types ?? undefined,
+    bosId,
+    eosId,
+    unkId: id('tokenizer.ggml.unknown_token_id', spm ? 0 : undefined),
+    addBos: md.bool('tokenizer.ggml.add_bos_token', spm ? true : (preSpec?.addBosDefault ?? false)),
+    addEos: md.bool('tokenizer.ggml.add_eos_token', false),
+    stopIds,
+    chatTemplate: md.optionalString('tokenizer.chat_template'),
+  };
+  if (spm) {
+    const scores = md.numbers('tokenizer.ggml.scores');
+    if (scores !== undefined && scores.length !== tokens.length) {
+      throw new ModelFormatError(file, `tokenizer.ggml.scores has ${scores.length} entries for ${tokens.length} tokens`);
+    }
+    return new SpmTokenizer({ ...base, scores, addSpacePrefix: md.bool('tokenizer.ggml.add_space_prefix', true) });
+  }
+  const merges = md.strings('tokenizer.ggml.merges');
+  if (merges === undefined) throw new ModelFormatError(file, 'tokenizer.ggml.merges is missing (needed by a gpt2 tokenizer)');
+  return new BpeTokenizer({ ...base, merges, preTokenizer: preSpec! });
+}
