@@ -1,0 +1,358 @@
+// The paged KV cache's bookkeeping: reference counts, automatic prefix caching, copy-on-write.
+// The only code that changes block tables. Every block is in exactly one state:
+//   free    refcount 0, unregistered                  freeStack[0, freeTop)
+//   cached  refcount 0, mapped in the prefix cache    intrusive LRU list (head = next evicted)
+//   held    refcount > 0 (= number of tables holding it), mapped or not
+// Prefix cache: a registered full block has a content id (cid) naming its exact token prefix;
+// cid 0 is the empty prefix, cids are never reused. The map is hash53(parent cid, token ids) → block,
+// and lookups verify the stored parent cid and ids, so a hash collision costs a hit, never wrong KV.
+// Registered blocks form a prefix of every table; a registered block is full and never written again.
+
+export interface BlockOwner {
+  /** block ids in position order; mutated only by the BlockManager */
+  readonly blockTable: number[];
+}
+/** copy-on-write: copy KV block src → dst (all layers) before writing dst */
+export interface CopyOp { readonly src: number; readonly dst: number }
+/** in tokens */
+export interface PrefixCacheStats { queries: number; hits: number }
+/** hash of a block's content given its parent's cid: any number in [0, 2^53) (injectable for tests) */
+export type BlockHashFn = (parentCid: number, tokens: ArrayLike<number>, start: number, length: number) => number;
+
+const NONE = -1;
+
+export class BlockManager {
+  readonly blockSize: number;
+  readonly numBlocks: number;
+  readonly enablePrefixCaching: boolean;
+  readonly stats: PrefixCacheStats = { queries: 0, hits: 0 };
+
+  private readonly hash: BlockHashFn;
+  private readonly refCount: Int32Array;  // [numBlocks]
+  private readonly fill: Int32Array;      // [numBlocks] slots written or allocated, shared by all holders
+  private readonly freeStack: Int32Array; // [numBlocks]
+  private freeTop: number;
+  private readonly prev: Int32Array;      // [numBlocks + 1] LRU links; index numBlocks is the sentinel
+  private readonly next: Int32Array;
+  private lruSize = 0;
+  private readonly cid: Float64Array;       // [numBlocks] content id of a registered block, else NONE
+  private readonly key: Float64Array;       // [numBlocks] map key if this block is the mapped one, else NONE
+  private readonly parentCid: Float64Array; // [numBlocks] of mapped blocks
+  private readonly ids: Int32Array;         // [numBlocks, blockSize] token ids of mapped blocks
+  private readonly cache = new Map<number, number>(); // key → mapped block
+  private nextCid = 1;
+
+  constructor(opts: { numBlocks: number; blockSize: number; enablePrefixCaching: boolean; hash?: BlockHashFn }) {
+    const { numBlocks, blockSize } = opts;
+    if (!(Number.isInteger(numBlocks) && numBlocks > 0)) throw new RangeError(`numBlocks must be a positive integer, got ${numBlocks}`);
+    if (!(Number.isInteger(blockSize) && blockSize > 0)) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
+    this.numBlocks = numBlocks;
+    this.blockSize = blockSize;
+    this.enablePrefixCaching = opts.enablePrefixCaching;
+    this.hash = opts.hash ?? hashBlock;
+    this.refCount = new Int32Array(numBlocks);
+    this.fill = new Int32Array(numBlocks);
+    this.freeStack = new Int32Array(numBlocks);
+    for (let i = 0; i < numBlocks; i++) this.freeStack[i] = numBlocks - 1 - i; // block 0 is taken first
+    this.freeTop = numBlocks;
+    this.prev = new Int32Array(numBlocks + 1).fill(numBlocks);
+    this.next = new Int32Array(numBlocks + 1).fill(numBlocks);
+    this.cid = new Float64Array(numBlocks).fill(NONE);
+    this.key = new Float64Array(numBlocks).fill(NONE);
+    this.parentCid = new Float64Array(numBlocks).fill(NONE);
+    this.ids = new Int32Array(numBlocks * blockSize);
+  }
+
+  /** free + evictable cached blocks (refcount 0) */
+  get numFreeBlocks(): number {
+    return this.freeTop + this.lruSize;
+  }
+
+  /** blocks in the prefix cache (held or evictable) */
+  get numCachedBlocks(): number {
+    return this.cache.size;
+  }
+
+  /** fraction of blocks held by live owners (refcount > 0), 0..1 */
+  usage(): number {
+    return 1 - this.numFreeBlocks / this.numBlocks;
+  }
+
+  /** Longest prefix of `tokens` held in cached full blocks, leaving ≥ 1 token to compute: the blocks,
+   *  not yet taken (pass them to canAllocate/allocate before any other allocate can evict them). */
+  findCachedPrefix(tokens: ArrayLike<number>): number[] {
+    const found: number[] = [];
+    if (!this.enablePrefixCaching) return found;
+    const bs = this.blockSize;
+    const maxBlocks = Math.floor(Math.max(0, tokens.length - 1) / bs);
+    for (let i = 0, parent = 0; i < maxBlocks; i++) {
+      const b = this.lookup(parent, tokens, i * bs);
+      if (b === NONE) break;
+      found.push(b);
+      parent = this.cid[b]!;
+    }
+    this.stats.queries += tokens.length;
+    this.stats.hits += found.length * bs;
+    return found;
+  }
+
+  /** Whether owner can grow to cover `numTokens` tokens in total after taking `cached`. */
+  canAllocate(owner: BlockOwner, numTokens: number, cached: readonly number[] = []): boolean {
+    return this.blocksNeeded(owner, numTokens, cached) <= this.numFreeBlocks;
+  }
+
+  /** Takes `cached` (only into an empty table), then appends fresh blocks until owner covers numTokens.
+   *  Returns a copy op when owner's partly filled last block is shared and is about to be written
+   *  (a fresh block replaces it in owner's table; the caller copies src → dst first). Throws if short. */
+  allocate(owner: BlockOwner, numTokens: number, cached: readonly number[] = []): CopyOp[] {
+    const needed = this.blocksNeeded(owner, numTokens, cached);
+    if (needed > this.numFreeBlocks) throw new Error(`allocate: need ${needed} blocks, ${this.numFreeBlocks} free`);
+    const bs = this.blockSize;
+    const table = owner.blockTable;
+    for (const b of cached) {
+      if (this.refCount[b]!++ === 0) this.unlink(b);
+      table.push(b);
+    }
+    const covered = this.coverage(table);
+    const ops: CopyOp[] = [];
+    if (numTokens <= covered) return ops;
+    if (covered % bs !== 0) {
+      let last = table[table.length - 1]!;
+      if (this.refCount[last]! > 1) { // shared partial block (fork): write into a private copy
+        const dst = this.take();
+        this.refCount[last]!--;
+        this.fill[dst] = this.fill[last]!;
+        table[table.length - 1] = dst;
+        ops.push({ src: last, dst });
+        last = dst;
+      }
+      this.fill[last] = Math.min(bs, numTokens - (table.length - 1) * bs);
+    }
+    while (table.length * bs < numTokens) {
+      const b = this.take();
+      this.fill[b] = Math.min(bs, numTokens - table.length * bs);
+      table.push(b);
+    }
+    return ops;
+  }
+
+  /** Registers owner's full blocks among its first numComputed tokens (`tokens` = owner's tokens so far). */
+  cacheFullBlocks(owner: BlockOwner, tokens: ArrayLike<number>, numComputed: number): void {
+    if (!this.enablePrefixCaching) return;
+    const bs = this.blockSize;
+    const table = owner.blockTable;
+    const computed = Math.min(numComputed, tokens.length);
+    if (computed > this.coverage(table)) throw new Error(`cacheFullBlocks: ${computed} tokens computed but only ${this.coverage(table)} allocated`);
+    const numFull = Math.floor(computed / bs);
+    let i = numFull; // registered blocks form a prefix of the table: walk back to its end
+    while (i > 0 && this.cid[table[i - 1]!] === NONE) i--;
+    let parent = i === 0 ? 0 : this.cid[table[i - 1]!]!;
+    for (; i < numFull; i++) {
+      const b = table[i]!;
+      const start = i * bs;
+      const h = this.hash(parent, tokens, start, bs);
+      const found = this.cache.get(h);
+      if (found === undefined) {
+        this.cache.set(h, b);
+        this.key[b] = h;
+        this.parentCid[b] = parent;
+        for (let j = 0; j < bs; j++) this.ids[b * bs + j] = tokens[start + j]!;
+        this.cid[b] = this.nextCid++;
+      } else if (this.matches(found, parent, tokens, start)) {
+        this.cid[b] = this.cid[found]!; // same content computed twice: same name, stays unmapped
+      } else {
+        this.cid[b] = this.nextCid++; // hash collision: named (children can be cached) but unmapped
+      }
+      parent = this.cid[b]!;
+    }
+  }
+
+  /** child (empty table) shares all of parent's blocks, refcount + 1 each. */
+  fork(parent: BlockOwner, child: BlockOwner): void {
+    if (child.blockTable.length !== 0) throw new Error('fork: child already holds blocks');
+    for (const b of parent.blockTable) {
+      this.refCount[b]!++;
+      child.blockTable.push(b);
+    }
+  }
+
+  /** Releases owner's blocks, tail first so that tails are evicted before their prefixes. */
+  free(owner: BlockOwner): void {
+    const table = owner.blockTable;
+    for (let i = table.length - 1; i >= 0; i--) {
+      const b = table[i]!;
+      if (!(this.refCount[b]! > 0)) throw new Error(`free: block ${b} is not held`);
+      if (--this.refCount[b]! > 0) continue;
+      if (this.key[b] !== NONE) this.append(b);
+      else this.release(b);
+    }
+    table.length = 0;
+  }
+
+  /** Empties the prefix cache: evictable blocks become free, held blocks become unregistered (their
+   *  owners re-register them on their next cacheFullBlocks). Always succeeds: returns true. */
+  resetPrefixCache(): boolean {
+    const s = this.numBlocks;
+    for (let b = this.next[s]!; b !== s; ) {
+      const n = this.next[b]!;
+      this.key[b] = NONE;
+      this.release(b);
+      b = n;
+    }
+    this.next[s] = this.prev[s] = s;
+    this.lruSize = 0;
+    for (const b of this.cache.values()) this.key[b] = NONE;
+    this.cache.clear();
+    this.cid.fill(NONE);
+    return true;
+  }
+
+  /** Checks every invariant in O(numBlocks + table lengths); with owners, also refcounts = table counts. */
+  assertConsistent(owners?: Iterable<BlockOwner>): void {
+    const n = this.numBlocks;
+    const state = new Uint8Array(n); // 0 held, 1 free, 2 cached
+    const fail = (msg: string): never => { throw new Error(`BlockManager inconsistent: ${msg}`); };
+    for (let i = 0; i < this.freeTop; i++) {
+      const b = this.freeStack[i]!;
+      if (state[b] !== 0) fail(`block ${b} twice in the free list`);
+      if (this.refCount[b] !== 0 || this.key[b] !== NONE || this.cid[b] !== NONE) fail(`free block ${b} is held or registered`);
+      state[b] = 1;
+    }
+    let count = 0;
+    for (let b = this.next[n]!; b !== n; b = this.next[b]!) {
+      if (state[b] !== 0) fail(`block ${b} in two lists`);
+      if (this.next[this.prev[b]!] !== b || this.prev[this.next[b]!] !== b) fail(`LRU links broken at ${b}`);
+      if (this.refCount[b] !== 0 || this.key[b] === NONE) fail(`cached block ${b} is held or unmapped`);
+      state[b] = 2;
+      if (++count > n) fail('LRU cycle');
+    }
+    if (count !== this.lruSize) fail(`LRU size ${this.lruSize}, ${count} linked`);
+    let mapped = 0;
+    for (let b = 0; b < n; b++) {
+      if (state[b] === 0 && !(this.refCount[b]! > 0)) fail(`block ${b} in no list and not held`);
+      if (this.key[b] === NONE) continue;
+      mapped++;
+      if (this.cache.get(this.key[b]!) !== b || this.cid[b] === NONE) fail(`block ${b} has a stale key`);
+    }
+    if (mapped !== this.cache.size) fail(`map holds ${this.cache.size} blocks, ${mapped} keyed`);
+    if (!owners) return;
+    const counts = new Int32Array(n);
+    for (const { blockTable: t } of owners) {
+      for (let i = 0; i < t.length; i++) {
+        const b = t[i]!;
+        counts[b]!++;
+        if (i < t.length - 1 && this.fill[b] !== this.blockSize) fail(`block ${b} is not full but not last`);
+        if (i > 0 && this.cid[b] !== NONE && this.cid[t[i - 1]!] === NONE) fail(`registered blocks are not a prefix of a table`);
+      }
+    }
+    for (let b = 0; b < n; b++) if (counts[b] !== this.refCount[b]) fail(`block ${b} refcount ${this.refCount[b]}, in ${counts[b]} tables`);
+  }
+
+  /** tokens the owner's blocks cover (all but the last block are full) */
+  private coverage(table: readonly number[]): number {
+    return table.length === 0 ? 0 : (table.length - 1) * this.blockSize + this.fill[table[table.length - 1]!]!;
+  }
+
+  /** blocks taken out of the free + evictable pool by allocate(owner, numTokens, cached) */
+  private blocksNeeded(owner: BlockOwner, numTokens: number, cached: readonly number[]): number {
+    const table = owner.blockTable;
+    let needed = 0;
+    if (cached.length > 0) {
+      if (table.length !== 0) throw new Error('allocate: cached blocks can only start an empty table');
+      let parent = 0;
+      for (const b of cached) { // a stale list (blocks evicted since findCachedPrefix) would share wrong KV
+        if (this.key[b] === NONE || this.parentCid[b] !== parent) throw new Error(`allocate: cached block ${b} is no longer cached`);
+        parent = this.cid[b]!;
+        if (this.refCount[b] === 0) needed++;
+      }
+    }
+    const bs = this.blockSize;
+    const covered = cached.length > 0 ? cached.length * bs : this.coverage(table);
+    if (numTokens <= covered) return needed;
+    const last = table[table.length - 1];
+    if (covered % bs !== 0 && last !== undefined && this.refCount[last]! > 1) needed++; // copy-on-write
+    return needed + Math.ceil(numTokens / bs) - Math.max(table.length, cached.length);
+  }
+
+  /** the mapped block holding exactly (parent prefix, tokens[start, start + blockSize)), or NONE */
+  private lookup(parent: number, tokens: ArrayLike<number>, start: number): number {
+    const b = this.cache.get(this.hash(parent, tokens, start, this.blockSize));
+    return b !== undefined && this.matches(b, parent, tokens, start) ? b : NONE;
+  }
+
+  private matches(b: number, parent: number, tokens: ArrayLike<number>, start: number): boolean {
+    if (this.parentCid[b] !== parent) return false;
+    const bs = this.blockSize;
+    for (let j = 0; j < bs; j++) if (this.ids[b * bs + j] !== tokens[start + j]) return false;
+    return true;
+  }
+
+  /** a fresh block (refcount 1, empty): from the free list, else evicts the least recently used */
+  private take(): number {
+    let b: number;
+    if (this.freeTop > 0) b = this.freeStack[--this.freeTop]!;
+    else {
+      b = this.next[this.numBlocks]!;
+      if (b === this.numBlocks) throw new Error('BlockManager: out of blocks');
+      this.unlink(b);
+      this.cache.delete(this.key[b]!);
+      this.key[b] = NONE;
+      this.cid[b] = NONE;
+    }
+    this.refCount[b] = 1;
+    this.fill[b] = 0;
+    return b;
+  }
+
+  private release(b: number): void {
+    this.cid[b] = NONE;
+    this.freeStack[this.freeTop++] = b;
+  }
+
+  private append(b: number): void { // at the LRU tail (most recently used)
+    const s = this.numBlocks;
+    const tail = this.prev[s]!;
+    this.prev[b] = tail;
+    this.next[b] = s;
+    this.next[tail] = b;
+    this.prev[s] = b;
+    this.lruSize++;
+  }
+
+  private unlink(b: number): void {
+    const p = this.prev[b]!, n = this.next[b]!;
+    this.next[p] = n;
+    this.prev[n] = p;
+    this.lruSize--;
+  }
+}
+
+/** 53-bit hash: two murmur3 lanes over (parent cid lo/hi words, token ids) */
+export function hashBlock(parentCid: number, tokens: ArrayLike<number>, start: number, length: number): number {
+  let a = 0x9747b28c, b = 0x1b873593;
+  const lo = parentCid >>> 0, hi = Math.floor(parentCid / 4294967296) >>> 0;
+  a = mix(mix(a, lo), hi);
+  b = mix(mix(b, hi ^ 0x5bd1e995), lo);
+  for (let i = start; i < start + length; i++) {
+    const t = tokens[i]! | 0;
+    a = mix(a, t);
+    b = mix(b, t ^ 0x27d4eb2f);
+  }
+  return (fmix(a ^ length) & 0x1fffff) * 4294967296 + fmix(b ^ length);
+}
+
+function mix(h: number, k: number): number {
+  k = Math.imul(k, 0xcc9e2d51);
+  k = (k << 15) | (k >>> 17);
+  h ^= Math.imul(k, 0x1b873593);
+  h = (h << 13) | (h >>> 19);
+  return (Math.imul(h, 5) + 0xe6546b64) | 0;
+}
+
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
