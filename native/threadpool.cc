@@ -1,8 +1,30 @@
 #include "threadpool.h"
 
+#include <chrono>
 #include <memory>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+static inline void cpu_relax() { _mm_pause(); }
+#elif defined(__aarch64__)
+static inline void cpu_relax() { asm volatile("yield" ::: "memory"); }
+#else
+static inline void cpu_relax() {}
+#endif
+
 namespace loom {
+
+namespace {
+
+thread_local bool t_in_pool_task = false;
+
+constexpr auto kSpinPause = std::chrono::microseconds(100);  // pause-spin, then
+constexpr auto kSpinYield = std::chrono::microseconds(2000);  // yield-spin, then sleep
+
+inline uint32_t generation_of(uint64_t claim) { return static_cast<uint32_t>(claim >> 32); }
+inline uint32_t unclaimed_of(uint64_t claim) { return static_cast<uint32_t>(claim); }
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   for (int t = 1; t < threads; t++) workers_.emplace_back([this, t] { worker_loop(t); });
@@ -10,60 +32,99 @@ ThreadPool::ThreadPool(int threads) {
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    stopping_.store(true);
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::run_tasks(int thread) {
-  for (int task; (task = next_.fetch_add(1, std::memory_order_relaxed)) < tasks_;) (*job_)(task, thread);
+void ThreadPool::run_tasks(uint32_t generation, int thread) {
+  uint64_t claim = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    if (generation_of(claim) != generation || unclaimed_of(claim) == 0) return;
+    if (!claim_.compare_exchange_weak(claim, claim - 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+    // A claimed task keeps the job alive: job_ and tasks_ stay valid until done_ counts it.
+    const int task = tasks_ - static_cast<int>(unclaimed_of(claim));
+    t_in_pool_task = true;
+    (*job_)(task, thread);
+    t_in_pool_task = false;
+    done_.fetch_add(1, std::memory_order_acq_rel);
+    claim = claim_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::parallel_for(int tasks, const std::function<void(int, int)>& fn) {
   if (tasks <= 0) return;
-  if (workers_.empty() || tasks == 1) {
+  if (workers_.empty() || tasks == 1 || t_in_pool_task) {
     for (int i = 0; i < tasks; i++) fn(i, 0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    tasks_ = tasks;
-    next_.store(0, std::memory_order_relaxed);
-    busy_ = static_cast<int>(workers_.size());
-    generation_++;
+  std::lock_guard<std::mutex> call(call_mutex_);
+  const uint32_t generation = generation_of(claim_.load(std::memory_order_relaxed)) + 1;
+  job_ = &fn;
+  tasks_ = tasks;
+  done_.store(0, std::memory_order_relaxed);
+  // publishes job_/tasks_ (release) and the new generation with all tasks unclaimed
+  claim_.store((static_cast<uint64_t>(generation) << 32) | static_cast<uint32_t>(tasks), std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    { std::lock_guard<std::mutex> lock(sleep_mutex_); }
+    wake_.notify_all();
   }
-  wake_.notify_all();
-  run_tasks(0);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [this] { return busy_ == 0; });
+  run_tasks(generation, 0);
+  while (done_.load(std::memory_order_acquire) != tasks) cpu_relax();
   job_ = nullptr;
 }
 
-void ThreadPool::worker_loop(int thread) {
-  unsigned long seen = 0;
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
-      seen = generation_;
+// Spins, then sleeps, until the generation differs from `seen`; false when stopping.
+bool ThreadPool::wait_for_job(uint32_t seen) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  for (unsigned spins = 0;; spins++) {
+    if (generation_of(claim_.load(std::memory_order_acquire)) != seen) return true;
+    if (stopping_.load(std::memory_order_relaxed)) return false;
+    if ((spins & 63) != 63) {
+      cpu_relax();
+      continue;
     }
-    run_tasks(thread);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (--busy_ == 0) done_.notify_one();
+    const auto waited = clock::now() - start;
+    if (waited < kSpinPause) continue;
+    if (waited < kSpinYield) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::unique_lock<std::mutex> lock(sleep_mutex_);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    wake_.wait(lock, [&] {
+      return stopping_.load() || generation_of(claim_.load(std::memory_order_seq_cst)) != seen;
+    });
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    return !stopping_.load();
+  }
+}
+
+void ThreadPool::worker_loop(int thread) {
+  uint32_t seen = 0;
+  while (wait_for_job(seen)) {
+    seen = generation_of(claim_.load(std::memory_order_acquire));
+    run_tasks(seen, thread);
   }
 }
 
 namespace {
 std::unique_ptr<ThreadPool> g_pool;
 int g_threads = 0;
+std::mutex g_pool_mutex;
+
+int default_threads() {
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? static_cast<int>(n) : 1;
+}
 }  // namespace
 
 void set_thread_count(int threads) {
   if (threads < 1) threads = 1;
+  std::lock_guard<std::mutex> lock(g_pool_mutex);
   if (g_pool && g_threads == threads) return;
   g_pool.reset();
   g_threads = threads;
@@ -71,12 +132,16 @@ void set_thread_count(int threads) {
 }
 
 int thread_count() {
-  if (!g_pool) set_thread_count(static_cast<int>(std::thread::hardware_concurrency()));
+  pool();
   return g_threads;
 }
 
 ThreadPool& pool() {
-  if (!g_pool) thread_count();
+  {
+    std::lock_guard<std::mutex> lock(g_pool_mutex);
+    if (g_pool) return *g_pool;
+  }
+  set_thread_count(default_threads());
   return *g_pool;
 }
 

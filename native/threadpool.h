@@ -1,8 +1,13 @@
 // A fixed pool of worker threads for the kernels' parallel loops. The calling thread
-// takes part, so a pool of N threads runs N-1 workers. One parallel_for at a time.
+// takes part, so a pool of N threads runs N-1 workers and never more threads than N.
+// Low latency: kernels call parallel_for hundreds of times per decoded token, so an idle
+// worker spins (pause, then yield) for a short while before it sleeps on a condition
+// variable. One parallel_for at a time (calls are serialized); a parallel_for issued from
+// inside a task runs serially on that thread. Tasks must not throw.
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -25,21 +30,26 @@ class ThreadPool {
 
  private:
   void worker_loop(int thread);
-  void run_tasks(int thread);
+  // Claims and runs tasks of job `generation` until none is left.
+  void run_tasks(uint32_t generation, int thread);
+  bool wait_for_job(uint32_t seen);
 
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable done_;
+  std::mutex call_mutex_;  // serializes parallel_for callers
+  // (generation << 32) | tasks not yet claimed. A worker claims a task with a CAS that
+  // also checks the generation, so it can never run a task of a finished job.
+  std::atomic<uint64_t> claim_{0};
+  // Valid while the job of the current generation has unclaimed or running tasks.
   const std::function<void(int, int)>* job_ = nullptr;
   int tasks_ = 0;
-  std::atomic<int> next_{0};
-  int busy_ = 0;            // workers still inside the current job
-  unsigned long generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<int> done_{0};  // tasks of the current job finished
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stopping_{false};
 };
 
-// The process-wide pool the kernels use; sized by set_thread_count (default: hardware cores).
+// The process-wide pool the kernels use; sized by set_thread_count (default: hardware threads).
 ThreadPool& pool();
 void set_thread_count(int threads);
 int thread_count();

@@ -1,0 +1,66 @@
+# The loom_native addon (node-addon-api, C++17, exceptions on). One build runs on any
+# x86-64: code that needs AVX2+FMA+F16C or AVX-512 lives in native/x86/*_avx2.cc and
+# native/x86/*_avx512.cc, compiled in their own static libraries with their own -m flags
+# and called only when the CPU has those features (native/cpu.cc); everything else is
+# portable C++ (never -march=native) and also builds on arm64, where the x86 libraries
+# are left out. Source lists are explicit; the matmul engineer's files (native/matmul.cc,
+# native/quant.cc, native/x86/matmul_*.cc) are compiled when present, and matmul/embedRows
+# are exported only when native/matmul.cc is.
+{
+  'variables': {
+    'loom_has_matmul%': '<!(node -p "require(\'fs\').existsSync(\'native/matmul.cc\') ? 1 : 0")',
+  },
+  'targets': [
+    {
+      'target_name': 'loom_native',
+      'dependencies': ['<!(node -p "require(\'node-addon-api\').targets"):node_addon_api_except'],
+      'sources': [
+        'native/binding.cc',
+        'native/napi-kernels.cc',
+        'native/napi-attention.cc',
+        'native/cpu.cc',
+        'native/threadpool.cc',
+        'native/simd.cc',
+        'native/norm.cc',
+        'native/rope.cc',
+        'native/act.cc',
+        'native/attention.cc',
+        '<!@(node -p "[\'native/matmul.cc\', \'native/quant.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
+      ],
+      'cflags': ['-O3'],
+      'conditions': [
+        ['loom_has_matmul==1', { 'defines': ['LOOM_HAVE_MATMUL=1'] }],
+        ['target_arch=="x64"', { 'dependencies': ['loom_x86_avx2', 'loom_x86_avx512'] }],
+      ],
+    },
+  ],
+  'conditions': [
+    ['target_arch=="x64"', {
+      'targets': [
+        {
+          'target_name': 'loom_x86_avx2',
+          'type': 'static_library',
+          'sources': [
+            'native/x86/simd_avx2.cc',
+            '<!@(node -p "[\'native/x86/matmul_avx2.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
+          ],
+          'cflags': ['-O3', '-fPIC', '-mavx2', '-mfma', '-mf16c'],
+        },
+        {
+          'target_name': 'loom_x86_avx512',
+          'type': 'static_library',
+          'sources': [
+            'native/x86/simd_avx512.cc',
+            '<!@(node -p "[\'native/x86/matmul_avx512.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
+          ],
+          'cflags': [
+            '-O3', '-fPIC', '-mavx512f', '-mavx512bw', '-mavx512vl', '-mavx512dq', '-mavx512vnni', '-mavx512bf16',
+            '-mavx2', '-mfma', '-mf16c',
+            # GCC 12's AVX-512 headers trip these on their own `__Y = __Y` idiom
+            '-Wno-uninitialized', '-Wno-maybe-uninitialized',
+          ],
+        },
+      ],
+    }],
+  ],
+}

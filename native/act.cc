@@ -1,0 +1,72 @@
+#include "act.h"
+
+#include <cmath>
+#include <memory>
+
+#include "half.h"
+#include "parallel.h"
+#include "simd.h"
+
+namespace loom {
+
+namespace {
+
+// f16(gelu(h)) for every f16 bit pattern h, gelu in double as the reference computes it
+const uint16_t* gelu_table() {
+  static const std::unique_ptr<uint16_t[]> table = [] {
+    std::unique_ptr<uint16_t[]> t(new uint16_t[65536]);
+    for (uint32_t h = 0; h < 65536; h++) {
+      const double x = f16_to_f32(static_cast<uint16_t>(h));
+      const double y = 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * x * (1.0 + 0.044715 * x * x)));
+      t[h] = f32_to_f16(static_cast<float>(y));
+    }
+    return t;
+  }();
+  return table.get();
+}
+
+}  // namespace
+
+void silu_mul(float* out, const float* gate, const float* up, int64_t n) {
+  const SimdOps& ops = simd();
+  parallel_ranges(n, 16, [&](int64_t i0, int64_t i1) { ops.silu_mul(out + i0, gate + i0, up + i0, i1 - i0); });
+}
+
+void gelu(float* out, const float* x, int64_t n) {
+  const uint16_t* table = gelu_table();
+  parallel_ranges(n, 8, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) {
+      const float v = x[i];
+      out[i] = v <= -10.0f ? 0.0f : v >= 10.0f ? v : f16_to_f32(table[f32_to_f16(v)]);
+    }
+  });
+}
+
+void add(float* out, const float* a, const float* b, int64_t n) {
+  parallel_ranges(n, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) out[i] = a[i] + b[i];
+  });
+}
+
+void add_bias(float* x, const float* bias, int64_t rows, int dim) {
+  parallel_ranges(rows, dim, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      float* row = x + r * dim;
+      for (int i = 0; i < dim; i++) row[i] += bias[i];
+    }
+  });
+}
+
+void softmax(float* x, int64_t rows, int n) {
+  if (n <= 0) return;
+  const SimdOps& ops = simd();
+  parallel_ranges(rows, 8 * static_cast<int64_t>(n), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; r++) {
+      float* row = x + r * n;
+      const float inv = 1.0f / ops.exp_shift_sum(row, n, ops.max_of(row, n));
+      for (int i = 0; i < n; i++) row[i] *= inv;
+    }
+  });
+}
+
+}  // namespace loom

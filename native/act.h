@@ -1,0 +1,23 @@
+// Elementwise activations and softmax (src/kernels/reference.ts is the oracle).
+#pragma once
+#include <cstdint>
+
+namespace loom {
+
+// out[i] = silu(gate[i]) · up[i]; out may alias gate or up
+void silu_mul(float* out, const float* gate, const float* up, int64_t n);
+
+// out[i] = gelu_tanh(x[i]) through f16 as ggml: x ≤ −10 → 0, x ≥ 10 → x, else
+// f16(gelu(f16(x))) from a 65536-entry table. out may alias x.
+void gelu(float* out, const float* x, int64_t n);
+
+// out[i] = a[i] + b[i]; out may alias either
+void add(float* out, const float* a, const float* b, int64_t n);
+
+// x[r, :] += bias, x: [rows, dim]
+void add_bias(float* x, const float* bias, int64_t rows, int dim);
+
+// softmax over each row of n, in place; x: [rows, n]
+void softmax(float* x, int64_t rows, int n);
+
+}  // namespace loom

@@ -1,0 +1,102 @@
+#include "attention.h"
+
+#include <cstring>
+#include <vector>
+
+#include "parallel.h"
+#include "simd.h"
+
+namespace loom {
+
+void write_kv(const KvCacheView& c, const float* k, const float* v, const int32_t* slot_mapping, int64_t n_tokens) {
+  const int64_t width = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
+  const SimdOps& ops = simd();
+  parallel_ranges(n_tokens, 2 * width, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) {
+      const int64_t dst = static_cast<int64_t>(slot_mapping[t]) * width;
+      if (c.f16) {
+        ops.f32_to_f16(static_cast<uint16_t*>(c.k) + dst, k + t * width, width);
+        ops.f32_to_f16(static_cast<uint16_t*>(c.v) + dst, v + t * width, width);
+      } else {
+        std::memcpy(static_cast<float*>(c.k) + dst, k + t * width, width * sizeof(float));
+        std::memcpy(static_cast<float*>(c.v) + dst, v + t * width, width * sizeof(float));
+      }
+    }
+  });
+}
+
+const char* check_attention_batch(const AttentionBatchView& b, int64_t n_tokens, int num_blocks, int block_size) {
+  if (b.num_seqs < 0 || b.seq_starts[0] != 0 || b.seq_starts[b.num_seqs] != n_tokens)
+    return "seqStarts must run from 0 to the number of tokens";
+  for (int s = 0; s < b.num_seqs; s++) {
+    const int32_t begin = b.seq_starts[s], end = b.seq_starts[s + 1];
+    if (end < begin) return "seqStarts must not decrease";
+    int32_t max_pos = -1;
+    for (int32_t t = begin; t < end; t++) {
+      if (b.positions[t] < 0) return "positions must be >= 0";
+      if (b.positions[t] > max_pos) max_pos = b.positions[t];
+    }
+    if (max_pos < 0) continue;
+    const int64_t blocks_needed = static_cast<int64_t>(max_pos) / block_size + 1;
+    if (blocks_needed > b.max_blocks_per_seq) return "a position lies beyond the sequence's block table";
+    const int32_t* table = b.block_tables + static_cast<int64_t>(s) * b.max_blocks_per_seq;
+    for (int64_t i = 0; i < blocks_needed; i++)
+      if (table[i] < 0 || table[i] >= num_blocks) return "a block needed by a position is missing or outside the cache";
+  }
+  return nullptr;
+}
+
+void attention(float* out, const float* q, const KvCacheView& c, const AttentionBatchView& b, int64_t n_tokens,
+               int num_heads, float scale) {
+  if (n_tokens <= 0) return;
+  const int d = c.head_dim;
+  const int group = num_heads / c.num_kv_heads;
+  // token → sequence
+  thread_local std::vector<int32_t> seq_of;
+  seq_of.resize(static_cast<size_t>(n_tokens));
+  int64_t work = 0;
+  for (int s = 0; s < b.num_seqs; s++)
+    for (int32_t t = b.seq_starts[s]; t < b.seq_starts[s + 1]; t++) {
+      seq_of[t] = s;
+      work += b.positions[t] + 1;
+    }
+  const int32_t* seq_of_token = seq_of.data();
+  const SimdOps& ops = simd();
+  const auto run = [&](int64_t u0, int64_t u1) {
+    thread_local std::vector<float> scratch;
+    for (int64_t u = u0; u < u1; u++) {
+      const int64_t t = u / num_heads;
+      const int h = static_cast<int>(u % num_heads);
+      const int ctx = b.positions[t] + 1;
+      if (scratch.size() < static_cast<size_t>(ctx + d)) scratch.resize(static_cast<size_t>(ctx + d) * 2);
+      AttendHead job;
+      job.q = q + u * d;
+      job.k = c.k;
+      job.v = c.v;
+      job.f16 = c.f16;
+      job.blocks = b.block_tables + static_cast<int64_t>(seq_of_token[t]) * b.max_blocks_per_seq;
+      job.block_size = c.block_size;
+      job.ctx = ctx;
+      job.kv_stride = static_cast<int64_t>(c.num_kv_heads) * d;
+      job.head_offset = static_cast<int64_t>(h / group) * d;
+      job.head_dim = d;
+      job.scale = scale;
+      job.q_scratch = scratch.data();
+      job.scores = scratch.data() + d;
+      job.out = out + u * d;
+      ops.attend_head(job);
+    }
+  };
+  // Units are (token, head), heads sharing a kv head adjacent. Their costs differ (context
+  // lengths), so many small tasks are handed out dynamically rather than one range a thread.
+  const int64_t units = n_tokens * num_heads;
+  ThreadPool& p = pool();
+  if (work * num_heads * d * 4 < kMinParallelWork || p.size() == 1 || units == 1) {
+    run(0, units);
+    return;
+  }
+  const int tasks = static_cast<int>(std::min<int64_t>(units, 16 * static_cast<int64_t>(p.size())));
+  p.parallel_for(tasks, [&](int task, int) { run(units * task / tasks, units * (task + 1) / tasks); });
+}
+
+}  // namespace loom

@@ -1,0 +1,32 @@
+// The addon's exports (argument order documented beside each wrapper in napi-*.cc).
+#include <napi.h>
+
+#include "napi-kernels.h"
+
+namespace {
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  using namespace loom::napi;
+  exports.Set("features", Napi::Function::New(env, Features, "features"));
+  exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
+  exports.Set("threads", Napi::Function::New(env, Threads, "threads"));
+  exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));
+  exports.Set("layerNorm", Napi::Function::New(env, LayerNorm, "layerNorm"));
+  exports.Set("rope", Napi::Function::New(env, Rope, "rope"));
+  exports.Set("siluMul", Napi::Function::New(env, SiluMul, "siluMul"));
+  exports.Set("gelu", Napi::Function::New(env, Gelu, "gelu"));
+  exports.Set("add", Napi::Function::New(env, Add, "add"));
+  exports.Set("addBias", Napi::Function::New(env, AddBias, "addBias"));
+  exports.Set("softmax", Napi::Function::New(env, Softmax, "softmax"));
+  exports.Set("writeKv", Napi::Function::New(env, WriteKv, "writeKv"));
+  exports.Set("attention", Napi::Function::New(env, Attention, "attention"));
+#ifdef LOOM_HAVE_MATMUL
+  exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
+  exports.Set("embedRows", Napi::Function::New(env, EmbedRows, "embedRows"));
+#endif
+  return exports;
+}
+
+}  // namespace
+
+NODE_API_MODULE(loom_native, Init)

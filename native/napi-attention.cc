@@ -1,0 +1,85 @@
+// N-API wrappers for the paged KV cache: writeKv and attention.
+#include "attention.h"
+#include "napi-args.h"
+#include "napi-kernels.h"
+
+namespace loom::napi {
+
+namespace {
+
+// Arguments i..i+6: (k, v, f16, numBlocks, blockSize, numKvHeads, headDim); k and v must be
+// Uint16Array (f16) or Float32Array (f32) of numBlocks·blockSize·numKvHeads·headDim.
+KvCacheView cache_args(const Napi::CallbackInfo& info, size_t i) {
+  KvCacheView c;
+  c.f16 = boolean(info, i + 2, "f16");
+  c.num_blocks = static_cast<int>(integer(info, i + 3, "numBlocks", 0));
+  c.block_size = static_cast<int>(integer(info, i + 4, "blockSize", 1));
+  c.num_kv_heads = static_cast<int>(integer(info, i + 5, "numKvHeads", 1));
+  c.head_dim = static_cast<int>(integer(info, i + 6, "headDim", 1));
+  const int64_t size = static_cast<int64_t>(c.num_blocks) * c.block_size * c.num_kv_heads * c.head_dim;
+  if (c.f16) {
+    auto k = u16_array(info, i, "cache k (f16)");
+    auto v = u16_array(info, i + 1, "cache v (f16)");
+    need(info, k.length, size, "cache k");
+    need(info, v.length, size, "cache v");
+    c.k = k.data;
+    c.v = v.data;
+  } else {
+    auto k = f32_array(info, i, "cache k (f32)");
+    auto v = f32_array(info, i + 1, "cache v (f32)");
+    need(info, k.length, size, "cache k");
+    need(info, v.length, size, "cache v");
+    c.k = k.data;
+    c.v = v.data;
+  }
+  return c;
+}
+
+}  // namespace
+
+// (kc, vc, f16, numBlocks, blockSize, numKvHeads, headDim, k, v, slotMapping)
+Napi::Value WriteKv(const Napi::CallbackInfo& info) {
+  const KvCacheView c = cache_args(info, 0);
+  auto k = f32_array(info, 7, "k");
+  auto v = f32_array(info, 8, "v");
+  auto slots = i32_array(info, 9, "slotMapping");
+  const int64_t n = static_cast<int64_t>(slots.length);
+  const int64_t width = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
+  need(info, k.length, n * width, "k");
+  need(info, v.length, n * width, "v");
+  const int64_t capacity = static_cast<int64_t>(c.num_blocks) * c.block_size;
+  for (int64_t t = 0; t < n; t++)
+    if (slots.data[t] < 0 || slots.data[t] >= capacity)
+      throw Napi::RangeError::New(info.Env(), "KV slot " + std::to_string(slots.data[t]) + " outside the cache (" +
+                                                  std::to_string(capacity) + " slots)");
+  write_kv(c, k.data, v.data, slots.data, n);
+  return info.Env().Undefined();
+}
+
+// (out, q, kc, vc, f16, numBlocks, blockSize, numKvHeads, headDim,
+//  seqStarts, positions, blockTables, maxBlocksPerSeq, numHeads, scale)
+Napi::Value Attention(const Napi::CallbackInfo& info) {
+  auto out = f32_array(info, 0, "out");
+  auto q = f32_array(info, 1, "q");
+  const KvCacheView c = cache_args(info, 2);
+  auto seq_starts = i32_array(info, 9, "seqStarts");
+  auto positions = i32_array(info, 10, "positions");
+  auto tables = i32_array(info, 11, "blockTables");
+  const int64_t max_blocks = integer(info, 12, "maxBlocksPerSeq", 0);
+  const int64_t heads = integer(info, 13, "numHeads", 1);
+  const double scale = number(info, 14, "scale");
+  if (heads % c.num_kv_heads != 0) throw Napi::RangeError::New(info.Env(), "numHeads must be a multiple of numKvHeads");
+  if (seq_starts.length < 1) throw Napi::RangeError::New(info.Env(), "seqStarts needs numSeqs + 1 entries");
+  const int64_t num_seqs = static_cast<int64_t>(seq_starts.length) - 1;
+  const int64_t n = static_cast<int64_t>(positions.length);
+  need(info, tables.length, num_seqs * max_blocks, "blockTables");
+  need(info, q.length, n * heads * c.head_dim, "q");
+  need(info, out.length, n * heads * c.head_dim, "out");
+  AttentionBatchView b{seq_starts.data, static_cast<int>(num_seqs), positions.data, tables.data, static_cast<int>(max_blocks)};
+  if (const char* problem = check_attention_batch(b, n, c.num_blocks, c.block_size))
+    throw Napi::RangeError::New(info.Env(), std::string("attention: ") + problem);
+  attention(out.data, q.data, c, b, n, static_cast<int>(heads), static_cast<float>(scale));
+  return info.Env().Undefined();
+}
+
+}  // namespace loom::napi

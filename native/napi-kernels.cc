@@ -1,0 +1,210 @@
+// N-API wrappers: system (features, threads), norms, RoPE, activations, matmul.
+#include "napi-kernels.h"
+
+#include "act.h"
+#include "cpu.h"
+#include "napi-args.h"
+#include "norm.h"
+#include "rope.h"
+#include "simd.h"
+#include "threadpool.h"
+#ifdef LOOM_HAVE_MATMUL
+#include "matmul.h"
+#endif
+
+namespace loom::napi {
+
+Napi::Value Features(const Napi::CallbackInfo& info) {
+  const CpuFeatures& f = cpu_features();
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("avx2", f.avx2);
+  o.Set("fma", f.fma);
+  o.Set("f16c", f.f16c);
+  o.Set("avx512f", f.avx512f);
+  o.Set("avx512bw", f.avx512bw);
+  o.Set("avx512vl", f.avx512vl);
+  o.Set("avx512dq", f.avx512dq);
+  o.Set("avx512vnni", f.avx512vnni);
+  o.Set("avx512bf16", f.avx512bf16);
+  o.Set("neon", f.neon);
+  o.Set("kernels", simd().name);  // the instruction set the norm/act/attention kernels use
+  return o;
+}
+
+Napi::Value SetThreads(const Napi::CallbackInfo& info) {
+  set_thread_count(static_cast<int>(integer(info, 0, "threads", 1, 1024)));
+  return info.Env().Undefined();
+}
+
+Napi::Value Threads(const Napi::CallbackInfo& info) { return Napi::Number::New(info.Env(), thread_count()); }
+
+// (out, x, weight, rows, dim, eps)
+Napi::Value RmsNorm(const Napi::CallbackInfo& info) {
+  auto out = f32_array(info, 0, "out");
+  auto x = f32_array(info, 1, "x");
+  auto w = f32_array(info, 2, "weight");
+  const int64_t rows = integer(info, 3, "rows", 0);
+  const int64_t dim = integer(info, 4, "dim", 1);
+  const double eps = number(info, 5, "eps");
+  need(info, x.length, rows * dim, "x");
+  need(info, out.length, rows * dim, "out");
+  need(info, w.length, dim, "weight");
+  rms_norm(out.data, x.data, w.data, rows, static_cast<int>(dim), eps);
+  return info.Env().Undefined();
+}
+
+// (out, x, weight, bias, rows, dim, eps)
+Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
+  auto out = f32_array(info, 0, "out");
+  auto x = f32_array(info, 1, "x");
+  auto w = f32_array(info, 2, "weight");
+  auto bias = f32_array(info, 3, "bias");
+  const int64_t rows = integer(info, 4, "rows", 0);
+  const int64_t dim = integer(info, 5, "dim", 1);
+  const double eps = number(info, 6, "eps");
+  need(info, x.length, rows * dim, "x");
+  need(info, out.length, rows * dim, "out");
+  need(info, w.length, dim, "weight");
+  need(info, bias.length, dim, "bias");
+  layer_norm(out.data, x.data, w.data, bias.data, rows, static_cast<int>(dim), eps);
+  return info.Env().Undefined();
+}
+
+// (x, positions, numHeads, headDim, ropeDim, base, neox)
+Napi::Value Rope(const Napi::CallbackInfo& info) {
+  auto x = f32_array(info, 0, "x");
+  auto positions = i32_array(info, 1, "positions");
+  const int64_t heads = integer(info, 2, "numHeads", 1);
+  const int64_t head_dim = integer(info, 3, "headDim", 1);
+  const int64_t rope_dim = integer(info, 4, "ropeDim", 0, head_dim);
+  const double base = number(info, 5, "base");
+  const bool neox = boolean(info, 6, "neox");
+  if (rope_dim % 2 != 0) throw Napi::RangeError::New(info.Env(), "ropeDim must be even");
+  if (base <= 0) throw Napi::RangeError::New(info.Env(), "base must be > 0");
+  const int64_t n = static_cast<int64_t>(positions.length);
+  need(info, x.length, n * heads * head_dim, "x");
+  rope(x.data, positions.data, n, static_cast<int>(heads), static_cast<int>(head_dim), static_cast<int>(rope_dim), base, neox);
+  return info.Env().Undefined();
+}
+
+// (out, gate, up, n)
+Napi::Value SiluMul(const Napi::CallbackInfo& info) {
+  auto out = f32_array(info, 0, "out");
+  auto gate = f32_array(info, 1, "gate");
+  auto up = f32_array(info, 2, "up");
+  const int64_t n = integer(info, 3, "n", 0, INT64_C(1) << 40);
+  need(info, out.length, n, "out");
+  need(info, gate.length, n, "gate");
+  need(info, up.length, n, "up");
+  silu_mul(out.data, gate.data, up.data, n);
+  return info.Env().Undefined();
+}
+
+// (out, x, n)
+Napi::Value Gelu(const Napi::CallbackInfo& info) {
+  auto out = f32_array(info, 0, "out");
+  auto x = f32_array(info, 1, "x");
+  const int64_t n = integer(info, 2, "n", 0, INT64_C(1) << 40);
+  need(info, out.length, n, "out");
+  need(info, x.length, n, "x");
+  gelu(out.data, x.data, n);
+  return info.Env().Undefined();
+}
+
+// (out, a, b, n)
+Napi::Value Add(const Napi::CallbackInfo& info) {
+  auto out = f32_array(info, 0, "out");
+  auto a = f32_array(info, 1, "a");
+  auto b = f32_array(info, 2, "b");
+  const int64_t n = integer(info, 3, "n", 0, INT64_C(1) << 40);
+  need(info, out.length, n, "out");
+  need(info, a.length, n, "a");
+  need(info, b.length, n, "b");
+  add(out.data, a.data, b.data, n);
+  return info.Env().Undefined();
+}
+
+// (x, bias, rows): rows of bias.length
+Napi::Value AddBias(const Napi::CallbackInfo& info) {
+  auto x = f32_array(info, 0, "x");
+  auto bias = f32_array(info, 1, "bias");
+  const int64_t rows = integer(info, 2, "rows", 0);
+  const int64_t dim = static_cast<int64_t>(bias.length);
+  if (dim > INT32_MAX) throw Napi::RangeError::New(info.Env(), "bias is too long");
+  need(info, x.length, rows * dim, "x");
+  add_bias(x.data, bias.data, rows, static_cast<int>(dim));
+  return info.Env().Undefined();
+}
+
+// (x, rows, n)
+Napi::Value Softmax(const Napi::CallbackInfo& info) {
+  auto x = f32_array(info, 0, "x");
+  const int64_t rows = integer(info, 1, "rows", 0);
+  const int64_t n = integer(info, 2, "n", 0);
+  need(info, x.length, rows * n, "x");
+  softmax(x.data, rows, static_cast<int>(n));
+  return info.Env().Undefined();
+}
+
+#ifdef LOOM_HAVE_MATMUL
+namespace {
+// bytes of a row of n values of a weight type, or −1 when n is not a whole number of blocks
+int64_t row_bytes(int type, int64_t n) {
+  int64_t block = 1, bytes = 0;
+  switch (type) {
+    case kF32: bytes = 4; break;
+    case kF16: case kBF16: bytes = 2; break;
+    case kQ8_0: block = 32; bytes = 34; break;
+    case kQ4_0: block = 32; bytes = 18; break;
+    case kQ4_K: block = 256; bytes = 144; break;
+    case kQ6_K: block = 256; bytes = 210; break;
+    default: return -1;
+  }
+  return n % block == 0 ? n / block * bytes : -1;
+}
+
+int64_t checked_row_bytes(const Napi::CallbackInfo& info, int type, int64_t n) {
+  if (!is_supported_weight_type(type)) throw Napi::TypeError::New(info.Env(), "unsupported weight type " + std::to_string(type));
+  const int64_t bytes = row_bytes(type, n);
+  if (bytes < 0) throw Napi::RangeError::New(info.Env(), "row length " + std::to_string(n) + " is not a whole number of blocks");
+  return bytes;
+}
+}  // namespace
+
+// (out, x, rows, w, type, inFeatures, outFeatures)
+Napi::Value Matmul(const Napi::CallbackInfo& info) {
+  auto out = f32_array(info, 0, "out");
+  auto x = f32_array(info, 1, "x");
+  const int64_t rows = integer(info, 2, "rows", 0);
+  auto w = u8_array(info, 3, "weight data");
+  const int type = static_cast<int>(integer(info, 4, "type", 0, 255));
+  const int64_t in = integer(info, 5, "inFeatures", 1);
+  const int64_t outF = integer(info, 6, "outFeatures", 1);
+  need(info, w.length, checked_row_bytes(info, type, in) * outF, "weight data");
+  need(info, x.length, rows * in, "x");
+  need(info, out.length, rows * outF, "out");
+  matmul(out.data, x.data, static_cast<int>(rows), w.data, type, static_cast<int>(in), static_cast<int>(outF));
+  return info.Env().Undefined();
+}
+
+// (out, table, type, dim, nRows, ids)
+Napi::Value EmbedRows(const Napi::CallbackInfo& info) {
+  auto out = f32_array(info, 0, "out");
+  auto table = u8_array(info, 1, "table data");
+  const int type = static_cast<int>(integer(info, 2, "type", 0, 255));
+  const int64_t dim = integer(info, 3, "dim", 1);
+  const int64_t n_rows = integer(info, 4, "nRows", 1);
+  auto ids = i32_array(info, 5, "ids");
+  need(info, table.length, checked_row_bytes(info, type, dim) * n_rows, "table data");
+  need(info, out.length, static_cast<int64_t>(ids.length) * dim, "out");
+  for (size_t t = 0; t < ids.length; t++)
+    if (ids.data[t] < 0 || ids.data[t] >= n_rows)
+      throw Napi::RangeError::New(info.Env(), "token id " + std::to_string(ids.data[t]) + " outside the table (" +
+                                                  std::to_string(n_rows) + " rows)");
+  embed_rows(out.data, table.data, type, static_cast<int>(dim), static_cast<int>(n_rows), ids.data,
+             static_cast<int>(ids.length));
+  return info.Env().Undefined();
+}
+#endif
+
+}  // namespace loom::napi

@@ -1,0 +1,29 @@
+// The N-API wrappers binding.cc exports. Each validates its arguments (types, lengths,
+// ranges) and throws a JS TypeError/RangeError instead of touching memory it was not given.
+#pragma once
+#include <napi.h>
+
+namespace loom::napi {
+
+Napi::Value Features(const Napi::CallbackInfo& info);
+Napi::Value SetThreads(const Napi::CallbackInfo& info);
+Napi::Value Threads(const Napi::CallbackInfo& info);
+
+Napi::Value RmsNorm(const Napi::CallbackInfo& info);
+Napi::Value LayerNorm(const Napi::CallbackInfo& info);
+Napi::Value Rope(const Napi::CallbackInfo& info);
+Napi::Value SiluMul(const Napi::CallbackInfo& info);
+Napi::Value Gelu(const Napi::CallbackInfo& info);
+Napi::Value Add(const Napi::CallbackInfo& info);
+Napi::Value AddBias(const Napi::CallbackInfo& info);
+Napi::Value Softmax(const Napi::CallbackInfo& info);
+
+Napi::Value WriteKv(const Napi::CallbackInfo& info);
+Napi::Value Attention(const Napi::CallbackInfo& info);
+
+#ifdef LOOM_HAVE_MATMUL
+Napi::Value Matmul(const Napi::CallbackInfo& info);
+Napi::Value EmbedRows(const Napi::CallbackInfo& info);
+#endif
+
+}  // namespace loom::napi

@@ -1,0 +1,83 @@
+// Portable versions of the SimdOps (plain C++, any architecture) and the dispatch.
+#include "simd.h"
+
+#include "attention-head.h"
+#include "cpu.h"
+#include "half.h"
+#include "vec-math.h"
+
+namespace loom {
+
+namespace {
+
+struct PortableOps {
+  static float dot_f32(const float* q, const float* k, int d) {
+    float lane[8] = {};
+    int i = 0;
+    for (; i + 8 <= d; i += 8)
+      for (int j = 0; j < 8; j++) lane[j] += q[i + j] * k[i + j];
+    float sum = 0.0f;
+    for (; i < d; i++) sum += q[i] * k[i];
+    for (int j = 0; j < 8; j++) sum += lane[j];
+    return sum;
+  }
+  static float dot_f16(const float* q, const uint16_t* k, int d) {
+    float lane[8] = {};
+    int i = 0;
+    for (; i + 8 <= d; i += 8)
+      for (int j = 0; j < 8; j++) lane[j] += q[i + j] * f16_to_f32(k[i + j]);
+    float sum = 0.0f;
+    for (; i < d; i++) sum += q[i] * f16_to_f32(k[i]);
+    for (int j = 0; j < 8; j++) sum += lane[j];
+    return sum;
+  }
+  static void axpy_f32(float* acc, float w, const float* v, int d) {
+    for (int i = 0; i < d; i++) acc[i] += w * v[i];
+  }
+  static void axpy_f16(float* acc, float w, const uint16_t* v, int d) {
+    for (int i = 0; i < d; i++) acc[i] += w * f16_to_f32(v[i]);
+  }
+  static float max_of(const float* x, int n) { return loom::max_of(x, n); }
+  static float exp_shift_sum(float* x, int n, float max) { return loom::exp_shift_sum(x, n, max); }
+  static void round_f16(float* x, int n) {
+    for (int i = 0; i < n; i++) x[i] = round_to_f16(x[i]);
+  }
+};
+
+float max_portable(const float* x, int n) { return max_of(x, n); }
+
+float exp_shift_sum_portable(float* x, int n, float max) { return exp_shift_sum(x, n, max); }
+
+void silu_mul_portable(float* out, const float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + vexp(-g)) * up[i];
+  }
+}
+
+void f32_to_f16_portable(uint16_t* out, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) out[i] = f32_to_f16(x[i]);
+}
+
+void attend_head_portable(const AttendHead& job) { attend_head_impl<PortableOps>(job); }
+
+const SimdOps kPortableOps = {
+    "portable", max_portable, exp_shift_sum_portable, silu_mul_portable, f32_to_f16_portable, attend_head_portable,
+};
+
+const SimdOps& select_ops() {
+#if defined(__x86_64__)
+  if (use_avx512()) return x86::kAvx512Ops;
+  if (use_avx2()) return x86::kAvx2Ops;
+#endif
+  return kPortableOps;
+}
+
+}  // namespace
+
+const SimdOps& simd() {
+  static const SimdOps& ops = select_ops();
+  return ops;
+}
+
+}  // namespace loom

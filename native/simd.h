@@ -1,0 +1,50 @@
+// The small vector routines behind norm/act/attention, compiled three times: portable
+// (simd.cc), AVX2+FMA+F16C (x86/simd_avx2.cc) and AVX-512 (x86/simd_avx512.cc). simd()
+// picks one at first use from the CPU's features.
+#pragma once
+#include <cstdint>
+
+namespace loom {
+
+// One (token, query head) of paged attention: out = softmax(scale · q·K^T) · V over the
+// positions 0..ctx-1 of one sequence. K/V rows of position p live at slot
+// blocks[p / block_size] * block_size + p % block_size, element kv_stride * slot + head_offset.
+struct AttendHead {
+  const float* q;        // [head_dim]
+  const void* k;         // cache layer base: f32 or f16 bits
+  const void* v;
+  bool f16;              // cache dtype; q and the softmax weights are rounded to f16 as well
+  const int32_t* blocks; // this sequence's block table row (already validated)
+  int block_size;
+  int ctx;
+  int64_t kv_stride;     // numKvHeads * headDim
+  int64_t head_offset;   // kvHead * headDim
+  int head_dim;
+  float scale;
+  float* scores;         // scratch [ctx]
+  float* q_scratch;      // scratch [head_dim]
+  float* out;            // [head_dim]
+};
+
+struct SimdOps {
+  const char* name;
+  float (*max_of)(const float* x, int n);
+  // x[i] = e^(x[i] - max), returns Σ x[i]
+  float (*exp_shift_sum)(float* x, int n, float max);
+  // out[i] = silu(gate[i]) * up[i]; out may alias gate or up
+  void (*silu_mul)(float* out, const float* gate, const float* up, int64_t n);
+  // f32 → f16 bits, round to nearest even
+  void (*f32_to_f16)(uint16_t* out, const float* x, int64_t n);
+  void (*attend_head)(const AttendHead& job);
+};
+
+const SimdOps& simd();
+
+#if defined(__x86_64__)
+namespace x86 {
+extern const SimdOps kAvx2Ops;
+extern const SimdOps kAvx512Ops;
+}  // namespace x86
+#endif
+
+}  // namespace loom

@@ -1,0 +1,140 @@
+// SimdOps for AVX2 + FMA + F16C (compiled with -mavx2 -mfma -mf16c; called only when the
+// CPU has them). No STL here: see half.h on inline functions and mixed -m flags.
+#include <immintrin.h>
+
+#include "../attention-head.h"
+#include "../half.h"
+#include "../simd.h"
+#include "../vec-math.h"
+
+namespace loom {
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline __m256 load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+// e^x as vec-math.h's vexp (Cephes polynomial), 8 lanes
+inline __m256 exp8(__m256 x) {
+  x = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.0f)), _mm256_set1_ps(-87.33654f));
+  const __m256 fn = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(fn, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 er = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+  const __m256i n = _mm256_cvtps_epi32(fn);
+  const __m256 scale = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
+  return _mm256_mul_ps(er, scale);
+}
+
+struct Avx2Ops {
+  static float dot_f32(const float* q, const float* k, int d) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= d; i += 16) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(k + i + 8), a1);
+    }
+    for (; i + 8 <= d; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), a0);
+    float sum = hsum(_mm256_add_ps(a0, a1));
+    for (; i < d; i++) sum += q[i] * k[i];
+    return sum;
+  }
+  static float dot_f16(const float* q, const uint16_t* k, int d) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= d; i += 16) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_f16(k + i), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load_f16(k + i + 8), a1);
+    }
+    for (; i + 8 <= d; i += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load_f16(k + i), a0);
+    float sum = hsum(_mm256_add_ps(a0, a1));
+    for (; i < d; i++) sum += q[i] * f16_to_f32(k[i]);
+    return sum;
+  }
+  static void axpy_f32(float* acc, float w, const float* v, int d) {
+    const __m256 wv = _mm256_set1_ps(w);
+    int i = 0;
+    for (; i + 8 <= d; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, _mm256_loadu_ps(v + i), _mm256_loadu_ps(acc + i)));
+    for (; i < d; i++) acc[i] += w * v[i];
+  }
+  static void axpy_f16(float* acc, float w, const uint16_t* v, int d) {
+    const __m256 wv = _mm256_set1_ps(w);
+    int i = 0;
+    for (; i + 8 <= d; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, load_f16(v + i), _mm256_loadu_ps(acc + i)));
+    for (; i < d; i++) acc[i] += w * f16_to_f32(v[i]);
+  }
+  static float max_of(const float* x, int n) {
+    if (n < 8) return loom::max_of(x, n);
+    __m256 m = _mm256_loadu_ps(x);
+    int i = 8;
+    for (; i + 8 <= n; i += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + i));
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    float r = _mm_cvtss_f32(s);
+    for (; i < n; i++) r = x[i] > r ? x[i] : r;
+    return r;
+  }
+  static float exp_shift_sum(float* x, int n, float max) {
+    const __m256 mv = _mm256_set1_ps(max);
+    __m256 acc = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+      const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+      _mm256_storeu_ps(x + i, e);
+      acc = _mm256_add_ps(acc, e);
+    }
+    float sum = hsum(acc);
+    for (; i < n; i++) sum += (x[i] = vexp(x[i] - max));
+    return sum;
+  }
+  static void round_f16(float* x, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
+    for (; i < n; i++) x[i] = round_to_f16(x[i]);
+  }
+};
+
+float max_avx2(const float* x, int n) { return Avx2Ops::max_of(x, n); }
+
+float exp_shift_sum_avx2(float* x, int n, float max) { return Avx2Ops::exp_shift_sum(x, n, max); }
+
+void silu_mul_avx2(float* out, const float* gate, const float* up, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 s = _mm256_div_ps(g, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(up + i)));
+  }
+  for (; i < n; i++) out[i] = gate[i] / (1.0f + vexp(-gate[i])) * up[i];
+}
+
+void f32_to_f16_avx2(uint16_t* out, const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; i++) out[i] = f32_to_f16(x[i]);
+}
+
+void attend_head_avx2(const AttendHead& job) { attend_head_impl<Avx2Ops>(job); }
+
+}  // namespace
+
+namespace x86 {
+const SimdOps kAvx2Ops = {"avx2", max_avx2, exp_shift_sum_avx2, silu_mul_avx2, f32_to_f16_avx2, attend_head_avx2};
+}  // namespace x86
+
+}  // namespace loom
