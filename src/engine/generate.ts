@@ -4,13 +4,13 @@ import { ContextLengthExceededError } from '../errors.js';
 import { buildBatch } from '../model/batch.js';
 import type { ModelRunner } from '../model/runner.js';
 import { Sampler } from './sampler.js';
-import type { SamplingParams } from './sampler.js';
+import type { SamplingParamsInput } from './sampling-params.js';
 
 export type FinishReason = 'stop' | 'length';
 
 export interface GenerateOptions {
   readonly maxTokens: number;
-  readonly sampling: SamplingParams;
+  readonly sampling: SamplingParamsInput;
   /** ids that end generation (ignored with ignoreEos) */
   readonly stopIds: ReadonlySet<number>;
   readonly ignoreEos: boolean;
@@ -33,7 +33,7 @@ export function* generateTokens(runner: ModelRunner, promptIds: readonly number[
   }
   const blockSize = runner.kv.shape.blockSize;
   const blockTable = Array.from({ length: Math.ceil(limit / blockSize) }, (_, i) => i);
-  const sampler = new Sampler(opts.sampling);
+  const sampler = new Sampler(opts.sampling, { promptIds, eosTokenIds: opts.stopIds });
   let pending: readonly number[] = promptIds;
   let pos = 0;
   for (let produced = 0; produced < opts.maxTokens; ) {

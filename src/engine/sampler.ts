@@ -1,72 +1,193 @@
-// Next-token choice from one row of logits. Greedy at temperature 0; otherwise
-// top-k → top-p → min-p filtering and a draw from the request's own seeded stream.
-import { InvalidArgumentError } from '../errors.js';
+// One request's next-token choice from a row of logits, with its own RNG and penalty state.
+// Order (vLLM v1's sampler): logit bias → min_tokens suppression → repetition, frequency,
+// presence penalties → [greedy: argmax here] → temperature → min-p → top-k → top-p → draw.
+// sample() never changes the model's row: processing happens in a scratch row shared by the
+// thread's samplers; lastProcessedLogits() is what the processed_* logprobs modes report.
 import { Rng } from './rng.js';
+import { GREEDY_EPSILON, isGreedy, resolveSamplingParams } from './sampling-params.js';
+import type { SamplingParams, SamplingParamsInput } from './sampling-params.js';
+import { getScratch, kthLargest, topPCut } from './truncation.js';
 
-export interface SamplingParams {
-  /** 0 = greedy */
-  readonly temperature: number;
-  /** ≤ 0 = no limit */
-  readonly topK: number;
-  /** 1 = no limit */
-  readonly topP: number;
-  /** 0 = no limit */
-  readonly minP: number;
-  readonly seed: number;
-}
+export type { SamplingParams, SamplingParamsInput } from './sampling-params.js';
+export { validateSamplingParams } from './sampling-params.js';
 
-export const GREEDY: SamplingParams = { temperature: 0, topK: 0, topP: 1, minP: 0, seed: 0 };
-
-export function validateSamplingParams(p: SamplingParams): void {
-  if (!(p.temperature >= 0)) throw new InvalidArgumentError(`temperature must be ≥ 0, got ${p.temperature}`);
-  if (!Number.isInteger(p.topK)) throw new InvalidArgumentError(`top-k must be an integer, got ${p.topK}`);
-  if (!(p.topP > 0 && p.topP <= 1)) throw new InvalidArgumentError(`top-p must be in (0, 1], got ${p.topP}`);
-  if (!(p.minP >= 0 && p.minP <= 1)) throw new InvalidArgumentError(`min-p must be in [0, 1], got ${p.minP}`);
-  if (!Number.isInteger(p.seed)) throw new InvalidArgumentError(`seed must be an integer, got ${p.seed}`);
-}
+export const GREEDY: SamplingParams = resolveSamplingParams({ temperature: 0, seed: 0 });
 
 /** index of the largest value; the lowest index wins ties */
 export function argmax(row: Float32Array): number {
   let best = 0;
-  for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
+  let max = row[0]!;
+  for (let i = 1; i < row.length; i++) {
+    const x = row[i]!;
+    if (x > max) {
+      max = x;
+      best = i;
+    }
+  }
   return best;
 }
 
-export class Sampler {
-  private readonly rng: Rng;
+let scratchRow = new Float32Array(0);
 
-  constructor(readonly params: SamplingParams) {
-    validateSamplingParams(params);
-    this.rng = new Rng(params.seed);
+/** A [v] scratch row, reused (sampling is synchronous within a thread). */
+function processedRow(v: number): Float32Array {
+  if (scratchRow.length !== v) scratchRow = new Float32Array(v);
+  return scratchRow;
+}
+
+export interface SamplerContext {
+  /** the model's end-of-generation ids: suppressed under min_tokens unless ignoreEos */
+  readonly eosTokenIds?: Iterable<number>;
+  /** the prompt, for the repetition penalty (prompt ∪ output) */
+  readonly promptIds?: ArrayLike<number>;
+  /** when known, bounds logit_bias and stop ids */
+  readonly vocabSize?: number;
+}
+
+export class RequestSampler {
+  readonly params: SamplingParams;
+  private readonly rng: Rng;
+  private readonly greedy: boolean;
+  /** tokens accepted so far (the output length) */
+  private generated = 0;
+  /** [numBias] ids and biases */
+  private readonly biasIds: Int32Array;
+  private readonly biasValues: Float32Array;
+  /** stop ∪ EOS ids, suppressed while generated < minTokens */
+  private readonly suppressIds: Int32Array;
+  /** prompt ∪ output ids; null without a repetition penalty */
+  private readonly seen: Set<number> | null;
+  /** output id → count; null without frequency/presence penalties */
+  private readonly counts: Map<number, number> | null;
+  private processed: Float32Array = new Float32Array(0);
+
+  constructor(params: SamplingParamsInput, ctx: SamplerContext = {}) {
+    const p = resolveSamplingParams(params, ctx.vocabSize);
+    this.params = p;
+    this.rng = new Rng(p.seed ?? Math.floor(Math.random() * 2 ** 32));
+    this.greedy = isGreedy(p);
+    this.biasIds = Int32Array.from(p.logitBias.keys());
+    this.biasValues = Float32Array.from(p.logitBias.values());
+    const suppress = new Set(p.stopTokenIds);
+    if (!p.ignoreEos) for (const id of ctx.eosTokenIds ?? []) suppress.add(id);
+    this.suppressIds = p.minTokens > 0 ? Int32Array.from(suppress) : new Int32Array(0);
+    this.seen = p.repetitionPenalty !== 1 ? new Set(Array.from(ctx.promptIds ?? [])) : null;
+    this.counts = p.frequencyPenalty !== 0 || p.presencePenalty !== 0 ? new Map() : null;
   }
 
+  /** output tokens accepted so far */
+  get numGenerated(): number {
+    return this.generated;
+  }
+
+  /** whether the next sample() leaves the row as it is (greedy with nothing to apply) */
+  get leavesRowUnchanged(): boolean {
+    return this.greedy && !this.modifiesLogits();
+  }
+
+  /**
+   * Chooses the next token from `logits` ([vocab] f32, left unchanged) and accepts it.
+   * Greedy: argmax after bias/penalties; else exactly one draw from this request's RNG.
+   * The greedy path with nothing to apply neither copies nor allocates.
+   */
   sample(logits: Float32Array): number {
+    let row = logits;
+    if (!this.leavesRowUnchanged) {
+      row = processedRow(logits.length);
+      row.set(logits);
+      if (this.modifiesLogits()) this.applyPenalties(row);
+    }
+    const id = this.greedy ? argmax(row) : this.draw(row);
+    this.processed = row;
+    this.accept(id);
+    return id;
+  }
+
+  /**
+   * [vocab] the logits the last sample() chose from: after bias and penalties, and unless
+   * greedy, divided by the temperature with −∞ where min-p/top-k/top-p removed a token.
+   * The model's row itself when nothing applied; else a scratch row valid until the next
+   * sample() of any sampler in this thread.
+   */
+  lastProcessedLogits(): Float32Array {
+    return this.processed;
+  }
+
+  /** Records a token as generated (sample() does this itself): O(1). */
+  accept(id: number): void {
+    this.generated++;
+    this.seen?.add(id);
+    if (this.counts) this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
+  }
+
+  private modifiesLogits(): boolean {
+    return this.biasIds.length > 0 || this.seen !== null || this.counts !== null || this.generated < this.params.minTokens;
+  }
+
+  /** bias, min_tokens and penalties, in place: O(#bias + #stop + #distinct seen tokens) */
+  private applyPenalties(row: Float32Array): void {
     const p = this.params;
-    if (p.temperature === 0) return argmax(logits);
-    let ids = Array.from(logits.keys()).sort((a, b) => logits[b]! - logits[a]! || a - b);
-    if (p.topK > 0) ids = ids.slice(0, p.topK);
-    const max = logits[ids[0]!]!;
-    let probs = ids.map((id) => Math.exp((logits[id]! - max) / p.temperature));
-    let total = probs.reduce((a, b) => a + b, 0);
-    if (p.topP < 1) {
+    for (let j = 0; j < this.biasIds.length; j++) row[this.biasIds[j]!]! += this.biasValues[j]!;
+    if (this.generated < p.minTokens) for (const id of this.suppressIds) row[id] = -Infinity;
+    if (this.seen) {
+      const r = p.repetitionPenalty;
+      for (const id of this.seen) {
+        const x = row[id]!;
+        row[id] = x > 0 ? x / r : x * r;
+      }
+    }
+    if (this.counts) {
+      const f = p.frequencyPenalty;
+      const pres = p.presencePenalty;
+      for (const [id, count] of this.counts) row[id]! -= f * count + pres;
+    }
+  }
+
+  /** temperature → min-p → top-k → top-p → one draw; O(vocab) plus expected O(candidates) selection */
+  private draw(row: Float32Array): number {
+    const p = this.params;
+    const v = row.length;
+    const { idx, weight, value } = getScratch(v);
+    if (p.temperature !== 1 && p.temperature >= GREEDY_EPSILON) {
+      const inv = 1 / p.temperature;
+      for (let i = 0; i < v; i++) row[i]! *= inv;
+    }
+    const max = row[argmax(row)]!;
+    // candidates: finite logits, at or above the min-p floor (p_i ≥ minP·p_max ⇔ x_i ≥ max + ln minP)
+    const floor = p.minP > 0 ? max + Math.log(p.minP) : -Infinity;
+    let n = 0;
+    for (let i = 0; i < v; i++) {
+      if (row[i]! >= floor && row[i]! > -Infinity) idx[n++] = i;
+      else row[i] = -Infinity;
+    }
+    if (n === 0) return argmax(row);
+    if (p.topK > 0 && p.topK < n) {
+      const kth = kthLargest(row, idx, n, p.topK, value);
       let kept = 0;
-      let mass = 0;
-      while (kept < ids.length && mass < p.topP * total) mass += probs[kept++]!;
-      ids = ids.slice(0, kept);
-      probs = probs.slice(0, kept);
+      for (let j = 0; j < n; j++) {
+        const id = idx[j]!;
+        if (row[id]! >= kth) idx[kept++] = id;
+        else row[id] = -Infinity;
+      }
+      n = kept;
     }
-    if (p.minP > 0) {
-      const floor = p.minP * probs[0]!; // probs[0] is the largest
-      const kept = probs.filter((x) => x >= floor).length;
-      ids = ids.slice(0, kept);
-      probs = probs.slice(0, kept);
+    let total = 0;
+    for (let j = 0; j < n; j++) total += weight[j] = Math.exp(row[idx[j]!]! - max);
+    if (p.topP < 1) {
+      const kept = topPCut(row, idx, weight, n, p.topP * total);
+      for (let j = kept; j < n; j++) row[idx[j]!] = -Infinity;
+      n = kept;
+      total = 0;
+      for (let j = 0; j < n; j++) total += weight[j]!;
     }
-    total = probs.reduce((a, b) => a + b, 0);
-    let draw = this.rng.next() * total;
-    for (let i = 0; i < ids.length; i++) {
-      draw -= probs[i]!;
-      if (draw < 0) return ids[i]!;
+    let u = this.rng.next() * total;
+    for (let j = 0; j < n; j++) {
+      u -= weight[j]!;
+      if (u < 0) return idx[j]!;
     }
-    return ids[ids.length - 1]!;
+    return idx[n - 1]!; // rounding: u landed on the total
   }
 }
+
+/** The single-sequence sampler `loom generate` uses: a RequestSampler without prompt context. */
+export class Sampler extends RequestSampler {}
