@@ -6,7 +6,8 @@
 // Prefix cache: a registered full block has a content id (cid) naming its exact token prefix;
 // cid 0 is the empty prefix, cids are never reused. The map is hash53(parent cid, token ids) → block,
 // and lookups verify the stored parent cid and ids, so a hash collision costs a hit, never wrong KV.
-// Registered blocks form a prefix of every table; a registered block is full and never written again.
+// A registered block is full, never written again, and its cid names the exact prefix of every table
+// holding it (tables may share a block after different but identical-content blocks: same cid).
 
 export interface BlockOwner {
   /** block ids in position order; mutated only by the BlockManager */
@@ -144,7 +145,7 @@ export class BlockManager {
     const computed = Math.min(numComputed, tokens.length);
     if (computed > this.coverage(table)) throw new Error(`cacheFullBlocks: ${computed} tokens computed but only ${this.coverage(table)} allocated`);
     const numFull = Math.floor(computed / bs);
-    let i = numFull; // registered blocks form a prefix of the table: walk back to its end
+    let i = numFull; // walk back to the last registered block: its cid names our prefix up to it
     while (i > 0 && this.cid[table[i - 1]!] === NONE) i--;
     let parent = i === 0 ? 0 : this.cid[table[i - 1]!]!;
     for (; i < numFull; i++) {
@@ -242,7 +243,7 @@ export class BlockManager {
         const b = t[i]!;
         counts[b]!++;
         if (i < t.length - 1 && this.fill[b] !== this.blockSize) fail(`block ${b} is not full but not last`);
-        if (i > 0 && this.cid[b] !== NONE && this.cid[t[i - 1]!] === NONE) fail(`registered blocks are not a prefix of a table`);
+        if (this.cid[b] !== NONE && this.fill[b] !== this.blockSize) fail(`registered block ${b} is not full`);
       }
     }
     for (let b = 0; b < n; b++) if (counts[b] !== this.refCount[b]) fail(`block ${b} refcount ${this.refCount[b]}, in ${counts[b]} tables`);
