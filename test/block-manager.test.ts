@@ -3,7 +3,8 @@
 // seeded model-based test that simulates the KV cache slot by slot through thousands of operations.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { BlockManager, hashBlock } from '../src/engine/block-manager.js';
+import { BlockManager } from '../src/engine/block-manager.js';
+import { hashBlock } from '../src/engine/block-hash.js';
 import type { BlockHashFn, BlockOwner } from '../src/engine/block-manager.js';
 import { Rng } from '../src/engine/rng.js';
 
