@@ -20,6 +20,16 @@ export class KvCache {
     return 2 * config.numLayers * config.numKvHeads * config.headDim * (dtype === 'f16' ? 2 : 4);
   }
 
+  /** Copies whole blocks (every layer's k and v), for copy-on-write of shared blocks. */
+  copyBlocks(ops: readonly { src: number; dst: number }[]): void {
+    const blockValues = this.shape.blockSize * this.shape.numKvHeads * this.shape.headDim;
+    for (const layer of this.layers) {
+      for (const { src, dst } of ops) {
+        for (const cache of [layer.k, layer.v]) cache.copyWithin(dst * blockValues, src * blockValues, (src + 1) * blockValues);
+      }
+    }
+  }
+
   get numSlots(): number {
     return this.shape.numBlocks * this.shape.blockSize;
   }

@@ -1,0 +1,66 @@
+// The one interface the server sees, whatever runs the engine (this thread or a worker).
+import type { SamplingParamsInput } from './sampling-params.js';
+import type { StepOutput, StepStats } from './protocol.js';
+import { EngineDeadError, RequestStream } from './request-stream.js';
+
+export interface EngineInfo {
+  readonly numBlocks: number;
+  readonly blockSize: number;
+  readonly maxModelLen: number;
+  readonly vocabSize: number;
+}
+
+export interface EngineClient {
+  readonly info: EngineInfo;
+  /** false once the engine died; every open request then ended with an EngineDeadError */
+  readonly healthy: boolean;
+  /** the stats of the latest step */
+  readonly stats: StepStats | undefined;
+  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParamsInput): RequestStream;
+  abort(id: string): void;
+  resetPrefixCache(): Promise<boolean>;
+  /** called after every step (metrics) */
+  onStep(listener: (step: StepOutput) => void): void;
+  close(): Promise<void>;
+}
+
+/** Routes step outputs to the open requests' streams. Shared by both clients. */
+export class DeltaRouter {
+  private readonly streams = new Map<string, RequestStream>();
+  private readonly listeners: ((step: StepOutput) => void)[] = [];
+  stats: StepStats | undefined;
+
+  open(id: string, numCompletions: number, abort: () => void): RequestStream {
+    if (this.streams.has(id)) throw new Error(`request id ${id} is already open`);
+    const stream = new RequestStream(id, numCompletions, () => {
+      this.streams.delete(id);
+      abort();
+    });
+    this.streams.set(id, stream);
+    return stream;
+  }
+
+  onStep(listener: (step: StepOutput) => void): void {
+    this.listeners.push(listener);
+  }
+
+  dispatch(step: StepOutput): void {
+    this.stats = step.stats;
+    for (const delta of step.deltas) {
+      const stream = this.streams.get(delta.id);
+      if (!stream) continue; // closed by its consumer, abort already sent
+      stream.push(delta);
+      if (stream.finished) this.streams.delete(delta.id);
+    }
+    for (const listener of this.listeners) listener(step);
+  }
+
+  failAll(message: string): void {
+    for (const stream of this.streams.values()) stream.fail(new EngineDeadError(message));
+    this.streams.clear();
+  }
+
+  get numOpen(): number {
+    return this.streams.size;
+  }
+}

@@ -1,0 +1,167 @@
+// The engine core: step() = schedule → run the model → sample → report what is new.
+// Finishing and aborting are events (Scheduler.finish); nothing scans live requests.
+import { performance } from 'node:perf_hooks';
+import type { Kernels } from '../kernels/index.js';
+import { createArchitecture } from '../model/arch/index.js';
+import { buildBatch } from '../model/batch.js';
+import type { SequenceChunk } from '../model/batch.js';
+import { KvCache } from '../model/kv-cache.js';
+import type { KvDtype } from '../kernels/index.js';
+import { ModelRunner } from '../model/runner.js';
+import type { ModelConfig, TensorSource } from '../model/weights.js';
+import { BlockManager } from './block-manager.js';
+import type { AddRequest, RequestDelta, StepOutput } from './protocol.js';
+import { Scheduler } from './scheduler.js';
+import type { SchedulerConfig, ScheduledChunk } from './scheduler.js';
+import { Sequence } from './sequence.js';
+import { RequestState } from './request-state.js';
+import type { LogprobsMode } from './logprobs.js';
+
+export interface EngineConfig extends SchedulerConfig {
+  readonly numBlocks: number;
+  readonly blockSize: number;
+  readonly kvDtype: KvDtype;
+  readonly logprobsMode: LogprobsMode;
+  /** the model's end-of-generation ids (tokenizer stop ids) */
+  readonly eosTokenIds: readonly number[];
+}
+
+export const now = (): number => performance.timeOrigin + performance.now();
+
+export class EngineCore {
+  readonly runner: ModelRunner;
+  readonly blocks: BlockManager;
+  readonly scheduler: Scheduler;
+  private readonly requests = new Map<string, RequestState>();
+
+  constructor(
+    readonly model: { readonly config: ModelConfig; readonly tensors: TensorSource },
+    kernels: Kernels,
+    readonly config: EngineConfig,
+  ) {
+    const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype);
+    this.runner = new ModelRunner(createArchitecture(model.config, model.tensors), kv, kernels);
+    this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching });
+    this.scheduler = new Scheduler(config, this.blocks);
+  }
+
+  get hasWork(): boolean {
+    return this.scheduler.hasWork;
+  }
+
+  /** Queues a request; a request that can never run is answered at once with an error delta. */
+  add(req: AddRequest): RequestDelta | undefined {
+    if (this.requests.has(req.id)) return errorDelta(req.id, `request id ${req.id} is already in use`);
+    let state: RequestState;
+    try {
+      state = new RequestState(req, this.model.config.vocabSize, this.config);
+    } catch (err) {
+      return errorDelta(req.id, err instanceof Error ? err.message : String(err));
+    }
+    const maxLen = Math.min(this.config.maxModelLen, this.config.numBlocks * this.config.blockSize);
+    if (req.promptIds.length === 0) return errorDelta(req.id, 'the prompt is empty');
+    if (req.promptIds.length >= maxLen) {
+      return errorDelta(req.id, `the prompt has ${req.promptIds.length} tokens; at most ${maxLen - 1} fit this engine's context`);
+    }
+    for (const id of req.promptIds) {
+      if (id < 0 || id >= this.model.config.vocabSize) return errorDelta(req.id, `prompt token id ${id} is outside the vocabulary`);
+    }
+    this.requests.set(req.id, state);
+    this.scheduler.add(state.sequences[0]!);
+    return undefined;
+  }
+
+  /** Aborts requests (unknown ids are ignored): their blocks are free before the next step. */
+  abort(ids: readonly string[]): void {
+    for (const id of ids) {
+      const state = this.requests.get(id);
+      if (!state) continue;
+      for (const seq of state.sequences) this.scheduler.finish(seq, 'abort');
+    }
+  }
+
+  resetPrefixCache(): boolean {
+    return this.blocks.resetPrefixCache();
+  }
+
+  /** One step; undefined when there was nothing to do. */
+  step(): StepOutput | undefined {
+    const start = now();
+    const { chunks, copyOps } = this.scheduler.schedule(start);
+    let forwardMs = 0;
+    const advanced: Sequence[] = [];
+    if (chunks.length > 0) {
+      if (copyOps.length > 0) this.runner.kv.copyBlocks(copyOps);
+      const sampled = chunks.filter((c) => c.seq.numComputed + c.numTokens === c.seq.tokens.length);
+      const batch = buildBatch(chunks.map((c) => toBatchChunk(c)), this.config.blockSize);
+      const t0 = performance.now();
+      const logits = this.runner.execute(batch);
+      forwardMs = performance.now() - t0;
+      this.scheduler.update(chunks);
+      const vocab = this.model.config.vocabSize;
+      const time = now();
+      sampled.forEach(({ seq }, row) => {
+        if (seq.status !== 'running') return; // aborted while its step ran
+        const state = this.requests.get(seq.requestId)!;
+        const children = state.sample(seq, logits.subarray(row * vocab, (row + 1) * vocab), time);
+        for (const child of children) {
+          this.blocks.fork(seq, child);
+          this.scheduler.addRunning(child);
+          advanced.push(child);
+        }
+        advanced.push(seq);
+        for (const s of [seq, ...children]) {
+          const finish = state.finishReason(s);
+          if (finish) this.scheduler.finish(s, finish.reason, finish.stopTokenId);
+        }
+      });
+    }
+    const deltas: RequestDelta[] = [];
+    for (const seq of advanced) if (seq.status !== 'finished') this.collect(seq, deltas);
+    const finished = this.scheduler.drainFinished();
+    for (const seq of finished) this.collect(seq, deltas);
+    // forgotten only after every completion's last delta is out
+    for (const seq of finished) if (this.requests.get(seq.requestId)?.allFinished()) this.requests.delete(seq.requestId);
+    if (chunks.length === 0 && deltas.length === 0) return undefined;
+    return {
+      type: 'step',
+      deltas,
+      stats: {
+        numRunning: this.scheduler.numRunning,
+        numWaiting: this.scheduler.numWaiting,
+        kvCacheUsage: this.blocks.usage(),
+        prefixCacheQueries: this.blocks.stats.queries,
+        prefixCacheHits: this.blocks.stats.hits,
+        numPreemptions: this.scheduler.numPreemptions,
+        scheduledTokens: chunks.reduce((n, c) => n + c.numTokens, 0),
+        forwardMs,
+        stepMs: now() - start,
+      },
+    };
+  }
+
+  /** Moves a sequence's unsent tokens into a delta. */
+  private collect(seq: Sequence, deltas: RequestDelta[]): void {
+    const state = this.requests.get(seq.requestId);
+    if (!state) return;
+    const delta = state.takeDelta(seq);
+    if (delta) deltas.push(delta);
+    if (seq.finishReason) {
+      for (const unstarted of state.endUnstarted(seq.finishReason)) deltas.push(state.takeDelta(unstarted)!);
+    }
+  }
+}
+
+function toBatchChunk({ seq, numTokens }: ScheduledChunk): SequenceChunk {
+  const from = seq.numComputed;
+  return {
+    tokenIds: seq.tokens.slice(from, from + numTokens),
+    startPos: from,
+    blockTable: seq.blockTable,
+    wantLogits: from + numTokens === seq.tokens.length,
+  };
+}
+
+function errorDelta(id: string, error: string): RequestDelta {
+  return { id, index: 0, tokenIds: new Int32Array(0), times: new Float64Array(0), finishReason: 'abort', error };
+}

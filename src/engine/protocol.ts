@@ -1,0 +1,111 @@
+// Messages between the frontend (main thread) and the engine core (worker). Plain
+// objects; typed arrays travel as transferables. Out of the engine, each step carries
+// only what is new per request: never a request's whole sequence.
+import type { SamplingParamsInput } from './sampling-params.js';
+
+export type FinishReason = 'stop' | 'length' | 'abort';
+
+export interface AddRequest {
+  readonly type: 'add';
+  readonly id: string;
+  /** [promptLength] */
+  readonly promptIds: Int32Array;
+  readonly params: SamplingParamsInput;
+  /** frontend clock (performance.timeOrigin + now()) when the request arrived */
+  readonly arrivalTime: number;
+}
+
+export interface AbortRequests {
+  readonly type: 'abort';
+  readonly ids: readonly string[];
+}
+
+/** Empties the prefix cache (between benchmark runs); answered with a `reset` message. */
+export interface ResetPrefixCache {
+  readonly type: 'reset-prefix-cache';
+}
+
+export interface Shutdown {
+  readonly type: 'shutdown';
+}
+
+export type EngineInbound = AddRequest | AbortRequests | ResetPrefixCache | Shutdown;
+
+/** What one step produced for one completion of one request. */
+export interface RequestDelta {
+  readonly id: string;
+  /** completion index (0..n-1) */
+  readonly index: number;
+  /** [k] tokens new since the last delta */
+  readonly tokenIds: Int32Array;
+  /** [k] logprob of each new token, when the request asked */
+  readonly logprobs?: Float32Array;
+  /** [k, topN] top alternatives of each new token, when the request asked for topN > 0 */
+  readonly topIds?: Int32Array;
+  readonly topLogprobs?: Float32Array;
+  /** [promptLength - 1 or fewer] prompt logprobs, once, with the first delta, when asked */
+  readonly promptLogprobs?: Float32Array;
+  readonly promptTopIds?: Int32Array;
+  readonly promptTopLogprobs?: Float32Array;
+  /** [k] engine clock (performance.timeOrigin + now(), ms) when each token was sampled */
+  readonly times: Float64Array;
+  readonly finishReason?: FinishReason;
+  /** the stop token id that ended it, if one did */
+  readonly stopTokenId?: number;
+  /** tokens of the prompt found in the prefix cache (first delta) */
+  readonly cachedPromptTokens?: number;
+  /** set on the first delta: when the request was first scheduled (queue time ends) */
+  readonly firstScheduledTime?: number;
+  /** a request the engine refused (bad parameters, too long): no tokens, finishes at once */
+  readonly error?: string;
+}
+
+export interface StepStats {
+  readonly numRunning: number;
+  readonly numWaiting: number;
+  readonly kvCacheUsage: number;
+  readonly prefixCacheQueries: number;
+  readonly prefixCacheHits: number;
+  readonly numPreemptions: number;
+  readonly scheduledTokens: number;
+  /** ms in the forward pass this step, and ms for the whole step */
+  readonly forwardMs: number;
+  readonly stepMs: number;
+}
+
+export interface StepOutput {
+  readonly type: 'step';
+  readonly deltas: RequestDelta[];
+  readonly stats: StepStats;
+}
+
+export interface EngineReady {
+  readonly type: 'ready';
+  readonly numBlocks: number;
+  readonly blockSize: number;
+  readonly maxModelLen: number;
+  readonly vocabSize: number;
+}
+
+export interface EngineError {
+  readonly type: 'fatal';
+  readonly message: string;
+}
+
+export interface PrefixCacheReset {
+  readonly type: 'reset';
+  readonly ok: boolean;
+}
+
+export type EngineOutbound = StepOutput | EngineReady | EngineError | PrefixCacheReset;
+
+/** The typed arrays of a step message, to pass as postMessage transferables. */
+export function transferables(out: StepOutput): ArrayBuffer[] {
+  const buffers = new Set<ArrayBuffer>();
+  for (const d of out.deltas) {
+    for (const a of [d.tokenIds, d.logprobs, d.topIds, d.topLogprobs, d.promptLogprobs, d.promptTopIds, d.promptTopLogprobs, d.times]) {
+      if (a && a.buffer instanceof ArrayBuffer) buffers.add(a.buffer);
+    }
+  }
+  return [...buffers];
+}

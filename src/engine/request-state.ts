@@ -1,0 +1,138 @@
+// One request inside the engine: its parameters, its n sequences and their samplers, the
+// stop rules, and the unsent tokens that become the next delta.
+import { childSamplingParams, resolveSamplingParams } from './sampling-params.js';
+import type { SamplingParams } from './sampling-params.js';
+import { RequestSampler } from './sampler.js';
+import { checkLogprobsRequest, tokenLogprobs } from './logprobs.js';
+import type { LogprobsMode } from './logprobs.js';
+import type { AddRequest, FinishReason, RequestDelta } from './protocol.js';
+import { Sequence } from './sequence.js';
+import { InvalidArgumentError } from '../errors.js';
+
+export interface StopConfig {
+  readonly maxModelLen: number;
+  readonly eosTokenIds: readonly number[];
+  readonly logprobsMode: LogprobsMode;
+}
+
+export class RequestState {
+  readonly params: SamplingParams;
+  readonly sequences: Sequence[];
+  private readonly samplers = new Map<Sequence, RequestSampler>();
+  private readonly stopIds: ReadonlySet<number>;
+
+  constructor(
+    req: AddRequest,
+    private readonly vocabSize: number,
+    private readonly config: StopConfig,
+  ) {
+    this.params = resolveSamplingParams(req.params, vocabSize);
+    checkLogprobsRequest(config.logprobsMode, this.params);
+    if (this.params.promptLogprobs !== null) throw new InvalidArgumentError('prompt_logprobs is not supported yet');
+    const first = new Sequence(req.id, 0, req.promptIds, req.arrivalTime);
+    this.sequences = [first];
+    this.samplers.set(first, this.samplerFor(0, req.promptIds));
+    this.stopIds = new Set([...this.params.stopTokenIds, ...(this.params.ignoreEos ? [] : config.eosTokenIds)]);
+  }
+
+  /**
+   * Samples seq's next token from its logits row. The first sample of an n > 1 request
+   * also starts the other completions from the same row: they are returned, to be forked
+   * from seq (sharing its blocks) and run.
+   */
+  sample(seq: Sequence, logits: Float32Array, time: number): Sequence[] {
+    const children: Sequence[] = [];
+    if (seq.index === 0 && seq.numOutput === 0) {
+      for (let i = 1; i < this.params.n; i++) {
+        const child = new Sequence(seq.requestId, i, seq.tokens, seq.arrivalTime);
+        child.numComputed = seq.numComputed;
+        child.numCachedPrompt = seq.numCachedPrompt;
+        child.firstScheduledTime = seq.firstScheduledTime;
+        this.samplers.set(child, this.samplerFor(i, seq.tokens));
+        this.sequences.push(child);
+        children.push(child);
+      }
+    }
+    for (const s of [seq, ...children]) this.sampleOne(s, logits, time);
+    return children;
+  }
+
+  private samplerFor(index: number, promptIds: ArrayLike<number>): RequestSampler {
+    return new RequestSampler(childSamplingParams(this.params, index), {
+      promptIds,
+      eosTokenIds: this.config.eosTokenIds,
+      vocabSize: this.vocabSize,
+    });
+  }
+
+  private sampleOne(seq: Sequence, logits: Float32Array, time: number): void {
+    const sampler = this.samplers.get(seq)!;
+    const wantLogprobs = this.params.logprobs !== null;
+    const token = sampler.sample(logits);
+    seq.tokens.push(token);
+    seq.pending.times.push(time);
+    seq.pending.tokens.push(token);
+    if (wantLogprobs) {
+      const lp = tokenLogprobs(this.config.logprobsMode, logits, sampler.lastProcessedLogits(), token, this.params.logprobs ?? 0);
+      seq.pending.logprobs.push(lp.logprob);
+      seq.pending.topIds.push(...lp.topIds);
+      seq.pending.topLogprobs.push(...lp.topLogprobs);
+    }
+  }
+
+  /** Why seq should stop after its latest token, if it should. */
+  finishReason(seq: Sequence): { reason: FinishReason; stopTokenId?: number } | undefined {
+    const last = seq.tokens[seq.tokens.length - 1]!;
+    if (this.stopIds.has(last) && seq.numOutput > this.params.minTokens - 1) return { reason: 'stop', stopTokenId: last };
+    if (this.params.maxTokens !== null && seq.numOutput >= this.params.maxTokens) return { reason: 'length' };
+    if (seq.tokens.length >= this.config.maxModelLen) return { reason: 'length' };
+    return undefined;
+  }
+
+  /** The unsent part of seq as a delta (undefined when there is nothing to say). A stop token is not sent as text. */
+  takeDelta(seq: Sequence): RequestDelta | undefined {
+    const p = seq.pending;
+    let count = p.tokens.length;
+    if (seq.finishReason === 'stop' && seq.stopTokenId !== undefined && count > 0 && p.tokens[count - 1] === seq.stopTokenId) count--;
+    if (count === 0 && !seq.finishReason && seq.announced) return undefined;
+    const topN = this.params.logprobs ?? 0;
+    const delta: RequestDelta = {
+      id: seq.requestId,
+      index: seq.index,
+      tokenIds: Int32Array.from(p.tokens.slice(0, count)),
+      times: Float64Array.from(p.times.slice(0, count)),
+      ...(this.params.logprobs !== null && {
+        logprobs: Float32Array.from(p.logprobs.slice(0, count)),
+        topIds: Int32Array.from(p.topIds.slice(0, count * topN)),
+        topLogprobs: Float32Array.from(p.topLogprobs.slice(0, count * topN)),
+      }),
+      ...(seq.finishReason && { finishReason: seq.finishReason }),
+      ...(seq.stopTokenId !== undefined && { stopTokenId: seq.stopTokenId }),
+      ...(!seq.announced && { cachedPromptTokens: seq.numCachedPrompt, firstScheduledTime: seq.firstScheduledTime ?? 0 }),
+    };
+    seq.announced = true;
+    p.tokens.length = p.times.length = p.logprobs.length = p.topIds.length = p.topLogprobs.length = 0;
+    return delta;
+  }
+
+  /**
+   * Completions never started because the first ended before its first token (abort,
+   * no room): they end with it, so the frontend hears of all n.
+   */
+  endUnstarted(reason: FinishReason): Sequence[] {
+    const ended: Sequence[] = [];
+    const first = this.sequences[0]!;
+    for (let i = this.sequences.length; i < this.params.n; i++) {
+      const seq = new Sequence(first.requestId, i, first.tokens.slice(0, first.promptLength), first.arrivalTime);
+      seq.status = 'finished';
+      seq.finishReason = reason;
+      this.sequences.push(seq);
+      ended.push(seq);
+    }
+    return ended;
+  }
+
+  allFinished(): boolean {
+    return this.sequences.length === this.params.n && this.sequences.every((s) => s.status === 'finished');
+  }
+}

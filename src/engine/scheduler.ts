@@ -1,0 +1,168 @@
+// Decides, each step, which sequences compute how many tokens: running sequences first
+// (a decode token each, or the next chunk of a prefill), then waiting ones fill the token
+// budget (chunked prefill). When blocks run out the newest running sequence is preempted:
+// its blocks are freed and it is recomputed later from its tokens, nothing lost.
+import { BlockManager } from './block-manager.js';
+import type { CopyOp } from './block-manager.js';
+import type { Sequence } from './sequence.js';
+import type { FinishReason } from './protocol.js';
+
+export interface SchedulerConfig {
+  /** token budget of one step (prefill chunks + decode tokens) */
+  readonly maxNumBatchedTokens: number;
+  /** most sequences running at once */
+  readonly maxNumSeqs: number;
+  readonly maxModelLen: number;
+  readonly enablePrefixCaching: boolean;
+}
+
+export interface ScheduledChunk {
+  readonly seq: Sequence;
+  /** tokens computed this step: seq.tokens[seq.numComputed .. seq.numComputed + numTokens) */
+  readonly numTokens: number;
+}
+
+export interface SchedulerOutput {
+  readonly chunks: ScheduledChunk[];
+  /** copy-on-write block copies to do before the forward pass */
+  readonly copyOps: CopyOp[];
+}
+
+export class Scheduler {
+  /** FIFO; preempted sequences return to the front. Finished (aborted) entries are skipped when reached. */
+  private waiting: Sequence[] = [];
+  /** admission order: the newest is last and the first to be preempted */
+  private running: Sequence[] = [];
+  private numWaitingLive = 0;
+  numPreemptions = 0;
+  /** sequences that finished since the last drain: the engine reports them, no scan needed */
+  private finishedEvents: Sequence[] = [];
+
+  constructor(
+    readonly config: SchedulerConfig,
+    readonly blocks: BlockManager,
+  ) {}
+
+  get numWaiting(): number {
+    return this.numWaitingLive;
+  }
+
+  get numRunning(): number {
+    return this.running.length;
+  }
+
+  get hasWork(): boolean {
+    return this.numWaitingLive > 0 || this.running.length > 0;
+  }
+
+  add(seq: Sequence): void {
+    seq.status = 'waiting';
+    this.waiting.push(seq);
+    this.numWaitingLive++;
+  }
+
+  /** A running sequence (a fork of one already admitted) joins without waiting. */
+  addRunning(seq: Sequence): void {
+    seq.status = 'running';
+    this.running.push(seq);
+  }
+
+  /** Ends a sequence now: its blocks are free before the next step. */
+  finish(seq: Sequence, reason: FinishReason, stopTokenId?: number): void {
+    if (seq.status === 'finished') return;
+    if (seq.status === 'waiting') this.numWaitingLive--;
+    seq.status = 'finished';
+    seq.finishReason = reason;
+    seq.stopTokenId = stopTokenId;
+    this.blocks.free(seq);
+    this.finishedEvents.push(seq);
+  }
+
+  /** the sequences finished since the last call */
+  drainFinished(): Sequence[] {
+    const done = this.finishedEvents;
+    this.finishedEvents = [];
+    return done;
+  }
+
+  schedule(now: number): SchedulerOutput {
+    const chunks: ScheduledChunk[] = [];
+    const copyOps: CopyOp[] = [];
+    let budget = this.config.maxNumBatchedTokens;
+    const running: Sequence[] = [];
+    // finished sequences leave the running list here, as it is walked for this step anyway
+    const queue = this.running.filter((s) => s.status === 'running');
+    let next = 0;
+    let end = queue.length; // queue[end..] were preempted, newest first
+    for (; next < end && budget > 0; next++) {
+      const seq = queue[next]!;
+      const numTokens = Math.min(seq.numUncomputed, budget);
+      let admitted = this.blocks.canAllocate(seq, seq.numComputed + numTokens);
+      while (!admitted && end > next + 1) {
+        this.preempt(queue[--end]!);
+        admitted = this.blocks.canAllocate(seq, seq.numComputed + numTokens);
+      }
+      if (!admitted) {
+        if (running.length === 0) {
+          // alone and still out of blocks: the cache cannot hold this sequence any longer
+          this.finish(seq, 'length');
+        } else {
+          this.preempt(seq);
+        }
+        continue;
+      }
+      copyOps.push(...this.blocks.allocate(seq, seq.numComputed + numTokens));
+      chunks.push({ seq, numTokens });
+      running.push(seq);
+      budget -= numTokens;
+    }
+    for (; next < end; next++) running.push(queue[next]!); // budget spent: still running, not scheduled this step
+    this.running = running;
+    this.admitWaiting(chunks, budget, now);
+    return { chunks, copyOps };
+  }
+
+  private admitWaiting(chunks: ScheduledChunk[], budget: number, now: number): void {
+    while (budget > 0 && this.running.length < this.config.maxNumSeqs && this.waiting.length > 0) {
+      const seq = this.waiting[0]!;
+      if (seq.status === 'finished') {
+        this.waiting.shift();
+        continue;
+      }
+      const cached = this.config.enablePrefixCaching && seq.blockTable.length === 0 ? this.blocks.findCachedPrefix(seq.tokens) : [];
+      const numComputed = cached.length * this.blocks.blockSize;
+      const numTokens = Math.min(seq.tokens.length - numComputed, budget);
+      if (!this.blocks.canAllocate(seq, numComputed + numTokens, cached)) break;
+      this.waiting.shift();
+      this.numWaitingLive--;
+      this.blocks.allocate(seq, numComputed + numTokens, cached);
+      if (seq.firstScheduledTime === undefined) {
+        seq.firstScheduledTime = now;
+        seq.numCachedPrompt = numComputed;
+      }
+      seq.numComputed = numComputed;
+      seq.status = 'running';
+      this.running.push(seq);
+      chunks.push({ seq, numTokens });
+      budget -= numTokens;
+    }
+  }
+
+  /** Frees a running sequence's blocks and puts it first in line to be recomputed. */
+  private preempt(seq: Sequence): void {
+    this.blocks.free(seq);
+    seq.numComputed = 0;
+    seq.status = 'waiting';
+    this.waiting.unshift(seq);
+    this.numWaitingLive++;
+    this.numPreemptions++;
+  }
+
+  /** After the forward pass: the chunks' tokens are in the cache; full blocks become cacheable. */
+  update(chunks: readonly ScheduledChunk[]): void {
+    for (const { seq, numTokens } of chunks) {
+      seq.numComputed += numTokens;
+      if (this.config.enablePrefixCaching && seq.status === 'running') this.blocks.cacheFullBlocks(seq, seq.tokens, seq.numComputed);
+    }
+  }
+}

@@ -1,0 +1,60 @@
+// One completion being generated: its tokens, how many of them are in the KV cache, and
+// its blocks. A request with n > 1 has n sequences that share the prompt's blocks.
+import type { BlockOwner } from './block-manager.js';
+import type { FinishReason } from './protocol.js';
+
+export type SequenceStatus = 'waiting' | 'running' | 'finished';
+
+export class Sequence implements BlockOwner {
+  readonly blockTable: number[] = [];
+  /** prompt, then generated tokens */
+  readonly tokens: number[];
+  status: SequenceStatus = 'waiting';
+  /** tokens whose K/V are in the cache (positions 0..numComputed-1) */
+  numComputed = 0;
+  /** prompt tokens found in the prefix cache when first scheduled */
+  numCachedPrompt = 0;
+  finishReason: FinishReason | undefined;
+  stopTokenId: number | undefined;
+  firstScheduledTime: number | undefined;
+  /** generated tokens not yet sent to the frontend, with their sample times */
+  readonly pending: { tokens: number[]; times: number[]; logprobs: number[]; topIds: number[]; topLogprobs: number[] } = {
+    tokens: [],
+    times: [],
+    logprobs: [],
+    topIds: [],
+    topLogprobs: [],
+  };
+  /** whether the first delta (with cached-prompt count and queue time) has been sent */
+  announced = false;
+
+  constructor(
+    readonly requestId: string,
+    /** completion index within its request */
+    readonly index: number,
+    promptIds: ArrayLike<number>,
+    readonly arrivalTime: number,
+  ) {
+    this.tokens = Array.from(promptIds);
+    this.promptLength = this.tokens.length;
+  }
+
+  readonly promptLength: number;
+
+  get numOutput(): number {
+    return this.tokens.length - this.promptLength;
+  }
+
+  /** tokens still to compute before the next sample */
+  get numUncomputed(): number {
+    return this.tokens.length - this.numComputed;
+  }
+
+  get isFinished(): boolean {
+    return this.status === 'finished';
+  }
+
+  get key(): string {
+    return `${this.requestId}#${this.index}`;
+  }
+}

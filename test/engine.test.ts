@@ -1,0 +1,159 @@
+// The engine under batching gives each request the tokens it would get alone: checked
+// against llama.cpp's goldens (greedy) and against runs alone (seeded sampling), with
+// small token budgets (chunked prefill), prefix-cache hits, preemption, aborts and n > 1.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { referenceKernels } from '../src/kernels/reference.js';
+import { loadModel } from '../src/model/load.js';
+import type { LoadedModel } from '../src/model/load.js';
+import { EngineCore } from '../src/engine/engine.js';
+import { resolveEngineConfig } from '../src/engine/options.js';
+import type { EngineOptions } from '../src/engine/options.js';
+import type { RequestDelta } from '../src/engine/protocol.js';
+import type { SamplingParamsInput } from '../src/engine/sampling-params.js';
+import { GOLDEN_DIR, ggufFixturePath } from './fixtures/index.js';
+import { readGolden } from './fixtures/golden.js';
+import { GGUF_FIXTURES } from './fixtures/recipe.js';
+
+const FIXTURE = 'llama-q8_0';
+let cached: LoadedModel | undefined;
+const model = (): LoadedModel => (cached ??= loadModel(ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === FIXTURE)!)));
+
+function engine(opts: Partial<EngineOptions> = {}): EngineCore {
+  const m = model();
+  const config = resolveEngineConfig({ model: '', kvCacheMemory: '64MiB', ...opts }, m.config, [...m.tokenizer.stopIds]);
+  return new EngineCore(m, referenceKernels, config);
+}
+
+interface Outcome {
+  tokens: number[];
+  finishReason?: string;
+  cachedPromptTokens?: number;
+  error?: string;
+}
+
+/** Steps the engine until idle; per request id and completion index, what came out. */
+function runToEnd(e: EngineCore, onStep?: (step: number) => void): Map<string, Outcome> {
+  const out = new Map<string, Outcome>();
+  const record = (d: RequestDelta) => {
+    const key = `${d.id}#${d.index}`;
+    const o = out.get(key) ?? { tokens: [] };
+    o.tokens.push(...d.tokenIds);
+    o.finishReason ??= d.finishReason;
+    o.cachedPromptTokens ??= d.cachedPromptTokens;
+    o.error ??= d.error;
+    out.set(key, o);
+  };
+  for (let step = 0; e.hasWork; step++) {
+    onStep?.(step);
+    e.step()?.deltas.forEach(record);
+    assert.ok(step < 10_000, 'the engine keeps making progress');
+  }
+  return out;
+}
+
+let nextId = 0;
+function add(e: EngineCore, promptIds: readonly number[], params: SamplingParamsInput, id = `r${nextId++}`): string {
+  const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params, arrivalTime: 0 });
+  assert.equal(refused, undefined, refused?.error);
+  return id;
+}
+
+const greedy = (maxTokens: number): SamplingParamsInput => ({ temperature: 0, maxTokens, ignoreEos: true });
+const goldens = () => readGolden(GOLDEN_DIR, FIXTURE).prompts;
+/** other traffic: prompts of assorted lengths */
+const noise = (i: number) => Array.from({ length: 3 + ((i * 37) % 41) }, (_, k) => 3 + ((i * 131 + k * 17) % 500));
+
+function assertAllBlocksFree(e: EngineCore): void {
+  assert.equal(e.blocks.usage(), 0, 'no block is held');
+  assert.equal(e.blocks.numFreeBlocks, e.blocks.numBlocks, 'every block is free or evictable');
+}
+
+describe('engine correctness under batching', () => {
+  for (const budget of [2048, 7, 16]) {
+    it(`greedy tokens equal llama.cpp's inside a batch of others (token budget ${budget})`, () => {
+      const e = engine({ maxNumBatchedTokens: budget });
+      const ids = goldens().map((g) => add(e, g.promptIds, greedy(g.tokens.length)));
+      for (let i = 0; i < 9; i++) add(e, noise(i), greedy(5 + i * 3));
+      const out = runToEnd(e);
+      goldens().forEach((g, i) => assert.deepEqual(out.get(`${ids[i]}#0`)!.tokens, g.tokens));
+      assertAllBlocksFree(e);
+    });
+  }
+
+  it('prefix-cache hits give the same tokens and are reported', () => {
+    const e = engine();
+    const g = goldens()[1]!;
+    const first = add(e, g.promptIds, greedy(g.tokens.length));
+    const before = runToEnd(e);
+    const second = add(e, g.promptIds, greedy(g.tokens.length));
+    const after = runToEnd(e);
+    assert.deepEqual(before.get(`${first}#0`)!.tokens, g.tokens);
+    assert.deepEqual(after.get(`${second}#0`)!.tokens, g.tokens);
+    const blockSize = e.config.blockSize;
+    assert.equal(after.get(`${second}#0`)!.cachedPromptTokens, Math.floor((g.promptIds.length - 1) / blockSize) * blockSize);
+    assert.ok(e.blocks.stats.hits > 0);
+  });
+
+  it('preempted requests are recomputed and still give their tokens', () => {
+    // 20 blocks of 4 tokens (1 KiB of K/V a token) hold one request to its end, not both
+    const e = engine({ kvCacheMemory: 20 * 4 * 1024, blockSize: 4 });
+    const ids = goldens().map((g) => add(e, g.promptIds, greedy(g.tokens.length)));
+    const out = runToEnd(e);
+    goldens().forEach((g, i) => assert.deepEqual(out.get(`${ids[i]}#0`)!.tokens, g.tokens));
+    assert.ok(e.scheduler.numPreemptions > 0, 'the cache was small enough to preempt');
+    assertAllBlocksFree(e);
+  });
+
+  it('a seeded sampled request is reproducible in any batch', () => {
+    const sampled: SamplingParamsInput = { temperature: 1.5, topK: 0, topP: 1, seed: 1234, maxTokens: 20, ignoreEos: true };
+    const alone = engine();
+    const a = add(alone, noise(3), sampled);
+    const aloneOut = runToEnd(alone).get(`${a}#0`)!.tokens;
+    const busy = engine({ maxNumBatchedTokens: 9 });
+    for (let i = 0; i < 6; i++) add(busy, noise(i + 10), { ...sampled, seed: i });
+    const b = add(busy, noise(3), sampled);
+    assert.deepEqual(runToEnd(busy).get(`${b}#0`)!.tokens, aloneOut);
+  });
+
+  it('aborting while waiting, mid-prefill and mid-decode returns every block', () => {
+    const e = engine({ maxNumBatchedTokens: 8, maxNumSeqs: 2 });
+    const long = Array.from({ length: 40 }, (_, k) => 5 + k);
+    const decoding = add(e, noise(1), greedy(50));
+    const prefilling = add(e, long, greedy(50));
+    const waiting = add(e, noise(2), greedy(50));
+    const out = runToEnd(e, (step) => {
+      if (step === 2) e.abort([prefilling, waiting]);
+      if (step === 6) e.abort([decoding]);
+    });
+    for (const id of [decoding, prefilling, waiting]) assert.equal(out.get(`${id}#0`)?.finishReason, 'abort', id);
+    assert.ok(out.get(`${decoding}#0`)!.tokens.length > 0, 'the decode had started');
+    assertAllBlocksFree(e);
+  });
+
+  it('n > 1 completions share the prompt blocks', () => {
+    const e = engine({ enablePrefixCaching: false });
+    const prompt = Array.from({ length: 40 }, (_, k) => 7 + k);
+    const id = add(e, prompt, { temperature: 1, seed: 5, n: 3, maxTokens: 6, ignoreEos: true });
+    let mostInUseWithThree = 0;
+    const out = runToEnd(e, (step) => {
+      // from the second step on, three sequences of 41+ tokens (3 blocks each) are live
+      if (step >= 2 && e.scheduler.numRunning === 3) {
+        mostInUseWithThree = Math.max(mostInUseWithThree, e.blocks.numBlocks - e.blocks.numFreeBlocks);
+      }
+    });
+    assert.ok(mostInUseWithThree > 0, 'three completions ran together');
+    // shared: 2 full prompt blocks + 3 own tail blocks (copy-on-write) = 5, not 9
+    assert.ok(mostInUseWithThree <= 5, `${mostInUseWithThree} blocks in use`);
+    for (let i = 0; i < 3; i++) assert.equal(out.get(`${id}#${i}`)!.tokens.length, 6);
+    assertAllBlocksFree(e);
+  });
+
+  it('refuses what can never run with an error, and keeps serving', () => {
+    const e = engine({ maxModelLen: 64 });
+    const refused = e.add({ type: 'add', id: 'long', promptIds: new Int32Array(64).fill(5), params: greedy(4), arrivalTime: 0 });
+    assert.match(refused?.error ?? '', /64 tokens/);
+    const ok = add(e, noise(4), greedy(3));
+    assert.equal(runToEnd(e).get(`${ok}#0`)!.tokens.length, 3);
+  });
+});
