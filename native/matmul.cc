@@ -1,0 +1,307 @@
+// matmul dispatch: activation preparation, work partitioning over loom::pool(), the best
+// kernel for the CPU (AVX-512, AVX2, or the portable scalar code below), and embed_rows.
+// No -m flags here: this file must compile for any target (the x86 kernels live in their
+// own translation units, native/x86/*.cc).
+#include "matmul.h"
+
+#include <algorithm>
+#include <new>
+
+#include "quant.h"
+#include "threadpool.h"
+#include "x86/matmul_x86.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#define LOOM_X86 1
+#endif
+
+namespace loom {
+
+bool is_supported_weight_type(int type) { return weight_block_values(type) > 0; }
+
+// ---- portable scalar kernels: one weight row · one prepared activation row ----
+
+namespace {
+
+// Float dots keep 8 partial sums (less rounding error than one running sum, and vectorizable).
+template <typename W, typename X>
+float dot_float(W wval, X xval, int K) {
+  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= K; i += 8)
+    for (int j = 0; j < 8; j++) s[j] += wval(i + j) * xval(i + j);
+  for (; i < K; i++) s[0] += wval(i) * xval(i);
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+float dot_f32(const float* w, const float* x, int K) {
+  return dot_float([w](int i) { return w[i]; }, [x](int i) { return x[i]; }, K);
+}
+
+float dot_f16(const uint8_t* w, const float* x, int K) {
+  return dot_float([w](int i) { return half_to_float(load_u16(w + 2 * i)); }, [x](int i) { return x[i]; }, K);
+}
+
+float dot_bf16(const uint8_t* w, const uint8_t* x, int K) {
+  return dot_float([w](int i) { return bf16_to_float(load_u16(w + 2 * i)); },
+                   [x](int i) { return bf16_to_float(load_u16(x + 2 * i)); }, K);
+}
+
+// Σ_b dw·dx·Σ q_w·q_x over Q8_0 blocks
+float dot_q8_0(const uint8_t* w, const XQ8_0& x, int K) {
+  float s = 0;
+  for (int b = 0; b < K / kQK; b++) {
+    const uint8_t* blk = w + kQ8_0Bytes * b;
+    const int8_t* qw = reinterpret_cast<const int8_t*>(blk + 2);
+    const int8_t* qx = x.q + kQK * b;
+    int32_t isum = 0;
+    for (int j = 0; j < kQK; j++) isum += qw[j] * qx[j];
+    s += half_to_float(load_u16(blk)) * x.d[b] * static_cast<float>(isum);
+  }
+  return s;
+}
+
+// Q4_0 value (q − 8)·d: Σ q·x − 8·Σx per block
+float dot_q4_0(const uint8_t* w, const XQ8_0& x, int K) {
+  float s = 0;
+  for (int b = 0; b < K / kQK; b++) {
+    const uint8_t* blk = w + kQ4_0Bytes * b;
+    const int8_t* qx = x.q + kQK * b;
+    int32_t isum = 0;
+    for (int j = 0; j < 16; j++) isum += (blk[2 + j] & 15) * qx[j] + (blk[2 + j] >> 4) * qx[j + 16];
+    isum -= 8 * x.s[b];
+    s += half_to_float(load_u16(blk)) * x.d[b] * static_cast<float>(isum);
+  }
+  return s;
+}
+
+// Q4_K: dx·(d·Σ_j sc_j·Σ q·x − dmin·Σ_j m_j·Σx) per super-block
+float dot_q4_k(const uint8_t* w, const XQ8_K& x, int K) {
+  float s = 0;
+  for (int b = 0; b < K / kQKK; b++) {
+    const uint8_t* blk = w + kQ4_KBytes * b;
+    const int8_t* qx = x.q + kQKK * b;
+    int32_t main = 0, mins = 0;
+    for (int c = 0; c < 4; c++) {
+      const uint8_t* qs = blk + 16 + 32 * c;
+      int32_t lo = 0, hi = 0;
+      for (int l = 0; l < 32; l++) {
+        lo += (qs[l] & 15) * qx[64 * c + l];
+        hi += (qs[l] >> 4) * qx[64 * c + 32 + l];
+      }
+      uint8_t s1, m1, s2, m2;
+      q4k_scale_min(blk + 4, 2 * c, &s1, &m1);
+      q4k_scale_min(blk + 4, 2 * c + 1, &s2, &m2);
+      main += s1 * lo + s2 * hi;
+      mins += m1 * x.s32[8 * b + 2 * c] + m2 * x.s32[8 * b + 2 * c + 1];
+    }
+    const float d = half_to_float(load_u16(blk)), dmin = half_to_float(load_u16(blk + 2));
+    s += x.d[b] * (d * static_cast<float>(main) - dmin * static_cast<float>(mins));
+  }
+  return s;
+}
+
+// Q6_K: d·dx·Σ_j sc_j·(Σ q·x − 32·Σx) over sub-blocks of 16
+float dot_q6_k(const uint8_t* w, const XQ8_K& x, int K) {
+  float s = 0;
+  for (int b = 0; b < K / kQKK; b++) {
+    const uint8_t* blk = w + kQ6_KBytes * b;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    const int8_t* qx = x.q + kQKK * b;
+    int32_t isum = 0;
+    for (int j = 0; j < 16; j++) {
+      int32_t sub = 0;
+      for (int i = 16 * j; i < 16 * j + 16; i++) sub += q6k_value(blk, i) * qx[i];
+      isum += sc[j] * (sub - 32 * x.s16[16 * b + j]);
+    }
+    s += half_to_float(load_u16(blk + 208)) * x.d[b] * static_cast<float>(isum);
+  }
+  return s;
+}
+
+float dot_scalar(int type, const uint8_t* w, const uint8_t* xa, int K) {
+  switch (type) {
+    case kF32:
+    case kF16: {
+      const float* x = reinterpret_cast<const float*>(xa);
+      return type == kF32 ? dot_f32(reinterpret_cast<const float*>(w), x, K) : dot_f16(w, x, K);
+    }
+    case kBF16: return dot_bf16(w, xa, K);
+    case kQ8_0: return dot_q8_0(w, xq8_0_view(xa, K), K);
+    case kQ4_0: return dot_q4_0(w, xq8_0_view(xa, K), K);
+    case kQ4_K: return dot_q4_k(w, xq8_k_view(xa, K), K);
+    case kQ6_K: return dot_q6_k(w, xq8_k_view(xa, K), K);
+    default: return 0;
+  }
+}
+
+void scalar_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K,
+                int o0, int o1, float* out, int N) {
+  for (int o = o0; o < o1; o++)
+    for (int r = 0; r < rows; r++)
+      out[static_cast<size_t>(r) * N + o] = dot_scalar(type, w + wstride * o, xa + xstride * r, K);
+}
+
+// ---- kernel path selection ----
+
+enum Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+int detect_isa() {
+#ifdef LOOM_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
+      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+    return kAvx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) return kAvx2;
+#endif
+  return kScalar;
+}
+
+int best_isa() {
+  static const int isa = detect_isa();
+  return isa;
+}
+
+int g_isa = -1;            // forced path, -1 = best
+int g_gemm_min_rows = 6;   // AVX-512: rows at which the packed GEMM takes over from the dot kernels
+
+int current_isa() { return g_isa < 0 ? best_isa() : g_isa; }
+
+using PrepareFn = void (*)(int, const float*, int, uint8_t*);
+using DotFn = void (*)(int, const uint8_t*, size_t, int, const uint8_t*, size_t, int, int, int, float*, int);
+
+struct Kernels {
+  PrepareFn prepare;
+  DotFn dot;
+  bool gemm;  // the AVX-512 packed GEMM is available
+};
+
+Kernels kernels_for(int isa) {
+#ifdef LOOM_X86
+  if (isa == kAvx512) return {x86::avx512_prepare_row, x86::avx512_dot, true};
+  if (isa == kAvx2) return {x86::avx2_prepare_row, x86::avx2_dot, false};
+#else
+  (void)isa;
+#endif
+  return {prepare_row_scalar, scalar_dot, false};
+}
+
+// ---- scratch: grows, never shrinks; one per calling thread ----
+
+class Scratch {
+ public:
+  ~Scratch() { release(); }
+  uint8_t* get(size_t bytes) {
+    if (bytes > size_) {
+      release();
+      data_ = static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(64)));
+      size_ = bytes;
+    }
+    return data_;
+  }
+
+ private:
+  void release() {
+    if (data_) ::operator delete(data_, std::align_val_t(64));
+    data_ = nullptr;
+    size_ = 0;
+  }
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+thread_local Scratch t_xa;  // prepared or packed activations of the current call
+
+int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// ---- few rows: every task takes a chunk of output rows against all activation rows ----
+
+void matmul_dot(const Kernels& k, float* out, const float* x, int rows, const uint8_t* w, int type, int K, int N) {
+  const size_t wstride = weight_row_bytes(type, K);
+  const uint8_t* xa = reinterpret_cast<const uint8_t*>(x);
+  size_t xstride = 4 * static_cast<size_t>(K);
+  if (type != kF32) {
+    xstride = prepared_row_bytes(type, K);
+    uint8_t* buf = t_xa.get(xstride * rows);
+    for (int r = 0; r < rows; r++) k.prepare(type, x + static_cast<size_t>(r) * K, K, buf + xstride * r);
+    xa = buf;
+  }
+  // Chunks of 16 output rows (a cache line of out) or more: about 8 tasks per thread, so
+  // the dynamic scheduling evens out, but never under ~16 KB of weights per task.
+  const int threads = pool().size();
+  int chunk = ceil_div(N, 8 * threads);
+  const int min_chunk = std::max<int>(16, static_cast<int>(16384 / std::max<size_t>(wstride, 1)));
+  chunk = std::max(chunk, min_chunk);
+  chunk = ceil_div(chunk, 16) * 16;
+  const int tasks = ceil_div(N, chunk);
+  pool().parallel_for(tasks, [&](int t, int) {
+    const int o0 = t * chunk, o1 = std::min(N, o0 + chunk);
+    k.dot(type, xa, xstride, rows, w, wstride, K, o0, o1, out, N);
+  });
+}
+
+#ifdef LOOM_X86
+// ---- many rows (AVX-512): pack x once in 16-row tiles, then tile rows × outputs ----
+
+void matmul_gemm(float* out, const float* x, int rows, const uint8_t* w, int type, int K, int N) {
+  const size_t wstride = weight_row_bytes(type, K);
+  const int T = x86::kGemmTile;
+  const int tiles = ceil_div(rows, T);
+  const size_t tile_bytes = x86::avx512_gemm_tile_bytes(type, K);
+  uint8_t* packed = t_xa.get(tile_bytes * tiles);
+  pool().parallel_for(tiles, [&](int t, int) {
+    x86::avx512_gemm_pack(type, x, rows, K, t, packed + tile_bytes * t);
+  });
+  // Row chunks of ~768 KB of packed activations (they stay in L2 while a panel of weights
+  // sweeps them); output panels of 48 rows (a multiple of every micro-kernel width).
+  const int chunk_tiles = std::max<int>(2, static_cast<int>((768u << 10) / tile_bytes)) & ~1;
+  const int row_chunks = ceil_div(tiles, chunk_tiles);
+  const int panel = 48;
+  const int panels = ceil_div(N, panel);
+  pool().parallel_for(row_chunks * panels, [&](int t, int) {
+    const int rc = t / panels, p = t % panels;
+    const int r0 = rc * chunk_tiles * T, r1 = std::min(rows, r0 + chunk_tiles * T);
+    const int o0 = p * panel, o1 = std::min(N, o0 + panel);
+    x86::avx512_gemm(type, packed, rows, r0, r1, w, wstride, K, o0, o1, out, N);
+  });
+}
+#endif
+
+}  // namespace
+
+int matmul_force_isa(int isa) {
+  g_isa = isa < 0 ? -1 : std::min(isa, best_isa());
+  return current_isa();
+}
+
+int matmul_best_isa() { return best_isa(); }
+
+void matmul_set_gemm_min_rows(int rows) { g_gemm_min_rows = std::max(1, rows); }
+
+void matmul(float* out, const float* x, int rows, const uint8_t* w, int type, int in_features, int out_features) {
+  if (rows <= 0 || out_features <= 0 || !is_supported_weight_type(type)) return;
+  const Kernels k = kernels_for(current_isa());
+#ifdef LOOM_X86
+  if (k.gemm && rows >= g_gemm_min_rows && x86::avx512_gemm_supports(type)) {
+    matmul_gemm(out, x, rows, w, type, in_features, out_features);
+    return;
+  }
+#endif
+  matmul_dot(k, out, x, rows, w, type, in_features, out_features);
+}
+
+void embed_rows(float* out, const uint8_t* table, int type, int dim, int n_rows, const int32_t* ids, int n_ids) {
+  const size_t stride = weight_row_bytes(type, dim);
+  for (int t = 0; t < n_ids; t++) {
+    const int32_t id = ids[t];
+    float* dst = out + static_cast<size_t>(t) * dim;
+    if (id < 0 || id >= n_rows) {
+      std::fill(dst, dst + dim, 0.f);  // callers validate ids; never read outside the table
+      continue;
+    }
+    dequantize_row(type, table + stride * static_cast<size_t>(id), dim, dst);
+  }
+}
+
+}  // namespace loom

@@ -1,0 +1,167 @@
+// Activation rounding and quantization before a matmul, and weight dequantization.
+//
+// Before a dot product with a weight of type T the activations are rounded to T's dot type,
+// exactly as llama.cpp's x86 CPU backend does (see src/model/quant/q8-activations.ts, the
+// oracle these functions must match bit for bit):
+//   F32 → unchanged;  F16 → f16 values;  BF16 → bf16 bits;
+//   Q8_0, Q4_0 → 8-bit blocks of 32 (AVX2 quantize_row_q8_0: d = f16(amax/127),
+//               q = round_half_even(x · (127/amax)), saturated to int8);
+//   Q4_K, Q6_K → 8-bit blocks of 256 (quantize_row_q8_K_ref: iscale = −127/max where max is
+//               the first element of largest |x|, d = 1/iscale in f32, q = min(127, rne(iscale·x))).
+//
+// Prepared activation rows ("xa rows") have one layout per weight type, shared by every
+// backend (scalar, AVX2, AVX-512), each row `prepared_row_bytes(type, K)` long (a multiple of 64):
+//   F32:        float x[K]                       (a copy; the kernels may also read x directly)
+//   F16:        float v[K]                       (values rounded to f16, as f32)
+//   BF16:       uint16 b[K]                      (bf16 bit patterns)
+//   Q8_0, Q4_0: int8 q[K]; float d[K/32]; int32 s[K/32]           s = Σ q over the block
+//   Q4_K, Q6_K: int8 q[K]; float d[K/256]; int16 s16[K/16]; int16 s32[K/32]
+//               s16 / s32 = Σ q over each 16 / 32 values (|s32| ≤ 4064 fits int16)
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace loom {
+
+// ---- f16 / bf16 scalar conversions (bit-exact with src/model/half.ts) ----
+
+inline uint32_t f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+inline float f32_from_bits(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// f16 bits → f32 value (exact).
+inline float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  const uint32_t mant = h & 0x3ff;
+  if (exp == 0) {
+    // zero or subnormal: mant · 2^-24, exact in f32
+    const float v = static_cast<float>(mant) * 5.9604644775390625e-8f;
+    return sign ? -v : v;
+  }
+  if (exp == 31) return f32_from_bits(sign | 0x7f800000 | (mant << 13));
+  return f32_from_bits(sign | ((exp + 112) << 23) | (mant << 13));
+}
+
+// f32 → f16 bits, round to nearest even, subnormals kept, overflow → inf, NaN quieted (as F16C).
+inline uint16_t float_to_half(float f) {
+  const uint32_t u = f32_bits(f);
+  const uint32_t sign = (u >> 16) & 0x8000;
+  const int exp = static_cast<int>((u >> 23) & 0xff);
+  const uint32_t mant = u & 0x7fffff;
+  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mant ? 0x200 | (mant >> 13) : 0));
+  const int e = exp - 112;
+  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00);
+  if (e <= 0) {
+    if (e < -10) return static_cast<uint16_t>(sign);
+    const uint32_t m = mant | 0x800000;
+    const int shift = 14 - e;  // 14..24
+    uint32_t q = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1);
+    const uint32_t halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (q & 1))) q++;
+    return static_cast<uint16_t>(sign | q);
+  }
+  uint32_t q = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1fff;
+  if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) q++;
+  return static_cast<uint16_t>(sign | q);
+}
+
+inline float bf16_to_float(uint16_t h) { return f32_from_bits(static_cast<uint32_t>(h) << 16); }
+
+// ggml_compute_fp32_to_bf16: round to nearest even on the top 16 bits, NaN forced quiet.
+inline uint16_t float_to_bf16(float f) {
+  const uint32_t u = f32_bits(f);
+  if ((u & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((u >> 16) | 64);
+  return static_cast<uint16_t>((u + (0x7fff + ((u >> 16) & 1))) >> 16);
+}
+
+inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+
+// ---- weight block layouts (ggml) ----
+
+constexpr int kQK = 32;    // Q8_0 / Q4_0 block
+constexpr int kQKK = 256;  // K-quant super-block
+constexpr int kQ8_0Bytes = 34;  // f16 d, int8 q[32]
+constexpr int kQ4_0Bytes = 18;  // f16 d, u8 nibbles[16]
+constexpr int kQ4_KBytes = 144; // f16 d, f16 dmin, u8 scales[12], u8 qs[128]
+constexpr int kQ6_KBytes = 210; // u8 ql[128], u8 qh[64], int8 scales[16], f16 d
+
+// Block size (values) of a weight type, 0 if unsupported.
+int weight_block_values(int type);
+// Bytes of one weight row of n values (n a multiple of the block size).
+size_t weight_row_bytes(int type, int n);
+
+// Q4_K sub-block j (0..7) scale and min from the 12 packed bytes.
+inline void q4k_scale_min(const uint8_t* s, int j, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = static_cast<uint8_t>((s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4));
+    *m = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
+
+// Q6_K 6-bit value i (0..255) of a block, unsigned 0..63 (the weight is d·scales[i/16]·(q−32)).
+inline int q6k_value(const uint8_t* blk, int i) {
+  const int h = i / 128, r = i % 128, l = r % 32, quarter = r / 32;
+  const uint8_t* ql = blk + 64 * h;
+  const uint8_t* qh = blk + 128 + 32 * h;
+  const int lo = (quarter & 1) ? ql[l + 32] : ql[l];
+  const int low4 = quarter < 2 ? (lo & 15) : (lo >> 4);
+  return low4 | (((qh[l] >> (2 * quarter)) & 3) << 4);
+}
+
+// out[0..n) = one weight row of `type` dequantized (as ggml's dequantize_row_*).
+void dequantize_row(int type, const uint8_t* row, int n, float* out);
+
+// ---- prepared activation rows ----
+
+// Bytes of one prepared activation row for weight `type` and K inputs (a multiple of 64).
+size_t prepared_row_bytes(int type, int K);
+
+// Views of a prepared Q8_0 / Q8_K row.
+struct XQ8_0 {
+  const int8_t* q;   // [K]
+  const float* d;    // [K/32]
+  const int32_t* s;  // [K/32]
+};
+struct XQ8_K {
+  const int8_t* q;     // [K]
+  const float* d;      // [K/256]
+  const int16_t* s16;  // [K/16]
+  const int16_t* s32;  // [K/32]
+};
+inline XQ8_0 xq8_0_view(const uint8_t* row, int K) {
+  return {reinterpret_cast<const int8_t*>(row), reinterpret_cast<const float*>(row + K),
+          reinterpret_cast<const int32_t*>(row + K + 4 * (K / 32))};
+}
+inline XQ8_K xq8_k_view(const uint8_t* row, int K) {
+  return {reinterpret_cast<const int8_t*>(row), reinterpret_cast<const float*>(row + K),
+          reinterpret_cast<const int16_t*>(row + K + 4 * (K / 256)),
+          reinterpret_cast<const int16_t*>(row + K + 4 * (K / 256) + 2 * (K / 16))};
+}
+
+// Portable preparation of one activation row x[0..K) for `type` into dst
+// (prepared_row_bytes(type, K) bytes, 4-byte aligned).
+void prepare_row_scalar(int type, const float* x, int K, uint8_t* dst);
+
+// The value each prepared element stands for (d·q, or the rounded value): out[0..K).
+void prepared_row_values(int type, const uint8_t* row, int K, float* out);
+
+}  // namespace loom

@@ -1,0 +1,383 @@
+// Standalone checks and timings of loom::matmul on every weight type and kernel path.
+//   matmul_test check   — every type × path × awkward shape against a double-precision oracle
+//                          (dequantized weights · rounded activations), plus bit-exact activation
+//                          preparation (SIMD vs scalar)
+//   matmul_test bench   — read bandwidth and FMA peak of this machine, then matmul at 1 row
+//                          (GB/s of weights) and 512 rows (GFLOP/s) per type
+// Built by native/test/Makefile with g++ directly (no node-gyp).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <immintrin.h>
+
+#include "../matmul.h"
+#include "../quant.h"
+#include "../threadpool.h"
+#include "../x86/matmul_x86.h"
+
+using namespace loom;
+
+namespace {
+
+const int kTypes[] = {kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K};
+const char* type_name(int t) {
+  switch (t) {
+    case kF32: return "F32";
+    case kF16: return "F16";
+    case kBF16: return "BF16";
+    case kQ8_0: return "Q8_0";
+    case kQ4_0: return "Q4_0";
+    case kQ4_K: return "Q4_K";
+    case kQ6_K: return "Q6_K";
+    default: return "?";
+  }
+}
+const char* isa_name(int isa) { return isa == 2 ? "avx512" : isa == 1 ? "avx2" : "scalar"; }
+
+std::mt19937 rng(1234);
+
+float normal(float sd) { return std::normal_distribution<float>(0.f, sd)(rng); }
+int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
+void put_f16(uint8_t* p, float v) {
+  const uint16_t h = float_to_half(v);
+  std::memcpy(p, &h, 2);
+}
+
+// Random but valid weight rows of `type`: [N, K].
+std::vector<uint8_t> random_weights(int type, int K, int N) {
+  const size_t stride = weight_row_bytes(type, K);
+  std::vector<uint8_t> w(stride * N);
+  for (int o = 0; o < N; o++) {
+    uint8_t* row = w.data() + stride * o;
+    switch (type) {
+      case kF32:
+        for (int i = 0; i < K; i++) {
+          const float v = normal(0.05f);
+          std::memcpy(row + 4 * i, &v, 4);
+        }
+        break;
+      case kF16:
+        for (int i = 0; i < K; i++) put_f16(row + 2 * i, normal(0.05f));
+        break;
+      case kBF16:
+        for (int i = 0; i < K; i++) {
+          const uint16_t b = float_to_bf16(normal(0.05f));
+          std::memcpy(row + 2 * i, &b, 2);
+        }
+        break;
+      case kQ8_0:
+        for (int b = 0; b < K / 32; b++) {
+          uint8_t* p = row + 34 * b;
+          put_f16(p, 0.001f * uniform(1, 100));
+          for (int j = 0; j < 32; j++) p[2 + j] = static_cast<uint8_t>(uniform(-127, 127));
+        }
+        break;
+      case kQ4_0:
+        for (int b = 0; b < K / 32; b++) {
+          uint8_t* p = row + 18 * b;
+          put_f16(p, 0.001f * uniform(1, 100));
+          for (int j = 0; j < 16; j++) p[2 + j] = static_cast<uint8_t>(uniform(0, 255));
+        }
+        break;
+      case kQ4_K:
+        for (int b = 0; b < K / 256; b++) {
+          uint8_t* p = row + 144 * b;
+          put_f16(p, 0.0005f * uniform(1, 100));
+          put_f16(p + 2, 0.0005f * uniform(0, 100));
+          for (int j = 4; j < 144; j++) p[j] = static_cast<uint8_t>(uniform(0, 255));
+        }
+        break;
+      case kQ6_K:
+        for (int b = 0; b < K / 256; b++) {
+          uint8_t* p = row + 210 * b;
+          for (int j = 0; j < 208; j++) p[j] = static_cast<uint8_t>(uniform(0, 255));
+          put_f16(p + 208, 0.0002f * uniform(1, 100));
+        }
+        break;
+    }
+  }
+  return w;
+}
+
+std::vector<float> random_activations(int rows, int K) {
+  std::vector<float> x(static_cast<size_t>(rows) * K);
+  for (auto& v : x) v = normal(1.f);
+  // a few outliers and exact zeros, as real activations have
+  for (size_t i = 0; i < x.size(); i += 97) x[i] *= 20.f;
+  for (size_t i = 5; i < x.size(); i += 211) x[i] = 0.f;
+  // a block of 32 that is exactly zero (amax = 0 paths)
+  if (x.size() >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.f);
+  // ties for round-half-even: values whose scaled magnitude lands on .5
+  if (K >= 256) {
+    x[0] = 127.f;
+    x[1] = 0.5f;
+    x[2] = -1.5f;
+    x[3] = 2.5f;
+  }
+  return x;
+}
+
+// ---- oracle ----
+
+// out[r, o] = Σ dequant(W)[o, i] · rounded(x)[r, i] in double, and Σ |…| for the error scale.
+void oracle(int type, const std::vector<float>& x, int rows, const std::vector<uint8_t>& w, int K, int N,
+            std::vector<double>& out, std::vector<double>& mag) {
+  const size_t stride = weight_row_bytes(type, K);
+  std::vector<float> xr(static_cast<size_t>(rows) * K), wr(K);
+  std::vector<uint8_t> prep(prepared_row_bytes(type, K));
+  for (int r = 0; r < rows; r++) {
+    prepare_row_scalar(type, x.data() + static_cast<size_t>(r) * K, K, prep.data());
+    prepared_row_values(type, prep.data(), K, xr.data() + static_cast<size_t>(r) * K);
+  }
+  out.assign(static_cast<size_t>(rows) * N, 0);
+  mag.assign(static_cast<size_t>(rows) * N, 0);
+  for (int o = 0; o < N; o++) {
+    dequantize_row(type, w.data() + stride * o, K, wr.data());
+    for (int r = 0; r < rows; r++) {
+      double s = 0, m = 0;
+      const float* xp = xr.data() + static_cast<size_t>(r) * K;
+      for (int i = 0; i < K; i++) {
+        s += static_cast<double>(wr[i]) * xp[i];
+        m += std::fabs(static_cast<double>(wr[i]) * xp[i]);
+      }
+      out[static_cast<size_t>(r) * N + o] = s;
+      mag[static_cast<size_t>(r) * N + o] = m;
+    }
+  }
+}
+
+int g_failures = 0;
+
+// Max over outputs of |got − oracle| / (Σ|w·x| / sqrt(K)) — error relative to the typical size of
+// an output (a random-signed sum of K terms), so it does not blow up on outputs near zero.
+void check_case(int type, int isa, int rows, int K, int N, int gemm_min_rows) {
+  const auto w = random_weights(type, K, N);
+  const auto x = random_activations(rows, K);
+  std::vector<double> ref, mag;
+  oracle(type, x, rows, w, K, N, ref, mag);
+  matmul_force_isa(isa);
+  matmul_set_gemm_min_rows(gemm_min_rows);
+  std::vector<float> out(static_cast<size_t>(rows) * N, NAN);
+  matmul(out.data(), x.data(), rows, w.data(), type, K, N);
+  double worst = 0;
+  for (size_t i = 0; i < out.size(); i++) {
+    const double scale = mag[i] / std::sqrt(static_cast<double>(K)) + 1e-30;
+    const double e = std::isfinite(out[i]) ? std::fabs(out[i] - ref[i]) / scale : INFINITY;
+    worst = std::max(worst, e);
+  }
+  const double bound = 2e-5;
+  const bool ok = worst <= bound;
+  if (!ok) g_failures++;
+  std::printf("  %-5s %-6s rows=%-4d K=%-5d N=%-5d gemm>=%-3d rel err %.2e %s\n", type_name(type), isa_name(isa),
+              rows, K, N, gemm_min_rows, worst, ok ? "ok" : "FAIL");
+}
+
+// SIMD activation preparation must equal the scalar one byte for byte.
+void check_prepare(int isa) {
+  for (int type : kTypes) {
+    if (type == kF32) continue;
+    for (int K : {256, 768, 4096}) {
+      const auto x = random_activations(3, K);
+      std::vector<float> xx = x;
+      // extra edge values: f16 ties/subnormals/overflow, bf16 ties, NaN-free
+      for (int i = 8; i < 40 && i < K; i++) xx[i] = std::ldexp(1.f + i / 64.f, -30 + i);
+      xx[40] = 65520.f;
+      xx[41] = 1.00048828125f;   // f16 tie
+      xx[42] = 1.00390625f;      // bf16 tie
+      xx[43] = -3e-8f;           // f16 subnormal
+      const size_t n = prepared_row_bytes(type, K);
+      std::vector<uint8_t> a(n, 0), b(n, 0);
+      prepare_row_scalar(type, xx.data(), K, a.data());
+      if (isa == 2) x86::avx512_prepare_row(type, xx.data(), K, b.data());
+      else x86::avx2_prepare_row(type, xx.data(), K, b.data());
+      const bool ok = std::memcmp(a.data(), b.data(), n) == 0;
+      if (!ok) {
+        g_failures++;
+        size_t i = 0;
+        while (a[i] == b[i]) i++;
+        std::printf("  prepare %-5s %-6s K=%d FAIL at byte %zu of %zu\n", type_name(type), isa_name(isa), K, i, n);
+      }
+    }
+  }
+  std::printf("  prepare (%s) vs scalar: done\n", isa_name(isa));
+}
+
+void run_checks() {
+  const int best = matmul_best_isa();
+  for (int isa = 1; isa <= best; isa++) check_prepare(isa);
+  for (int type : kTypes) {
+    const int blk = weight_block_values(type) == 1 ? 32 : weight_block_values(type);
+    std::vector<int> Ks = {blk == 256 ? 256 : 96, blk * (blk == 256 ? 3 : 24)};
+    if (blk == 32 && type != kQ8_0 && type != kQ4_0) Ks.push_back(37);  // float types: any K
+    for (int isa = 0; isa <= best; isa++) {
+      for (int K : Ks)
+        for (int rows : {1, 3, 17, 64})
+          for (int N : {1, 37, 100}) check_case(type, isa, rows, K, N, 6);
+      check_case(type, isa, 512, Ks.back(), 1000, 6);
+      if (isa == 2) {  // the GEMM at small row counts, and the dot kernels at many rows
+        check_case(type, isa, 1, Ks.back(), 37, 1);
+        check_case(type, isa, 33, Ks.back(), 130, 1);
+        check_case(type, isa, 40, Ks.back(), 50, 1000);
+      }
+    }
+  }
+  matmul_force_isa(-1);
+  matmul_set_gemm_min_rows(6);
+}
+
+// ---- timings ----
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Best time of `reps` runs of fn (after a warm-up).
+template <typename F>
+double best_time(int reps, F fn) {
+  fn();
+  double best = 1e30;
+  for (int i = 0; i < reps; i++) {
+    const double t0 = now();
+    fn();
+    best = std::min(best, now() - t0);
+  }
+  return best;
+}
+
+// Read bandwidth: every pool thread sums its share of a 512 MB buffer (AVX2 loads).
+__attribute__((target("avx2"))) uint64_t sum_range(const uint64_t* p, size_t n) {
+  __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+  for (size_t i = 0; i + 16 <= n; i += 16) {
+    s0 = _mm256_add_epi64(s0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    s1 = _mm256_add_epi64(s1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
+    s2 = _mm256_add_epi64(s2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
+    s3 = _mm256_add_epi64(s3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
+  }
+  const __m256i s = _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3));
+  uint64_t l[4];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(l), s);
+  return l[0] + l[1] + l[2] + l[3];
+}
+
+double measure_bandwidth() {
+  const size_t n = (512u << 20) / 8;
+  std::vector<uint64_t> buf(n, 1);
+  const int threads = pool().size();
+  std::vector<uint64_t> sums(threads * 8);
+  const double t = best_time(5, [&] {
+    pool().parallel_for(threads, [&](int task, int) {
+      const size_t lo = n * task / threads, hi = n * (task + 1) / threads;
+      sums[task * 8] = sum_range(buf.data() + lo, hi - lo);
+    });
+  });
+  return n * 8 / t / 1e9;
+}
+
+// f32 FMA peak: 12 independent register-only FMA chains on every pool thread.
+__attribute__((target("avx512f,fma"))) float fma_loop(long iters) {
+  const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+  __m512 a0 = _mm512_set1_ps(1.0f), a1 = _mm512_set1_ps(1.1f), a2 = _mm512_set1_ps(1.2f), a3 = _mm512_set1_ps(1.3f);
+  __m512 a4 = _mm512_set1_ps(1.4f), a5 = _mm512_set1_ps(1.5f), a6 = _mm512_set1_ps(1.6f), a7 = _mm512_set1_ps(1.7f);
+  __m512 a8 = _mm512_set1_ps(1.8f), a9 = _mm512_set1_ps(1.9f), a10 = _mm512_set1_ps(2.0f), a11 = _mm512_set1_ps(2.1f);
+  for (long i = 0; i < iters; i++) {
+    a0 = _mm512_fmadd_ps(a0, m, c); a1 = _mm512_fmadd_ps(a1, m, c); a2 = _mm512_fmadd_ps(a2, m, c);
+    a3 = _mm512_fmadd_ps(a3, m, c); a4 = _mm512_fmadd_ps(a4, m, c); a5 = _mm512_fmadd_ps(a5, m, c);
+    a6 = _mm512_fmadd_ps(a6, m, c); a7 = _mm512_fmadd_ps(a7, m, c); a8 = _mm512_fmadd_ps(a8, m, c);
+    a9 = _mm512_fmadd_ps(a9, m, c); a10 = _mm512_fmadd_ps(a10, m, c); a11 = _mm512_fmadd_ps(a11, m, c);
+  }
+  __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                           _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+  s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+  float out[16];
+  _mm512_storeu_ps(out, s);
+  return out[0];
+}
+
+// The same with 256-bit vectors (AVX2 + FMA).
+__attribute__((target("avx2,fma"))) float fma_loop256(long iters) {
+  const __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+  __m256 a0 = _mm256_set1_ps(1.0f), a1 = _mm256_set1_ps(1.1f), a2 = _mm256_set1_ps(1.2f), a3 = _mm256_set1_ps(1.3f);
+  __m256 a4 = _mm256_set1_ps(1.4f), a5 = _mm256_set1_ps(1.5f), a6 = _mm256_set1_ps(1.6f), a7 = _mm256_set1_ps(1.7f);
+  __m256 a8 = _mm256_set1_ps(1.8f), a9 = _mm256_set1_ps(1.9f), a10 = _mm256_set1_ps(2.0f), a11 = _mm256_set1_ps(2.1f);
+  for (long i = 0; i < iters; i++) {
+    a0 = _mm256_fmadd_ps(a0, m, c); a1 = _mm256_fmadd_ps(a1, m, c); a2 = _mm256_fmadd_ps(a2, m, c);
+    a3 = _mm256_fmadd_ps(a3, m, c); a4 = _mm256_fmadd_ps(a4, m, c); a5 = _mm256_fmadd_ps(a5, m, c);
+    a6 = _mm256_fmadd_ps(a6, m, c); a7 = _mm256_fmadd_ps(a7, m, c); a8 = _mm256_fmadd_ps(a8, m, c);
+    a9 = _mm256_fmadd_ps(a9, m, c); a10 = _mm256_fmadd_ps(a10, m, c); a11 = _mm256_fmadd_ps(a11, m, c);
+  }
+  __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                           _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+  s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+  float out[8];
+  _mm256_storeu_ps(out, s);
+  return out[0];
+}
+
+double measure_fma_peak256() {
+  const long iters = 20000000;
+  const int threads = pool().size();
+  std::vector<float> sink(threads);
+  const double t = best_time(3, [&] { pool().parallel_for(threads, [&](int task, int) { sink[task] = fma_loop256(iters); }); });
+  return 2.0 * 8 * 12 * iters * threads / t / 1e9;
+}
+
+double measure_fma_peak() {
+  const long iters = 20000000;
+  const int threads = pool().size();
+  std::vector<float> sink(threads);
+  const double t = best_time(3, [&] { pool().parallel_for(threads, [&](int task, int) { sink[task] = fma_loop(iters); }); });
+  return 2.0 * 16 * 12 * iters * threads / t / 1e9;
+}
+
+void run_bench() {
+  const int threads = pool().size();
+  const double bw = measure_bandwidth();
+  const double peak256 = measure_fma_peak256();
+  const double peak = matmul_best_isa() == 2 ? measure_fma_peak() : peak256;
+  std::printf("threads %d  read bandwidth %.1f GB/s  f32 FMA peak %.1f GFLOP/s (512-bit), %.1f GFLOP/s (256-bit)\n",
+              threads, bw, peak, peak256);
+  for (int isa = matmul_best_isa(); isa >= 1; isa--) {
+    matmul_force_isa(isa);
+    std::printf("[%s]\n", isa_name(isa));
+    for (int type : kTypes) {
+      // 1 row: ~128 MB of weights (well past L3), so the weights stream from memory
+      const int K = 2048;
+      const int N1 = static_cast<int>((128u << 20) / weight_row_bytes(type, K));
+      const auto w1 = random_weights(type, K, N1);
+      const auto x1 = random_activations(1, K);
+      std::vector<float> o1(N1);
+      const double t1 = best_time(10, [&] { matmul(o1.data(), x1.data(), 1, w1.data(), type, K, N1); });
+      const double gbs = w1.size() / t1 / 1e9;
+      // 512 rows, a model-sized matrix: 1536 × 1536
+      const int R = 512, K2 = 1536, N2 = 1536;
+      const auto w2 = random_weights(type, K2, N2);
+      const auto x2 = random_activations(R, K2);
+      std::vector<float> o2(static_cast<size_t>(R) * N2);
+      const double t2 = best_time(5, [&] { matmul(o2.data(), x2.data(), R, w2.data(), type, K2, N2); });
+      const double gf = 2.0 * R * K2 * N2 / t2 / 1e9;
+      std::printf("  %-5s 1 row: %6.1f GB/s (%3.0f%% of bw)   512 rows: %7.1f GFLOP/s (%3.0f%% of f32 FMA peak)\n",
+                  type_name(type), gbs, 100 * gbs / bw, gf, peak > 0 ? 100 * gf / peak : 0.0);
+    }
+  }
+  matmul_force_isa(-1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "all";
+  std::printf("kernel paths: best %s\n", isa_name(matmul_best_isa()));
+  if (mode == "check" || mode == "all") {
+    run_checks();
+    std::printf(g_failures ? "%d FAILURES\n" : "all checks passed\n", g_failures);
+  }
+  if (mode == "bench" || mode == "all") run_bench();
+  return g_failures ? 1 : 0;
+}

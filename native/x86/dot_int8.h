@@ -1,0 +1,231 @@
+// 256-bit integer dot kernels for few activation rows (decode), shared by matmul_avx2.cc and
+// matmul_avx512.cc: each includes this file once, inside an anonymous namespace of its own,
+// after defining `__m256i dpbusd(__m256i acc, __m256i u8, __m256i s8)` (acc + Σ of 4 u8·s8
+// products per int32 lane; VNNI or maddubs+madd). Internal linkage keeps the two ISA builds
+// apart. Every kernel reads one weight row once for R ≤ 4 prepared activation rows.
+//
+// Integer sums are exact; only the per-block scaling and the final sums are f32.
+// The includer includes <immintrin.h>, <cstring> and "../quant.h" first (outside its namespace).
+
+inline float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline int32_t hsum256_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+inline __m256i loadu256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i loadu128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+inline float f16_scalar(const uint8_t* p) { return _cvtsh_ss(loom::load_u16(p)); }
+
+// u8 nibbles of 16 bytes: low nibbles in bytes 0..15, high nibbles in 16..31 (Q4_0 order).
+inline __m256i q4_0_unpack(const uint8_t* qs) {
+  const __m128i b = loadu128(qs);
+  const __m128i m = _mm_set1_epi8(15);
+  return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), m), _mm_and_si128(b, m));
+}
+
+// ---- Q8_0 · Q8_0: Σ_b dw·dx·Σ qw·qx; sign trick: |qw| (u8) · sign(qx, qw) (s8) ----
+template <int R>
+void dot_q8_0_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
+  __m256 acc[2][R];
+  for (int u = 0; u < 2; u++)
+    for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
+  const int nb = K / 32;
+  for (int b = 0; b < nb; b++) {
+    const uint8_t* blk = w + 34 * b;
+    const __m256i qw = loadu256(blk + 2);
+    const __m256i aw = _mm256_sign_epi8(qw, qw);
+    const float dw = f16_scalar(blk);
+    const int u = b & 1;
+    for (int r = 0; r < R; r++) {
+      const __m256i sx = _mm256_sign_epi8(loadu256(x[r].q + 32 * b), qw);
+      const __m256 p = _mm256_cvtepi32_ps(dpbusd(_mm256_setzero_si256(), aw, sx));
+      acc[u][r] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * x[r].d[b]), acc[u][r]);
+    }
+  }
+  for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
+}
+
+// ---- Q4_0 · Q8_0: q in 0..15 is already u8; Σ (q−8)·x = Σ q·x − 8·Σx ----
+template <int R>
+void dot_q4_0_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
+  __m256 acc[2][R];
+  for (int u = 0; u < 2; u++)
+    for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
+  const int nb = K / 32;
+  for (int b = 0; b < nb; b++) {
+    const uint8_t* blk = w + 18 * b;
+    const __m256i q = q4_0_unpack(blk + 2);
+    const float dw = f16_scalar(blk);
+    const int u = b & 1;
+    for (int r = 0; r < R; r++) {
+      const __m256i init = _mm256_castsi128_si256(_mm_cvtsi32_si128(-8 * x[r].s[b]));
+      const __m256 p = _mm256_cvtepi32_ps(dpbusd(init, q, loadu256(x[r].q + 32 * b)));
+      acc[u][r] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * x[r].d[b]), acc[u][r]);
+    }
+  }
+  for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
+}
+
+// Q4_K scales/mins of one block as bytes: out[0..7] = scales, out[8..15] = mins.
+inline void q4_k_scales(const uint8_t* s, uint8_t out[16]) {
+  uint32_t u[4];
+  std::memcpy(u, s, 12);
+  const uint32_t m1 = 0x3f3f3f3f, m2 = 0x0f0f0f0f, m3 = 0x03030303;
+  u[3] = ((u[2] >> 4) & m2) | (((u[1] >> 6) & m3) << 4);  // mins 4..7
+  const uint32_t mins_lo = u[1] & m1;                      // mins 0..3
+  u[1] = (u[2] & m2) | (((u[0] >> 6) & m3) << 4);          // scales 4..7
+  u[2] = mins_lo;
+  u[0] &= m1;                                              // scales 0..3
+  std::memcpy(out, u, 16);
+}
+
+// maddubs(u8 q, s8 x) pairs → int16, then madd with an int16 scale: Σ over 32 values of
+// sc·q·x in 8 int32 lanes. |pair| ≤ 2·63·128 fits int16 for 4- and 6-bit q.
+inline __m256i scaled_dot(__m256i q, __m256i x, __m256i scale16) {
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(q, x), scale16);
+}
+
+// ---- Q4_K · Q8_K: dx·(d·Σ_j sc_j·Σ q·x − dmin·Σ_j m_j·Σx) ----
+template <int R>
+void dot_q4_k_rows(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
+  __m256 acc[R];
+  float mins_acc[R];
+  for (int r = 0; r < R; r++) {
+    acc[r] = _mm256_setzero_ps();
+    mins_acc[r] = 0;
+  }
+  const __m256i m4 = _mm256_set1_epi8(15);
+  for (int b = 0; b < K / 256; b++) {
+    const uint8_t* blk = w + 144 * b;
+    uint8_t sm[16];
+    q4_k_scales(blk + 4, sm);
+    const float d = f16_scalar(blk), dmin = f16_scalar(blk + 2);
+    const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8)));
+    __m256i isum[R];
+    for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+      const __m256i qs = loadu256(blk + 16 + 32 * c);
+      const __m256i lo = _mm256_and_si256(qs, m4), hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
+      const __m256i s_lo = _mm256_set1_epi16(sm[2 * c]), s_hi = _mm256_set1_epi16(sm[2 * c + 1]);
+      for (int r = 0; r < R; r++) {
+        const int8_t* q8 = x[r].q + 256 * b + 64 * c;
+        isum[r] = _mm256_add_epi32(isum[r], scaled_dot(lo, loadu256(q8), s_lo));
+        isum[r] = _mm256_add_epi32(isum[r], scaled_dot(hi, loadu256(q8 + 32), s_hi));
+      }
+    }
+    for (int r = 0; r < R; r++) {
+      const float dx = x[r].d[b];
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_set1_ps(d * dx), acc[r]);
+      const __m128i s32 = loadu128(x[r].s32 + 8 * b);
+      const __m128i mm = _mm_madd_epi16(mins16, s32);
+      const __m128i t = _mm_add_epi32(mm, _mm_shuffle_epi32(mm, 0x4e));
+      const int32_t msum = _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1)));
+      mins_acc[r] += dmin * dx * static_cast<float>(msum);
+    }
+  }
+  for (int r = 0; r < R; r++) res[r] = hsum256(acc[r]) - mins_acc[r];
+}
+
+// ---- Q6_K · Q8_K: d·dx·Σ_j sc_j·(Σ q·x − 32·Σx) over sub-blocks of 16, q in 0..63 ----
+template <int R>
+void dot_q6_k_rows(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
+  __m256 acc[R];
+  for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  // shuffles broadcasting scale pair k of 8 int16 scales: low 128 lanes ← sc[2k], high ← sc[2k+1]
+  for (int b = 0; b < K / 256; b++) {
+    const uint8_t* blk = w + 210 * b;
+    const float d = f16_scalar(blk + 208);
+    const __m128i sc8 = loadu128(blk + 192);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);  // 16 scales as int16
+    __m256i isum[R], corr[R];
+    for (int r = 0; r < R; r++) {
+      isum[r] = _mm256_setzero_si256();
+      corr[r] = _mm256_madd_epi16(sc16, loadu256(x[r].s16 + 16 * b));  // Σ sc_j·Σx_j
+    }
+    for (int h = 0; h < 2; h++) {
+      const __m256i ql0 = loadu256(blk + 64 * h), ql1 = loadu256(blk + 64 * h + 32);
+      const __m256i qh = loadu256(blk + 128 + 32 * h);
+      __m256i q[4];
+      q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+      q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
+                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+      for (int k = 0; k < 4; k++) {
+        const int j = 8 * h + 2 * k;  // sub-blocks j, j+1 of this 32-value vector
+        const int8_t* scs = reinterpret_cast<const int8_t*>(blk + 192);
+        const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(scs[j + 1]), _mm_set1_epi16(scs[j]));
+        for (int r = 0; r < R; r++) {
+          const int8_t* q8 = x[r].q + 256 * b + 128 * h + 32 * k;
+          isum[r] = _mm256_add_epi32(isum[r], scaled_dot(q[k], loadu256(q8), scale));
+        }
+      }
+    }
+    for (int r = 0; r < R; r++) {
+      const __m256i t = _mm256_sub_epi32(isum[r], _mm256_slli_epi32(corr[r], 5));
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), _mm256_set1_ps(d * x[r].d[b]), acc[r]);
+    }
+  }
+  for (int r = 0; r < R; r++) res[r] = hsum256(acc[r]);
+}
+
+// out[r·N + o] for r in [0, rows), o in [o0, o1), over activation rows in groups of ≤ 4.
+// Rows are taken 16 at a time (they stay in L1) while the weight rows stream past.
+template <typename View, typename Kernel1, typename Kernel2, typename Kernel3, typename Kernel4>
+void dot_rows_driver(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0,
+                     int o1, float* out, int N, View (*view)(const uint8_t*, int), Kernel1 k1, Kernel2 k2,
+                     Kernel3 k3, Kernel4 k4) {
+  for (int rb = 0; rb < rows; rb += 16) {
+    const int re = rows < rb + 16 ? rows : rb + 16;
+    for (int o = o0; o < o1; o++) {
+      const uint8_t* wr = w + wstride * static_cast<size_t>(o);
+      for (int r = rb; r < re; r += 4) {
+        const int n = re - r < 4 ? re - r : 4;
+        View xv[4];
+        for (int i = 0; i < n; i++) xv[i] = view(xa + xstride * static_cast<size_t>(r + i), K);
+        float res[4];
+        switch (n) {
+          case 1: k1(wr, xv, K, res); break;
+          case 2: k2(wr, xv, K, res); break;
+          case 3: k3(wr, xv, K, res); break;
+          default: k4(wr, xv, K, res); break;
+        }
+        for (int i = 0; i < n; i++) out[static_cast<size_t>(r + i) * N + o] = res[i];
+      }
+    }
+  }
+}
+
+// The integer types' dot entry point; returns false for other types.
+inline bool dot_int8(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K,
+                     int o0, int o1, float* out, int N) {
+  switch (type) {
+    case loom::kQ8_0:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_0_view, dot_q8_0_rows<1>,
+                      dot_q8_0_rows<2>, dot_q8_0_rows<3>, dot_q8_0_rows<4>);
+      return true;
+    case loom::kQ4_0:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_0_view, dot_q4_0_rows<1>,
+                      dot_q4_0_rows<2>, dot_q4_0_rows<3>, dot_q4_0_rows<4>);
+      return true;
+    case loom::kQ4_K:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_k_view, dot_q4_k_rows<1>,
+                      dot_q4_k_rows<2>, dot_q4_k_rows<3>, dot_q4_k_rows<4>);
+      return true;
+    case loom::kQ6_K:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_k_view, dot_q6_k_rows<1>,
+                      dot_q6_k_rows<2>, dot_q6_k_rows<3>, dot_q6_k_rows<4>);
+      return true;
+    default: return false;
+  }
+}

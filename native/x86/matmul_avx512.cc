@@ -1,0 +1,110 @@
+// AVX-512 kernels (built with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
+// -mavx512bf16 -mavx2 -mfma -mf16c; matmul.cc calls them only on CPUs that have all of these).
+// Few rows: dot kernels (VNNI for the integer types, dpbf16 for BF16). Many rows: the packed
+// GEMM in matmul_avx512_gemm.inc below.
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "../matmul.h"
+#include "../quant.h"
+#include "matmul_x86.h"
+
+namespace loom {
+namespace x86 {
+namespace {
+
+inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_epi32(acc, u8, s8); }
+
+#include "dot_int8.h"
+
+inline float hsum512(__m512 v) {
+  return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+
+// ---- float dot kernels: R ≤ 4 activation rows against one weight row, 32 values a step ----
+
+inline __m512 load_f16x16(const uint8_t* p) { return _mm512_cvtph_ps(loadu256(p)); }
+
+// F32 / F16 weights; x rows are f32 values (rounded to f16 for F16 weights).
+template <int R, bool kHalf>
+void dot_float_rows(const uint8_t* w, const float* const* x, int K, float* res) {
+  __m512 acc[2][R];
+  for (int u = 0; u < 2; u++)
+    for (int r = 0; r < R; r++) acc[u][r] = _mm512_setzero_ps();
+  auto wload = [&](int i) {
+    return kHalf ? load_f16x16(w + 2 * i) : _mm512_loadu_ps(reinterpret_cast<const float*>(w) + i);
+  };
+  int i = 0;
+  for (; i + 32 <= K; i += 32) {
+    const __m512 w0 = wload(i), w1 = wload(i + 16);
+    for (int r = 0; r < R; r++) {
+      acc[0][r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[r] + i), acc[0][r]);
+      acc[1][r] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x[r] + i + 16), acc[1][r]);
+    }
+  }
+  for (int r = 0; r < R; r++) res[r] = hsum512(_mm512_add_ps(acc[0][r], acc[1][r]));
+  for (; i < K; i++) {
+    const float wi = kHalf ? half_to_float(load_u16(w + 2 * i)) : reinterpret_cast<const float*>(w)[i];
+    for (int r = 0; r < R; r++) res[r] += wi * x[r][i];
+  }
+}
+
+// BF16 weights and bf16 x rows: dpbf16 (pairs of exact bf16 products summed in f32).
+template <int R>
+void dot_bf16_rows(const uint8_t* w, const uint8_t* const* x, int K, float* res) {
+  __m512 acc[2][R];
+  for (int u = 0; u < 2; u++)
+    for (int r = 0; r < R; r++) acc[u][r] = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 64 <= K; i += 64) {
+    const __m512bh w0 = (__m512bh)_mm512_loadu_si512(w + 2 * i), w1 = (__m512bh)_mm512_loadu_si512(w + 2 * i + 64);
+    for (int r = 0; r < R; r++) {
+      acc[0][r] = _mm512_dpbf16_ps(acc[0][r], w0, (__m512bh)_mm512_loadu_si512(x[r] + 2 * i));
+      acc[1][r] = _mm512_dpbf16_ps(acc[1][r], w1, (__m512bh)_mm512_loadu_si512(x[r] + 2 * i + 64));
+    }
+  }
+  for (int r = 0; r < R; r++) res[r] = hsum512(_mm512_add_ps(acc[0][r], acc[1][r]));
+  for (; i < K; i++) {
+    const float wi = bf16_to_float(load_u16(w + 2 * i));
+    for (int r = 0; r < R; r++) res[r] += wi * bf16_to_float(load_u16(x[r] + 2 * i));
+  }
+}
+
+const float* as_f32(const uint8_t* row, int) { return reinterpret_cast<const float*>(row); }
+const uint8_t* as_bytes(const uint8_t* row, int) { return row; }
+
+}  // namespace
+
+void avx512_prepare_row(int type, const float* x, int K, uint8_t* dst) { avx2_prepare_row(type, x, K, dst); }
+
+void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K,
+                int o0, int o1, float* out, int N) {
+  if (dot_int8(type, xa, xstride, rows, w, wstride, K, o0, o1, out, N)) return;
+  switch (type) {
+    case kF32:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, as_f32, dot_float_rows<1, false>,
+                      dot_float_rows<2, false>, dot_float_rows<3, false>, dot_float_rows<4, false>);
+      return;
+    case kF16:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, as_f32, dot_float_rows<1, true>,
+                      dot_float_rows<2, true>, dot_float_rows<3, true>, dot_float_rows<4, true>);
+      return;
+    case kBF16:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, as_bytes, dot_bf16_rows<1>,
+                      dot_bf16_rows<2>, dot_bf16_rows<3>, dot_bf16_rows<4>);
+      return;
+    default: return;
+  }
+}
+
+bool avx512_gemm_supports(int) { return false; }
+size_t avx512_gemm_tile_bytes(int, int) { return 0; }
+void avx512_gemm_pack(int, const float*, int, int, int, uint8_t*) {}
+void avx512_gemm(int, const uint8_t*, int, int, int, const uint8_t*, size_t, int, int, int, float*, int) {}
+
+}  // namespace x86
+}  // namespace loom
+#endif

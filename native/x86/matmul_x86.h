@@ -1,0 +1,48 @@
+// Internal interface between native/matmul.cc and the x86 kernels (matmul_avx2.cc, built
+// with -mavx2 -mfma -mf16c; matmul_avx512.cc, built with AVX-512 F/BW/VL/DQ/VNNI/BF16).
+// matmul.cc calls these only after checking the CPU features at run time.
+//
+// Shapes: x [rows, K] f32; W [N, K] rows of `type`, `wstride` bytes apart; out [rows, N].
+// "Prepared" activation rows use the layout of native/quant.h (prepared_row_bytes).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace loom {
+namespace x86 {
+
+// ---- AVX2 + FMA + F16C ----
+
+// One prepared row of x[0..K) into dst; bit-exact with prepare_row_scalar.
+void avx2_prepare_row(int type, const float* x, int K, uint8_t* dst);
+// out[r * N + o] for r in [0, rows), o in [o0, o1); xa: rows prepared rows, xstride apart.
+void avx2_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride,
+              int K, int o0, int o1, float* out, int N);
+
+// ---- AVX-512 (F, BW, VL, DQ, VNNI, BF16) ----
+
+void avx512_prepare_row(int type, const float* x, int K, uint8_t* dst);
+void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride,
+                int K, int o0, int o1, float* out, int N);
+
+// Many-row matmul. x is first packed in tiles of 16 rows (kGemmTile) by avx512_gemm_pack
+// (rows past the end are zero), then avx512_gemm computes rows [r0, r1) (r0 a multiple of 16)
+// by outputs [o0, o1), reading each weight block once per 32 rows.
+constexpr int kGemmTile = 16;
+bool avx512_gemm_supports(int type);
+size_t avx512_gemm_tile_bytes(int type, int K);  // bytes of one packed 16-row tile
+void avx512_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8_t* dst_tile);
+void avx512_gemm(int type, const uint8_t* packed, int rows, int r0, int r1, const uint8_t* w, size_t wstride,
+                 int K, int o0, int o1, float* out, int N);
+
+}  // namespace x86
+
+// Kernel path selection, for tests and benchmarks. 0 = scalar, 1 = AVX2, 2 = AVX-512.
+// matmul_force_isa(-1) returns to the best path this CPU supports; a request above what the
+// CPU supports is lowered. Returns the path now in use. (Defined in native/matmul.cc.)
+int matmul_force_isa(int isa);
+int matmul_best_isa();
+// Rows at or above which the AVX-512 path uses the packed GEMM (tests vary it; default 6).
+void matmul_set_gemm_min_rows(int rows);
+
+}  // namespace loom
