@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
 import { generateTokens } from '../engine/generate.js';
 import type { FinishReason } from '../engine/generate.js';
-import { referenceKernels } from '../kernels/reference.js';
+import { selectKernels } from '../kernels/select.js';
 import { createArchitecture } from '../model/arch/index.js';
 import { KvCache } from '../model/kv-cache.js';
 import { loadModel } from '../model/load.js';
@@ -24,6 +24,8 @@ interface GenerateFlags {
   chat?: boolean;
   json?: boolean;
   ctxSize?: number;
+  backend?: 'native' | 'reference';
+  threads?: number;
 }
 
 const number = (name: string, integer: boolean) => (value: string): number => {
@@ -46,6 +48,8 @@ export function generateCommand(): Command {
     .addOption(new Option('--min-p <p>', 'drop tokens less likely than p times the most likely').default(0.05).argParser(number('min-p', false)))
     .addOption(new Option('--seed <s>', 'sampling seed (random when absent)').argParser(number('seed', true)))
     .addOption(new Option('--ctx-size <n>', 'context length (default: the model\'s)').argParser(number('ctx-size', true)))
+    .addOption(new Option('--backend <name>', 'kernels: native (C++ core) or reference (TypeScript); default native when it loads').choices(['native', 'reference']))
+    .addOption(new Option('--threads <n>', 'compute threads of the native core (default: hardware threads)').argParser(number('threads', true)))
     .option('--ignore-eos', 'keep generating past end-of-sequence tokens')
     .option('--chat', "apply the model's chat template to the prompt as a user message")
     .option('--json', 'print one JSON object with prompt_ids, output_ids, text, finish_reason')
@@ -61,6 +65,8 @@ function promptIdsFor(tokenizer: Tokenizer, flags: GenerateFlags): number[] {
 
 function runGenerate(flags: GenerateFlags): void {
   if (flags.maxTokens < 0) throw new InvalidArgumentError('--max-tokens must be ≥ 0');
+  if (flags.threads !== undefined && flags.threads < 1) throw new InvalidArgumentError('--threads must be ≥ 1');
+  const kernels = selectKernels(flags.backend ?? 'auto', flags.threads);
   const model = loadModel(flags.model);
   const { config, tokenizer } = model;
   const contextLength = Math.min(flags.ctxSize ?? config.contextLength, config.contextLength);
@@ -68,7 +74,7 @@ function runGenerate(flags: GenerateFlags): void {
   const needed = Math.min(contextLength, promptIds.length + flags.maxTokens);
   const blockSize = 16;
   const kv = KvCache.forModel(config, Math.max(1, Math.ceil(needed / blockSize)), blockSize);
-  const runner = new ModelRunner(createArchitecture(config, model.tensors), kv, referenceKernels);
+  const runner = new ModelRunner(createArchitecture(config, model.tensors), kv, kernels);
   const detok = new IncrementalDetokenizer(tokenizer, { prefixIds: promptIds, skipSpecial: true });
   const outputIds: number[] = [];
   let text = '';

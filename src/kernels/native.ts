@@ -1,0 +1,159 @@
+// The only file that loads the native core (build/Release/loom_native.node, built by
+// `npm install` / `npm run build:native`). The addon is test-loaded (a tiny RMSNorm checked
+// against its known answer) before it is trusted; when it cannot load, one line on stderr
+// says so and loadNativeKernels() returns undefined, so callers fall back to the reference.
+import { createRequire } from 'node:module';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer, Kernels } from './index.js';
+import { referenceKernels } from './reference.js';
+import type { RopeStyle, WeightTensor } from '../model/weights.js';
+
+/** CPU features the addon detected, and which instruction set its own kernels use. */
+export interface CpuFeatures {
+  readonly avx2: boolean;
+  readonly fma: boolean;
+  readonly f16c: boolean;
+  readonly avx512f: boolean;
+  readonly avx512bw: boolean;
+  readonly avx512vl: boolean;
+  readonly avx512dq: boolean;
+  readonly avx512vnni: boolean;
+  readonly avx512bf16: boolean;
+  readonly neon: boolean;
+  /** 'avx512' | 'avx2' | 'portable' */
+  readonly kernels: string;
+}
+
+type F32 = Float32Array;
+type Cache = Float32Array | Uint16Array;
+
+/** The addon's exports, argument for argument (see native/napi-*.cc). */
+interface NativeAddon {
+  features(): CpuFeatures;
+  setThreads(n: number): void;
+  threads(): number;
+  rmsNorm(out: F32, x: F32, weight: F32, rows: number, dim: number, eps: number): void;
+  layerNorm(out: F32, x: F32, weight: F32, bias: F32, rows: number, dim: number, eps: number): void;
+  rope(x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, neox: boolean): void;
+  siluMul(out: F32, gate: F32, up: F32, n: number): void;
+  gelu(out: F32, x: F32, n: number): void;
+  add(out: F32, a: F32, b: F32, n: number): void;
+  addBias(x: F32, bias: F32, rows: number): void;
+  softmax(x: F32, rows: number, n: number): void;
+  writeKv(kc: Cache, vc: Cache, f16: boolean, numBlocks: number, blockSize: number, numKvHeads: number, headDim: number,
+    k: F32, v: F32, slotMapping: Int32Array): void;
+  attention(out: F32, q: F32, kc: Cache, vc: Cache, f16: boolean, numBlocks: number, blockSize: number, numKvHeads: number,
+    headDim: number, seqStarts: Int32Array, positions: Int32Array, blockTables: Int32Array, maxBlocksPerSeq: number,
+    numHeads: number, scale: number): void;
+  /** absent when the addon was built without native/matmul.cc */
+  matmul?(out: F32, x: F32, rows: number, data: Uint8Array, type: number, inFeatures: number, outFeatures: number): void;
+  embedRows?(out: F32, data: Uint8Array, type: number, dim: number, nRows: number, ids: Int32Array): void;
+}
+
+/** dist/src/kernels/ → the project root */
+const ADDON_PATH = resolve(dirname(fileURLToPath(import.meta.url)), '../../../build/Release/loom_native.node');
+
+let state: { addon: NativeAddon; kernels: Kernels } | { error: string } | undefined;
+
+function testLoad(): NativeAddon {
+  const addon = createRequire(import.meta.url)(ADDON_PATH) as NativeAddon;
+  const out = new Float32Array(2);
+  addon.rmsNorm(out, new Float32Array([3, 4]), new Float32Array([1, 2]), 1, 2, 0);
+  // rms of (3, 4) is sqrt(12.5)
+  if (Math.abs(out[0]! - 3 / Math.sqrt(12.5)) > 1e-6 || Math.abs(out[1]! - 8 / Math.sqrt(12.5)) > 1e-6) {
+    throw new Error('its test RMSNorm gave a wrong answer');
+  }
+  return addon;
+}
+
+function load(): NonNullable<typeof state> {
+  if (state) return state;
+  try {
+    const addon = testLoad();
+    state = { addon, kernels: wrap(addon) };
+  } catch (err) {
+    const reason = err instanceof Error ? err.message.split('\n')[0]! : String(err);
+    state = { error: reason };
+    process.stderr.write(`loom: native core unavailable (${reason}); using the TypeScript reference kernels\n`);
+  }
+  return state;
+}
+
+/** The native kernels, or undefined (after one line on stderr) when the addon cannot load. */
+export function loadNativeKernels(): Kernels | undefined {
+  const s = load();
+  return 'kernels' in s ? s.kernels : undefined;
+}
+
+/** Why the addon did not load, or undefined when it did. */
+export function nativeUnavailableReason(): string | undefined {
+  const s = load();
+  return 'error' in s ? s.error : undefined;
+}
+
+/** Whether the loaded addon has its own matmul/embedRows (else the reference ones stand in). */
+export function nativeHasMatmul(): boolean {
+  const s = load();
+  return 'addon' in s && typeof s.addon.matmul === 'function' && typeof s.addon.embedRows === 'function';
+}
+
+/** Sizes the native thread pool (default: the hardware threads). No-op without the addon. */
+export function setThreads(n: number): void {
+  const s = load();
+  if ('addon' in s) s.addon.setThreads(n);
+}
+
+/** The native pool's size, or undefined without the addon. */
+export function nativeThreads(): number | undefined {
+  const s = load();
+  return 'addon' in s ? s.addon.threads() : undefined;
+}
+
+export function cpuFeatures(): CpuFeatures | undefined {
+  const s = load();
+  return 'addon' in s ? s.addon.features() : undefined;
+}
+
+function matrixDims(w: WeightTensor): [number, number] {
+  const [inF, outF = 1, ...rest] = w.dims;
+  if (inF === undefined || rest.some((d) => d !== 1)) throw new Error(`${w.name}: not a matrix (dims ${w.dims.join('x')})`);
+  return [inF, outF];
+}
+
+function wrap(a: NativeAddon): Kernels {
+  const { matmul, embedRows } = a;
+  return {
+    name: matmul && embedRows ? 'native' : 'native (reference matmul)',
+    matmul: matmul
+      ? (out: F32, x: F32, w: WeightTensor, rows: number) => {
+          const [inF, outF] = matrixDims(w);
+          matmul(out, x, rows, w.data, w.type, inF, outF);
+        }
+      : referenceKernels.matmul,
+    embedRows: embedRows
+      ? (out: F32, table: WeightTensor, ids: Int32Array) => {
+          const [dim, rows] = matrixDims(table);
+          embedRows(out, table.data, table.type, dim, rows, ids);
+        }
+      : referenceKernels.embedRows,
+    rmsNorm: a.rmsNorm,
+    layerNorm: a.layerNorm,
+    rope: (x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, style: RopeStyle) =>
+      a.rope(x, positions, numHeads, headDim, ropeDim, base, style === 'neox'),
+    siluMul: a.siluMul,
+    gelu: a.gelu,
+    add: a.add,
+    addBias: a.addBias,
+    softmax: a.softmax,
+    writeKv: (layer: KvLayer, s: KvCacheShape, k: F32, v: F32, slotMapping: Int32Array) =>
+      a.writeKv(layer.k, layer.v, s.dtype === 'f16', s.numBlocks, s.blockSize, s.numKvHeads, s.headDim, k, v, slotMapping),
+    attention: (out: F32, q: F32, layer: KvLayer, c: KvCacheShape, b: AttentionBatch, shape: AttentionShape) => {
+      if (shape.numKvHeads !== c.numKvHeads || shape.headDim !== c.headDim) {
+        throw new RangeError(`attention: heads ${shape.numKvHeads}x${shape.headDim} do not match the cache's ${c.numKvHeads}x${c.headDim}`);
+      }
+      a.attention(out, q, layer.k, layer.v, c.dtype === 'f16', c.numBlocks, c.blockSize, c.numKvHeads, c.headDim,
+        b.seqStarts, b.positions, b.blockTables, b.maxBlocksPerSeq, shape.numHeads, shape.scale);
+    },
+  };
+}

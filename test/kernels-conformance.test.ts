@@ -1,0 +1,280 @@
+// One suite, run on every implementation of the Kernels interface (the TypeScript reference
+// and the native core): each kernel on fresh random inputs at awkward sizes, compared with
+// the reference (the oracle) by max |error| / max |reference|, with a bound per kernel and
+// type, plus invariants that hold for any correct implementation.
+import assert from 'node:assert/strict';
+import { availableParallelism } from 'node:os';
+import { describe, it } from 'node:test';
+import type { Kernels, KvLayer } from '../src/kernels/index.js';
+import { loadNativeKernels, nativeHasMatmul, nativeUnavailableReason, setThreads } from '../src/kernels/native.js';
+import { referenceKernels as ref } from '../src/kernels/reference.js';
+import { rowBytes } from '../src/model/ggml-types.js';
+import type { GGMLType } from '../src/model/ggml-types.js';
+import { ATTENTION_PLANS, MATMUL_IN, MATMUL_TYPES, RUN_SEED, attentionCase, randomWeight, relError, rngFor } from './kernel-cases.js';
+import type { MatmulType } from './kernel-cases.js';
+
+/**
+ * Bounds on max |impl − reference| / max |reference|. The reference sums in f64; native sums
+ * in f32 lanes with FMA and uses a polynomial exp. Activation rounding (f16, bf16, 8-bit
+ * blocks) is bit-identical on both sides, so matmul differs only by summation order. Worst
+ * seen (native AVX-512 and portable, many seeds, 2026-11-22): norms 1.3e-7, softmax 8e-7,
+ * silu 9e-8, attention f32 4.4e-7, f16 3.2e-4 (an f16 softmax weight rounded the other way),
+ * matmul ≤ 7.1e-7 for every type. gelu and add are exact.
+ */
+const BOUND = { norm: 2e-6, rope: 1e-6, silu: 2e-6, gelu: 0, add: 0, softmax: 1e-5, attnF32: 5e-6, attnF16: 2e-3 };
+const MATMUL_BOUND: Record<MatmulType, number> = { F32: 1e-5, F16: 1e-5, BF16: 1e-5, Q8_0: 2e-5, Q4_0: 2e-5, Q4_K: 2e-5, Q6_K: 2e-5 };
+
+const seedNote = `(LOOM_TEST_SEED=${RUN_SEED})`;
+
+function close(actual: ArrayLike<number>, expected: ArrayLike<number>, bound: number, what: string): void {
+  const err = relError(actual, expected);
+  assert.ok(err <= bound, `${what}: relative error ${err.toExponential(2)} > ${bound} ${seedNote}`);
+}
+
+function conformance(k: Kernels): void {
+  it('rmsNorm and layerNorm, rows of awkward lengths, out aliasing x', () => {
+    for (const [rows, dim] of [[1, 1], [1, 4099], [3, 577], [17, 37], [64, 96]] as const) {
+      const rng = rngFor(`norm ${rows}x${dim}`);
+      const x = rng.fill(rows * dim, 2, 0.5);
+      const w = rng.fill(dim, 1, 1);
+      const bias = rng.fill(dim, 0.5);
+      const expected = new Float32Array(rows * dim);
+      ref.rmsNorm(expected, x, w, rows, dim, 1e-5);
+      const out = x.slice();
+      k.rmsNorm(out, out, w, rows, dim, 1e-5);
+      close(out, expected, BOUND.norm, `rmsNorm ${rows}x${dim}`);
+      ref.layerNorm(expected, x, w, bias, rows, dim, 1e-6);
+      const out2 = new Float32Array(rows * dim);
+      k.layerNorm(out2, x, w, bias, rows, dim, 1e-6);
+      close(out2, expected, BOUND.norm, `layerNorm ${rows}x${dim}`);
+    }
+    // invariant: with weight 1 each row's mean square is 1
+    const x = rngFor('norm-ms').fill(3 * 577, 3);
+    const out = new Float32Array(x.length);
+    k.rmsNorm(out, x, new Float32Array(577).fill(1), 3, 577, 0);
+    for (let r = 0; r < 3; r++) {
+      const ms = out.subarray(r * 577, (r + 1) * 577).reduce((s, v) => s + v * v, 0) / 577;
+      assert.ok(Math.abs(ms - 1) < 1e-4, `rmsNorm row ${r}: mean square ${ms}`);
+    }
+  });
+
+  it('rope: normal and neox, partial rotation, long positions', () => {
+    const positions = Int32Array.from([0, 1, 2, 517, 4095, 30011, 7]);
+    for (const style of ['normal', 'neox'] as const) {
+      for (const [heads, headDim, ropeDim, base] of [[3, 64, 64, 10000], [2, 80, 32, 1e6], [1, 6, 6, 500000]] as const) {
+        const x = rngFor(`rope ${style} ${headDim}`).fill(positions.length * heads * headDim, 1);
+        const expected = x.slice();
+        ref.rope(expected, positions, heads, headDim, ropeDim, base, style);
+        const out = x.slice();
+        k.rope(out, positions, heads, headDim, ropeDim, base, style);
+        close(out, expected, BOUND.rope, `rope ${style} heads ${heads}x${headDim} rot ${ropeDim}`);
+        // untouched dims beyond ropeDim stay as they were
+        for (let i = ropeDim; i < headDim; i++) assert.equal(out[i], x[i]);
+      }
+    }
+  });
+
+  it('siluMul, gelu, add, addBias over short, long and parallel lengths', () => {
+    for (const n of [1, 7, 4099, 100_003]) {
+      const rng = rngFor(`act ${n}`);
+      const gate = rng.fill(n, 4);
+      const up = rng.fill(n, 1);
+      const expected = new Float32Array(n);
+      ref.siluMul(expected, gate, up, n);
+      const out = gate.slice();
+      k.siluMul(out, out, up, n);
+      close(out, expected, BOUND.silu, `siluMul n=${n}`);
+
+      const x = rng.fill(n, 6); // reaches the ±10 cut-offs
+      ref.gelu(expected, x, n);
+      const g = new Float32Array(n);
+      k.gelu(g, x, n);
+      close(g, expected, BOUND.gelu, `gelu n=${n}`);
+
+      ref.add(expected, gate, up, n);
+      const sum = new Float32Array(n);
+      k.add(sum, gate, up, n);
+      close(sum, expected, BOUND.add, `add n=${n}`);
+    }
+    for (const [rows, dim] of [[1, 1], [3, 577], [130, 1031]] as const) {
+      const rng = rngFor(`bias ${rows}x${dim}`);
+      const x = rng.fill(rows * dim, 1);
+      const bias = rng.fill(dim, 1);
+      const expected = x.slice();
+      ref.addBias(expected, bias, rows);
+      const out = x.slice();
+      k.addBias(out, bias, rows);
+      close(out, expected, BOUND.add, `addBias ${rows}x${dim}`);
+    }
+  });
+
+  it('softmax rows, short and long; rows sum to 1', () => {
+    for (const [rows, n] of [[1, 1], [3, 37], [17, 4099], [200, 300]] as const) {
+      const x = rngFor(`softmax ${rows}x${n}`).fill(rows * n, 5);
+      const expected = x.slice();
+      ref.softmax(expected, rows, n);
+      const out = x.slice();
+      k.softmax(out, rows, n);
+      close(out, expected, BOUND.softmax, `softmax ${rows}x${n}`);
+      for (let r = 0; r < rows; r++) {
+        const s = out.subarray(r * n, (r + 1) * n).reduce((a, b) => a + b, 0);
+        assert.ok(Math.abs(s - 1) < 1e-5, `softmax row ${r} sums to ${s}`);
+      }
+    }
+  });
+
+  it('writeKv into f16 and f32 caches at scattered slots; rejects slots outside the cache', () => {
+    for (const dtype of ['f16', 'f32'] as const) {
+      const c = attentionCase(rngFor(`kv ${dtype}`), dtype, [{ cached: 40, chunk: 1 }], { numHeads: 6, numKvHeads: 3, headDim: 24 }, 8);
+      const rng = rngFor(`kv write ${dtype}`);
+      const slots = Int32Array.from([7, 0, 41, 13, c.cache.numBlocks * c.cache.blockSize - 1]);
+      const width = c.cache.numKvHeads * c.cache.headDim;
+      const kv = rng.fill(slots.length * width, 30); // beyond f16's precision, some near its range
+      const vv = rng.fill(slots.length * width, 1);
+      const copy = (l: KvLayer): KvLayer => ({ k: l.k.slice(), v: l.v.slice() });
+      const expected = copy(c.layer);
+      ref.writeKv(expected, c.cache, kv, vv, slots);
+      const actual = copy(c.layer);
+      k.writeKv(actual, c.cache, kv, vv, slots);
+      assert.deepEqual(actual.k, expected.k, `writeKv ${dtype}: k`);
+      assert.deepEqual(actual.v, expected.v, `writeKv ${dtype}: v`);
+      const bad = Int32Array.from([c.cache.numBlocks * c.cache.blockSize]);
+      assert.throws(() => k.writeKv(actual, c.cache, kv, vv, bad), RangeError);
+    }
+  });
+
+  it('paged attention: decode tokens and prefill chunks after cached context, GQA, f16 and f32 caches', () => {
+    for (const dtype of ['f32', 'f16'] as const) {
+      for (const [i, p] of ATTENTION_PLANS.entries()) {
+        const c = attentionCase(rngFor(`attn ${dtype} ${i}`), dtype, p.plan, p.heads, p.blockSize);
+        const width = c.numTokens * c.shape.numHeads * c.shape.headDim;
+        const expected = new Float32Array(width);
+        ref.attention(expected, c.q, c.layer, c.cache, c.batch, c.shape);
+        const out = new Float32Array(width);
+        k.attention(out, c.q, c.layer, c.cache, c.batch, c.shape);
+        close(out, expected, dtype === 'f16' ? BOUND.attnF16 : BOUND.attnF32, `attention: ${c.description}`);
+      }
+    }
+    // invariant: a token at position 0 attends only to itself, so its output is v[0]
+    const c = attentionCase(rngFor('attn self'), 'f32', [{ cached: 0, chunk: 1 }], { numHeads: 2, numKvHeads: 1, headDim: 24 }, 4);
+    const out = new Float32Array(48);
+    k.attention(out, c.q, c.layer, c.cache, c.batch, c.shape);
+    const slot = c.batch.blockTables[0]! * 4;
+    const v0 = (c.layer.v as Float32Array).subarray(slot * 24, slot * 24 + 24);
+    close(out.subarray(0, 24), v0, 1e-6, 'attention at position 0 (head 0)');
+    close(out.subarray(24, 48), v0, 1e-6, 'attention at position 0 (head 1)');
+  });
+
+  it('attention rejects a position whose block is missing', () => {
+    const c = attentionCase(rngFor('attn missing'), 'f32', [{ cached: 20, chunk: 1 }], { numHeads: 2, numKvHeads: 1, headDim: 8 }, 16);
+    const tables = c.batch.blockTables.slice();
+    tables[1] = -1; // position 20 lives in block 1
+    const out = new Float32Array(16);
+    assert.throws(() => k.attention(out, c.q, c.layer, c.cache, { ...c.batch, blockTables: tables }, c.shape), RangeError);
+  });
+
+  for (const type of MATMUL_TYPES) {
+    it(`matmul and embedRows, ${type} weights, rows 1/3/17/64`, () => {
+      const rowsList = [1, 3, 17, 64];
+      const outList = [7, 33, 1, 131];
+      for (const [i, inF] of MATMUL_IN[type].entries()) {
+        for (const [j, rows] of rowsList.entries()) {
+          const outF = outList[(i + j) % outList.length]!;
+          const rng = rngFor(`matmul ${type} ${rows}x${inF}x${outF}`);
+          const w = randomWeight(rng, type, inF, outF);
+          const x = rng.fill(rows * inF, 1);
+          const expected = new Float32Array(rows * outF);
+          ref.matmul(expected, x, w, rows);
+          const out = new Float32Array(rows * outF);
+          k.matmul(out, x, w, rows);
+          close(out, expected, MATMUL_BOUND[type], `matmul ${type} rows ${rows}, ${inF} → ${outF}`);
+        }
+        // embedding rows: first, last, repeated
+        const rng = rngFor(`embed ${type} ${inF}`);
+        const table = randomWeight(rng, type, inF, 19);
+        const ids = Int32Array.from([0, 18, 5, 5, 11]);
+        const expected = new Float32Array(ids.length * inF);
+        ref.embedRows(expected, table, ids);
+        const out = new Float32Array(ids.length * inF);
+        k.embedRows(out, table, ids);
+        close(out, expected, 1e-6, `embedRows ${type} dim ${inF}`);
+        assert.equal(table.data.length, rowBytes(table.type, inF)! * 19);
+        assert.throws(() => k.embedRows(out, table, Int32Array.from([19])), RangeError);
+      }
+    });
+  }
+}
+
+/** What only the native side needs showing: it rejects bad calls and its pool is sound. */
+function nativeOnly(k: Kernels): void {
+  it('bad arguments throw TypeError or RangeError instead of touching memory', () => {
+    const x = new Float32Array(8);
+    assert.throws(() => k.rmsNorm(x, x, x, 2, 8, 1e-5), RangeError); // 2 rows of 8 need 16
+    assert.throws(() => k.add(x, new Float64Array(8) as unknown as Float32Array, x, 8), TypeError);
+    assert.throws(() => k.softmax(x, 1, 1.5), RangeError);
+    assert.throws(() => k.gelu(x, x, -1), RangeError);
+    assert.throws(() => k.rope(x, Int32Array.from([0]), 1, 8, 3, 10000, 'normal'), RangeError);
+    const w = randomWeight(rngFor('bad'), 'Q8_0', 32, 4);
+    assert.throws(() => k.matmul(x, new Float32Array(32), { ...w, data: w.data.subarray(1) }, 1), RangeError);
+    assert.throws(() => k.matmul(x, new Float32Array(32), { ...w, type: 99 as GGMLType }, 1), TypeError);
+    assert.throws(() => k.matmul(x, new Float32Array(31), w, 1), RangeError);
+    const c = attentionCase(rngFor('bad attn'), 'f16', [{ cached: 3, chunk: 2 }], { numHeads: 2, numKvHeads: 1, headDim: 8 }, 4);
+    const out = new Float32Array(32);
+    const f32Layer = { k: new Float32Array(c.layer.k.length), v: new Float32Array(c.layer.v.length) };
+    assert.throws(() => k.attention(out, c.q, f32Layer, c.cache, c.batch, c.shape), TypeError);
+    assert.throws(() => k.attention(out, c.q, c.layer, c.cache, { ...c.batch, seqStarts: Int32Array.from([0, 1]) }, c.shape), RangeError);
+    assert.throws(() => k.attention(out, c.q.subarray(1), c.layer, c.cache, c.batch, c.shape), RangeError);
+  });
+
+  it('results do not depend on the thread count', () => {
+    const c = attentionCase(rngFor('threads'), 'f16', [{ cached: 300, chunk: 1 }, { cached: 40, chunk: 60 }], { numHeads: 8, numKvHeads: 2, headDim: 64 }, 16);
+    const rng = rngFor('threads mm');
+    const w = randomWeight(rng, 'Q4_K', 512, 300);
+    const x = rng.fill(33 * 512, 1);
+    const run = (threads: number): Float32Array[] => {
+      setThreads(threads);
+      const a = new Float32Array(c.numTokens * 8 * 64);
+      k.attention(a, c.q, c.layer, c.cache, c.batch, c.shape);
+      const m = new Float32Array(33 * 300);
+      k.matmul(m, x, w, 33);
+      const s = x.slice();
+      k.softmax(s, 33, 512);
+      return [a, m, s];
+    };
+    const one = run(1);
+    const many = run(Math.max(2, availableParallelism()));
+    setThreads(availableParallelism());
+    one.forEach((r, i) => assert.deepEqual(many[i], r, `result ${i} changed with the thread count`));
+  });
+
+  it('the pool survives many back-to-back parallel calls', () => {
+    const n = 65_536;
+    const a = new Float32Array(n).fill(1);
+    const out = new Float32Array(n);
+    for (let i = 0; i < 3000; i++) k.add(out, i === 0 ? a : out, a, n);
+    assert.equal(out[0], 3001);
+    assert.equal(out[n - 1], 3001);
+  });
+}
+
+const native = loadNativeKernels();
+const IMPLEMENTATIONS: { name: string; kernels: Kernels | undefined; skip: string | false }[] = [
+  { name: 'reference', kernels: ref, skip: false },
+  {
+    name: 'native',
+    kernels: native,
+    skip: native ? false : `native core unavailable (${nativeUnavailableReason()}): build it with npm run build:native`,
+  },
+];
+
+for (const impl of IMPLEMENTATIONS) {
+  describe(`kernel conformance: ${impl.name}`, { skip: impl.skip }, () => {
+    if (impl.name === 'native') {
+      it('the addon has its own matmul and embedRows (native/matmul.cc)', () => {
+        assert.ok(nativeHasMatmul(), 'the addon was built without native/matmul.cc: the reference matmul stands in');
+      });
+      if (impl.kernels) nativeOnly(impl.kernels);
+    }
+    if (impl.kernels) conformance(impl.kernels);
+  });
+}
