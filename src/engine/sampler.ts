@@ -6,7 +6,7 @@
 import { Rng } from './rng.js';
 import { GREEDY_EPSILON, isGreedy, resolveSamplingParams } from './sampling-params.js';
 import type { SamplingParams, SamplingParamsInput } from './sampling-params.js';
-import { getScratch, kthLargest, topPCut } from './truncation.js';
+import { getScratch, kthLargest, topKPrefilter, topPCut, topPPrefilter } from './truncation.js';
 
 export type { SamplingParams, SamplingParamsInput } from './sampling-params.js';
 export { validateSamplingParams } from './sampling-params.js';
@@ -161,6 +161,7 @@ export class RequestSampler {
       else row[i] = -Infinity;
     }
     if (n === 0) return argmax(row);
+    if (p.topK > 0 && p.topK < n) n = topKPrefilter(row, idx, n, max, p.topK); // drops only tokens top-k drops
     if (p.topK > 0 && p.topK < n) {
       const kth = kthLargest(row, idx, n, p.topK, value);
       let kept = 0;
@@ -174,7 +175,9 @@ export class RequestSampler {
     let total = 0;
     for (let j = 0; j < n; j++) total += weight[j] = Math.exp(row[idx[j]!]! - max);
     if (p.topP < 1) {
-      const kept = topPCut(row, idx, weight, n, p.topP * total);
+      const mass = p.topP * total;
+      n = topPPrefilter(row, idx, weight, n, max, mass); // drops only tokens top-p drops
+      const kept = topPCut(row, idx, weight, n, mass);
       for (let j = kept; j < n; j++) row[idx[j]!] = -Infinity;
       n = kept;
       total = 0;

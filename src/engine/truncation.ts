@@ -75,6 +75,63 @@ export function topPCut(logits: Float32Array, idx: Int32Array, weight: Float64Ar
   return lo;
 }
 
+const BUCKETS_PER_NAT = 8;
+const hist = new Float64Array(512);
+
+/**
+ * Shrinks the candidates before kthLargest without changing top-k's result: buckets tokens
+ * by (max − logit); tokens below the bucket where the count reaches k have ≥ k tokens
+ * strictly above them, so top-k drops them. Sets their logits to −∞, returns the new count.
+ */
+export function topKPrefilter(logits: Float32Array, idx: Int32Array, n: number, max: number, k: number): number {
+  hist.fill(0);
+  const last = hist.length - 1;
+  for (let j = 0; j < n; j++) {
+    const b = Math.floor((max - logits[idx[j]!]!) * BUCKETS_PER_NAT);
+    hist[b < last ? b : last]!++;
+  }
+  let count = 0;
+  let cut = 0; // buckets < cut hold ≥ k tokens
+  while (cut <= last && count < k) count += hist[cut++]!;
+  if (cut > last) return n;
+  return compactAbove(logits, idx, null, n, max, cut);
+}
+
+/**
+ * Shrinks the candidates before topPCut without changing its result: buckets tokens by
+ * (max − logit) in quarter nats; if the tokens above some bucket already hold ≥ `mass`, every
+ * token at or below it is dropped by top-p (all those tokens rank above it). Sets dropped
+ * tokens' logits to −∞, keeps idx/weight parallel, returns the new count. O(n).
+ */
+export function topPPrefilter(logits: Float32Array, idx: Int32Array, weight: Float64Array, n: number, max: number, mass: number): number {
+  hist.fill(0);
+  const last = hist.length - 1;
+  for (let j = 0; j < n; j++) {
+    const b = Math.floor((max - logits[idx[j]!]!) * BUCKETS_PER_NAT);
+    hist[b < last ? b : last]! += weight[j]!;
+  }
+  let cum = 0;
+  let cut = 0; // tokens in buckets < cut hold ≥ mass
+  while (cut < last && cum < mass) cum += hist[cut++]!;
+  if (cum < mass || cut >= last) return n;
+  return compactAbove(logits, idx, weight, n, max, cut);
+}
+
+/** Keeps candidates in buckets < cut (order kept, weight parallel); the others' logits become −∞. */
+function compactAbove(logits: Float32Array, idx: Int32Array, weight: Float64Array | null, n: number, max: number, cut: number): number {
+  let kept = 0;
+  for (let j = 0; j < n; j++) {
+    const id = idx[j]!;
+    if (Math.floor((max - logits[id]!) * BUCKETS_PER_NAT) < cut) {
+      if (weight) weight[kept] = weight[j]!;
+      idx[kept++] = id;
+    } else {
+      logits[id] = -Infinity;
+    }
+  }
+  return kept;
+}
+
 /** (logit desc, id asc) */
 function ranksAbove(logits: Float32Array, a: number, b: number): boolean {
   const x = logits[a]!;
