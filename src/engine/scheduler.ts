@@ -34,6 +34,8 @@ export class Scheduler {
   /** admission order: the newest is last and the first to be preempted */
   private running: Sequence[] = [];
   private numWaitingLive = 0;
+  /** running sequences not finished (the list drops finished ones lazily, at the next schedule) */
+  private numRunningLive = 0;
   numPreemptions = 0;
   /** sequences that finished since the last drain: the engine reports them, no scan needed */
   private finishedEvents: Sequence[] = [];
@@ -48,11 +50,11 @@ export class Scheduler {
   }
 
   get numRunning(): number {
-    return this.running.length;
+    return this.numRunningLive;
   }
 
   get hasWork(): boolean {
-    return this.numWaitingLive > 0 || this.running.length > 0;
+    return this.numWaitingLive > 0 || this.numRunningLive > 0;
   }
 
   add(seq: Sequence): void {
@@ -64,6 +66,7 @@ export class Scheduler {
   /** A running sequence (a fork of one already admitted) joins without waiting. */
   addRunning(seq: Sequence): void {
     seq.status = 'running';
+    this.numRunningLive++;
     this.running.push(seq);
   }
 
@@ -71,6 +74,7 @@ export class Scheduler {
   finish(seq: Sequence, reason: FinishReason, stopTokenId?: number): void {
     if (seq.status === 'finished') return;
     if (seq.status === 'waiting') this.numWaitingLive--;
+    if (seq.status === 'running') this.numRunningLive--;
     seq.status = 'finished';
     seq.finishReason = reason;
     seq.stopTokenId = stopTokenId;
@@ -123,7 +127,7 @@ export class Scheduler {
   }
 
   private admitWaiting(chunks: ScheduledChunk[], budget: number, now: number): void {
-    while (budget > 0 && this.running.length < this.config.maxNumSeqs && this.waiting.length > 0) {
+    while (budget > 0 && this.numRunningLive < this.config.maxNumSeqs && this.waiting.length > 0) {
       const seq = this.waiting[0]!;
       if (seq.status === 'finished') {
         this.waiting.shift();
@@ -142,6 +146,7 @@ export class Scheduler {
       }
       seq.numComputed = numComputed;
       seq.status = 'running';
+      this.numRunningLive++;
       this.running.push(seq);
       chunks.push({ seq, numTokens });
       budget -= numTokens;
@@ -153,6 +158,7 @@ export class Scheduler {
     this.blocks.free(seq);
     seq.numComputed = 0;
     seq.status = 'waiting';
+    this.numRunningLive--;
     this.waiting.unshift(seq);
     this.numWaitingLive++;
     this.numPreemptions++;

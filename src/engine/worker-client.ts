@@ -33,7 +33,8 @@ export class WorkerEngineClient implements EngineClient {
       const onMessage = (msg: EngineOutbound): void => {
         worker.off('message', onMessage);
         if (msg.type === 'ready') {
-          resolve(new WorkerEngineClient(worker, msg));
+          const { type: _ready, ...info } = msg;
+          resolve(new WorkerEngineClient(worker, info));
         } else {
           void worker.terminate();
           reject(new EngineStartError(msg.type === 'fatal' ? msg.message : `unexpected first message ${msg.type}`));
