@@ -255,15 +255,15 @@ void matmul_gemm(float* out, const float* x, int rows, const uint8_t* w, int typ
   });
   // Row chunks of ~768 KB of packed activations (they stay in L2 while a panel of weights
   // sweeps them); output panels of 48 rows (a multiple of every micro-kernel width).
-  const int chunk_tiles = std::max<int>(2, static_cast<int>((768u << 10) / tile_bytes)) & ~1;
+  const int chunk_tiles = std::max<int>(4, static_cast<int>((768u << 10) / tile_bytes)) & ~3;
   const int row_chunks = ceil_div(tiles, chunk_tiles);
-  const int panel = 48;
+  const int panel = x86::kGemmPanel;
   const int panels = ceil_div(N, panel);
   pool().parallel_for(row_chunks * panels, [&](int t, int) {
     const int rc = t / panels, p = t % panels;
     const int r0 = rc * chunk_tiles * T, r1 = std::min(rows, r0 + chunk_tiles * T);
     const int o0 = p * panel, o1 = std::min(N, o0 + panel);
-    x86::avx512_gemm(type, packed, rows, r0, r1, w, wstride, K, o0, o1, out, N);
+    x86::avx512_gemm(type, packed, r0, r1, w, wstride, K, o0, o1, out, N);
   });
 }
 #endif
@@ -283,7 +283,7 @@ void matmul(float* out, const float* x, int rows, const uint8_t* w, int type, in
   if (rows <= 0 || out_features <= 0 || !is_supported_weight_type(type)) return;
   const Kernels k = kernels_for(current_isa());
 #ifdef LOOM_X86
-  if (k.gemm && rows >= g_gemm_min_rows && x86::avx512_gemm_supports(type)) {
+  if (k.gemm && rows >= g_gemm_min_rows && x86::avx512_gemm_supports(type, in_features)) {
     matmul_gemm(out, x, rows, w, type, in_features, out_features);
     return;
   }

@@ -166,17 +166,21 @@ void check_case(int type, int isa, int rows, int K, int N, int gemm_min_rows) {
   matmul_set_gemm_min_rows(gemm_min_rows);
   std::vector<float> out(static_cast<size_t>(rows) * N, NAN);
   matmul(out.data(), x.data(), rows, w.data(), type, K, N);
-  double worst = 0;
+  // worst: per output, relative to its typical size; suite: max |diff| / max |oracle| (the
+  // TS conformance suite's measure, bound 1e-5 for float weights and 2e-5 for quantized ones)
+  double worst = 0, diff = 0, scale = 0;
   for (size_t i = 0; i < out.size(); i++) {
-    const double scale = mag[i] / std::sqrt(static_cast<double>(K)) + 1e-30;
-    const double e = std::isfinite(out[i]) ? std::fabs(out[i] - ref[i]) / scale : INFINITY;
-    worst = std::max(worst, e);
+    const double typical = mag[i] / std::sqrt(static_cast<double>(K)) + 1e-30;
+    const double d = std::isfinite(out[i]) ? std::fabs(out[i] - ref[i]) : INFINITY;
+    worst = std::max(worst, d / typical);
+    diff = std::max(diff, d);
+    scale = std::max(scale, std::fabs(ref[i]));
   }
-  const double bound = 2e-5;
-  const bool ok = worst <= bound;
+  const double suite = diff / scale;
+  const bool ok = worst <= 1e-4 && suite <= 5e-6;
   if (!ok) g_failures++;
-  std::printf("  %-5s %-6s rows=%-4d K=%-5d N=%-5d gemm>=%-3d rel err %.2e %s\n", type_name(type), isa_name(isa),
-              rows, K, N, gemm_min_rows, worst, ok ? "ok" : "FAIL");
+  std::printf("  %-5s %-6s rows=%-4d K=%-5d N=%-5d gemm>=%-4d err %.2e (suite measure %.2e) %s\n", type_name(type),
+              isa_name(isa), rows, K, N, gemm_min_rows, worst, suite, ok ? "ok" : "FAIL");
 }
 
 // SIMD activation preparation must equal the scalar one byte for byte.

@@ -1,12 +1,14 @@
 // AVX-512 kernels (built with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 // -mavx512bf16 -mavx2 -mfma -mf16c; matmul.cc calls them only on CPUs that have all of these).
 // Few rows: dot kernels (VNNI for the integer types, dpbf16 for BF16). Many rows: the packed
-// GEMM in matmul_avx512_gemm.inc below.
+// GEMM of gemm_avx512_pack.h and gemm_avx512.h.
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "../matmul.h"
 #include "../quant.h"
@@ -76,6 +78,9 @@ void dot_bf16_rows(const uint8_t* w, const uint8_t* const* x, int K, float* res)
 const float* as_f32(const uint8_t* row, int) { return reinterpret_cast<const float*>(row); }
 const uint8_t* as_bytes(const uint8_t* row, int) { return row; }
 
+#include "gemm_avx512_pack.h"
+#include "gemm_avx512.h"
+
 }  // namespace
 
 void avx512_prepare_row(int type, const float* x, int K, uint8_t* dst) { avx2_prepare_row(type, x, K, dst); }
@@ -100,10 +105,30 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
   }
 }
 
-bool avx512_gemm_supports(int) { return false; }
-size_t avx512_gemm_tile_bytes(int, int) { return 0; }
-void avx512_gemm_pack(int, const float*, int, int, int, uint8_t*) {}
-void avx512_gemm(int, const uint8_t*, int, int, int, const uint8_t*, size_t, int, int, int, float*, int) {}
+bool avx512_gemm_supports(int type, int K) {
+  switch (type) {
+    case kF32:
+    case kF16:
+    case kQ8_0:
+    case kQ4_0:
+    case kQ4_K:
+    case kQ6_K: return true;
+    case kBF16: return K % 2 == 0;
+    default: return false;
+  }
+}
+
+size_t avx512_gemm_tile_bytes(int type, int K) { return tile_bytes(type, K); }
+
+void avx512_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8_t* dst_tile) {
+  pack_tile(type, x, rows, K, tile, dst_tile);
+}
+
+void avx512_gemm(int type, const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0,
+                 int o1, float* out, int N) {
+  for (int o = o0; o < o1; o += kPanel)
+    gemm_panel(type, packed, r0, r1, w, wstride, K, o, std::min(o1, o + kPanel), out, N);
+}
 
 }  // namespace x86
 }  // namespace loom

@@ -1,0 +1,397 @@
+// AVX-512 GEMM micro-kernels and driver (included by matmul_avx512.cc inside its anonymous
+// namespace, after gemm_avx512_pack.h). Tile layouts: see gemm_avx512_pack.h.
+//
+// A micro-kernel computes NR output rows (weights, one broadcast 32-bit word at a time) by
+// NV·16 activation rows (NV packed tiles, 16 rows per vector lane set) over a K-block,
+// accumulating into acc[o][16·v + lane] (f32). Integer types sum exact int32 products per
+// block (VNNI dpbusd: u8 = x + 128, s8 = weight; the +128 is taken back by a per-block
+// correction −128·Σw folded into the accumulator's initial value), then scale in f32.
+
+inline uint32_t load32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline __m512i bcast32(const void* p) { return _mm512_set1_epi32(static_cast<int>(load32(p))); }
+
+// ---- per-panel weight preparation (thread-local, reused) ----
+
+struct Q4KTab {  // one Q4_K block of one output row
+  float d, dmin;
+  int32_t C;          // −128 · Σ_j sc_j · Σ q over sub-block j
+  int32_t sc[8];
+  uint32_t mpair[4];  // (m_2i, m_2i+1) as two int16
+};
+struct Q6KTab {  // one Q6_K block of one output row
+  float d;
+  int32_t C;  // −128 · Σ_j sc_j · Σ (q − 32) over sub-block j
+  int32_t sc[16];
+};
+
+struct Panel {
+  const uint8_t* w[48];  // per output row: weight data the kernel reads (in place or unpacked)
+  int bstride = 0;       // bytes between blocks in w[o] (integer types)
+  std::vector<uint8_t> unpacked;  // [48][K] s8 or f32 rows
+  std::vector<float> dw;          // Q8_0/Q4_0: [48][K/32]
+  std::vector<int32_t> corr;      // Q8_0/Q4_0: [48][K/32]
+  std::vector<Q4KTab> q4k;        // [48][K/256]
+  std::vector<Q6KTab> q6k;        // [48][K/256]
+};
+
+// Σ of 32 int8 at p
+inline int32_t sum_i8_32(const int8_t* p) {
+  const __m256i v = _mm256_cvtepi8_epi16(loadu128(p));
+  const __m256i v2 = _mm256_cvtepi8_epi16(loadu128(p + 16));
+  return hsum256_epi32(_mm256_madd_epi16(_mm256_add_epi16(v, v2), _mm256_set1_epi16(1)));
+}
+
+void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
+  const size_t k = static_cast<size_t>(K);
+  switch (type) {
+    case kF32:
+    case kBF16:
+      for (int o = 0; o < no; o++) p.w[o] = w + wstride * (o0 + o);
+      return;
+    case kF16:
+      if (p.unpacked.size() < 48 * 4 * k) p.unpacked.resize(48 * 4 * k);
+      for (int o = 0; o < no; o++) {
+        const uint8_t* src = w + wstride * (o0 + o);
+        float* dst = reinterpret_cast<float*>(p.unpacked.data()) + k * o;
+        int i = 0;
+        for (; i + 16 <= K; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(loadu256(src + 2 * i)));
+        for (; i < K; i++) dst[i] = half_to_float(load_u16(src + 2 * i));
+        p.w[o] = reinterpret_cast<const uint8_t*>(dst);
+      }
+      return;
+    case kQ8_0:
+    case kQ4_0: {
+      const int nb = K / 32;
+      if (p.dw.size() < 48 * static_cast<size_t>(nb)) {
+        p.dw.resize(48 * nb);
+        p.corr.resize(48 * nb);
+      }
+      if (type == kQ4_0 && p.unpacked.size() < 48 * k) p.unpacked.resize(48 * k);
+      p.bstride = type == kQ8_0 ? 34 : 32;
+      for (int o = 0; o < no; o++) {
+        const uint8_t* row = w + wstride * (o0 + o);
+        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
+        for (int b = 0; b < nb; b++) {
+          const int8_t* q;
+          if (type == kQ8_0) {
+            q = reinterpret_cast<const int8_t*>(row + 34 * b + 2);
+          } else {  // Q4_0 → s8 (q − 8), values in order
+            const __m256i v = _mm256_sub_epi8(q4_0_unpack(row + 18 * b + 2), _mm256_set1_epi8(8));
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), v);
+            q = un + 32 * b;
+          }
+          p.dw[o * nb + b] = f16_scalar(row + (type == kQ8_0 ? 34 : 18) * b);
+          p.corr[o * nb + b] = -128 * sum_i8_32(q);
+        }
+        p.w[o] = type == kQ8_0 ? row + 2 : reinterpret_cast<const uint8_t*>(un);
+      }
+      return;
+    }
+    case kQ4_K:
+    case kQ6_K: {
+      const int nb = K / 256;
+      if (p.unpacked.size() < 48 * k) p.unpacked.resize(48 * k);
+      if (type == kQ4_K && p.q4k.size() < 48 * static_cast<size_t>(nb)) p.q4k.resize(48 * nb);
+      if (type == kQ6_K && p.q6k.size() < 48 * static_cast<size_t>(nb)) p.q6k.resize(48 * nb);
+      p.bstride = 256;
+      for (int o = 0; o < no; o++) {
+        const uint8_t* row = w + wstride * (o0 + o);
+        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
+        for (int b = 0; b < nb; b++) {
+          int8_t* q = un + 256 * b;
+          if (type == kQ4_K) {
+            const uint8_t* blk = row + 144 * b;
+            Q4KTab& t = p.q4k[o * nb + b];
+            uint8_t sm[16];
+            q4_k_scales(blk + 4, sm);
+            const __m256i m4 = _mm256_set1_epi8(15);
+            for (int c = 0; c < 4; c++) {
+              const __m256i qs = loadu256(blk + 16 + 32 * c);
+              _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c), _mm256_and_si256(qs, m4));
+              _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c + 32),
+                                  _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4));
+            }
+            t.d = f16_scalar(blk);
+            t.dmin = f16_scalar(blk + 2);
+            int32_t C = 0;
+            for (int j = 0; j < 8; j++) {
+              t.sc[j] = sm[j];
+              C += sm[j] * sum_i8_32(q + 32 * j);
+            }
+            t.C = -128 * C;
+            for (int i = 0; i < 4; i++) t.mpair[i] = sm[8 + 2 * i] | (static_cast<uint32_t>(sm[9 + 2 * i]) << 16);
+          } else {
+            const uint8_t* blk = row + 210 * b;
+            Q6KTab& t = p.q6k[o * nb + b];
+            for (int i = 0; i < 256; i++) q[i] = static_cast<int8_t>(q6k_value(blk, i) - 32);
+            t.d = f16_scalar(blk + 208);
+            int32_t C = 0;
+            for (int j = 0; j < 16; j++) {
+              t.sc[j] = static_cast<int8_t>(blk[192 + j]);
+              int32_t s = 0;
+              for (int i = 0; i < 16; i++) s += q[16 * j + i];
+              C += t.sc[j] * s;
+            }
+            t.C = -128 * C;
+          }
+        }
+        p.w[o] = reinterpret_cast<const uint8_t*>(un);
+      }
+      return;
+    }
+    default: return;
+  }
+}
+
+// ---- micro-kernels ----
+// x: tile 0 of this micro-kernel at the K-block start; tile v is x + v·tw (32-bit words).
+
+template <int NR, int NV>
+inline void acc_load(__m512 (&f)[NR][NV], const float* acc, int astride) {
+  for (int o = 0; o < NR; o++)
+    for (int v = 0; v < NV; v++) f[o][v] = _mm512_loadu_ps(acc + o * astride + 16 * v);
+}
+template <int NR, int NV>
+inline void acc_store(const __m512 (&f)[NR][NV], float* acc, int astride) {
+  for (int o = 0; o < NR; o++)
+    for (int v = 0; v < NV; v++) _mm512_storeu_ps(acc + o * astride + 16 * v, f[o][v]);
+}
+
+// F32 / F16 (f32 weight rows): k in [k0, k0 + kc)
+template <int NR, int NV>
+void kern_f32(const Panel& p, int og, const uint32_t* x, size_t tw, int k0, int kc, float* acc, int astride) {
+  __m512 f[NR][NV];
+  acc_load(f, acc, astride);
+  const float* w[NR];
+  for (int o = 0; o < NR; o++) w[o] = reinterpret_cast<const float*>(p.w[og + o]) + k0;
+  const float* xf = reinterpret_cast<const float*>(x);
+  for (int k = 0; k < kc; k++) {
+    __m512 xv[NV];
+    for (int v = 0; v < NV; v++) xv[v] = _mm512_loadu_ps(xf + v * tw + 16 * k);
+    for (int o = 0; o < NR; o++) {
+      const __m512 wb = _mm512_set1_ps(w[o][k]);
+      for (int v = 0; v < NV; v++) f[o][v] = _mm512_fmadd_ps(xv[v], wb, f[o][v]);
+    }
+  }
+  acc_store(f, acc, astride);
+}
+
+// BF16: pairs of values per word; k0, kc even
+template <int NR, int NV>
+void kern_bf16(const Panel& p, int og, const uint32_t* x, size_t tw, int k0, int kc, float* acc, int astride) {
+  __m512 f[NR][NV];
+  acc_load(f, acc, astride);
+  const uint8_t* w[NR];
+  for (int o = 0; o < NR; o++) w[o] = p.w[og + o] + 2 * k0;
+  for (int k2 = 0; k2 < kc / 2; k2++) {
+    __m512bh xv[NV];
+    for (int v = 0; v < NV; v++) xv[v] = (__m512bh)_mm512_loadu_si512(x + v * tw + 16 * k2);
+    for (int o = 0; o < NR; o++) {
+      const __m512bh wb = (__m512bh)bcast32(w[o] + 4 * k2);
+      for (int v = 0; v < NV; v++) f[o][v] = _mm512_dpbf16_ps(f[o][v], xv[v], wb);
+    }
+  }
+  acc_store(f, acc, astride);
+}
+
+// Q8_0 / Q4_0 (s8 weights in blocks of 32 with f32 scale dw and correction): blocks [b0, b0 + nbk)
+template <int NR, int NV>
+void kern_q8(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0, int nbk, float* acc, int astride) {
+  __m512 f[NR][NV];
+  acc_load(f, acc, astride);
+  const int nb = K / 32;
+  const uint32_t* xd = x + 16 * (K / 4);  // d section of tile 0
+  for (int b = b0; b < b0 + nbk; b++) {
+    __m512i s[NR][NV];
+    for (int o = 0; o < NR; o++) {
+      const __m512i c = _mm512_set1_epi32(p.corr[(og + o) * nb + b]);
+      for (int v = 0; v < NV; v++) s[o][v] = c;
+    }
+    for (int g = 0; g < 8; g++) {
+      __m512i xv[NV];
+      for (int v = 0; v < NV; v++) xv[v] = _mm512_loadu_si512(x + v * tw + 16 * (8 * b + g));
+      for (int o = 0; o < NR; o++) {
+        const __m512i wb = bcast32(p.w[og + o] + p.bstride * b + 4 * g);
+        for (int v = 0; v < NV; v++) s[o][v] = _mm512_dpbusd_epi32(s[o][v], xv[v], wb);
+      }
+    }
+    for (int v = 0; v < NV; v++) {
+      const __m512 dx = _mm512_loadu_ps(reinterpret_cast<const float*>(xd + v * tw + 16 * b));
+      for (int o = 0; o < NR; o++) {
+        const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s[o][v]), dx);
+        f[o][v] = _mm512_fmadd_ps(t, _mm512_set1_ps(p.dw[(og + o) * nb + b]), f[o][v]);
+      }
+    }
+  }
+  acc_store(f, acc, astride);
+}
+
+// Q4_K / Q6_K (s8 weights unpacked per panel; sub-blocks of SUB values with int scales)
+template <int NR, int NV, bool kQ4K>
+void kern_kq(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0, int nbk, float* acc, int astride) {
+  constexpr int SUB = kQ4K ? 32 : 16, NSUB = 256 / SUB, G = SUB / 4;
+  __m512 f[NR][NV];
+  acc_load(f, acc, astride);
+  const int nb = K / 256;
+  const uint32_t* xd = x + 16 * (K / 4);
+  const uint32_t* xs = xd + 16 * nb;
+  for (int b = b0; b < b0 + nbk; b++) {
+    __m512i blk[NR][NV];
+    for (int o = 0; o < NR; o++) {
+      const int32_t C = kQ4K ? p.q4k[(og + o) * nb + b].C : p.q6k[(og + o) * nb + b].C;
+      for (int v = 0; v < NV; v++) blk[o][v] = _mm512_set1_epi32(C);
+    }
+    for (int j = 0; j < NSUB; j++) {
+      __m512i s[NR][NV];
+      for (int o = 0; o < NR; o++)
+        for (int v = 0; v < NV; v++) s[o][v] = _mm512_setzero_si512();
+      for (int g = 0; g < G; g++) {
+        const int word = 64 * b + G * j + g;
+        __m512i xv[NV];
+        for (int v = 0; v < NV; v++) xv[v] = _mm512_loadu_si512(x + v * tw + 16 * word);
+        for (int o = 0; o < NR; o++) {
+          const __m512i wb = bcast32(p.w[og + o] + 4 * word);
+          for (int v = 0; v < NV; v++) s[o][v] = _mm512_dpbusd_epi32(s[o][v], xv[v], wb);
+        }
+      }
+      for (int o = 0; o < NR; o++) {
+        const int32_t sc = kQ4K ? p.q4k[(og + o) * nb + b].sc[j] : p.q6k[(og + o) * nb + b].sc[j];
+        const __m512i scv = _mm512_set1_epi32(sc);
+        for (int v = 0; v < NV; v++) blk[o][v] = _mm512_add_epi32(blk[o][v], _mm512_mullo_epi32(s[o][v], scv));
+      }
+    }
+    for (int v = 0; v < NV; v++) {
+      const __m512 dx = _mm512_loadu_ps(reinterpret_cast<const float*>(xd + v * tw + 16 * b));
+      __m512i xsum[4];
+      if (kQ4K)
+        for (int i = 0; i < 4; i++) xsum[i] = _mm512_loadu_si512(xs + v * tw + 16 * (4 * b + i));
+      for (int o = 0; o < NR; o++) {
+        __m512 t;
+        if (kQ4K) {
+          const Q4KTab& tb = p.q4k[(og + o) * nb + b];
+          __m512i mn = _mm512_setzero_si512();
+          for (int i = 0; i < 4; i++) mn = _mm512_dpwssd_epi32(mn, xsum[i], _mm512_set1_epi32(tb.mpair[i]));
+          t = _mm512_mul_ps(_mm512_cvtepi32_ps(blk[o][v]), _mm512_set1_ps(tb.d));
+          t = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn), _mm512_set1_ps(tb.dmin), t);
+        } else {
+          t = _mm512_mul_ps(_mm512_cvtepi32_ps(blk[o][v]), _mm512_set1_ps(p.q6k[(og + o) * nb + b].d));
+        }
+        f[o][v] = _mm512_fmadd_ps(t, dx, f[o][v]);
+      }
+    }
+  }
+  acc_store(f, acc, astride);
+}
+
+// ---- driver ----
+
+constexpr int kPanel = 48;    // output rows per task (matmul.cc uses the same)
+constexpr int kMaxTiles = 4;  // activation tiles per micro-kernel pass
+
+struct GemmShape {
+  int nr;     // output rows per micro-kernel
+  int tiles;  // tiles per pass
+  int kc;     // K-block (values)
+};
+
+GemmShape gemm_shape(int type) {
+  switch (type) {
+    case kF32:
+    case kF16: return {6, 4, 128};
+    case kBF16: return {6, 4, 256};
+    case kQ8_0:
+    case kQ4_0: return {6, 2, 1024};
+    default: return {4, 2, 1024};  // Q4_K, Q6_K
+  }
+}
+
+using KernFn = void (*)(const Panel&, int, const uint32_t*, size_t, int, int, int, float*, int);
+
+// Wrappers with one signature: (panel, og, x, tw, K, k0 (values), kc (values), acc, astride)
+template <int NR, int NV>
+void run_f32(const Panel& p, int og, const uint32_t* x, size_t tw, int, int k0, int kc, float* acc, int as) {
+  kern_f32<NR, NV>(p, og, x + 16 * k0, tw, k0, kc, acc, as);
+}
+template <int NR, int NV>
+void run_bf16(const Panel& p, int og, const uint32_t* x, size_t tw, int, int k0, int kc, float* acc, int as) {
+  kern_bf16<NR, NV>(p, og, x + 16 * (k0 / 2), tw, k0, kc, acc, as);
+}
+template <int NR, int NV>
+void run_q8(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int k0, int kc, float* acc, int as) {
+  kern_q8<NR, NV>(p, og, x, tw, K, k0 / 32, kc / 32, acc, as);
+}
+template <int NR, int NV>
+void run_q4k(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int k0, int kc, float* acc, int as) {
+  kern_kq<NR, NV, true>(p, og, x, tw, K, k0 / 256, kc / 256, acc, as);
+}
+template <int NR, int NV>
+void run_q6k(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int k0, int kc, float* acc, int as) {
+  kern_kq<NR, NV, false>(p, og, x, tw, K, k0 / 256, kc / 256, acc, as);
+}
+
+// table[nr − 1][nv − 1] for nr ≤ 6, nv ≤ 4
+template <template <int, int> class Run>
+struct Table;
+#define LOOM_ROW(NR) {Run<NR, 1>::f, Run<NR, 2>::f, Run<NR, 3>::f, Run<NR, 4>::f}
+template <int NR, int NV> struct RunF32 { static constexpr KernFn f = run_f32<NR, NV>; };
+template <int NR, int NV> struct RunBF16 { static constexpr KernFn f = run_bf16<NR, NV>; };
+template <int NR, int NV> struct RunQ8 { static constexpr KernFn f = run_q8<NR, NV>; };
+template <int NR, int NV> struct RunQ4K { static constexpr KernFn f = run_q4k<NR, NV>; };
+template <int NR, int NV> struct RunQ6K { static constexpr KernFn f = run_q6k<NR, NV>; };
+template <template <int, int> class Run>
+struct Table {
+  static constexpr KernFn t[6][4] = {LOOM_ROW(1), LOOM_ROW(2), LOOM_ROW(3), LOOM_ROW(4), LOOM_ROW(5), LOOM_ROW(6)};
+};
+#undef LOOM_ROW
+
+KernFn kernel_for(int type, int nr, int nv) {
+  switch (type) {
+    case kF32:
+    case kF16: return Table<RunF32>::t[nr - 1][nv - 1];
+    case kBF16: return Table<RunBF16>::t[nr - 1][nv - 1];
+    case kQ8_0:
+    case kQ4_0: return Table<RunQ8>::t[nr - 1][nv - 1];
+    case kQ4_K: return Table<RunQ4K>::t[nr - 1][nv - 1];
+    default: return Table<RunQ6K>::t[nr - 1][nv - 1];
+  }
+}
+
+// out[r·N + o] for r in [r0, r1), o in [o0, o1) (o1 − o0 ≤ kPanel); packed: every 16-row tile.
+void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0,
+                int o1, float* out, int N) {
+  thread_local Panel panel;
+  const int no = o1 - o0;
+  prepare_panel(type, w, wstride, K, o0, no, panel);
+  const GemmShape sh = gemm_shape(type);
+  const size_t tb = tile_bytes(type, K), tw = tb / 4;
+  constexpr int AS = 16 * kMaxTiles;  // acc row stride (floats)
+  alignas(64) float acc[kPanel * AS];
+  for (int t = r0 / 16; 16 * t < r1; t += sh.tiles) {
+    const int nv = std::min(sh.tiles, (r1 - 16 * t + 15) / 16);
+    std::memset(acc, 0, sizeof(acc));
+    const uint32_t* x = reinterpret_cast<const uint32_t*>(packed + tb * t);
+    for (int k0 = 0; k0 < K; k0 += sh.kc) {
+      const int kc = std::min(sh.kc, K - k0);
+      for (int og = 0; og < no; og += sh.nr) {
+        const int nr = std::min(sh.nr, no - og);
+        kernel_for(type, nr, nv)(panel, og, x, tw, K, k0, kc, acc + og * AS, AS);
+      }
+    }
+    // acc[o][r] → out[r][o], 16 × 16 at a time
+    const int nrows = std::min(r1, 16 * (t + nv)) - 16 * t;
+    for (int rb = 0; rb < nrows; rb += 16) {
+      for (int ob = 0; ob < no; ob += 16) {
+        const uint32_t* rows[16];
+        for (int i = 0; i < 16; i++)
+          rows[i] = ob + i < no ? reinterpret_cast<const uint32_t*>(acc + (ob + i) * AS + rb) : nullptr;
+        const int nob = std::min(16, no - ob);
+        transpose16(rows, std::min(16, nrows - rb), reinterpret_cast<uint32_t*>(out + static_cast<size_t>(16 * t + rb) * N + o0 + ob),
+                    static_cast<size_t>(N), static_cast<__mmask16>((1u << nob) - 1));
+      }
+    }
+  }
+}

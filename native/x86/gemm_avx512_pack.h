@@ -1,0 +1,106 @@
+// Packing for the AVX-512 GEMM (included by matmul_avx512.cc inside its anonymous namespace,
+// after <immintrin.h>, <cstring> and "../quant.h").
+//
+// Activations are packed once per call in tiles of 16 rows, "lanes = rows": every 64-byte
+// vector holds one 32-bit word of each of the 16 rows, so a kernel broadcasts one weight word
+// and multiplies it into 16 rows at once (weights are read in place, or from a small per-panel
+// copy). A tile is a sequence of such transposed arrays:
+//   F32, F16:   f32 v[K][16]                       (F16: values rounded to f16)
+//   BF16:       u32 pair[K/2][16]                  (two bf16 per word; K even)
+//   Q8_0, Q4_0: u32 q[K/4][16] (bytes q+128, u8);  f32 d[K/32][16]
+//   Q4_K, Q6_K: u32 q[K/4][16] (bytes q+128, u8);  f32 d[K/256][16];  u32 s32pair[K/64][16]
+//               (s32pair: two int16 sums of 32 q's, for the Q4_K mins)
+// Rows past the end of x are zero.
+
+// dst[j·dst_stride + i] = rows[i][j] for j in [0, width), i in store_mask; rows[i] == nullptr
+// stands for zeros. (A 16 × width block of 32-bit words, transposed.)
+inline void transpose16(const uint32_t* const* rows, int width, uint32_t* dst, size_t dst_stride,
+                        __mmask16 store_mask = 0xffff) {
+  for (int j0 = 0; j0 < width; j0 += 16) {
+    const int n = width - j0 < 16 ? width - j0 : 16;
+    const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+    __m512i v[16], t[16];
+    for (int r = 0; r < 16; r++)
+      v[r] = rows[r] ? _mm512_maskz_loadu_epi32(m, rows[r] + j0) : _mm512_setzero_si512();
+    // 16×16 transpose of 32-bit words. v[r], 128-bit lane L: columns 4L..4L+3 of row r.
+    for (int r = 0; r < 16; r += 2) {
+      t[r] = _mm512_unpacklo_epi32(v[r], v[r + 1]);
+      t[r + 1] = _mm512_unpackhi_epi32(v[r], v[r + 1]);
+    }
+    for (int r = 0; r < 16; r += 4) {
+      v[r] = _mm512_unpacklo_epi64(t[r], t[r + 2]);
+      v[r + 1] = _mm512_unpackhi_epi64(t[r], t[r + 2]);
+      v[r + 2] = _mm512_unpacklo_epi64(t[r + 1], t[r + 3]);
+      v[r + 3] = _mm512_unpackhi_epi64(t[r + 1], t[r + 3]);
+    }
+    // v[4q + c], lane L: column 4L + c of rows 4q..4q+3. Gather the four row-quads by lane.
+    for (int c = 0; c < 4; c++) {
+      const __m512i a_lo = _mm512_shuffle_i32x4(v[c], v[4 + c], 0x88), a_hi = _mm512_shuffle_i32x4(v[c], v[4 + c], 0xdd);
+      const __m512i b_lo = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0x88);
+      const __m512i b_hi = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0xdd);
+      const __m512i col[4] = {_mm512_shuffle_i32x4(a_lo, b_lo, 0x88), _mm512_shuffle_i32x4(a_hi, b_hi, 0x88),
+                              _mm512_shuffle_i32x4(a_lo, b_lo, 0xdd), _mm512_shuffle_i32x4(a_hi, b_hi, 0xdd)};
+      for (int L = 0; L < 4; L++)
+        if (4 * L + c < n) _mm512_mask_storeu_epi32(dst + dst_stride * (j0 + 4 * L + c), store_mask, col[L]);
+    }
+  }
+}
+
+size_t tile_bytes(int type, int K) {
+  switch (type) {
+    case kF32:
+    case kF16: return 64 * static_cast<size_t>(K);
+    case kBF16: return 32 * static_cast<size_t>(K);
+    case kQ8_0:
+    case kQ4_0: return 16 * static_cast<size_t>(K) + 64 * (K / 32);
+    case kQ4_K:
+    case kQ6_K: return 16 * static_cast<size_t>(K) + 64 * (K / 256) + 64 * (K / 64);
+    default: return 0;
+  }
+}
+
+// Pack rows [16·tile, 16·tile + 16) of x [rows, K] into dst (tile_bytes(type, K) bytes).
+void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst) {
+  const size_t pb = prepared_row_bytes(type, K);
+  thread_local std::vector<uint8_t> prep;
+  if (prep.size() < 16 * pb) prep.resize(16 * pb);
+  const int r0 = 16 * tile, n = rows - r0 < 16 ? rows - r0 : 16;
+  const uint32_t* rows_q[16];
+  for (int i = 0; i < 16; i++) {
+    rows_q[i] = nullptr;
+    if (i >= n) continue;
+    const float* xr = x + static_cast<size_t>(r0 + i) * K;
+    if (type == kF32) {
+      rows_q[i] = reinterpret_cast<const uint32_t*>(xr);
+    } else {
+      avx2_prepare_row(type, xr, K, prep.data() + pb * i);
+      rows_q[i] = reinterpret_cast<const uint32_t*>(prep.data() + pb * i);
+    }
+  }
+  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
+  switch (type) {
+    case kF32:
+    case kF16: transpose16(rows_q, K, out, 16); return;
+    case kBF16: transpose16(rows_q, K / 2, out, 16); return;
+    default: break;
+  }
+  // integer types: q words (then +128 on every byte), then d, then (K-quants) pair sums
+  const int qw = K / 4;
+  transpose16(rows_q, qw, out, 16);
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (size_t i = 0; i < 16 * static_cast<size_t>(qw); i += 16) {
+    _mm512_storeu_si512(out + i, _mm512_xor_si512(_mm512_loadu_si512(out + i), flip));
+  }
+  const bool kq = type == kQ4_K || type == kQ6_K;
+  const int nd = kq ? K / 256 : K / 32;
+  const uint32_t* rows_d[16];
+  for (int i = 0; i < 16; i++) rows_d[i] = rows_q[i] ? rows_q[i] + qw : nullptr;  // d follows q
+  transpose16(rows_d, nd, out + 16 * qw, 16);
+  if (!kq) return;
+  const uint32_t* rows_s[16];
+  for (int i = 0; i < 16; i++) {
+    // s32 (int16 [K/32]) follows d (f32 [K/256]) and s16 (int16 [K/16])
+    rows_s[i] = rows_q[i] ? rows_q[i] + qw + nd + K / 32 : nullptr;
+  }
+  transpose16(rows_s, K / 64, out + 16 * (qw + nd), 16);
+}
