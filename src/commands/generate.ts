@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import { numberOption } from './parse.js';
 import { InvalidArgumentError } from '../errors.js';
 import { generateTokens } from '../engine/generate.js';
 import type { FinishReason } from '../engine/generate.js';
@@ -28,13 +29,7 @@ interface GenerateFlags {
   threads?: number;
 }
 
-const number = (name: string, integer: boolean) => (value: string): number => {
-  const n = Number(value);
-  if (value.trim() === '' || !Number.isFinite(n) || (integer && !Number.isInteger(n))) {
-    throw new InvalidArgumentError(`--${name} expects ${integer ? 'an integer' : 'a number'}, got "${value}"`);
-  }
-  return n;
-};
+const number = numberOption;
 
 export function generateCommand(): Command {
   return new Command('generate')

@@ -1,0 +1,57 @@
+// The one HTTP error type, and the one place loom's errors become OpenAI-shaped replies:
+// {"error": {"message", "type", "param", "code"}} with a fitting status.
+import { ContextLengthExceededError, InvalidArgumentError, LoomError } from '../errors.js';
+import { EngineDeadError } from '../engine/request-stream.js';
+import { ChatTemplateError } from '../tokenizer/chat-template.js';
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly type: string = status === 401 ? 'authentication_error' : status >= 500 ? 'server_error' : 'invalid_request_error',
+    readonly param: string | null = null,
+    readonly code: string | null = null,
+  ) {
+    super(message);
+    this.name = 'HttpError';
+  }
+}
+
+export interface OpenAIErrorBody {
+  error: { message: string; type: string; param: string | null; code: string | null };
+}
+
+/** The status and body for any error thrown while handling a request. */
+export function toOpenAIError(err: unknown): { status: number; body: OpenAIErrorBody } {
+  const e = classify(err);
+  return { status: e.status, body: { error: { message: e.message, type: e.type, param: e.param, code: e.code } } };
+}
+
+function classify(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  if (err instanceof ContextLengthExceededError) return new HttpError(400, err.message, 'invalid_request_error', 'messages', 'context_length_exceeded');
+  if (err instanceof InvalidArgumentError || err instanceof ChatTemplateError) return new HttpError(400, err.message);
+  if (err instanceof EngineDeadError) return new HttpError(503, err.message, 'server_error', null, 'engine_unavailable');
+  if (err instanceof LoomError) return new HttpError(400, err.message);
+  const fastify = err as { statusCode?: number; code?: string; message?: string; validation?: { instancePath: string; params?: { missingProperty?: string; additionalProperty?: string } }[] };
+  if (fastify.validation) return validationError(fastify.message ?? 'invalid request', fastify.validation);
+  if (typeof fastify.statusCode === 'number' && fastify.statusCode >= 400 && fastify.statusCode < 500) {
+    const message = fastify.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || fastify.code === 'FST_ERR_CTP_EMPTY_JSON_BODY' ? `invalid JSON body: ${fastify.message}` : (fastify.message ?? 'bad request');
+    return new HttpError(fastify.statusCode, message, 'invalid_request_error', null, fastify.code ?? null);
+  }
+  return new HttpError(500, 'internal server error', 'server_error');
+}
+
+/** ajv's first complaint, with the offending field as `param`. */
+function validationError(message: string, errors: { instancePath: string; params?: { missingProperty?: string; additionalProperty?: string } }[]): HttpError {
+  const first = errors[0];
+  const path = first?.instancePath.replace(/^\//, '').replaceAll('/', '.') ?? '';
+  const extra = first?.params?.additionalProperty;
+  if (extra !== undefined) {
+    const where = path ? ` in ${path}` : '';
+    return new HttpError(400, `Unrecognized request argument supplied${where}: ${extra}`, 'invalid_request_error', extra);
+  }
+  const param = first?.params?.missingProperty ?? (path || null);
+  const text = message.replace(/^body\/?/, '').replace(/^body /, '').trim();
+  return new HttpError(400, text.startsWith('must') && param ? `${param} ${text}` : text || message, 'invalid_request_error', param);
+}

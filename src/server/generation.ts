@@ -1,0 +1,155 @@
+// One request's path back from the engine: deltas of token ids → text (incremental
+// detokenizer, stop strings with hold-back) per completion, as events the routes format.
+// A stop-string hit, or every completion done, or the client gone, aborts it in the engine.
+import type { EngineClient } from '../engine/client.js';
+import type { FinishReason, RequestDelta } from '../engine/protocol.js';
+import type { SamplingParamsInput } from '../engine/sampling-params.js';
+import { IncrementalDetokenizer } from '../tokenizer/detokenizer.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { HttpError } from './errors.js';
+import { StopStringMatcher } from './stop-strings.js';
+
+export interface GenerationRequest {
+  readonly id: string;
+  readonly promptIds: readonly number[];
+  readonly params: SamplingParamsInput;
+  readonly stop: readonly string[];
+  readonly skipSpecialTokens: boolean;
+  /** aborts the request (client disconnected) */
+  readonly signal: AbortSignal;
+}
+
+export interface TokenLogprob {
+  readonly id: number;
+  readonly logprob: number;
+  /** [topN] best alternatives */
+  readonly top: { id: number; logprob: number }[];
+}
+
+export interface CompletionEvent {
+  readonly index: number;
+  /** text new in this event (may lag its tokens while a stop string or a character is incomplete) */
+  readonly text: string;
+  /** tokens new in this event */
+  readonly tokenIds: number[];
+  readonly logprobs?: TokenLogprob[];
+  readonly finishReason?: 'stop' | 'length' | 'abort';
+  /** the stop string or stop token id that ended it */
+  readonly stopReason?: string | number;
+}
+
+export interface GenerationObserver {
+  /** when the engine first scheduled the request (engine clock, ms) */
+  onScheduled?(time: number): void;
+  /** once per delta that carries tokens, with the engine's per-token times */
+  onTokens?(times: Float64Array, first: boolean): void;
+  onFinish?(reason: FinishReason, promptTokens: number, outputTokens: number): void;
+}
+
+export interface GenerationSummary {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  /** engine clock of when the request was first scheduled */
+  firstScheduledTime: number | undefined;
+}
+
+class CompletionText {
+  readonly detok: IncrementalDetokenizer;
+  readonly stops: StopStringMatcher;
+  done = false;
+  tokens = 0;
+
+  constructor(tokenizer: Tokenizer, req: GenerationRequest) {
+    this.detok = new IncrementalDetokenizer(tokenizer, { prefixIds: req.promptIds, skipSpecial: req.skipSpecialTokens });
+    this.stops = new StopStringMatcher(req.stop);
+  }
+}
+
+/**
+ * Runs a request; yields one event per delta per completion, the last of each with its
+ * finish reason. `summary` is filled as it goes.
+ */
+export async function* generate(
+  engine: EngineClient,
+  tokenizer: Tokenizer,
+  req: GenerationRequest,
+  summary: GenerationSummary,
+  observer: GenerationObserver = {},
+): AsyncGenerator<CompletionEvent> {
+  const n = req.params.n ?? 1;
+  const stream = engine.add(req.id, req.promptIds, req.params);
+  const texts = Array.from({ length: n }, () => new CompletionText(tokenizer, req));
+  let open = n;
+  let firstTokens = true;
+  const onAbort = (): void => void stream.return();
+  req.signal.addEventListener('abort', onAbort, { once: true });
+  summary.promptTokens = req.promptIds.length;
+  try {
+    for await (const delta of stream) {
+      if (delta.error) throw new HttpError(400, delta.error);
+      const t = texts[delta.index];
+      if (!t || t.done) continue;
+      summary.cachedTokens = delta.cachedPromptTokens ?? summary.cachedTokens;
+      if (summary.firstScheduledTime === undefined && delta.firstScheduledTime !== undefined) {
+        summary.firstScheduledTime = delta.firstScheduledTime;
+        observer.onScheduled?.(delta.firstScheduledTime);
+      }
+      if (delta.tokenIds.length > 0) {
+        observer.onTokens?.(delta.times, firstTokens);
+        firstTokens = false;
+      }
+      const event = advance(t, delta);
+      if (event.finishReason) {
+        open--;
+        summary.completionTokens += t.tokens;
+        observer.onFinish?.(event.finishReason, req.promptIds.length, t.tokens);
+      }
+      yield event;
+      if (open === 0) break; // every completion done (a stop string may end one before the engine does)
+    }
+  } finally {
+    req.signal.removeEventListener('abort', onAbort);
+    await stream.return(); // no-op when the engine already finished it
+  }
+}
+
+function advance(t: CompletionText, delta: RequestDelta): CompletionEvent {
+  const tokenIds = [...delta.tokenIds];
+  t.tokens += tokenIds.length + (delta.stopTokenId !== undefined ? 1 : 0);
+  const pushed = t.stops.push(t.detok.push(tokenIds));
+  let text = pushed.text;
+  let finishReason: CompletionEvent['finishReason'] = delta.finishReason;
+  let stopReason: string | number | undefined = delta.stopTokenId;
+  if (pushed.stopped) {
+    finishReason = 'stop';
+    stopReason = pushed.stop;
+  } else if (finishReason) {
+    const tail = t.stops.push(t.detok.flush());
+    text += tail.text + (tail.stopped ? '' : t.stops.flush());
+    if (tail.stopped) {
+      finishReason = 'stop';
+      stopReason = tail.stop;
+    }
+  }
+  if (finishReason) t.done = true;
+  const logprobs = delta.logprobs ? tokenLogprobs(delta) : undefined;
+  return {
+    index: delta.index,
+    text,
+    tokenIds,
+    ...(logprobs && { logprobs }),
+    ...(finishReason && { finishReason }),
+    ...(stopReason !== undefined && { stopReason }),
+  };
+}
+
+function tokenLogprobs(delta: RequestDelta): TokenLogprob[] {
+  const k = delta.tokenIds.length;
+  const topN = k > 0 && delta.topIds ? delta.topIds.length / k : 0;
+  return Array.from({ length: k }, (_, i) => ({
+    id: delta.tokenIds[i]!,
+    logprob: delta.logprobs![i]!,
+    top: Array.from({ length: topN }, (_, j) => ({ id: delta.topIds![i * topN + j]!, logprob: delta.topLogprobs![i * topN + j]! })),
+  }));
+}

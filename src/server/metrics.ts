@@ -1,0 +1,112 @@
+// Prometheus metrics with vLLM's names, under both `vllm:` (so existing dashboards work)
+// and `loom:`, labelled with model_name. Latencies come from the engine's token times.
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { EngineClient } from '../engine/client.js';
+import { now } from '../engine/engine.js';
+import type { StepOutput } from '../engine/protocol.js';
+import type { GenerationObserver } from './generation.js';
+
+const PREFIXES = ['vllm:', 'loom:'] as const;
+const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
+const ITL_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
+const E2E_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680];
+
+/** one metric registered under every prefix, updated together */
+class Twin<T extends Counter<string> | Gauge<string> | Histogram<string>> {
+  constructor(readonly all: T[]) {}
+  each(f: (m: T) => void): void {
+    this.all.forEach(f);
+  }
+}
+
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly labels: { model_name: string };
+  private readonly ttft: Twin<Histogram<string>>;
+  private readonly itl: Twin<Histogram<string>>;
+  private readonly e2e: Twin<Histogram<string>>;
+  private readonly queue: Twin<Histogram<string>>;
+  private readonly running: Twin<Gauge<string>>;
+  private readonly waiting: Twin<Gauge<string>>;
+  private readonly kvUsage: Twin<Gauge<string>>;
+  private readonly promptTokens: Twin<Counter<string>>;
+  private readonly generationTokens: Twin<Counter<string>>;
+  private readonly success: Twin<Counter<string>>;
+  private readonly prefixQueries: Twin<Counter<string>>;
+  private readonly prefixHits: Twin<Counter<string>>;
+  private readonly preemptions: Twin<Counter<string>>;
+  /** engine counters are cumulative; the Prometheus counters advance by the difference */
+  private last = { queries: 0, hits: 0, preemptions: 0 };
+  /** generated tokens since the last busy-log line */
+  tokensSinceLog = 0;
+
+  constructor(modelName: string, engine: EngineClient) {
+    this.labels = { model_name: modelName };
+    const reg = [this.registry];
+    const histogram = (name: string, help: string, buckets: number[], extra: string[] = []) =>
+      new Twin(PREFIXES.map((p) => new Histogram({ name: p + name, help, buckets, labelNames: ['model_name', ...extra], registers: reg })));
+    const gauge = (name: string, help: string) => new Twin(PREFIXES.map((p) => new Gauge({ name: p + name, help, labelNames: ['model_name'], registers: reg })));
+    const counter = (name: string, help: string, extra: string[] = []) =>
+      new Twin(PREFIXES.map((p) => new Counter({ name: p + name, help, labelNames: ['model_name', ...extra], registers: reg })));
+    this.ttft = histogram('time_to_first_token_seconds', 'Time to first token in seconds.', TTFT_BUCKETS);
+    this.itl = histogram('inter_token_latency_seconds', 'Time between consecutive output tokens in seconds.', ITL_BUCKETS);
+    this.e2e = histogram('e2e_request_latency_seconds', 'End-to-end request latency in seconds.', E2E_BUCKETS);
+    this.queue = histogram('request_queue_time_seconds', 'Time a request waited before it was first scheduled, in seconds.', E2E_BUCKETS);
+    this.running = gauge('num_requests_running', 'Sequences running in the engine.');
+    this.waiting = gauge('num_requests_waiting', 'Sequences waiting to be scheduled.');
+    this.kvUsage = gauge('kv_cache_usage_perc', 'KV-cache usage: 1 means 100 percent.');
+    this.promptTokens = counter('prompt_tokens_total', 'Prefill tokens processed.');
+    this.generationTokens = counter('generation_tokens_total', 'Generation tokens processed.');
+    this.success = counter('request_success_total', 'Finished requests.', ['finished_reason']);
+    this.prefixQueries = counter('prefix_cache_queries_total', 'Prefix-cache queries, in tokens.');
+    this.prefixHits = counter('prefix_cache_hits_total', 'Prefix-cache hits, in tokens.');
+    this.preemptions = counter('num_preemptions_total', 'Preemptions.');
+    for (const twin of [this.running, this.waiting, this.kvUsage]) twin.each((g) => g.set(this.labels, 0));
+    engine.onStep((step) => this.onStep(step));
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  private onStep({ stats }: StepOutput): void {
+    this.running.each((g) => g.set(this.labels, stats.numRunning));
+    this.waiting.each((g) => g.set(this.labels, stats.numWaiting));
+    this.kvUsage.each((g) => g.set(this.labels, stats.kvCacheUsage));
+    const inc = (twin: Twin<Counter<string>>, by: number) => by > 0 && twin.each((c) => c.inc(this.labels, by));
+    inc(this.prefixQueries, stats.prefixCacheQueries - this.last.queries);
+    inc(this.prefixHits, stats.prefixCacheHits - this.last.hits);
+    inc(this.preemptions, stats.numPreemptions - this.last.preemptions);
+    this.last = { queries: stats.prefixCacheQueries, hits: stats.prefixCacheHits, preemptions: stats.numPreemptions };
+  }
+
+  /** Records one request's latencies and counts; create it when the request arrives. */
+  observer(): GenerationObserver {
+    const arrival = now();
+    let lastTokenTime: number | undefined;
+    let promptCounted = false;
+    return {
+      onScheduled: (time) => this.queue.each((h) => h.observe(this.labels, Math.max(0, time - arrival) / 1000)),
+      onTokens: (times, first) => {
+        if (times.length === 0) return;
+        if (first) this.ttft.each((h) => h.observe(this.labels, Math.max(0, times[0]! - arrival) / 1000));
+        for (const t of times) {
+          if (lastTokenTime !== undefined) this.itl.each((h) => h.observe(this.labels, Math.max(0, t - lastTokenTime!) / 1000));
+          lastTokenTime = t;
+        }
+        this.tokensSinceLog += times.length;
+      },
+      onFinish: (reason, promptTokens, outputTokens) => {
+        this.e2e.each((h) => h.observe(this.labels, (now() - arrival) / 1000));
+        if (!promptCounted) this.promptTokens.each((c) => c.inc(this.labels, promptTokens));
+        promptCounted = true;
+        this.generationTokens.each((c) => c.inc(this.labels, outputTokens));
+        this.success.each((c) => c.inc({ ...this.labels, finished_reason: reason }));
+      },
+    };
+  }
+}

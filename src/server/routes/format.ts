@@ -1,0 +1,60 @@
+// OpenAI response pieces shared by the routes: usage and the two logprobs shapes.
+import type { Tokenizer } from '../../tokenizer/tokenizer.js';
+import type { GenerationSummary, TokenLogprob } from '../generation.js';
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  prompt_tokens_details: { cached_tokens: number };
+}
+
+export function usageOf(summaries: readonly GenerationSummary[]): Usage {
+  const prompt = summaries.reduce((n, s) => n + s.promptTokens, 0);
+  const completion = summaries.reduce((n, s) => n + s.completionTokens, 0);
+  const cached = summaries.reduce((n, s) => n + s.cachedTokens, 0);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } };
+}
+
+/** the text a single token stands for (special tokens spelled out) */
+export function tokenString(tokenizer: Tokenizer, id: number): string {
+  return tokenizer.decode([id], { skipSpecial: false });
+}
+
+/** /v1/completions logprobs: parallel arrays, text_offset from the choice's text start */
+export interface CompletionLogprobs {
+  tokens: string[];
+  token_logprobs: number[];
+  top_logprobs: Record<string, number>[];
+  text_offset: number[];
+}
+
+export function completionLogprobs(tokenizer: Tokenizer, lps: readonly TokenLogprob[], offset: number): CompletionLogprobs {
+  const out: CompletionLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+  let at = offset;
+  for (const lp of lps) {
+    const text = tokenString(tokenizer, lp.id);
+    out.tokens.push(text);
+    out.token_logprobs.push(lp.logprob);
+    out.top_logprobs.push(Object.fromEntries(lp.top.map((t) => [tokenString(tokenizer, t.id), t.logprob])));
+    out.text_offset.push(at);
+    at += text.length;
+  }
+  return out;
+}
+
+/** /v1/chat/completions logprobs.content entries */
+export interface ChatLogprob {
+  token: string;
+  logprob: number;
+  bytes: number[];
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[];
+}
+
+export function chatLogprobs(tokenizer: Tokenizer, lps: readonly TokenLogprob[]): ChatLogprob[] {
+  const entry = (id: number, logprob: number) => {
+    const token = tokenString(tokenizer, id);
+    return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
+  };
+  return lps.map((lp) => ({ ...entry(lp.id, lp.logprob), top_logprobs: lp.top.map((t) => entry(t.id, t.logprob)) }));
+}

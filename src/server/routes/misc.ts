@@ -1,0 +1,47 @@
+// The small endpoints: /v1/models, /tokenize, /detokenize, /health, /metrics.
+import type { FastifyInstance } from 'fastify';
+import type { ServerContext } from '../context.js';
+import { checkModel, checkTokenIds } from '../context.js';
+import { detokenizeBody, tokenizeBody } from '../schemas.js';
+import { chatPromptIds } from './chat.js';
+
+interface TokenizeBody {
+  model?: string;
+  prompt?: string;
+  messages?: { role: string; content: string | { type: 'text'; text: string }[] }[];
+  add_special_tokens?: boolean;
+  add_generation_prompt?: boolean;
+}
+
+export function miscRoutes(app: FastifyInstance, ctx: ServerContext): void {
+  const started = Math.floor(Date.now() / 1000);
+  app.get('/v1/models', async () => ({
+    object: 'list',
+    data: [{ id: ctx.options.servedModelName, object: 'model', created: started, owned_by: 'loom', max_model_len: ctx.options.maxModelLen }],
+  }));
+
+  app.post<{ Body: TokenizeBody }>('/tokenize', { schema: { body: tokenizeBody } }, async (req) => {
+    const body = req.body;
+    checkModel(ctx, body.model);
+    const tokens = body.messages
+      ? chatPromptIds(ctx, body.messages, body.add_generation_prompt ?? true)
+      : ctx.tokenizer.encode(body.prompt ?? '', { addSpecial: body.add_special_tokens ?? true });
+    return { tokens, count: tokens.length, max_model_len: ctx.options.maxModelLen };
+  });
+
+  app.post<{ Body: { model?: string; tokens: number[] } }>('/detokenize', { schema: { body: detokenizeBody } }, async (req) => {
+    checkModel(ctx, req.body.model);
+    checkTokenIds(ctx, req.body.tokens, 'tokens');
+    return { prompt: ctx.tokenizer.decode(req.body.tokens, { skipSpecial: false }) };
+  });
+
+  app.get('/health', async (_req, reply) => {
+    if (!ctx.engine.healthy) return reply.code(503).send({ status: 'unhealthy', reason: 'the engine is not running' });
+    return { status: 'ok' };
+  });
+
+  app.get('/metrics', async (_req, reply) => {
+    reply.header('content-type', ctx.metrics.contentType);
+    return ctx.metrics.render();
+  });
+}

@@ -1,0 +1,97 @@
+// Server-sent events on a raw response, with backpressure: a client that stops reading
+// for longer than the timeout is dropped (and its request aborted) rather than buffered.
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+
+export class ClientGoneError extends Error {
+  constructor() {
+    super('the client went away');
+    this.name = 'ClientGoneError';
+  }
+}
+
+export class SseWriter {
+  private readonly res: ServerResponse;
+
+  constructor(
+    reply: FastifyReply,
+    private readonly slowClientTimeoutMs: number,
+  ) {
+    reply.hijack();
+    this.res = reply.raw;
+    this.res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+  }
+
+  get closed(): boolean {
+    return this.res.destroyed || this.res.writableEnded;
+  }
+
+  /** `data: <json>\n\n` (or the literal [DONE]); waits while the client's buffer is full. */
+  async send(data: unknown): Promise<void> {
+    if (this.closed) throw new ClientGoneError();
+    const line = `data: ${data === '[DONE]' ? '[DONE]' : JSON.stringify(data)}\n\n`;
+    if (this.res.write(line)) return;
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        cleanup();
+        this.res.destroy();
+        reject(new ClientGoneError());
+      }, this.slowClientTimeoutMs);
+      const onDrain = (): void => {
+        cleanup();
+        resolve();
+      };
+      const onClose = (): void => {
+        cleanup();
+        reject(new ClientGoneError());
+      };
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        this.res.off('drain', onDrain);
+        this.res.off('close', onClose);
+      };
+      this.res.on('drain', onDrain);
+      this.res.on('close', onClose);
+    });
+  }
+
+  end(): void {
+    if (!this.closed) this.res.end();
+  }
+}
+
+/** An AbortSignal that fires when the client closes the connection before the response is complete. */
+export function disconnectSignal(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  const res = reply.raw;
+  res.on('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+/**
+ * Runs a streamed response: its events, then [DONE]. An error after the stream started
+ * becomes an OpenAI error event (the status line is long gone); a vanished client ends it quietly.
+ */
+export async function runStream(sse: SseWriter, events: () => Promise<void>, toError: (err: unknown) => unknown): Promise<void> {
+  try {
+    await events();
+    await sse.send('[DONE]');
+  } catch (err) {
+    if (err instanceof ClientGoneError || sse.closed) return;
+    try {
+      await sse.send(toError(err));
+      await sse.send('[DONE]');
+    } catch {
+      // the client left meanwhile
+    }
+  } finally {
+    sse.end();
+  }
+}
