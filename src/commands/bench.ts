@@ -1,0 +1,11 @@
+// `loom bench <what>`: a registry of benchmark subcommands, one module each.
+import { Command } from 'commander';
+import { benchEngineCommand } from './bench-engine.js';
+import { benchProtocolCommand } from './bench-protocol.js';
+
+export function benchCommand(): Command {
+  return new Command('bench')
+    .description('benchmarks; each prints a report, or one JSON object with --json')
+    .addCommand(benchProtocolCommand())
+    .addCommand(benchEngineCommand());
+}
