@@ -3,6 +3,7 @@
 // turns loom's own errors into one line on stderr and exit code 1.
 import { Command } from 'commander';
 import { LoomError } from './errors.js';
+import { benchCommand } from './commands/bench.js';
 import { generateCommand } from './commands/generate.js';
 
 const program = new Command()
@@ -13,6 +14,7 @@ const program = new Command()
   .showHelpAfterError();
 
 program.addCommand(generateCommand());
+program.addCommand(benchCommand());
 
 const debug = process.argv.includes('--debug');
 try {
