@@ -61,7 +61,10 @@ export class ServerMetrics {
     this.prefixQueries = counter('prefix_cache_queries_total', 'Prefix-cache queries, in tokens.');
     this.prefixHits = counter('prefix_cache_hits_total', 'Prefix-cache hits, in tokens.');
     this.preemptions = counter('num_preemptions_total', 'Preemptions.');
+    // every series exists from the start, at zero, as dashboards expect
     for (const twin of [this.running, this.waiting, this.kvUsage]) twin.each((g) => g.set(this.labels, 0));
+    for (const twin of [this.promptTokens, this.generationTokens, this.prefixQueries, this.prefixHits, this.preemptions]) twin.each((c) => c.inc(this.labels, 0));
+    for (const reason of ['stop', 'length', 'abort']) this.success.each((c) => c.inc({ ...this.labels, finished_reason: reason }, 0));
     engine.onStep((step) => this.onStep(step));
   }
 
