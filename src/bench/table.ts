@@ -30,5 +30,6 @@ export function fmtBytes(b: number): string {
 }
 
 export function fmtSpread(mean: number, stdev: number): string {
-  return `${fmt(mean)} ± ${fmt(stdev)}`;
+  // rounding noise of identical runs is no spread
+  return `${fmt(mean)} ± ${fmt(stdev <= 1e-9 * Math.abs(mean) ? 0 : stdev)}`;
 }
