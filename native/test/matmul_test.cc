@@ -373,10 +373,30 @@ void run_bench() {
   matmul_force_isa(-1);
 }
 
+// One configuration: matmul_test one TYPE ROWS K N [reps] — best time, GB/s and GFLOP/s.
+void run_one(int argc, char** argv) {
+  int type = -1;
+  for (int t : kTypes)
+    if (std::string(type_name(t)) == argv[2]) type = t;
+  const int R = std::atoi(argv[3]), K = std::atoi(argv[4]), N = std::atoi(argv[5]);
+  const int reps = argc > 6 ? std::atoi(argv[6]) : 20;
+  const auto w = random_weights(type, K, N);
+  const auto x = random_activations(R, K);
+  std::vector<float> o(static_cast<size_t>(R) * N);
+  const double t = best_time(reps, [&] { matmul(o.data(), x.data(), R, w.data(), type, K, N); });
+  std::printf("%s rows=%d K=%d N=%d threads=%d: %.1f us  %.1f GB/s of weights  %.1f GFLOP/s\n", type_name(type), R, K,
+              N, pool().size(), t * 1e6, w.size() / t / 1e9, 2.0 * R * K * N / t / 1e9);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "all";
+  if (const char* th = std::getenv("LOOM_THREADS")) set_thread_count(std::atoi(th));
+  if (mode == "one" && argc > 5) {
+    run_one(argc, argv);
+    return 0;
+  }
   std::printf("kernel paths: best %s\n", isa_name(matmul_best_isa()));
   if (mode == "check" || mode == "all") {
     run_checks();

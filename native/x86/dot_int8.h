@@ -36,8 +36,8 @@ inline __m256i q4_0_unpack(const uint8_t* qs) {
 template <int R>
 void dot_q8_0_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
   __m256 acc[2][R];
-  for (int u = 0; u < 2; u++)
-    for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
+  LOOM_UNROLL for (int u = 0; u < 2; u++)
+    LOOM_UNROLL for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
   const int nb = K / 32;
   for (int b = 0; b < nb; b++) {
     const uint8_t* blk = w + 34 * b;
@@ -45,34 +45,34 @@ void dot_q8_0_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
     const __m256i aw = _mm256_sign_epi8(qw, qw);
     const float dw = f16_scalar(blk);
     const int u = b & 1;
-    for (int r = 0; r < R; r++) {
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
       const __m256i sx = _mm256_sign_epi8(loadu256(x[r].q + 32 * b), qw);
       const __m256 p = _mm256_cvtepi32_ps(dpbusd(_mm256_setzero_si256(), aw, sx));
       acc[u][r] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * x[r].d[b]), acc[u][r]);
     }
   }
-  for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
+  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
 }
 
 // ---- Q4_0 · Q8_0: q in 0..15 is already u8; Σ (q−8)·x = Σ q·x − 8·Σx ----
 template <int R>
 void dot_q4_0_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
   __m256 acc[2][R];
-  for (int u = 0; u < 2; u++)
-    for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
+  LOOM_UNROLL for (int u = 0; u < 2; u++)
+    LOOM_UNROLL for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
   const int nb = K / 32;
   for (int b = 0; b < nb; b++) {
     const uint8_t* blk = w + 18 * b;
     const __m256i q = q4_0_unpack(blk + 2);
     const float dw = f16_scalar(blk);
     const int u = b & 1;
-    for (int r = 0; r < R; r++) {
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
       const __m256i init = _mm256_castsi128_si256(_mm_cvtsi32_si128(-8 * x[r].s[b]));
       const __m256 p = _mm256_cvtepi32_ps(dpbusd(init, q, loadu256(x[r].q + 32 * b)));
       acc[u][r] = _mm256_fmadd_ps(p, _mm256_set1_ps(dw * x[r].d[b]), acc[u][r]);
     }
   }
-  for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
+  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
 }
 
 // Q4_K scales/mins of one block as bytes: out[0..7] = scales, out[8..15] = mins.
@@ -99,7 +99,7 @@ template <int R>
 void dot_q4_k_rows(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
   __m256 acc[R];
   float mins_acc[R];
-  for (int r = 0; r < R; r++) {
+  LOOM_UNROLL for (int r = 0; r < R; r++) {
     acc[r] = _mm256_setzero_ps();
     mins_acc[r] = 0;
   }
@@ -111,18 +111,18 @@ void dot_q4_k_rows(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
     const float d = f16_scalar(blk), dmin = f16_scalar(blk + 2);
     const __m128i mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8)));
     __m256i isum[R];
-    for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
-    for (int c = 0; c < 4; c++) {
+    LOOM_UNROLL for (int r = 0; r < R; r++) isum[r] = _mm256_setzero_si256();
+    LOOM_UNROLL for (int c = 0; c < 4; c++) {
       const __m256i qs = loadu256(blk + 16 + 32 * c);
       const __m256i lo = _mm256_and_si256(qs, m4), hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
       const __m256i s_lo = _mm256_set1_epi16(sm[2 * c]), s_hi = _mm256_set1_epi16(sm[2 * c + 1]);
-      for (int r = 0; r < R; r++) {
+      LOOM_UNROLL for (int r = 0; r < R; r++) {
         const int8_t* q8 = x[r].q + 256 * b + 64 * c;
         isum[r] = _mm256_add_epi32(isum[r], scaled_dot(lo, loadu256(q8), s_lo));
         isum[r] = _mm256_add_epi32(isum[r], scaled_dot(hi, loadu256(q8 + 32), s_hi));
       }
     }
-    for (int r = 0; r < R; r++) {
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
       const float dx = x[r].d[b];
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]), _mm256_set1_ps(d * dx), acc[r]);
       const __m128i s32 = loadu128(x[r].s32 + 8 * b);
@@ -132,51 +132,54 @@ void dot_q4_k_rows(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
       mins_acc[r] += dmin * dx * static_cast<float>(msum);
     }
   }
-  for (int r = 0; r < R; r++) res[r] = hsum256(acc[r]) - mins_acc[r];
+  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(acc[r]) - mins_acc[r];
+}
+
+// Q6_K half h (values 128h .. 128h+127) as four vectors of 32 u8 values 0..63, in order.
+inline void q6_k_unpack_half(const uint8_t* blk, int h, __m256i q[4]) {
+  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+  const __m256i ql0 = loadu256(blk + 64 * h), ql1 = loadu256(blk + 64 * h + 32);
+  const __m256i qh = loadu256(blk + 128 + 32 * h);
+  q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+  q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+  q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
+  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
 }
 
 // ---- Q6_K · Q8_K: d·dx·Σ_j sc_j·(Σ q·x − 32·Σx) over sub-blocks of 16, q in 0..63 ----
 template <int R>
 void dot_q6_k_rows(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
   __m256 acc[R];
-  for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
-  const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
-  // shuffles broadcasting scale pair k of 8 int16 scales: low 128 lanes ← sc[2k], high ← sc[2k+1]
+  LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   for (int b = 0; b < K / 256; b++) {
     const uint8_t* blk = w + 210 * b;
     const float d = f16_scalar(blk + 208);
     const __m128i sc8 = loadu128(blk + 192);
     const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);  // 16 scales as int16
     __m256i isum[R], corr[R];
-    for (int r = 0; r < R; r++) {
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
       isum[r] = _mm256_setzero_si256();
       corr[r] = _mm256_madd_epi16(sc16, loadu256(x[r].s16 + 16 * b));  // Σ sc_j·Σx_j
     }
     for (int h = 0; h < 2; h++) {
-      const __m256i ql0 = loadu256(blk + 64 * h), ql1 = loadu256(blk + 64 * h + 32);
-      const __m256i qh = loadu256(blk + 128 + 32 * h);
       __m256i q[4];
-      q[0] = _mm256_or_si256(_mm256_and_si256(ql0, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-      q[1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-      q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), _mm256_and_si256(qh, m30));
-      q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4),
-                             _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
-      for (int k = 0; k < 4; k++) {
+      q6_k_unpack_half(blk, h, q);
+      LOOM_UNROLL for (int k = 0; k < 4; k++) {
         const int j = 8 * h + 2 * k;  // sub-blocks j, j+1 of this 32-value vector
         const int8_t* scs = reinterpret_cast<const int8_t*>(blk + 192);
         const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(scs[j + 1]), _mm_set1_epi16(scs[j]));
-        for (int r = 0; r < R; r++) {
+        LOOM_UNROLL for (int r = 0; r < R; r++) {
           const int8_t* q8 = x[r].q + 256 * b + 128 * h + 32 * k;
           isum[r] = _mm256_add_epi32(isum[r], scaled_dot(q[k], loadu256(q8), scale));
         }
       }
     }
-    for (int r = 0; r < R; r++) {
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
       const __m256i t = _mm256_sub_epi32(isum[r], _mm256_slli_epi32(corr[r], 5));
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(t), _mm256_set1_ps(d * x[r].d[b]), acc[r]);
     }
   }
-  for (int r = 0; r < R; r++) res[r] = hsum256(acc[r]);
+  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(acc[r]);
 }
 
 // out[r·N + o] for r in [0, rows), o in [o0, o1), over activation rows in groups of ≤ 4.

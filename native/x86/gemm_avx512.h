@@ -109,7 +109,7 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
             uint8_t sm[16];
             q4_k_scales(blk + 4, sm);
             const __m256i m4 = _mm256_set1_epi8(15);
-            for (int c = 0; c < 4; c++) {
+            LOOM_UNROLL for (int c = 0; c < 4; c++) {
               const __m256i qs = loadu256(blk + 16 + 32 * c);
               _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c), _mm256_and_si256(qs, m4));
               _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c + 32),
@@ -118,22 +118,27 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
             t.d = f16_scalar(blk);
             t.dmin = f16_scalar(blk + 2);
             int32_t C = 0;
-            for (int j = 0; j < 8; j++) {
+            LOOM_UNROLL for (int j = 0; j < 8; j++) {
               t.sc[j] = sm[j];
               C += sm[j] * sum_i8_32(q + 32 * j);
             }
             t.C = -128 * C;
-            for (int i = 0; i < 4; i++) t.mpair[i] = sm[8 + 2 * i] | (static_cast<uint32_t>(sm[9 + 2 * i]) << 16);
+            LOOM_UNROLL for (int i = 0; i < 4; i++) t.mpair[i] = sm[8 + 2 * i] | (static_cast<uint32_t>(sm[9 + 2 * i]) << 16);
           } else {
             const uint8_t* blk = row + 210 * b;
             Q6KTab& t = p.q6k[o * nb + b];
-            for (int i = 0; i < 256; i++) q[i] = static_cast<int8_t>(q6k_value(blk, i) - 32);
+            for (int h = 0; h < 2; h++) {
+              __m256i v[4];
+              q6_k_unpack_half(blk, h, v);
+              for (int c = 0; c < 4; c++)
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 128 * h + 32 * c), _mm256_sub_epi8(v[c], _mm256_set1_epi8(32)));
+            }
             t.d = f16_scalar(blk + 208);
             int32_t C = 0;
-            for (int j = 0; j < 16; j++) {
+            LOOM_UNROLL for (int j = 0; j < 16; j++) {
               t.sc[j] = static_cast<int8_t>(blk[192 + j]);
               int32_t s = 0;
-              for (int i = 0; i < 16; i++) s += q[16 * j + i];
+              LOOM_UNROLL for (int i = 0; i < 16; i++) s += q[16 * j + i];
               C += t.sc[j] * s;
             }
             t.C = -128 * C;
@@ -150,84 +155,80 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
 // ---- micro-kernels ----
 // x: tile 0 of this micro-kernel at the K-block start; tile v is x + v·tw (32-bit words).
 
-template <int NR, int NV>
-inline void acc_load(__m512 (&f)[NR][NV], const float* acc, int astride) {
-  for (int o = 0; o < NR; o++)
-    for (int v = 0; v < NV; v++) f[o][v] = _mm512_loadu_ps(acc + o * astride + 16 * v);
-}
-template <int NR, int NV>
-inline void acc_store(const __m512 (&f)[NR][NV], float* acc, int astride) {
-  for (int o = 0; o < NR; o++)
-    for (int v = 0; v < NV; v++) _mm512_storeu_ps(acc + o * astride + 16 * v, f[o][v]);
-}
+#define LOOM_ACC_LOAD(f, acc, astride)                                    \
+  LOOM_UNROLL for (int o = 0; o < NR; o++)                                 \
+    LOOM_UNROLL for (int v = 0; v < NV; v++) f[o][v] = _mm512_loadu_ps(acc + o * astride + 16 * v)
+#define LOOM_ACC_STORE(f, acc, astride)                                   \
+  LOOM_UNROLL for (int o = 0; o < NR; o++)                                 \
+    LOOM_UNROLL for (int v = 0; v < NV; v++) _mm512_storeu_ps(acc + o * astride + 16 * v, f[o][v])
 
 // F32 / F16 (f32 weight rows): k in [k0, k0 + kc)
 template <int NR, int NV>
 void kern_f32(const Panel& p, int og, const uint32_t* x, size_t tw, int k0, int kc, float* acc, int astride) {
   __m512 f[NR][NV];
-  acc_load(f, acc, astride);
+  LOOM_ACC_LOAD(f, acc, astride);
   const float* w[NR];
-  for (int o = 0; o < NR; o++) w[o] = reinterpret_cast<const float*>(p.w[og + o]) + k0;
+  LOOM_UNROLL for (int o = 0; o < NR; o++) w[o] = reinterpret_cast<const float*>(p.w[og + o]) + k0;
   const float* xf = reinterpret_cast<const float*>(x);
   for (int k = 0; k < kc; k++) {
     __m512 xv[NV];
-    for (int v = 0; v < NV; v++) xv[v] = _mm512_loadu_ps(xf + v * tw + 16 * k);
-    for (int o = 0; o < NR; o++) {
+    LOOM_UNROLL for (int v = 0; v < NV; v++) xv[v] = _mm512_loadu_ps(xf + v * tw + 16 * k);
+    LOOM_UNROLL for (int o = 0; o < NR; o++) {
       const __m512 wb = _mm512_set1_ps(w[o][k]);
-      for (int v = 0; v < NV; v++) f[o][v] = _mm512_fmadd_ps(xv[v], wb, f[o][v]);
+      LOOM_UNROLL for (int v = 0; v < NV; v++) f[o][v] = _mm512_fmadd_ps(xv[v], wb, f[o][v]);
     }
   }
-  acc_store(f, acc, astride);
+  LOOM_ACC_STORE(f, acc, astride);
 }
 
 // BF16: pairs of values per word; k0, kc even
 template <int NR, int NV>
 void kern_bf16(const Panel& p, int og, const uint32_t* x, size_t tw, int k0, int kc, float* acc, int astride) {
   __m512 f[NR][NV];
-  acc_load(f, acc, astride);
+  LOOM_ACC_LOAD(f, acc, astride);
   const uint8_t* w[NR];
-  for (int o = 0; o < NR; o++) w[o] = p.w[og + o] + 2 * k0;
+  LOOM_UNROLL for (int o = 0; o < NR; o++) w[o] = p.w[og + o] + 2 * k0;
   for (int k2 = 0; k2 < kc / 2; k2++) {
     __m512bh xv[NV];
-    for (int v = 0; v < NV; v++) xv[v] = (__m512bh)_mm512_loadu_si512(x + v * tw + 16 * k2);
-    for (int o = 0; o < NR; o++) {
+    LOOM_UNROLL for (int v = 0; v < NV; v++) xv[v] = (__m512bh)_mm512_loadu_si512(x + v * tw + 16 * k2);
+    LOOM_UNROLL for (int o = 0; o < NR; o++) {
       const __m512bh wb = (__m512bh)bcast32(w[o] + 4 * k2);
-      for (int v = 0; v < NV; v++) f[o][v] = _mm512_dpbf16_ps(f[o][v], xv[v], wb);
+      LOOM_UNROLL for (int v = 0; v < NV; v++) f[o][v] = _mm512_dpbf16_ps(f[o][v], xv[v], wb);
     }
   }
-  acc_store(f, acc, astride);
+  LOOM_ACC_STORE(f, acc, astride);
 }
 
 // Q8_0 / Q4_0 (s8 weights in blocks of 32 with f32 scale dw and correction): blocks [b0, b0 + nbk)
 template <int NR, int NV>
 void kern_q8(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0, int nbk, float* acc, int astride) {
   __m512 f[NR][NV];
-  acc_load(f, acc, astride);
+  LOOM_ACC_LOAD(f, acc, astride);
   const int nb = K / 32;
   const uint32_t* xd = x + 16 * (K / 4);  // d section of tile 0
   for (int b = b0; b < b0 + nbk; b++) {
     __m512i s[NR][NV];
-    for (int o = 0; o < NR; o++) {
+    LOOM_UNROLL for (int o = 0; o < NR; o++) {
       const __m512i c = _mm512_set1_epi32(p.corr[(og + o) * nb + b]);
-      for (int v = 0; v < NV; v++) s[o][v] = c;
+      LOOM_UNROLL for (int v = 0; v < NV; v++) s[o][v] = c;
     }
-    for (int g = 0; g < 8; g++) {
+    LOOM_UNROLL for (int g = 0; g < 8; g++) {
       __m512i xv[NV];
-      for (int v = 0; v < NV; v++) xv[v] = _mm512_loadu_si512(x + v * tw + 16 * (8 * b + g));
-      for (int o = 0; o < NR; o++) {
+      LOOM_UNROLL for (int v = 0; v < NV; v++) xv[v] = _mm512_loadu_si512(x + v * tw + 16 * (8 * b + g));
+      LOOM_UNROLL for (int o = 0; o < NR; o++) {
         const __m512i wb = bcast32(p.w[og + o] + p.bstride * b + 4 * g);
-        for (int v = 0; v < NV; v++) s[o][v] = _mm512_dpbusd_epi32(s[o][v], xv[v], wb);
+        LOOM_UNROLL for (int v = 0; v < NV; v++) s[o][v] = _mm512_dpbusd_epi32(s[o][v], xv[v], wb);
       }
     }
-    for (int v = 0; v < NV; v++) {
+    LOOM_UNROLL for (int v = 0; v < NV; v++) {
       const __m512 dx = _mm512_loadu_ps(reinterpret_cast<const float*>(xd + v * tw + 16 * b));
-      for (int o = 0; o < NR; o++) {
+      LOOM_UNROLL for (int o = 0; o < NR; o++) {
         const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s[o][v]), dx);
         f[o][v] = _mm512_fmadd_ps(t, _mm512_set1_ps(p.dw[(og + o) * nb + b]), f[o][v]);
       }
     }
   }
-  acc_store(f, acc, astride);
+  LOOM_ACC_STORE(f, acc, astride);
 }
 
 // Q4_K / Q6_K (s8 weights unpacked per panel; sub-blocks of SUB values with int scales)
@@ -235,46 +236,46 @@ template <int NR, int NV, bool kQ4K>
 void kern_kq(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0, int nbk, float* acc, int astride) {
   constexpr int SUB = kQ4K ? 32 : 16, NSUB = 256 / SUB, G = SUB / 4;
   __m512 f[NR][NV];
-  acc_load(f, acc, astride);
+  LOOM_ACC_LOAD(f, acc, astride);
   const int nb = K / 256;
   const uint32_t* xd = x + 16 * (K / 4);
   const uint32_t* xs = xd + 16 * nb;
   for (int b = b0; b < b0 + nbk; b++) {
     __m512i blk[NR][NV];
-    for (int o = 0; o < NR; o++) {
+    LOOM_UNROLL for (int o = 0; o < NR; o++) {
       const int32_t C = kQ4K ? p.q4k[(og + o) * nb + b].C : p.q6k[(og + o) * nb + b].C;
-      for (int v = 0; v < NV; v++) blk[o][v] = _mm512_set1_epi32(C);
+      LOOM_UNROLL for (int v = 0; v < NV; v++) blk[o][v] = _mm512_set1_epi32(C);
     }
     for (int j = 0; j < NSUB; j++) {
       __m512i s[NR][NV];
-      for (int o = 0; o < NR; o++)
-        for (int v = 0; v < NV; v++) s[o][v] = _mm512_setzero_si512();
-      for (int g = 0; g < G; g++) {
+      LOOM_UNROLL for (int o = 0; o < NR; o++)
+        LOOM_UNROLL for (int v = 0; v < NV; v++) s[o][v] = _mm512_setzero_si512();
+      LOOM_UNROLL for (int g = 0; g < G; g++) {
         const int word = 64 * b + G * j + g;
         __m512i xv[NV];
-        for (int v = 0; v < NV; v++) xv[v] = _mm512_loadu_si512(x + v * tw + 16 * word);
-        for (int o = 0; o < NR; o++) {
+        LOOM_UNROLL for (int v = 0; v < NV; v++) xv[v] = _mm512_loadu_si512(x + v * tw + 16 * word);
+        LOOM_UNROLL for (int o = 0; o < NR; o++) {
           const __m512i wb = bcast32(p.w[og + o] + 4 * word);
-          for (int v = 0; v < NV; v++) s[o][v] = _mm512_dpbusd_epi32(s[o][v], xv[v], wb);
+          LOOM_UNROLL for (int v = 0; v < NV; v++) s[o][v] = _mm512_dpbusd_epi32(s[o][v], xv[v], wb);
         }
       }
-      for (int o = 0; o < NR; o++) {
+      LOOM_UNROLL for (int o = 0; o < NR; o++) {
         const int32_t sc = kQ4K ? p.q4k[(og + o) * nb + b].sc[j] : p.q6k[(og + o) * nb + b].sc[j];
         const __m512i scv = _mm512_set1_epi32(sc);
-        for (int v = 0; v < NV; v++) blk[o][v] = _mm512_add_epi32(blk[o][v], _mm512_mullo_epi32(s[o][v], scv));
+        LOOM_UNROLL for (int v = 0; v < NV; v++) blk[o][v] = _mm512_add_epi32(blk[o][v], _mm512_mullo_epi32(s[o][v], scv));
       }
     }
-    for (int v = 0; v < NV; v++) {
+    LOOM_UNROLL for (int v = 0; v < NV; v++) {
       const __m512 dx = _mm512_loadu_ps(reinterpret_cast<const float*>(xd + v * tw + 16 * b));
       __m512i xsum[4];
       if (kQ4K)
-        for (int i = 0; i < 4; i++) xsum[i] = _mm512_loadu_si512(xs + v * tw + 16 * (4 * b + i));
-      for (int o = 0; o < NR; o++) {
+        LOOM_UNROLL for (int i = 0; i < 4; i++) xsum[i] = _mm512_loadu_si512(xs + v * tw + 16 * (4 * b + i));
+      LOOM_UNROLL for (int o = 0; o < NR; o++) {
         __m512 t;
         if (kQ4K) {
           const Q4KTab& tb = p.q4k[(og + o) * nb + b];
           __m512i mn = _mm512_setzero_si512();
-          for (int i = 0; i < 4; i++) mn = _mm512_dpwssd_epi32(mn, xsum[i], _mm512_set1_epi32(tb.mpair[i]));
+          LOOM_UNROLL for (int i = 0; i < 4; i++) mn = _mm512_dpwssd_epi32(mn, xsum[i], _mm512_set1_epi32(tb.mpair[i]));
           t = _mm512_mul_ps(_mm512_cvtepi32_ps(blk[o][v]), _mm512_set1_ps(tb.d));
           t = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn), _mm512_set1_ps(tb.dmin), t);
         } else {
@@ -284,7 +285,7 @@ void kern_kq(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0
       }
     }
   }
-  acc_store(f, acc, astride);
+  LOOM_ACC_STORE(f, acc, astride);
 }
 
 // ---- driver ----
@@ -386,7 +387,7 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
     for (int rb = 0; rb < nrows; rb += 16) {
       for (int ob = 0; ob < no; ob += 16) {
         const uint32_t* rows[16];
-        for (int i = 0; i < 16; i++)
+        LOOM_UNROLL for (int i = 0; i < 16; i++)
           rows[i] = ob + i < no ? reinterpret_cast<const uint32_t*>(acc + (ob + i) * AS + rb) : nullptr;
         const int nob = std::min(16, no - ob);
         transpose16(rows, std::min(16, nrows - rb), reinterpret_cast<uint32_t*>(out + static_cast<size_t>(16 * t + rb) * N + o0 + ob),

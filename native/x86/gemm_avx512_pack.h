@@ -20,27 +20,27 @@ inline void transpose16(const uint32_t* const* rows, int width, uint32_t* dst, s
     const int n = width - j0 < 16 ? width - j0 : 16;
     const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
     __m512i v[16], t[16];
-    for (int r = 0; r < 16; r++)
+    LOOM_UNROLL for (int r = 0; r < 16; r++)
       v[r] = rows[r] ? _mm512_maskz_loadu_epi32(m, rows[r] + j0) : _mm512_setzero_si512();
     // 16×16 transpose of 32-bit words. v[r], 128-bit lane L: columns 4L..4L+3 of row r.
-    for (int r = 0; r < 16; r += 2) {
+    LOOM_UNROLL for (int r = 0; r < 16; r += 2) {
       t[r] = _mm512_unpacklo_epi32(v[r], v[r + 1]);
       t[r + 1] = _mm512_unpackhi_epi32(v[r], v[r + 1]);
     }
-    for (int r = 0; r < 16; r += 4) {
+    LOOM_UNROLL for (int r = 0; r < 16; r += 4) {
       v[r] = _mm512_unpacklo_epi64(t[r], t[r + 2]);
       v[r + 1] = _mm512_unpackhi_epi64(t[r], t[r + 2]);
       v[r + 2] = _mm512_unpacklo_epi64(t[r + 1], t[r + 3]);
       v[r + 3] = _mm512_unpackhi_epi64(t[r + 1], t[r + 3]);
     }
     // v[4q + c], lane L: column 4L + c of rows 4q..4q+3. Gather the four row-quads by lane.
-    for (int c = 0; c < 4; c++) {
+    LOOM_UNROLL for (int c = 0; c < 4; c++) {
       const __m512i a_lo = _mm512_shuffle_i32x4(v[c], v[4 + c], 0x88), a_hi = _mm512_shuffle_i32x4(v[c], v[4 + c], 0xdd);
       const __m512i b_lo = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0x88);
       const __m512i b_hi = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0xdd);
       const __m512i col[4] = {_mm512_shuffle_i32x4(a_lo, b_lo, 0x88), _mm512_shuffle_i32x4(a_hi, b_hi, 0x88),
                               _mm512_shuffle_i32x4(a_lo, b_lo, 0xdd), _mm512_shuffle_i32x4(a_hi, b_hi, 0xdd)};
-      for (int L = 0; L < 4; L++)
+      LOOM_UNROLL for (int L = 0; L < 4; L++)
         if (4 * L + c < n) _mm512_mask_storeu_epi32(dst + dst_stride * (j0 + 4 * L + c), store_mask, col[L]);
     }
   }
@@ -66,7 +66,7 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst
   if (prep.size() < 16 * pb) prep.resize(16 * pb);
   const int r0 = 16 * tile, n = rows - r0 < 16 ? rows - r0 : 16;
   const uint32_t* rows_q[16];
-  for (int i = 0; i < 16; i++) {
+  LOOM_UNROLL for (int i = 0; i < 16; i++) {
     rows_q[i] = nullptr;
     if (i >= n) continue;
     const float* xr = x + static_cast<size_t>(r0 + i) * K;
@@ -94,11 +94,11 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst
   const bool kq = type == kQ4_K || type == kQ6_K;
   const int nd = kq ? K / 256 : K / 32;
   const uint32_t* rows_d[16];
-  for (int i = 0; i < 16; i++) rows_d[i] = rows_q[i] ? rows_q[i] + qw : nullptr;  // d follows q
+  LOOM_UNROLL for (int i = 0; i < 16; i++) rows_d[i] = rows_q[i] ? rows_q[i] + qw : nullptr;  // d follows q
   transpose16(rows_d, nd, out + 16 * qw, 16);
   if (!kq) return;
   const uint32_t* rows_s[16];
-  for (int i = 0; i < 16; i++) {
+  LOOM_UNROLL for (int i = 0; i < 16; i++) {
     // s32 (int16 [K/32]) follows d (f32 [K/256]) and s16 (int16 [K/16])
     rows_s[i] = rows_q[i] ? rows_q[i] + qw + nd + K / 32 : nullptr;
   }

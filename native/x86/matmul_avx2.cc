@@ -29,7 +29,7 @@ inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
 int32_t quantize32(const float* x, float id, int8_t* q) {
   const __m256 vid = _mm256_set1_ps(id);
   __m256i i[4];
-  for (int k = 0; k < 4; k++) {
+  LOOM_UNROLL for (int k = 0; k < 4; k++) {
     const __m256 v = _mm256_round_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), vid),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     i[k] = _mm256_cvtps_epi32(v);  // NaN/inf → INT_MIN, saturated to −128 below
@@ -50,7 +50,7 @@ void prepare_q8_0(const float* x, int K, uint8_t* dst) {
   for (int b = 0; b < K / 32; b++) {
     const float* xb = x + 32 * b;
     __m256 mx = _mm256_setzero_ps(), nan = _mm256_setzero_ps();
-    for (int k = 0; k < 4; k++) {
+    LOOM_UNROLL for (int k = 0; k < 4; k++) {
       const __m256 a = _mm256_and_ps(_mm256_loadu_ps(xb + 8 * k), abs_mask);
       mx = _mm256_max_ps(mx, a);
       nan = _mm256_or_ps(nan, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
@@ -93,10 +93,10 @@ void prepare_q8_k(const float* x, int K, uint8_t* dst) {
     } else {
       const float iscale = -127.f / max;
       d[b] = 1.f / iscale;
-      for (int k = 0; k < 8; k++) quantize32(xb + 32 * k, iscale, qb + 32 * k);
+      LOOM_UNROLL for (int k = 0; k < 8; k++) quantize32(xb + 32 * k, iscale, qb + 32 * k);
     }
     // sums of 16 and 32: sad(q ^ 0x80, 0) = Σ(q + 128) per 8 bytes
-    for (int k = 0; k < 8; k++) {
+    LOOM_UNROLL for (int k = 0; k < 8; k++) {
       const __m256i v = _mm256_xor_si256(loadu256(qb + 32 * k), _mm256_set1_epi8(static_cast<char>(0x80)));
       const __m256i sad = _mm256_sad_epu8(v, _mm256_setzero_si256());
       int64_t l[4];
@@ -150,23 +150,23 @@ inline __m256 load_bf16x8(const uint8_t* p) {
 template <int R, bool kHalf>
 void dot_float_rows(const uint8_t* w, const float* const* x, int K, float* res) {
   __m256 acc[2][R];
-  for (int u = 0; u < 2; u++)
-    for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
+  LOOM_UNROLL for (int u = 0; u < 2; u++)
+    LOOM_UNROLL for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
   auto wload = [&](int i) {
     return kHalf ? load_f16x8(w + 2 * i) : _mm256_loadu_ps(reinterpret_cast<const float*>(w) + i);
   };
   int i = 0;
   for (; i + 16 <= K; i += 16) {
     const __m256 w0 = wload(i), w1 = wload(i + 8);
-    for (int r = 0; r < R; r++) {
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
       acc[0][r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[r] + i), acc[0][r]);
       acc[1][r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x[r] + i + 8), acc[1][r]);
     }
   }
-  for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
+  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
   for (; i < K; i++) {
     const float wi = kHalf ? half_to_float(load_u16(w + 2 * i)) : reinterpret_cast<const float*>(w)[i];
-    for (int r = 0; r < R; r++) res[r] += wi * x[r][i];
+    LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * x[r][i];
   }
 }
 
@@ -174,20 +174,20 @@ void dot_float_rows(const uint8_t* w, const float* const* x, int K, float* res) 
 template <int R>
 void dot_bf16_rows(const uint8_t* w, const uint8_t* const* x, int K, float* res) {
   __m256 acc[2][R];
-  for (int u = 0; u < 2; u++)
-    for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
+  LOOM_UNROLL for (int u = 0; u < 2; u++)
+    LOOM_UNROLL for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
   int i = 0;
   for (; i + 16 <= K; i += 16) {
     const __m256 w0 = load_bf16x8(w + 2 * i), w1 = load_bf16x8(w + 2 * i + 16);
-    for (int r = 0; r < R; r++) {
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
       acc[0][r] = _mm256_fmadd_ps(w0, load_bf16x8(x[r] + 2 * i), acc[0][r]);
       acc[1][r] = _mm256_fmadd_ps(w1, load_bf16x8(x[r] + 2 * i + 16), acc[1][r]);
     }
   }
-  for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
+  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
   for (; i < K; i++) {
     const float wi = bf16_to_float(load_u16(w + 2 * i));
-    for (int r = 0; r < R; r++) res[r] += wi * bf16_to_float(load_u16(x[r] + 2 * i));
+    LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * bf16_to_float(load_u16(x[r] + 2 * i));
   }
 }
 

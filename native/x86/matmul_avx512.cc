@@ -34,23 +34,23 @@ inline __m512 load_f16x16(const uint8_t* p) { return _mm512_cvtph_ps(loadu256(p)
 template <int R, bool kHalf>
 void dot_float_rows(const uint8_t* w, const float* const* x, int K, float* res) {
   __m512 acc[2][R];
-  for (int u = 0; u < 2; u++)
-    for (int r = 0; r < R; r++) acc[u][r] = _mm512_setzero_ps();
+  LOOM_UNROLL for (int u = 0; u < 2; u++)
+    LOOM_UNROLL for (int r = 0; r < R; r++) acc[u][r] = _mm512_setzero_ps();
   auto wload = [&](int i) {
     return kHalf ? load_f16x16(w + 2 * i) : _mm512_loadu_ps(reinterpret_cast<const float*>(w) + i);
   };
   int i = 0;
   for (; i + 32 <= K; i += 32) {
     const __m512 w0 = wload(i), w1 = wload(i + 16);
-    for (int r = 0; r < R; r++) {
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
       acc[0][r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[r] + i), acc[0][r]);
       acc[1][r] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x[r] + i + 16), acc[1][r]);
     }
   }
-  for (int r = 0; r < R; r++) res[r] = hsum512(_mm512_add_ps(acc[0][r], acc[1][r]));
+  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(_mm512_add_ps(acc[0][r], acc[1][r]));
   for (; i < K; i++) {
     const float wi = kHalf ? half_to_float(load_u16(w + 2 * i)) : reinterpret_cast<const float*>(w)[i];
-    for (int r = 0; r < R; r++) res[r] += wi * x[r][i];
+    LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * x[r][i];
   }
 }
 
@@ -58,20 +58,20 @@ void dot_float_rows(const uint8_t* w, const float* const* x, int K, float* res) 
 template <int R>
 void dot_bf16_rows(const uint8_t* w, const uint8_t* const* x, int K, float* res) {
   __m512 acc[2][R];
-  for (int u = 0; u < 2; u++)
-    for (int r = 0; r < R; r++) acc[u][r] = _mm512_setzero_ps();
+  LOOM_UNROLL for (int u = 0; u < 2; u++)
+    LOOM_UNROLL for (int r = 0; r < R; r++) acc[u][r] = _mm512_setzero_ps();
   int i = 0;
   for (; i + 64 <= K; i += 64) {
     const __m512bh w0 = (__m512bh)_mm512_loadu_si512(w + 2 * i), w1 = (__m512bh)_mm512_loadu_si512(w + 2 * i + 64);
-    for (int r = 0; r < R; r++) {
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
       acc[0][r] = _mm512_dpbf16_ps(acc[0][r], w0, (__m512bh)_mm512_loadu_si512(x[r] + 2 * i));
       acc[1][r] = _mm512_dpbf16_ps(acc[1][r], w1, (__m512bh)_mm512_loadu_si512(x[r] + 2 * i + 64));
     }
   }
-  for (int r = 0; r < R; r++) res[r] = hsum512(_mm512_add_ps(acc[0][r], acc[1][r]));
+  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(_mm512_add_ps(acc[0][r], acc[1][r]));
   for (; i < K; i++) {
     const float wi = bf16_to_float(load_u16(w + 2 * i));
-    for (int r = 0; r < R; r++) res[r] += wi * bf16_to_float(load_u16(x[r] + 2 * i));
+    LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * bf16_to_float(load_u16(x[r] + 2 * i));
   }
 }
 

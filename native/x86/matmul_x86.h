@@ -8,6 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 
+// Fully unroll a loop of constant trip count (register-blocked kernels keep their
+// accumulator arrays in registers only when every index is a constant).
+#define LOOM_UNROLL _Pragma("GCC unroll 16")
+
 namespace loom {
 namespace x86 {
 
