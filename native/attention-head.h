@@ -1,15 +1,29 @@
 // The body of one (token, head) of paged attention, written once over an `Ops` struct of
-// static vector primitives and instantiated by each instruction-set translation unit:
-//   dot_f32(q, k, d), dot_f16(q, kbits, d)           → Σ q[i]·k[i]
-//   axpy_f32(acc, w, v, d), axpy_f16(acc, w, vbits, d) acc[i] += w·v[i]
+// static vector primitives and instantiated by each instruction-set translation unit.
+// Ops works on the n ≤ block_size consecutive slots of one block (K/V rows `stride` apart):
+//   scores(q, k, stride, n, d, scale, out)   out[j] = scale · q·k_j       (k: float or f16 bits)
+//   accumulate(acc, w, v, stride, n, d)      acc[i] += Σ_j w[j] · v_j[i]  (v: float or f16 bits)
 //   max_of(x, n), exp_shift_sum(x, n, max), round_f16(x, n) (in place)
-// Static template (internal linkage): each translation unit keeps its own instantiation.
+// PerKeyOps builds scores/accumulate from per-row dot/axpy for Ops that have nothing better.
+// Static templates (internal linkage): each translation unit keeps its own instantiation.
 #pragma once
 #include <cstdint>
 
 #include "simd.h"
 
 namespace loom {
+
+template <class Ops>
+struct PerKeyOps {
+  template <class T>
+  static void scores(const float* q, const T* k, int64_t stride, int n, int d, float scale, float* out) {
+    for (int j = 0; j < n; j++) out[j] = Ops::dot(q, k + j * stride, d) * scale;
+  }
+  template <class T>
+  static void accumulate(float* acc, const float* w, const T* v, int64_t stride, int n, int d) {
+    for (int j = 0; j < n; j++) Ops::axpy(acc, w[j], v + j * stride, d);
+  }
+};
 
 template <class Ops>
 static void attend_head_impl(const AttendHead& a) {
@@ -25,11 +39,9 @@ static void attend_head_impl(const AttendHead& a) {
   // scores[p] = scale · q·k_p, walking the block table
   for (int p0 = 0, b = 0; p0 < a.ctx; p0 += a.block_size, b++) {
     const int n = a.ctx - p0 < a.block_size ? a.ctx - p0 : a.block_size;
-    int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
-    for (int j = 0; j < n; j++, off += a.kv_stride) {
-      const float dot = a.f16 ? Ops::dot_f16(q, k16 + off, d) : Ops::dot_f32(q, k32 + off, d);
-      a.scores[p0 + j] = dot * a.scale;
-    }
+    const int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
+    if (a.f16) Ops::scores(q, k16 + off, a.kv_stride, n, d, a.scale, a.scores + p0);
+    else Ops::scores(q, k32 + off, a.kv_stride, n, d, a.scale, a.scores + p0);
   }
   const float max = Ops::max_of(a.scores, a.ctx);
   const float inv = 1.0f / Ops::exp_shift_sum(a.scores, a.ctx, max);
@@ -41,12 +53,9 @@ static void attend_head_impl(const AttendHead& a) {
   for (int i = 0; i < d; i++) a.out[i] = 0.0f;
   for (int p0 = 0, b = 0; p0 < a.ctx; p0 += a.block_size, b++) {
     const int n = a.ctx - p0 < a.block_size ? a.ctx - p0 : a.block_size;
-    int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
-    for (int j = 0; j < n; j++, off += a.kv_stride) {
-      const float w = a.scores[p0 + j];
-      if (a.f16) Ops::axpy_f16(a.out, w, v16 + off, d);
-      else Ops::axpy_f32(a.out, w, v32 + off, d);
-    }
+    const int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
+    if (a.f16) Ops::accumulate(a.out, a.scores + p0, v16 + off, a.kv_stride, n, d);
+    else Ops::accumulate(a.out, a.scores + p0, v32 + off, a.kv_stride, n, d);
   }
 }
 

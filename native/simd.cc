@@ -10,8 +10,8 @@ namespace loom {
 
 namespace {
 
-struct PortableOps {
-  static float dot_f32(const float* q, const float* k, int d) {
+struct PortableOps : PerKeyOps<PortableOps> {
+  static float dot(const float* q, const float* k, int d) {
     float lane[8] = {};
     int i = 0;
     for (; i + 8 <= d; i += 8)
@@ -21,7 +21,7 @@ struct PortableOps {
     for (int j = 0; j < 8; j++) sum += lane[j];
     return sum;
   }
-  static float dot_f16(const float* q, const uint16_t* k, int d) {
+  static float dot(const float* q, const uint16_t* k, int d) {
     float lane[8] = {};
     int i = 0;
     for (; i + 8 <= d; i += 8)
@@ -31,10 +31,10 @@ struct PortableOps {
     for (int j = 0; j < 8; j++) sum += lane[j];
     return sum;
   }
-  static void axpy_f32(float* acc, float w, const float* v, int d) {
+  static void axpy(float* acc, float w, const float* v, int d) {
     for (int i = 0; i < d; i++) acc[i] += w * v[i];
   }
-  static void axpy_f16(float* acc, float w, const uint16_t* v, int d) {
+  static void axpy(float* acc, float w, const uint16_t* v, int d) {
     for (int i = 0; i < d; i++) acc[i] += w * f16_to_f32(v[i]);
   }
   static float max_of(const float* x, int n) { return loom::max_of(x, n); }

@@ -19,10 +19,10 @@ import type { MatmulType } from './kernel-cases.js';
  * blocks) is bit-identical on both sides, so matmul differs only by summation order. Worst
  * seen (native AVX-512 and portable, many seeds, 2026-11-22): norms 1.3e-7, softmax 8e-7,
  * silu 9e-8, attention f32 4.4e-7, f16 3.2e-4 (an f16 softmax weight rounded the other way),
- * matmul ≤ 7.1e-7 for every type. gelu and add are exact.
+ * matmul 2.4e-6 (F16, 4099-long rows) and ≤ 7.1e-7 for the rest. gelu and add are exact.
  */
 const BOUND = { norm: 2e-6, rope: 1e-6, silu: 2e-6, gelu: 0, add: 0, softmax: 1e-5, attnF32: 5e-6, attnF16: 2e-3 };
-const MATMUL_BOUND: Record<MatmulType, number> = { F32: 1e-5, F16: 1e-5, BF16: 1e-5, Q8_0: 2e-5, Q4_0: 2e-5, Q4_K: 2e-5, Q6_K: 2e-5 };
+const MATMUL_BOUND: Record<MatmulType, number> = { F32: 3e-5, F16: 3e-5, BF16: 3e-5, Q8_0: 2e-5, Q4_0: 2e-5, Q4_K: 2e-5, Q6_K: 2e-5 };
 
 const seedNote = `(LOOM_TEST_SEED=${RUN_SEED})`;
 

@@ -37,8 +37,8 @@ inline __m256 exp8(__m256 x) {
   return _mm256_mul_ps(er, scale);
 }
 
-struct Avx2Ops {
-  static float dot_f32(const float* q, const float* k, int d) {
+struct Avx2Ops : PerKeyOps<Avx2Ops> {
+  static float dot(const float* q, const float* k, int d) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int i = 0;
     for (; i + 16 <= d; i += 16) {
@@ -50,7 +50,7 @@ struct Avx2Ops {
     for (; i < d; i++) sum += q[i] * k[i];
     return sum;
   }
-  static float dot_f16(const float* q, const uint16_t* k, int d) {
+  static float dot(const float* q, const uint16_t* k, int d) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int i = 0;
     for (; i + 16 <= d; i += 16) {
@@ -62,13 +62,13 @@ struct Avx2Ops {
     for (; i < d; i++) sum += q[i] * f16_to_f32(k[i]);
     return sum;
   }
-  static void axpy_f32(float* acc, float w, const float* v, int d) {
+  static void axpy(float* acc, float w, const float* v, int d) {
     const __m256 wv = _mm256_set1_ps(w);
     int i = 0;
     for (; i + 8 <= d; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, _mm256_loadu_ps(v + i), _mm256_loadu_ps(acc + i)));
     for (; i < d; i++) acc[i] += w * v[i];
   }
-  static void axpy_f16(float* acc, float w, const uint16_t* v, int d) {
+  static void axpy(float* acc, float w, const uint16_t* v, int d) {
     const __m256 wv = _mm256_set1_ps(w);
     int i = 0;
     for (; i + 8 <= d; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, load_f16(v + i), _mm256_loadu_ps(acc + i)));

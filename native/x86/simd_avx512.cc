@@ -31,37 +31,103 @@ inline __m512 exp16(__m512 x) {
   return _mm512_scalef_ps(er, fn);
 }
 
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const uint16_t* p) { return load_f16(p); }
+inline __m512 load16_masked(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load16_masked(const uint16_t* p, __mmask16 m) { return load_f16_masked(p, m); }
+
+// (Σa, Σb, Σc, Σd) of four vectors
+inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // per 128: a02 b02 a13 b13
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
+  const __m512 abcd = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)), _mm512_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd), _mm512_extractf32x8_ps(abcd, 1));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// NV = head_dim / 16 vectors: q and the accumulators stay in registers.
+template <int NV, class T>
+void scores_nv(const float* q, const T* k, int64_t stride, int n, float scale, float* out) {
+  __m512 qv[NV];
+  for (int c = 0; c < NV; c++) qv[c] = _mm512_loadu_ps(q + 16 * c);
+  const __m128 sv = _mm_set1_ps(scale);
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const T* k0 = k + j * stride;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (int c = 0; c < NV; c++) {
+      s0 = _mm512_fmadd_ps(qv[c], load16(k0 + 16 * c), s0);
+      s1 = _mm512_fmadd_ps(qv[c], load16(k0 + stride + 16 * c), s1);
+      s2 = _mm512_fmadd_ps(qv[c], load16(k0 + 2 * stride + 16 * c), s2);
+      s3 = _mm512_fmadd_ps(qv[c], load16(k0 + 3 * stride + 16 * c), s3);
+    }
+    _mm_storeu_ps(out + j, _mm_mul_ps(reduce4(s0, s1, s2, s3), sv));
+  }
+  for (; j < n; j++) {
+    __m512 s = _mm512_setzero_ps();
+    for (int c = 0; c < NV; c++) s = _mm512_fmadd_ps(qv[c], load16(k + j * stride + 16 * c), s);
+    out[j] = _mm512_reduce_add_ps(s) * scale;
+  }
+}
+
+template <int NV, class T>
+void accumulate_nv(float* acc, const float* w, const T* v, int64_t stride, int n) {
+  __m512 a[NV];
+  for (int c = 0; c < NV; c++) a[c] = _mm512_loadu_ps(acc + 16 * c);
+  for (int j = 0; j < n; j++) {
+    const __m512 wv = _mm512_set1_ps(w[j]);
+    for (int c = 0; c < NV; c++) a[c] = _mm512_fmadd_ps(wv, load16(v + j * stride + 16 * c), a[c]);
+  }
+  for (int c = 0; c < NV; c++) _mm512_storeu_ps(acc + 16 * c, a[c]);
+}
+
 struct Avx512Ops {
-  static float dot_f32(const float* q, const float* k, int d) {
+  // any d: masked tails, one key at a time
+  template <class T>
+  static float dot(const float* q, const T* k, int d) {
     __m512 acc = _mm512_setzero_ps();
     for (int i = 0; i < d; i += 16) {
       const __mmask16 m = tail_mask(d - i);
-      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), _mm512_maskz_loadu_ps(m, k + i), acc);
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), load16_masked(k + i, m), acc);
     }
     return _mm512_reduce_add_ps(acc);
   }
-  static float dot_f16(const float* q, const uint16_t* k, int d) {
-    __m512 acc = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= d; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), load_f16(k + i), acc);
-    if (i < d) {
-      const __mmask16 m = tail_mask(d - i);
-      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + i), load_f16_masked(k + i, m), acc);
-    }
-    return _mm512_reduce_add_ps(acc);
-  }
-  static void axpy_f32(float* acc, float w, const float* v, int d) {
+  template <class T>
+  static void axpy(float* acc, float w, const T* v, int d) {
     const __m512 wv = _mm512_set1_ps(w);
     for (int i = 0; i < d; i += 16) {
       const __mmask16 m = tail_mask(d - i);
-      _mm512_mask_storeu_ps(acc + i, m, _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, v + i), _mm512_maskz_loadu_ps(m, acc + i)));
+      _mm512_mask_storeu_ps(acc + i, m, _mm512_fmadd_ps(wv, load16_masked(v + i, m), _mm512_maskz_loadu_ps(m, acc + i)));
     }
   }
-  static void axpy_f16(float* acc, float w, const uint16_t* v, int d) {
-    const __m512 wv = _mm512_set1_ps(w);
-    for (int i = 0; i < d; i += 16) {
-      const __mmask16 m = tail_mask(d - i);
-      _mm512_mask_storeu_ps(acc + i, m, _mm512_fmadd_ps(wv, load_f16_masked(v + i, m), _mm512_maskz_loadu_ps(m, acc + i)));
+  template <class T>
+  static void scores(const float* q, const T* k, int64_t stride, int n, int d, float scale, float* out) {
+    switch (d % 16 == 0 ? d / 16 : 0) {
+      case 1: return scores_nv<1>(q, k, stride, n, scale, out);
+      case 2: return scores_nv<2>(q, k, stride, n, scale, out);
+      case 3: return scores_nv<3>(q, k, stride, n, scale, out);
+      case 4: return scores_nv<4>(q, k, stride, n, scale, out);
+      case 5: return scores_nv<5>(q, k, stride, n, scale, out);
+      case 6: return scores_nv<6>(q, k, stride, n, scale, out);
+      case 7: return scores_nv<7>(q, k, stride, n, scale, out);
+      case 8: return scores_nv<8>(q, k, stride, n, scale, out);
+      default:
+        for (int j = 0; j < n; j++) out[j] = dot(q, k + j * stride, d) * scale;
+    }
+  }
+  template <class T>
+  static void accumulate(float* acc, const float* w, const T* v, int64_t stride, int n, int d) {
+    switch (d % 16 == 0 ? d / 16 : 0) {
+      case 1: return accumulate_nv<1>(acc, w, v, stride, n);
+      case 2: return accumulate_nv<2>(acc, w, v, stride, n);
+      case 3: return accumulate_nv<3>(acc, w, v, stride, n);
+      case 4: return accumulate_nv<4>(acc, w, v, stride, n);
+      case 5: return accumulate_nv<5>(acc, w, v, stride, n);
+      case 6: return accumulate_nv<6>(acc, w, v, stride, n);
+      case 7: return accumulate_nv<7>(acc, w, v, stride, n);
+      case 8: return accumulate_nv<8>(acc, w, v, stride, n);
+      default:
+        for (int j = 0; j < n; j++) axpy(acc, w[j], v + j * stride, d);
     }
   }
   static float max_of(const float* x, int n) {
