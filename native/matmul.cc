@@ -39,12 +39,12 @@ float dot_f32(const float* w, const float* x, int K) {
 }
 
 float dot_f16(const uint8_t* w, const float* x, int K) {
-  return dot_float([w](int i) { return half_to_float(load_u16(w + 2 * i)); }, [x](int i) { return x[i]; }, K);
+  return dot_float([w](int i) { return f16_to_f32(load_u16(w + 2 * i)); }, [x](int i) { return x[i]; }, K);
 }
 
 float dot_bf16(const uint8_t* w, const uint8_t* x, int K) {
-  return dot_float([w](int i) { return bf16_to_float(load_u16(w + 2 * i)); },
-                   [x](int i) { return bf16_to_float(load_u16(x + 2 * i)); }, K);
+  return dot_float([w](int i) { return bf16_to_f32(load_u16(w + 2 * i)); },
+                   [x](int i) { return bf16_to_f32(load_u16(x + 2 * i)); }, K);
 }
 
 // Σ_b dw·dx·Σ q_w·q_x over Q8_0 blocks
@@ -56,7 +56,7 @@ float dot_q8_0(const uint8_t* w, const XQ8_0& x, int K) {
     const int8_t* qx = x.q + kQK * b;
     int32_t isum = 0;
     for (int j = 0; j < kQK; j++) isum += qw[j] * qx[j];
-    s += half_to_float(load_u16(blk)) * x.d[b] * static_cast<float>(isum);
+    s += f16_to_f32(load_u16(blk)) * x.d[b] * static_cast<float>(isum);
   }
   return s;
 }
@@ -70,7 +70,7 @@ float dot_q4_0(const uint8_t* w, const XQ8_0& x, int K) {
     int32_t isum = 0;
     for (int j = 0; j < 16; j++) isum += (blk[2 + j] & 15) * qx[j] + (blk[2 + j] >> 4) * qx[j + 16];
     isum -= 8 * x.s[b];
-    s += half_to_float(load_u16(blk)) * x.d[b] * static_cast<float>(isum);
+    s += f16_to_f32(load_u16(blk)) * x.d[b] * static_cast<float>(isum);
   }
   return s;
 }
@@ -95,7 +95,7 @@ float dot_q4_k(const uint8_t* w, const XQ8_K& x, int K) {
       main += s1 * lo + s2 * hi;
       mins += m1 * x.s32[8 * b + 2 * c] + m2 * x.s32[8 * b + 2 * c + 1];
     }
-    const float d = half_to_float(load_u16(blk)), dmin = half_to_float(load_u16(blk + 2));
+    const float d = f16_to_f32(load_u16(blk)), dmin = f16_to_f32(load_u16(blk + 2));
     s += x.d[b] * (d * static_cast<float>(main) - dmin * static_cast<float>(mins));
   }
   return s;
@@ -114,7 +114,7 @@ float dot_q6_k(const uint8_t* w, const XQ8_K& x, int K) {
       for (int i = 16 * j; i < 16 * j + 16; i++) sub += q6k_value(blk, i) * qx[i];
       isum += sc[j] * (sub - 32 * x.s16[16 * b + j]);
     }
-    s += half_to_float(load_u16(blk + 208)) * x.d[b] * static_cast<float>(isum);
+    s += f16_to_f32(load_u16(blk + 208)) * x.d[b] * static_cast<float>(isum);
   }
   return s;
 }

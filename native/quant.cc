@@ -38,7 +38,7 @@ size_t weight_row_bytes(int type, int n) {
 namespace {
 
 void dequantize_q4_k_block(const uint8_t* b, float* y) {
-  const double d = half_to_float(load_u16(b)), dmin = half_to_float(load_u16(b + 2));
+  const double d = f16_to_f32(load_u16(b)), dmin = f16_to_f32(load_u16(b + 2));
   for (int c = 0; c < 4; c++) {
     uint8_t s1, m1, s2, m2;
     q4k_scale_min(b + 4, 2 * c, &s1, &m1);
@@ -53,7 +53,7 @@ void dequantize_q4_k_block(const uint8_t* b, float* y) {
 }
 
 void dequantize_q6_k_block(const uint8_t* b, float* y) {
-  const double d = half_to_float(load_u16(b + 208));
+  const double d = f16_to_f32(load_u16(b + 208));
   const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
   for (int i = 0; i < kQKK; i++) y[i] = static_cast<float>(d * sc[i / 16] * (q6k_value(b, i) - 32));
 }
@@ -64,22 +64,22 @@ void dequantize_row(int type, const uint8_t* row, int n, float* out) {
   switch (type) {
     case kF32: std::memcpy(out, row, 4 * static_cast<size_t>(n)); return;
     case kF16:
-      for (int i = 0; i < n; i++) out[i] = half_to_float(load_u16(row + 2 * i));
+      for (int i = 0; i < n; i++) out[i] = f16_to_f32(load_u16(row + 2 * i));
       return;
     case kBF16:
-      for (int i = 0; i < n; i++) out[i] = bf16_to_float(load_u16(row + 2 * i));
+      for (int i = 0; i < n; i++) out[i] = bf16_to_f32(load_u16(row + 2 * i));
       return;
     case kQ8_0:
       for (int b = 0; b < n / kQK; b++) {
         const uint8_t* p = row + kQ8_0Bytes * b;
-        const float d = half_to_float(load_u16(p));
+        const float d = f16_to_f32(load_u16(p));
         for (int j = 0; j < kQK; j++) out[kQK * b + j] = d * static_cast<int8_t>(p[2 + j]);
       }
       return;
     case kQ4_0:
       for (int b = 0; b < n / kQK; b++) {
         const uint8_t* p = row + kQ4_0Bytes * b;
-        const float d = half_to_float(load_u16(p));
+        const float d = f16_to_f32(load_u16(p));
         for (int j = 0; j < 16; j++) {
           out[kQK * b + j] = d * ((p[2 + j] & 15) - 8);
           out[kQK * b + j + 16] = d * ((p[2 + j] >> 4) - 8);
@@ -126,7 +126,7 @@ void quantize_q8_0_block(const float* x, int8_t* q, float* d, int32_t* s) {
     amax = a > amax ? a : amax;
   }
   if (nan) amax = NAN;
-  *d = half_to_float(float_to_half(amax / 127.f));
+  *d = f16_to_f32(f32_to_f16(amax / 127.f));
   const float id = amax != 0.f ? 127.f / amax : 0.f;
   int32_t sum = 0;
   for (int j = 0; j < 32; j++) {
@@ -175,12 +175,12 @@ void prepare_row_scalar(int type, const float* x, int K, uint8_t* dst) {
     case kF32: std::memcpy(dst, x, 4 * static_cast<size_t>(K)); return;
     case kF16: {
       float* v = reinterpret_cast<float*>(dst);
-      for (int i = 0; i < K; i++) v[i] = half_to_float(float_to_half(x[i]));
+      for (int i = 0; i < K; i++) v[i] = f16_to_f32(f32_to_f16(x[i]));
       return;
     }
     case kBF16:
       for (int i = 0; i < K; i++) {
-        const uint16_t b = float_to_bf16(x[i]);
+        const uint16_t b = f32_to_bf16(x[i]);
         std::memcpy(dst + 2 * i, &b, 2);
       }
       return;
@@ -212,7 +212,7 @@ void prepared_row_values(int type, const uint8_t* row, int K, float* out) {
     case kF32:
     case kF16: std::memcpy(out, row, 4 * static_cast<size_t>(K)); return;
     case kBF16:
-      for (int i = 0; i < K; i++) out[i] = bf16_to_float(load_u16(row + 2 * i));
+      for (int i = 0; i < K; i++) out[i] = bf16_to_f32(load_u16(row + 2 * i));
       return;
     case kQ8_0:
     case kQ4_0: {

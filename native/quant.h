@@ -17,76 +17,19 @@
 //   Q8_0, Q4_0: int8 q[K]; float d[K/32]; int32 s[K/32]           s = Σ q over the block
 //   Q4_K, Q6_K: int8 q[K]; float d[K/256]; int16 s16[K/16]; int16 s32[K/32]
 //               s16 / s32 = Σ q over each 16 / 32 values (|s32| ≤ 4064 fits int16)
+// Every function defined here is `static inline` (internal linkage): this header is included
+// by translation units built with -mavx512f etc., whose copies must never replace the
+// portable ones at link time.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 
+#include "half.h"
+
 namespace loom {
 
-// ---- f16 / bf16 scalar conversions (bit-exact with src/model/half.ts) ----
-
-inline uint32_t f32_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
-inline float f32_from_bits(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// f16 bits → f32 value (exact).
-inline float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f;
-  const uint32_t mant = h & 0x3ff;
-  if (exp == 0) {
-    // zero or subnormal: mant · 2^-24, exact in f32
-    const float v = static_cast<float>(mant) * 5.9604644775390625e-8f;
-    return sign ? -v : v;
-  }
-  if (exp == 31) return f32_from_bits(sign | 0x7f800000 | (mant << 13));
-  return f32_from_bits(sign | ((exp + 112) << 23) | (mant << 13));
-}
-
-// f32 → f16 bits, round to nearest even, subnormals kept, overflow → inf, NaN quieted (as F16C).
-inline uint16_t float_to_half(float f) {
-  const uint32_t u = f32_bits(f);
-  const uint32_t sign = (u >> 16) & 0x8000;
-  const int exp = static_cast<int>((u >> 23) & 0xff);
-  const uint32_t mant = u & 0x7fffff;
-  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00 | (mant ? 0x200 | (mant >> 13) : 0));
-  const int e = exp - 112;
-  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00);
-  if (e <= 0) {
-    if (e < -10) return static_cast<uint16_t>(sign);
-    const uint32_t m = mant | 0x800000;
-    const int shift = 14 - e;  // 14..24
-    uint32_t q = m >> shift;
-    const uint32_t rem = m & ((1u << shift) - 1);
-    const uint32_t halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (q & 1))) q++;
-    return static_cast<uint16_t>(sign | q);
-  }
-  uint32_t q = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
-  const uint32_t rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (q & 1))) q++;
-  return static_cast<uint16_t>(sign | q);
-}
-
-inline float bf16_to_float(uint16_t h) { return f32_from_bits(static_cast<uint32_t>(h) << 16); }
-
-// ggml_compute_fp32_to_bf16: round to nearest even on the top 16 bits, NaN forced quiet.
-inline uint16_t float_to_bf16(float f) {
-  const uint32_t u = f32_bits(f);
-  if ((u & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>((u >> 16) | 64);
-  return static_cast<uint16_t>((u + (0x7fff + ((u >> 16) & 1))) >> 16);
-}
-
-inline uint16_t load_u16(const uint8_t* p) {
+static inline uint16_t load_u16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);
   return v;
@@ -107,7 +50,7 @@ int weight_block_values(int type);
 size_t weight_row_bytes(int type, int n);
 
 // Q4_K sub-block j (0..7) scale and min from the 12 packed bytes.
-inline void q4k_scale_min(const uint8_t* s, int j, uint8_t* sc, uint8_t* m) {
+static inline void q4k_scale_min(const uint8_t* s, int j, uint8_t* sc, uint8_t* m) {
   if (j < 4) {
     *sc = s[j] & 63;
     *m = s[j + 4] & 63;
@@ -118,7 +61,7 @@ inline void q4k_scale_min(const uint8_t* s, int j, uint8_t* sc, uint8_t* m) {
 }
 
 // Q6_K 6-bit value i (0..255) of a block, unsigned 0..63 (the weight is d·scales[i/16]·(q−32)).
-inline int q6k_value(const uint8_t* blk, int i) {
+static inline int q6k_value(const uint8_t* blk, int i) {
   const int h = i / 128, r = i % 128, l = r % 32, quarter = r / 32;
   const uint8_t* ql = blk + 64 * h;
   const uint8_t* qh = blk + 128 + 32 * h;
@@ -147,11 +90,11 @@ struct XQ8_K {
   const int16_t* s16;  // [K/16]
   const int16_t* s32;  // [K/32]
 };
-inline XQ8_0 xq8_0_view(const uint8_t* row, int K) {
+static inline XQ8_0 xq8_0_view(const uint8_t* row, int K) {
   return {reinterpret_cast<const int8_t*>(row), reinterpret_cast<const float*>(row + K),
           reinterpret_cast<const int32_t*>(row + K + 4 * (K / 32))};
 }
-inline XQ8_K xq8_k_view(const uint8_t* row, int K) {
+static inline XQ8_K xq8_k_view(const uint8_t* row, int K) {
   return {reinterpret_cast<const int8_t*>(row), reinterpret_cast<const float*>(row + K),
           reinterpret_cast<const int16_t*>(row + K + 4 * (K / 256)),
           reinterpret_cast<const int16_t*>(row + K + 4 * (K / 256) + 2 * (K / 16))};

@@ -46,7 +46,7 @@ std::mt19937 rng(1234);
 float normal(float sd) { return std::normal_distribution<float>(0.f, sd)(rng); }
 int uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 void put_f16(uint8_t* p, float v) {
-  const uint16_t h = float_to_half(v);
+  const uint16_t h = f32_to_f16(v);
   std::memcpy(p, &h, 2);
 }
 
@@ -68,7 +68,7 @@ std::vector<uint8_t> random_weights(int type, int K, int N) {
         break;
       case kBF16:
         for (int i = 0; i < K; i++) {
-          const uint16_t b = float_to_bf16(normal(0.05f));
+          const uint16_t b = f32_to_bf16(normal(0.05f));
           std::memcpy(row + 2 * i, &b, 2);
         }
         break;

@@ -31,11 +31,11 @@ struct Q6KTab {  // one Q6_K block of one output row
 struct Panel {
   const uint8_t* w[48];  // per output row: weight data the kernel reads (in place or unpacked)
   int bstride = 0;       // bytes between blocks in w[o] (integer types)
-  std::vector<uint8_t> unpacked;  // [48][K] s8 or f32 rows
-  std::vector<float> dw;          // Q8_0/Q4_0: [48][K/32]
-  std::vector<int32_t> corr;      // Q8_0/Q4_0: [48][K/32]
-  std::vector<Q4KTab> q4k;        // [48][K/256]
-  std::vector<Q6KTab> q6k;        // [48][K/256]
+  Buf<uint8_t> unpacked;  // [48][K] s8 or f32 rows
+  Buf<float> dw;          // Q8_0/Q4_0: [48][K/32]
+  Buf<int32_t> corr;      // Q8_0/Q4_0: [48][K/32]
+  Buf<Q4KTab> q4k;        // [48][K/256]
+  Buf<Q6KTab> q6k;        // [48][K/256]
 };
 
 // Σ of 32 int8 at p
@@ -53,24 +53,22 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
       for (int o = 0; o < no; o++) p.w[o] = w + wstride * (o0 + o);
       return;
     case kF16:
-      if (p.unpacked.size() < 48 * 4 * k) p.unpacked.resize(48 * 4 * k);
+      p.unpacked.get(48 * 4 * k);
       for (int o = 0; o < no; o++) {
         const uint8_t* src = w + wstride * (o0 + o);
         float* dst = reinterpret_cast<float*>(p.unpacked.data()) + k * o;
         int i = 0;
         for (; i + 16 <= K; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(loadu256(src + 2 * i)));
-        for (; i < K; i++) dst[i] = half_to_float(load_u16(src + 2 * i));
+        for (; i < K; i++) dst[i] = f16_to_f32(load_u16(src + 2 * i));
         p.w[o] = reinterpret_cast<const uint8_t*>(dst);
       }
       return;
     case kQ8_0:
     case kQ4_0: {
       const int nb = K / 32;
-      if (p.dw.size() < 48 * static_cast<size_t>(nb)) {
-        p.dw.resize(48 * nb);
-        p.corr.resize(48 * nb);
-      }
-      if (type == kQ4_0 && p.unpacked.size() < 48 * k) p.unpacked.resize(48 * k);
+      p.dw.get(48 * static_cast<size_t>(nb));
+      p.corr.get(48 * static_cast<size_t>(nb));
+      if (type == kQ4_0) p.unpacked.get(48 * k);
       p.bstride = type == kQ8_0 ? 34 : 32;
       for (int o = 0; o < no; o++) {
         const uint8_t* row = w + wstride * (o0 + o);
@@ -84,8 +82,8 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), v);
             q = un + 32 * b;
           }
-          p.dw[o * nb + b] = f16_scalar(row + (type == kQ8_0 ? 34 : 18) * b);
-          p.corr[o * nb + b] = -128 * sum_i8_32(q);
+          p.dw.data()[o * nb + b] = f16_scalar(row + (type == kQ8_0 ? 34 : 18) * b);
+          p.corr.data()[o * nb + b] = -128 * sum_i8_32(q);
         }
         p.w[o] = type == kQ8_0 ? row + 2 : reinterpret_cast<const uint8_t*>(un);
       }
@@ -94,9 +92,9 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
     case kQ4_K:
     case kQ6_K: {
       const int nb = K / 256;
-      if (p.unpacked.size() < 48 * k) p.unpacked.resize(48 * k);
-      if (type == kQ4_K && p.q4k.size() < 48 * static_cast<size_t>(nb)) p.q4k.resize(48 * nb);
-      if (type == kQ6_K && p.q6k.size() < 48 * static_cast<size_t>(nb)) p.q6k.resize(48 * nb);
+      p.unpacked.get(48 * k);
+      if (type == kQ4_K) p.q4k.get(48 * static_cast<size_t>(nb));
+      if (type == kQ6_K) p.q6k.get(48 * static_cast<size_t>(nb));
       p.bstride = 256;
       for (int o = 0; o < no; o++) {
         const uint8_t* row = w + wstride * (o0 + o);
@@ -105,7 +103,7 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
           int8_t* q = un + 256 * b;
           if (type == kQ4_K) {
             const uint8_t* blk = row + 144 * b;
-            Q4KTab& t = p.q4k[o * nb + b];
+            Q4KTab& t = p.q4k.data()[o * nb + b];
             uint8_t sm[16];
             q4_k_scales(blk + 4, sm);
             const __m256i m4 = _mm256_set1_epi8(15);
@@ -126,7 +124,7 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
             LOOM_UNROLL for (int i = 0; i < 4; i++) t.mpair[i] = sm[8 + 2 * i] | (static_cast<uint32_t>(sm[9 + 2 * i]) << 16);
           } else {
             const uint8_t* blk = row + 210 * b;
-            Q6KTab& t = p.q6k[o * nb + b];
+            Q6KTab& t = p.q6k.data()[o * nb + b];
             for (int h = 0; h < 2; h++) {
               __m256i v[4];
               q6_k_unpack_half(blk, h, v);
@@ -209,7 +207,7 @@ void kern_q8(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0
   for (int b = b0; b < b0 + nbk; b++) {
     __m512i s[NR][NV];
     LOOM_UNROLL for (int o = 0; o < NR; o++) {
-      const __m512i c = _mm512_set1_epi32(p.corr[(og + o) * nb + b]);
+      const __m512i c = _mm512_set1_epi32(p.corr.data()[(og + o) * nb + b]);
       LOOM_UNROLL for (int v = 0; v < NV; v++) s[o][v] = c;
     }
     LOOM_UNROLL for (int g = 0; g < 8; g++) {
@@ -224,7 +222,7 @@ void kern_q8(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0
       const __m512 dx = _mm512_loadu_ps(reinterpret_cast<const float*>(xd + v * tw + 16 * b));
       LOOM_UNROLL for (int o = 0; o < NR; o++) {
         const __m512 t = _mm512_mul_ps(_mm512_cvtepi32_ps(s[o][v]), dx);
-        f[o][v] = _mm512_fmadd_ps(t, _mm512_set1_ps(p.dw[(og + o) * nb + b]), f[o][v]);
+        f[o][v] = _mm512_fmadd_ps(t, _mm512_set1_ps(p.dw.data()[(og + o) * nb + b]), f[o][v]);
       }
     }
   }
@@ -243,7 +241,7 @@ void kern_kq(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0
   for (int b = b0; b < b0 + nbk; b++) {
     __m512i blk[NR][NV];
     LOOM_UNROLL for (int o = 0; o < NR; o++) {
-      const int32_t C = kQ4K ? p.q4k[(og + o) * nb + b].C : p.q6k[(og + o) * nb + b].C;
+      const int32_t C = kQ4K ? p.q4k.data()[(og + o) * nb + b].C : p.q6k.data()[(og + o) * nb + b].C;
       LOOM_UNROLL for (int v = 0; v < NV; v++) blk[o][v] = _mm512_set1_epi32(C);
     }
     for (int j = 0; j < NSUB; j++) {
@@ -260,7 +258,7 @@ void kern_kq(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0
         }
       }
       LOOM_UNROLL for (int o = 0; o < NR; o++) {
-        const int32_t sc = kQ4K ? p.q4k[(og + o) * nb + b].sc[j] : p.q6k[(og + o) * nb + b].sc[j];
+        const int32_t sc = kQ4K ? p.q4k.data()[(og + o) * nb + b].sc[j] : p.q6k.data()[(og + o) * nb + b].sc[j];
         const __m512i scv = _mm512_set1_epi32(sc);
         LOOM_UNROLL for (int v = 0; v < NV; v++) blk[o][v] = _mm512_add_epi32(blk[o][v], _mm512_mullo_epi32(s[o][v], scv));
       }
@@ -273,13 +271,13 @@ void kern_kq(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0
       LOOM_UNROLL for (int o = 0; o < NR; o++) {
         __m512 t;
         if (kQ4K) {
-          const Q4KTab& tb = p.q4k[(og + o) * nb + b];
+          const Q4KTab& tb = p.q4k.data()[(og + o) * nb + b];
           __m512i mn = _mm512_setzero_si512();
           LOOM_UNROLL for (int i = 0; i < 4; i++) mn = _mm512_dpwssd_epi32(mn, xsum[i], _mm512_set1_epi32(tb.mpair[i]));
           t = _mm512_mul_ps(_mm512_cvtepi32_ps(blk[o][v]), _mm512_set1_ps(tb.d));
           t = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(mn), _mm512_set1_ps(tb.dmin), t);
         } else {
-          t = _mm512_mul_ps(_mm512_cvtepi32_ps(blk[o][v]), _mm512_set1_ps(p.q6k[(og + o) * nb + b].d));
+          t = _mm512_mul_ps(_mm512_cvtepi32_ps(blk[o][v]), _mm512_set1_ps(p.q6k.data()[(og + o) * nb + b].d));
         }
         f[o][v] = _mm512_fmadd_ps(t, dx, f[o][v]);
       }
@@ -372,25 +370,25 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
   constexpr int AS = 16 * kMaxTiles;  // acc row stride (floats)
   alignas(64) float acc[kPanel * AS];
   for (int t = r0 / 16; 16 * t < r1; t += sh.tiles) {
-    const int nv = std::min(sh.tiles, (r1 - 16 * t + 15) / 16);
+    const int nv = imin(sh.tiles, (r1 - 16 * t + 15) / 16);
     std::memset(acc, 0, sizeof(acc));
     const uint32_t* x = reinterpret_cast<const uint32_t*>(packed + tb * t);
     for (int k0 = 0; k0 < K; k0 += sh.kc) {
-      const int kc = std::min(sh.kc, K - k0);
+      const int kc = imin(sh.kc, K - k0);
       for (int og = 0; og < no; og += sh.nr) {
-        const int nr = std::min(sh.nr, no - og);
+        const int nr = imin(sh.nr, no - og);
         kernel_for(type, nr, nv)(panel, og, x, tw, K, k0, kc, acc + og * AS, AS);
       }
     }
     // acc[o][r] → out[r][o], 16 × 16 at a time
-    const int nrows = std::min(r1, 16 * (t + nv)) - 16 * t;
+    const int nrows = imin(r1, 16 * (t + nv)) - 16 * t;
     for (int rb = 0; rb < nrows; rb += 16) {
       for (int ob = 0; ob < no; ob += 16) {
         const uint32_t* rows[16];
         LOOM_UNROLL for (int i = 0; i < 16; i++)
           rows[i] = ob + i < no ? reinterpret_cast<const uint32_t*>(acc + (ob + i) * AS + rb) : nullptr;
-        const int nob = std::min(16, no - ob);
-        transpose16(rows, std::min(16, nrows - rb), reinterpret_cast<uint32_t*>(out + static_cast<size_t>(16 * t + rb) * N + o0 + ob),
+        const int nob = imin(16, no - ob);
+        transpose16(rows, imin(16, nrows - rb), reinterpret_cast<uint32_t*>(out + static_cast<size_t>(16 * t + rb) * N + o0 + ob),
                     static_cast<size_t>(N), static_cast<__mmask16>((1u << nob) - 1));
       }
     }

@@ -12,6 +12,33 @@
 //               (s32pair: two int16 sums of 32 q's, for the Q4_K mins)
 // Rows past the end of x are zero.
 
+// No std:: containers or algorithms in the x86 translation units: their out-of-line template
+// instances have external linkage, and the linker could hand the AVX-512 build of one to the
+// portable code. Buf is a grow-only array with internal linkage (this anonymous namespace).
+template <typename T>
+class Buf {
+ public:
+  Buf() = default;
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  ~Buf() { ::operator delete(data_, std::align_val_t(64)); }
+  T* get(size_t n) {  // at least n elements; contents kept only while n does not grow
+    if (n > cap_) {
+      ::operator delete(data_, std::align_val_t(64));
+      data_ = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
+      cap_ = n;
+    }
+    return data_;
+  }
+  T* data() const { return data_; }
+
+ private:
+  T* data_ = nullptr;
+  size_t cap_ = 0;
+};
+
+inline int imin(int a, int b) { return a < b ? a : b; }
+
 // dst[j·dst_stride + i] = rows[i][j] for j in [0, width), i in store_mask; rows[i] == nullptr
 // stands for zeros. (A 16 × width block of 32-bit words, transposed.)
 inline void transpose16(const uint32_t* const* rows, int width, uint32_t* dst, size_t dst_stride,
@@ -62,8 +89,8 @@ size_t tile_bytes(int type, int K) {
 // Pack rows [16·tile, 16·tile + 16) of x [rows, K] into dst (tile_bytes(type, K) bytes).
 void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst) {
   const size_t pb = prepared_row_bytes(type, K);
-  thread_local std::vector<uint8_t> prep;
-  if (prep.size() < 16 * pb) prep.resize(16 * pb);
+  thread_local Buf<uint8_t> prep_buf;
+  uint8_t* prep = prep_buf.get(16 * pb);
   const int r0 = 16 * tile, n = rows - r0 < 16 ? rows - r0 : 16;
   const uint32_t* rows_q[16];
   LOOM_UNROLL for (int i = 0; i < 16; i++) {
@@ -73,8 +100,8 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst
     if (type == kF32) {
       rows_q[i] = reinterpret_cast<const uint32_t*>(xr);
     } else {
-      avx2_prepare_row(type, xr, K, prep.data() + pb * i);
-      rows_q[i] = reinterpret_cast<const uint32_t*>(prep.data() + pb * i);
+      avx2_prepare_row(type, xr, K, prep + pb * i);
+      rows_q[i] = reinterpret_cast<const uint32_t*>(prep + pb * i);
     }
   }
   uint32_t* out = reinterpret_cast<uint32_t*>(dst);

@@ -60,7 +60,7 @@ void prepare_q8_0(const float* x, int K, uint8_t* dst) {
     m = _mm_max_ss(m, _mm_movehdup_ps(m));
     float amax = _mm_cvtss_f32(m);
     if (_mm256_movemask_ps(nan)) amax = NAN;
-    d[b] = half_to_float(float_to_half(amax / 127.f));
+    d[b] = f16_to_f32(f32_to_f16(amax / 127.f));
     s[b] = quantize32(xb, amax != 0.f ? 127.f / amax : 0.f, q + 32 * b);
   }
 }
@@ -83,7 +83,7 @@ void prepare_q8_k(const float* x, int K, uint8_t* dst) {
     const float amax = _mm_cvtss_f32(m);
     float max = 0;
     for (int j = 0; j < 256; j++)  // the first element of largest |x|
-      if (std::fabs(xb[j]) == amax) {
+      if (__builtin_fabsf(xb[j]) == amax) {
         max = xb[j];
         break;
       }
@@ -114,7 +114,7 @@ void prepare_f16(const float* x, int K, float* v) {
     const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
     _mm256_storeu_ps(v + i, _mm256_cvtph_ps(h));
   }
-  for (; i < K; i++) v[i] = half_to_float(float_to_half(x[i]));
+  for (; i < K; i++) v[i] = f16_to_f32(f32_to_f16(x[i]));
 }
 
 // 8 floats → 8 bf16 bit patterns (ggml_compute_fp32_to_bf16) in the low 128 bits.
@@ -134,7 +134,7 @@ void prepare_bf16(const float* x, int K, uint8_t* dst) {
   int i = 0;
   for (; i + 8 <= K; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + 2 * i), bf16_round8(_mm256_loadu_ps(x + i)));
   for (; i < K; i++) {
-    const uint16_t b = float_to_bf16(x[i]);
+    const uint16_t b = f32_to_bf16(x[i]);
     std::memcpy(dst + 2 * i, &b, 2);
   }
 }
@@ -165,7 +165,7 @@ void dot_float_rows(const uint8_t* w, const float* const* x, int K, float* res) 
   }
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
   for (; i < K; i++) {
-    const float wi = kHalf ? half_to_float(load_u16(w + 2 * i)) : reinterpret_cast<const float*>(w)[i];
+    const float wi = kHalf ? f16_to_f32(load_u16(w + 2 * i)) : reinterpret_cast<const float*>(w)[i];
     LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * x[r][i];
   }
 }
@@ -186,8 +186,8 @@ void dot_bf16_rows(const uint8_t* w, const uint8_t* const* x, int K, float* res)
   }
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
   for (; i < K; i++) {
-    const float wi = bf16_to_float(load_u16(w + 2 * i));
-    LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * bf16_to_float(load_u16(x[r] + 2 * i));
+    const float wi = bf16_to_f32(load_u16(w + 2 * i));
+    LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * bf16_to_f32(load_u16(x[r] + 2 * i));
   }
 }
 

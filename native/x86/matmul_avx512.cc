@@ -5,10 +5,9 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
+#include <new>
 
 #include "../matmul.h"
 #include "../quant.h"
@@ -49,7 +48,7 @@ void dot_float_rows(const uint8_t* w, const float* const* x, int K, float* res) 
   }
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(_mm512_add_ps(acc[0][r], acc[1][r]));
   for (; i < K; i++) {
-    const float wi = kHalf ? half_to_float(load_u16(w + 2 * i)) : reinterpret_cast<const float*>(w)[i];
+    const float wi = kHalf ? f16_to_f32(load_u16(w + 2 * i)) : reinterpret_cast<const float*>(w)[i];
     LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * x[r][i];
   }
 }
@@ -70,8 +69,8 @@ void dot_bf16_rows(const uint8_t* w, const uint8_t* const* x, int K, float* res)
   }
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(_mm512_add_ps(acc[0][r], acc[1][r]));
   for (; i < K; i++) {
-    const float wi = bf16_to_float(load_u16(w + 2 * i));
-    LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * bf16_to_float(load_u16(x[r] + 2 * i));
+    const float wi = bf16_to_f32(load_u16(w + 2 * i));
+    LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * bf16_to_f32(load_u16(x[r] + 2 * i));
   }
 }
 
@@ -127,7 +126,7 @@ void avx512_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8
 void avx512_gemm(int type, const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0,
                  int o1, float* out, int N) {
   for (int o = o0; o < o1; o += kPanel)
-    gemm_panel(type, packed, r0, r1, w, wstride, K, o, std::min(o1, o + kPanel), out, N);
+    gemm_panel(type, packed, r0, r1, w, wstride, K, o, imin(o1, o + kPanel), out, N);
 }
 
 }  // namespace x86
