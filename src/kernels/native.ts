@@ -1,7 +1,8 @@
 // The only file that loads the native core (build/Release/loom_native.node, built by
 // `npm install` / `npm run build:native`). The addon is test-loaded (a tiny RMSNorm checked
-// against its known answer) before it is trusted; when it cannot load, one line on stderr
-// says so and loadNativeKernels() returns undefined, so callers fall back to the reference.
+// against its known answer) before it is trusted; when it cannot load, loadNativeKernels()
+// says so in one line on stderr (once) and returns undefined, so callers fall back to the
+// reference; nativeUnavailableReason() asks without the notice.
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -75,15 +76,19 @@ function load(): NonNullable<typeof state> {
   } catch (err) {
     const reason = err instanceof Error ? err.message.split('\n')[0]! : String(err);
     state = { error: reason };
-    process.stderr.write(`loom: native core unavailable (${reason}); using the TypeScript reference kernels\n`);
   }
   return state;
 }
 
-/** The native kernels, or undefined (after one line on stderr) when the addon cannot load. */
+let noticed = false;
+
+/** The native kernels, or undefined (after one line on stderr, once) when the addon cannot load. */
 export function loadNativeKernels(): Kernels | undefined {
   const s = load();
-  return 'kernels' in s ? s.kernels : undefined;
+  if ('kernels' in s) return s.kernels;
+  if (!noticed) process.stderr.write(`loom: native core unavailable (${s.error}); using the TypeScript reference kernels\n`);
+  noticed = true;
+  return undefined;
 }
 
 /** Why the addon did not load, or undefined when it did. */

@@ -17,13 +17,14 @@ export function selectKernels(backend: Backend = 'auto', threads?: number): Kern
   if (backend !== 'native' && backend !== 'auto') {
     throw new InvalidArgumentError(`unknown backend "${String(backend)}" (expected ${BACKENDS.join(', ')})`);
   }
-  const native = loadNativeKernels();
-  if (!native) {
-    if (backend === 'auto') return referenceKernels;
+  const reason = nativeUnavailableReason();
+  if (reason !== undefined && backend === 'native') {
     throw new InvalidArgumentError(
-      `the native backend is unavailable (${nativeUnavailableReason() ?? 'unknown reason'}); build it with \`npm run build:native\` or use --backend reference`,
+      `the native backend is unavailable (${reason}); build it with \`npm run build:native\` or use --backend reference`,
     );
   }
+  const native = loadNativeKernels(); // on `auto`, says once that the reference stands in
+  if (!native) return referenceKernels;
   if (threads !== undefined) setThreads(threads);
   return native;
 }
