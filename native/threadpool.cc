@@ -1,7 +1,6 @@
 #include "threadpool.h"
 
 #include <chrono>
-#include <memory>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -26,17 +25,32 @@ inline uint32_t unclaimed_of(uint64_t claim) { return static_cast<uint32_t>(clai
 
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads) { start_workers(threads); }
+
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::start_workers(int threads) {
+  stopping_.store(false);
   for (int t = 1; t < threads; t++) workers_.emplace_back([this, t] { worker_loop(t); });
+  size_.store(static_cast<int>(workers_.size()) + 1);
 }
 
-ThreadPool::~ThreadPool() {
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(sleep_mutex_);
     stopping_.store(true);
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
+  workers_.clear();
+  size_.store(1);
+}
+
+void ThreadPool::resize(int threads) {
+  std::lock_guard<std::mutex> call(call_mutex_);
+  if (threads == size()) return;
+  stop_workers();
+  start_workers(threads);
 }
 
 void ThreadPool::run_tasks(uint32_t generation, int thread) {
@@ -56,11 +70,15 @@ void ThreadPool::run_tasks(uint32_t generation, int thread) {
 
 void ThreadPool::parallel_for(int tasks, const std::function<void(int, int)>& fn) {
   if (tasks <= 0) return;
-  if (workers_.empty() || tasks == 1 || t_in_pool_task) {
+  if (tasks == 1 || t_in_pool_task) {
     for (int i = 0; i < tasks; i++) fn(i, 0);
     return;
   }
   std::lock_guard<std::mutex> call(call_mutex_);
+  if (workers_.empty()) {
+    for (int i = 0; i < tasks; i++) fn(i, 0);
+    return;
+  }
   const uint32_t generation = generation_of(claim_.load(std::memory_order_relaxed)) + 1;
   job_ = &fn;
   tasks_ = tasks;
@@ -112,37 +130,20 @@ void ThreadPool::worker_loop(int thread) {
 }
 
 namespace {
-std::unique_ptr<ThreadPool> g_pool;
-int g_threads = 0;
-std::mutex g_pool_mutex;
-
 int default_threads() {
   const unsigned n = std::thread::hardware_concurrency();
   return n > 0 ? static_cast<int>(n) : 1;
 }
 }  // namespace
 
-void set_thread_count(int threads) {
-  if (threads < 1) threads = 1;
-  std::lock_guard<std::mutex> lock(g_pool_mutex);
-  if (g_pool && g_threads == threads) return;
-  g_pool.reset();
-  g_threads = threads;
-  g_pool = std::make_unique<ThreadPool>(threads);
-}
-
-int thread_count() {
-  pool();
-  return g_threads;
-}
-
 ThreadPool& pool() {
-  {
-    std::lock_guard<std::mutex> lock(g_pool_mutex);
-    if (g_pool) return *g_pool;
-  }
-  set_thread_count(default_threads());
-  return *g_pool;
+  // never destroyed: worker threads must not be joined from static destructors at exit
+  static ThreadPool* const p = new ThreadPool(default_threads());
+  return *p;
 }
+
+void set_thread_count(int threads) { pool().resize(threads < 1 ? 1 : threads); }
+
+int thread_count() { return pool().size(); }
 
 }  // namespace loom

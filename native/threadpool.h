@@ -22,20 +22,26 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  int size() const { return size_.load(std::memory_order_relaxed); }
+
+  // Changes the number of threads; waits for a running parallel_for to finish first.
+  void resize(int threads);
 
   // Runs fn(task, thread) for every task in [0, tasks), spread over the pool's threads
   // (thread in [0, size())); returns when all have finished.
   void parallel_for(int tasks, const std::function<void(int task, int thread)>& fn);
 
  private:
+  void start_workers(int threads);
+  void stop_workers();
   void worker_loop(int thread);
   // Claims and runs tasks of job `generation` until none is left.
   void run_tasks(uint32_t generation, int thread);
   bool wait_for_job(uint32_t seen);
 
   std::vector<std::thread> workers_;
-  std::mutex call_mutex_;  // serializes parallel_for callers
+  std::atomic<int> size_{1};
+  std::mutex call_mutex_;  // serializes parallel_for callers and resize
   // (generation << 32) | tasks not yet claimed. A worker claims a task with a CAS that
   // also checks the generation, so it can never run a task of a finished job.
   std::atomic<uint64_t> claim_{0};
@@ -49,7 +55,8 @@ class ThreadPool {
   std::atomic<bool> stopping_{false};
 };
 
-// The process-wide pool the kernels use; sized by set_thread_count (default: hardware threads).
+// The process-wide pool the kernels use (one object for the life of the process, so a
+// reference to it stays valid); sized by set_thread_count (default: hardware threads).
 ThreadPool& pool();
 void set_thread_count(int threads);
 int thread_count();
