@@ -223,8 +223,8 @@ void run_checks() {
     for (int isa = 0; isa <= best; isa++) {
       for (int K : Ks)
         for (int rows : {1, 3, 17, 64})
-          for (int N : {1, 37, 100}) check_case(type, isa, rows, K, N, 6);
-      check_case(type, isa, 512, Ks.back(), 1000, 6);
+          for (int N : {1, 37, 100}) check_case(type, isa, rows, K, N, 0);
+      check_case(type, isa, 512, Ks.back(), 1000, 0);
       if (isa == 2) {  // the GEMM at small row counts, and the dot kernels at many rows
         check_case(type, isa, 1, Ks.back(), 37, 1);
         check_case(type, isa, 33, Ks.back(), 130, 1);
@@ -233,7 +233,7 @@ void run_checks() {
     }
   }
   matmul_force_isa(-1);
-  matmul_set_gemm_min_rows(6);
+  matmul_set_gemm_min_rows(0);
 }
 
 // ---- timings ----
@@ -393,6 +393,7 @@ void run_one(int argc, char** argv) {
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "all";
   if (const char* th = std::getenv("LOOM_THREADS")) set_thread_count(std::atoi(th));
+  if (const char* g = std::getenv("LOOM_GEMM_MIN_ROWS")) matmul_set_gemm_min_rows(std::atoi(g));
   if (mode == "one" && argc > 5) {
     run_one(argc, argv);
     return 0;

@@ -132,12 +132,19 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
                 _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 128 * h + 32 * c), _mm256_sub_epi8(v[c], _mm256_set1_epi8(32)));
             }
             t.d = f16_scalar(blk + 208);
+            // C = Σ_j sc_j · Σ_{16 values} (q − 32); sums from sad(q ^ 0x80, 0) = Σ(q + 128) per 8 bytes
+            const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+            int32_t sub[16];
+            for (int c = 0; c < 8; c++) {
+              const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(loadu256(q + 32 * c), flip), _mm256_setzero_si256());
+              const __m256i pair = _mm256_add_epi64(sad, _mm256_shuffle_epi32(sad, 0x4e));  // lanes 0, 2: 16-sums
+              sub[2 * c] = _mm256_cvtsi256_si32(pair) - 2048;
+              sub[2 * c + 1] = _mm256_extract_epi32(pair, 4) - 2048;
+            }
             int32_t C = 0;
-            LOOM_UNROLL for (int j = 0; j < 16; j++) {
+            for (int j = 0; j < 16; j++) {
               t.sc[j] = static_cast<int8_t>(blk[192 + j]);
-              int32_t s = 0;
-              LOOM_UNROLL for (int i = 0; i < 16; i++) s += q[16 * j + i];
-              C += t.sc[j] * s;
+              C += t.sc[j] * sub[j];
             }
             t.C = -128 * C;
           }
@@ -297,6 +304,10 @@ struct GemmShape {
   int kc;     // K-block (values)
 };
 
+// Output rows per micro-kernel when a pass holds a single tile (16 rows or fewer): twice as
+// many weight rows keep as many accumulators busy.
+int single_tile_nr(int type) { return type == kQ4_K || type == kQ6_K ? 8 : 12; }
+
 GemmShape gemm_shape(int type) {
   switch (type) {
     case kF32:
@@ -336,6 +347,7 @@ void run_q6k(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int k0
 template <template <int, int> class Run>
 struct Table;
 #define LOOM_ROW(NR) {Run<NR, 1>::f, Run<NR, 2>::f, Run<NR, 3>::f, Run<NR, 4>::f}
+#define LOOM_ROW1(NR) {Run<NR, 1>::f, nullptr, nullptr, nullptr}
 template <int NR, int NV> struct RunF32 { static constexpr KernFn f = run_f32<NR, NV>; };
 template <int NR, int NV> struct RunBF16 { static constexpr KernFn f = run_bf16<NR, NV>; };
 template <int NR, int NV> struct RunQ8 { static constexpr KernFn f = run_q8<NR, NV>; };
@@ -343,9 +355,13 @@ template <int NR, int NV> struct RunQ4K { static constexpr KernFn f = run_q4k<NR
 template <int NR, int NV> struct RunQ6K { static constexpr KernFn f = run_q6k<NR, NV>; };
 template <template <int, int> class Run>
 struct Table {
-  static constexpr KernFn t[6][4] = {LOOM_ROW(1), LOOM_ROW(2), LOOM_ROW(3), LOOM_ROW(4), LOOM_ROW(5), LOOM_ROW(6)};
+  // nr 7..12 only with one tile (nv = 1)
+  static constexpr KernFn t[12][4] = {LOOM_ROW(1), LOOM_ROW(2), LOOM_ROW(3), LOOM_ROW(4), LOOM_ROW(5), LOOM_ROW(6),
+                                      LOOM_ROW1(7), LOOM_ROW1(8), LOOM_ROW1(9), LOOM_ROW1(10), LOOM_ROW1(11),
+                                      LOOM_ROW1(12)};
 };
 #undef LOOM_ROW
+#undef LOOM_ROW1
 
 KernFn kernel_for(int type, int nr, int nv) {
   switch (type) {
@@ -375,8 +391,9 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
     const uint32_t* x = reinterpret_cast<const uint32_t*>(packed + tb * t);
     for (int k0 = 0; k0 < K; k0 += sh.kc) {
       const int kc = imin(sh.kc, K - k0);
-      for (int og = 0; og < no; og += sh.nr) {
-        const int nr = imin(sh.nr, no - og);
+      const int step = nv == 1 ? single_tile_nr(type) : sh.nr;
+      for (int og = 0; og < no; og += step) {
+        const int nr = imin(step, no - og);
         kernel_for(type, nr, nv)(panel, og, x, tw, K, k0, kc, acc + og * AS, AS);
       }
     }

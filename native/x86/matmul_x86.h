@@ -48,7 +48,8 @@ void avx512_gemm(int type, const uint8_t* packed, int r0, int r1, const uint8_t*
 // CPU supports is lowered. Returns the path now in use. (Defined in native/matmul.cc.)
 int matmul_force_isa(int isa);
 int matmul_best_isa();
-// Rows at or above which the AVX-512 path uses the packed GEMM (tests vary it; default 6).
+// Rows at or above which the AVX-512 path uses the packed GEMM (tests vary it; 0 = the
+// per-type default).
 void matmul_set_gemm_min_rows(int rows);
 
 }  // namespace loom
