@@ -6,6 +6,7 @@ import type { FinishReason } from '../engine/generate.js';
 import { selectKernels } from '../kernels/select.js';
 import { createArchitecture } from '../model/arch/index.js';
 import { KvCache } from '../model/kv-cache.js';
+import { resolveModelPath } from '../model/hub.js';
 import { loadModel } from '../model/load.js';
 import { ModelRunner } from '../model/runner.js';
 import { renderChat } from '../tokenizer/chat-template.js';
@@ -27,6 +28,8 @@ interface GenerateFlags {
   ctxSize?: number;
   backend?: 'native' | 'reference';
   threads?: number;
+  offline?: boolean;
+  cacheDir?: string;
 }
 
 const number = numberOption;
@@ -34,7 +37,7 @@ const number = numberOption;
 export function generateCommand(): Command {
   return new Command('generate')
     .description('generate a completion for one prompt, printed as it is produced')
-    .requiredOption('-m, --model <path>', 'GGUF file or Hugging Face model folder')
+    .requiredOption('-m, --model <path>', 'GGUF file, Hugging Face model folder, or hf:ORG/REPO[:FILE] from the Hub')
     .requiredOption('-p, --prompt <text>', 'the prompt')
     .addOption(new Option('-n, --max-tokens <n>', 'most tokens to generate').default(128).argParser(number('max-tokens', true)))
     .addOption(new Option('--temperature <t>', 'sampling temperature; 0 is greedy').default(0.8).argParser(number('temperature', false)))
@@ -48,6 +51,8 @@ export function generateCommand(): Command {
     .option('--ignore-eos', 'keep generating past end-of-sequence tokens')
     .option('--chat', "apply the model's chat template to the prompt as a user message")
     .option('--json', 'print one JSON object with prompt_ids, output_ids, text, finish_reason')
+    .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
+    .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
     .action((flags: GenerateFlags) => runGenerate(flags));
 }
 
@@ -58,11 +63,11 @@ function promptIdsFor(tokenizer: Tokenizer, flags: GenerateFlags): number[] {
   return tokenizer.encode(text, { addSpecial: false, parseSpecial: true });
 }
 
-function runGenerate(flags: GenerateFlags): void {
+async function runGenerate(flags: GenerateFlags): Promise<void> {
   if (flags.maxTokens < 0) throw new InvalidArgumentError('--max-tokens must be ≥ 0');
   if (flags.threads !== undefined && flags.threads < 1) throw new InvalidArgumentError('--threads must be ≥ 1');
   const kernels = selectKernels(flags.backend ?? 'auto', flags.threads);
-  const model = loadModel(flags.model);
+  const model = loadModel(await resolveModelPath(flags.model, { offline: flags.offline ?? false, cacheDir: flags.cacheDir }));
   const { config, tokenizer } = model;
   const contextLength = Math.min(flags.ctxSize ?? config.contextLength, config.contextLength);
   const promptIds = promptIdsFor(tokenizer, flags);
