@@ -238,7 +238,10 @@ void matmul_dot(const Kernels& k, float* out, const float* x, int rows, const ui
   if (type != kF32) {
     xstride = prepared_row_bytes(type, K);
     uint8_t* buf = t_xa.get(xstride * rows);
-    for (int r = 0; r < rows; r++) k.prepare(type, x + static_cast<size_t>(r) * K, K, buf + xstride * r);
+    auto prep = [&](int r, int) { k.prepare(type, x + static_cast<size_t>(r) * K, K, buf + xstride * r); };
+    if (rows >= 8) pool().parallel_for(rows, prep);
+    else
+      for (int r = 0; r < rows; r++) prep(r, 0);
     xa = buf;
   }
   // Chunks of 16 output rows (a cache line of out) or more: about 8 tasks per thread, so

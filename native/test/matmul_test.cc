@@ -13,6 +13,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <immintrin.h>
@@ -388,12 +389,48 @@ void run_one(int argc, char** argv) {
               N, pool().size(), t * 1e6, w.size() / t / 1e9, 2.0 * R * K * N / t / 1e9);
 }
 
+// The matmuls of a SmolLM2-135M-shaped model (30 layers, hidden 576, 9 heads of 64 with 3
+// KV heads, FFN 1536, vocab 49152) in one weight type: decode (1 row) and a 512-row prefill.
+// Matmuls only (no attention, norms): an upper bound on tokens/s from the kernels.
+void run_model(int type) {
+  struct Mat { int K, N; std::vector<uint8_t> w; };
+  std::vector<Mat> mats;
+  for (int l = 0; l < 30; l++)
+    for (auto kn : {std::make_pair(576, 576), std::make_pair(576, 192), std::make_pair(576, 192),
+                    std::make_pair(576, 576), std::make_pair(576, 1536), std::make_pair(576, 1536),
+                    std::make_pair(1536, 576)})
+      mats.push_back({kn.first, kn.second, random_weights(type, kn.first, kn.second)});
+  mats.push_back({576, 49152, random_weights(type, 576, 49152)});
+  size_t bytes = 0;
+  for (auto& m : mats) bytes += m.w.size();
+  for (int R : {1, 4, 16, 512}) {
+    const auto x = random_activations(R, 1536);
+    std::vector<float> out(static_cast<size_t>(R) * 49152);
+    const double t = best_time(R == 512 ? 3 : 20, [&] {
+      for (size_t i = 0; i < mats.size(); i++) {
+        const Mat& m = mats[i];
+        // prefill computes logits for the last row only
+        const int rows = (i + 1 == mats.size() && R == 512) ? 1 : R;
+        matmul(out.data(), x.data(), rows, m.w.data(), type, m.K, m.N);
+      }
+    });
+    std::printf("  %-5s model matmuls, %3d rows: %8.2f ms  %8.1f tok/s  (%.1f GB/s of %zu MB weights)\n", type_name(type), R,
+                t * 1e3, R / t, bytes / t / 1e9, bytes >> 20);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "all";
   if (const char* th = std::getenv("LOOM_THREADS")) set_thread_count(std::atoi(th));
   if (const char* g = std::getenv("LOOM_GEMM_MIN_ROWS")) matmul_set_gemm_min_rows(std::atoi(g));
+  if (mode == "model") {
+    const char* only = argc > 2 ? argv[2] : nullptr;
+    for (int type : {kQ8_0, kQ4_K, kF16})
+      if (!only || std::string(only) == type_name(type)) run_model(type);
+    return 0;
+  }
   if (mode == "one" && argc > 5) {
     run_one(argc, argv);
     return 0;
