@@ -147,6 +147,17 @@ describe('hf: downloads from a fake Hub', () => {
     assert.deepEqual(lines, []);
   });
 
+  it('downloads a file again when the Hub has a new version', async () => {
+    reset();
+    const cache = freshCache();
+    hub.addRepo('org/changing', { 'notes.txt': Buffer.from('one') });
+    const path = await resolveModelPath('hf:org/changing:notes.txt', opts(cache));
+    hub.addRepo('org/changing', { 'notes.txt': Buffer.from('two!') });
+    assert.equal(await resolveModelPath('hf:org/changing:notes.txt', opts(cache)), path);
+    assert.equal(readFileSync(path, 'utf8'), 'two!');
+    assert.equal(hub.transfers().length, 2);
+  });
+
   it('downloads a sharded safetensors folder that loadModel opens', async () => {
     reset();
     const cache = freshCache();

@@ -66,14 +66,13 @@ export async function downloadToCache(s: HubSession, file: string): Promise<stri
   }
   if (!info) throw new HubError(`${label}: no such file in ${s.ref.repo} at revision ${s.ref.revision}`);
 
-  const stored = readText(etagFile);
-  if (stored === info.etag && existsSync(target)) return target; // cached and current
+  if (readText(etagFile) === info.etag && existsSync(target)) return target; // cached and current
   mkdirSync(dirname(target), { recursive: true });
-  if (stored !== info.etag) {
-    // a .part of another version cannot be continued
+  mkdirSync(dirname(etagFile), { recursive: true });
+  if (readText(`${etagFile}.part`) !== info.etag) {
+    // a .part of another version (or of unknown origin) cannot be continued
     rmSync(part, { force: true });
-    mkdirSync(dirname(etagFile), { recursive: true });
-    writeFileSync(etagFile, info.etag);
+    writeFileSync(`${etagFile}.part`, info.etag);
   }
   for (let attempt = 1; ; attempt++) {
     try {
@@ -87,6 +86,9 @@ export async function downloadToCache(s: HubSession, file: string): Promise<stri
   }
   await verify(label, part, info.size, info.etag);
   renameSync(part, target);
+  // after the rename: a crash in between costs a download, never a stale file taken as current
+  writeFileSync(etagFile, info.etag);
+  rmSync(`${etagFile}.part`, { force: true });
   return target;
 }
 

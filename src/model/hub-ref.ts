@@ -1,7 +1,7 @@
 // `hf:ORG/REPO[@REVISION][:FILE]` and where its files live in the local cache:
 //   <cache>/hub/<org>--<repo>/<revision>/<file>            the files, as the repo names them
 //   <cache>/hub/<org>--<repo>/<revision>/<file>.part       a download in progress (resumable)
-//   <cache>/hub/<org>--<repo>/.etags/<revision>/<file>     the ETag of what <file> or <file>.part holds
+//   <cache>/hub/<org>--<repo>/.etags/<revision>/<file>     the ETag of <file> (`<file>.part`: of <file>.part)
 //   <cache>/hub/<org>--<repo>/.resolved/<revision>.json    what `hf:ORG/REPO` (no FILE) resolved to
 import { homedir } from 'node:os';
 import { join } from 'node:path';
