@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { LoomError } from './errors.js';
 import { benchCommand } from './commands/bench.js';
 import { generateCommand } from './commands/generate.js';
+import { serveCommand } from './commands/serve.js';
 
 const program = new Command()
   .name('loom')
@@ -14,6 +15,7 @@ const program = new Command()
   .showHelpAfterError();
 
 program.addCommand(generateCommand());
+program.addCommand(serveCommand());
 program.addCommand(benchCommand());
 
 const debug = process.argv.includes('--debug');

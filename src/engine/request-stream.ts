@@ -16,6 +16,8 @@ export class RequestStream implements AsyncIterableIterator<RequestDelta> {
   private rejectWaiting: ((err: Error) => void) | undefined;
   private failure: Error | undefined;
   private finishedCompletions = 0;
+  /** closed by its consumer: it yields nothing more */
+  private closed = false;
 
   constructor(
     readonly id: string,
@@ -51,6 +53,7 @@ export class RequestStream implements AsyncIterableIterator<RequestDelta> {
   }
 
   next(): Promise<IteratorResult<RequestDelta>> {
+    if (this.closed) return Promise.resolve({ value: undefined, done: true });
     const delta = this.unread.shift();
     if (delta) return Promise.resolve({ value: delta, done: false });
     if (this.failure) return Promise.reject(this.failure);
@@ -63,7 +66,13 @@ export class RequestStream implements AsyncIterableIterator<RequestDelta> {
 
   /** Leaving a for-await early aborts the request. */
   return(): Promise<IteratorResult<RequestDelta>> {
-    if (!this.finished) this.onClose();
+    if (!this.finished && !this.closed) this.onClose();
+    this.closed = true;
+    this.unread.length = 0;
+    // a consumer parked in next() (another task awaiting this stream) ends too
+    const resolve = this.waiting;
+    this.clearWaiter();
+    resolve?.({ value: undefined, done: true });
     return Promise.resolve({ value: undefined, done: true });
   }
 

@@ -1,0 +1,6 @@
+// The package's public API: `import { LLM } from 'loom'`.
+export { LLM } from './llm.js';
+export type { GenerateOptions, GenerateResult, LLMOptions, StreamPiece } from './llm.js';
+export type { EngineOptions } from './engine/options.js';
+export type { SamplingParamsInput } from './engine/sampling-params.js';
+export { LoomError, ModelFormatError, UnsupportedModelError, ContextLengthExceededError, InvalidArgumentError } from './errors.js';
