@@ -11,7 +11,7 @@
 #include "threadpool.h"
 #include "x86/matmul_x86.h"
 
-#if defined(__x86_64__) || defined(_M_X64)
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(LOOM_NO_X86)  // LOOM_NO_X86: test the portable build
 #define LOOM_X86 1
 #endif
 
@@ -168,7 +168,7 @@ int g_gemm_min_rows = 0;    // forced GEMM threshold, 0 = per type (gemm_min_row
 
 // AVX-512: rows at which the packed GEMM (16-row tiles) beats the dot kernels (measured on
 // Zen 5 at 1536 × 1536: where the dot kernels' cost, linear in rows, crosses the GEMM's).
-int gemm_min_rows(int type) {
+[[maybe_unused]] int gemm_min_rows(int type) {
   if (g_gemm_min_rows > 0) return g_gemm_min_rows;
   switch (type) {
     case kQ8_0:

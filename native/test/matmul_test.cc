@@ -16,7 +16,10 @@
 #include <utility>
 #include <vector>
 
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(LOOM_NO_X86)
+#define LOOM_TEST_X86 1
 #include <immintrin.h>
+#endif
 
 #include "../matmul.h"
 #include "../quant.h"
@@ -200,8 +203,13 @@ void check_prepare(int isa) {
       const size_t n = prepared_row_bytes(type, K);
       std::vector<uint8_t> a(n, 0), b(n, 0);
       prepare_row_scalar(type, xx.data(), K, a.data());
+#ifdef LOOM_TEST_X86
       if (isa == 2) x86::avx512_prepare_row(type, xx.data(), K, b.data());
       else x86::avx2_prepare_row(type, xx.data(), K, b.data());
+#else
+      (void)isa;
+      b = a;
+#endif
       const bool ok = std::memcmp(a.data(), b.data(), n) == 0;
       if (!ok) {
         g_failures++;
@@ -256,6 +264,7 @@ double best_time(int reps, F fn) {
   return best;
 }
 
+#ifdef LOOM_TEST_X86
 // Read bandwidth: every pool thread sums its share of a 512 MB buffer (AVX2 loads).
 __attribute__((target("avx2"))) uint64_t sum_range(const uint64_t* p, size_t n) {
   __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
@@ -340,6 +349,12 @@ double measure_fma_peak() {
   const double t = best_time(3, [&] { pool().parallel_for(threads, [&](int task, int) { sink[task] = fma_loop(iters); }); });
   return 2.0 * 16 * 12 * iters * threads / t / 1e9;
 }
+
+#else
+double measure_bandwidth() { return 0; }
+double measure_fma_peak() { return 0; }
+double measure_fma_peak256() { return 0; }
+#endif
 
 void run_bench() {
   const int threads = pool().size();
