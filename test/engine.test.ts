@@ -157,3 +157,37 @@ describe('engine correctness under batching', () => {
     assert.equal(runToEnd(e).get(`${ok}#0`)!.tokens.length, 3);
   });
 });
+
+describe('prompt logprobs', () => {
+  it('are the same in any chunking, skip the prefix cache, and agree with llama.cpp at the last position', () => {
+    const g = goldens()[0]!;
+    const prompt = [...g.promptIds, g.tokens[0]!]; // the last prompt token is llama.cpp's first greedy token
+    const results = [2048, 5].map((budget) => {
+      const e = engine({ maxNumBatchedTokens: budget });
+      // a cached copy of the prompt must not be used: every position needs its logits
+      add(e, prompt, greedy(1));
+      runToEnd(e);
+      const id = add(e, prompt, { ...greedy(1), promptLogprobs: 2 });
+      let lp: Float32Array | undefined;
+      let top: Int32Array | undefined;
+      for (let step = 0; e.hasWork; step++) {
+        for (const d of e.step()?.deltas ?? []) {
+          if (d.id === id && d.promptLogprobs) {
+            lp = d.promptLogprobs;
+            top = d.promptTopIds;
+          }
+        }
+      }
+      return { lp: lp!, top: top! };
+    });
+    assert.equal(results[0]!.lp.length, prompt.length - 1);
+    assert.deepEqual([...results[1]!.lp].map((x) => x.toFixed(4)), [...results[0]!.lp].map((x) => x.toFixed(4)), 'chunked prefill gives the same');
+    // llama.cpp's logits after the golden prompt, log-softmaxed, at its greedy token
+    const { ids, values } = g.steps[0]!;
+    const max = Math.max(...values);
+    const logZ = max + Math.log(values.reduce((s, v) => s + Math.exp(v - max), 0));
+    const expected = values[ids.indexOf(g.tokens[0]!)]! - logZ;
+    assert.ok(Math.abs(results[0]!.lp[prompt.length - 2]! - expected) < 0.05, `${results[0]!.lp[prompt.length - 2]} vs ${expected}`);
+    assert.equal(results[0]!.top[(prompt.length - 2) * 2], g.tokens[0], 'greedy token is the top alternative');
+  });
+});

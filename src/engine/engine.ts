@@ -92,18 +92,29 @@ export class EngineCore {
     const advanced: Sequence[] = [];
     if (chunks.length > 0) {
       if (copyOps.length > 0) this.runner.kv.copyBlocks(copyOps);
-      const sampled = chunks.filter((c) => c.seq.numComputed + c.numTokens === c.seq.tokens.length);
-      const batch = buildBatch(chunks.map((c) => toBatchChunk(c)), this.config.blockSize);
+      const batchChunks = chunks.map((c) => this.toBatchChunk(c));
+      const batch = buildBatch(batchChunks, this.config.blockSize);
       const t0 = performance.now();
       const logits = this.runner.execute(batch);
       forwardMs = performance.now() - t0;
-      this.scheduler.update(chunks);
       const vocab = this.model.config.vocabSize;
       const time = now();
-      sampled.forEach(({ seq }, row) => {
-        if (seq.status !== 'running') return; // aborted while its step ran
+      // walk the logits rows in chunk order: prompt-logprob rows, then the row to sample from
+      let row = 0;
+      const toSample: [Sequence, Float32Array][] = [];
+      chunks.forEach(({ seq, numTokens }, i) => {
+        const c = batchChunks[i]!;
+        const rows = c.allLogits ? numTokens : c.wantLogits ? 1 : 0;
+        const block = logits.subarray(row * vocab, (row + rows) * vocab);
+        row += rows;
+        if (c.allLogits) this.requests.get(seq.requestId)?.addPromptLogprobs(seq, block, seq.numComputed);
+        if (c.wantLogits) toSample.push([seq, block.subarray((rows - 1) * vocab)]);
+      });
+      this.scheduler.update(chunks);
+      for (const [seq, logitsRow] of toSample) {
+        if (seq.status !== 'running') continue; // aborted while its step ran
         const state = this.requests.get(seq.requestId)!;
-        const children = state.sample(seq, logits.subarray(row * vocab, (row + 1) * vocab), time);
+        const children = state.sample(seq, logitsRow, time);
         for (const child of children) {
           this.blocks.fork(seq, child);
           this.scheduler.addRunning(child);
@@ -114,7 +125,7 @@ export class EngineCore {
           const finish = state.finishReason(s);
           if (finish) this.scheduler.finish(s, finish.reason, finish.stopTokenId);
         }
-      });
+      }
     }
     const deltas: RequestDelta[] = [];
     for (const seq of advanced) if (seq.status !== 'finished') this.collect(seq, deltas);
@@ -140,6 +151,18 @@ export class EngineCore {
     };
   }
 
+  private toBatchChunk({ seq, numTokens }: ScheduledChunk): SequenceChunk {
+    const from = seq.numComputed;
+    const wantLogits = from + numTokens === seq.tokens.length;
+    return {
+      tokenIds: seq.tokens.slice(from, from + numTokens),
+      startPos: from,
+      blockTable: seq.blockTable,
+      wantLogits,
+      allLogits: this.requests.get(seq.requestId)?.wantsPromptLogprobs(seq) === true,
+    };
+  }
+
   /** Moves a sequence's unsent tokens into a delta. */
   private collect(seq: Sequence, deltas: RequestDelta[]): void {
     const state = this.requests.get(seq.requestId);
@@ -150,16 +173,6 @@ export class EngineCore {
       for (const unstarted of state.endUnstarted(seq.finishReason)) deltas.push(state.takeDelta(unstarted)!);
     }
   }
-}
-
-function toBatchChunk({ seq, numTokens }: ScheduledChunk): SequenceChunk {
-  const from = seq.numComputed;
-  return {
-    tokenIds: seq.tokens.slice(from, from + numTokens),
-    startPos: from,
-    blockTable: seq.blockTable,
-    wantLogits: from + numTokens === seq.tokens.length,
-  };
 }
 
 function errorDelta(id: string, error: string): RequestDelta {

@@ -3,11 +3,10 @@
 import { childSamplingParams, resolveSamplingParams } from './sampling-params.js';
 import type { SamplingParams } from './sampling-params.js';
 import { RequestSampler } from './sampler.js';
-import { checkLogprobsRequest, tokenLogprobs } from './logprobs.js';
+import { checkLogprobsRequest, promptLogprobs, tokenLogprobs } from './logprobs.js';
 import type { LogprobsMode } from './logprobs.js';
 import type { AddRequest, FinishReason, RequestDelta } from './protocol.js';
 import { Sequence } from './sequence.js';
-import { InvalidArgumentError } from '../errors.js';
 
 export interface StopConfig {
   readonly maxModelLen: number;
@@ -28,8 +27,8 @@ export class RequestState {
   ) {
     this.params = resolveSamplingParams(req.params, vocabSize);
     checkLogprobsRequest(config.logprobsMode, this.params);
-    if (this.params.promptLogprobs !== null) throw new InvalidArgumentError('prompt_logprobs is not supported yet');
     const first = new Sequence(req.id, 0, req.promptIds, req.arrivalTime);
+    first.noPrefixCache = this.params.promptLogprobs !== null;
     this.sequences = [first];
     this.samplers.set(first, this.samplerFor(0, req.promptIds));
     this.stopIds = new Set([...this.params.stopTokenIds, ...(this.params.ignoreEos ? [] : config.eosTokenIds)]);
@@ -80,6 +79,33 @@ export class RequestState {
     }
   }
 
+  /** prompt logprobs so far: [count] values and [count, topN] alternatives */
+  private readonly prompt = { logprobs: [] as number[], topIds: [] as number[], topLogprobs: [] as number[] };
+
+  /** whether seq's next prefill chunk must return logits at every position */
+  wantsPromptLogprobs(seq: Sequence): boolean {
+    return seq.index === 0 && this.params.promptLogprobs !== null && this.prompt.logprobs.length < seq.promptLength - 1;
+  }
+
+  /** Records the logprobs of prompt tokens from,… given the logits rows [k, vocab] at positions from.. */
+  addPromptLogprobs(seq: Sequence, rows: Float32Array, from: number): void {
+    const vocab = this.vocabSize;
+    const have = this.prompt.logprobs.length; // positions already recorded (a recompute repeats them)
+    const first = Math.max(from, have);
+    const last = Math.min(from + rows.length / vocab, seq.promptLength - 1); // position p scores token p + 1
+    if (last <= first) return;
+    const cols = promptLogprobs(
+      this.config.logprobsMode,
+      rows.subarray((first - from) * vocab, (last - from) * vocab),
+      vocab,
+      seq.tokens.slice(first + 1, last + 1),
+      this.params.promptLogprobs ?? 0,
+    );
+    this.prompt.logprobs.push(...cols.logprobs);
+    this.prompt.topIds.push(...cols.topIds);
+    this.prompt.topLogprobs.push(...cols.topLogprobs);
+  }
+
   /** Why seq should stop after its latest token, if it should. */
   finishReason(seq: Sequence): { reason: FinishReason; stopTokenId?: number } | undefined {
     const last = seq.tokens[seq.tokens.length - 1]!;
@@ -109,6 +135,13 @@ export class RequestState {
       ...(seq.finishReason && { finishReason: seq.finishReason }),
       ...(seq.stopTokenId !== undefined && { stopTokenId: seq.stopTokenId }),
       ...(!seq.announced && { cachedPromptTokens: seq.numCachedPrompt, firstScheduledTime: seq.firstScheduledTime ?? 0 }),
+      ...(!seq.announced &&
+        seq.index === 0 &&
+        this.params.promptLogprobs !== null && {
+          promptLogprobs: Float32Array.from(this.prompt.logprobs),
+          promptTopIds: Int32Array.from(this.prompt.topIds),
+          promptTopLogprobs: Float32Array.from(this.prompt.topLogprobs),
+        }),
     };
     seq.announced = true;
     p.tokens.length = p.times.length = p.logprobs.length = p.topIds.length = p.topLogprobs.length = 0;

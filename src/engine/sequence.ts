@@ -27,6 +27,8 @@ export class Sequence implements BlockOwner {
   };
   /** whether the first delta (with cached-prompt count and queue time) has been sent */
   announced = false;
+  /** never take prompt blocks from the prefix cache (prompt logprobs need every position computed) */
+  noPrefixCache = false;
 
   constructor(
     readonly requestId: string,

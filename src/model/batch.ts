@@ -32,6 +32,8 @@ export interface SequenceChunk {
   readonly blockTable: ArrayLike<number>;
   /** whether the logits after this chunk's last token are wanted */
   readonly wantLogits: boolean;
+  /** logits after every token of the chunk (prompt logprobs), in token order */
+  readonly allLogits?: boolean;
 }
 
 /** Flattens per-sequence chunks into a ForwardBatch (logits in chunk order). */
@@ -56,7 +58,9 @@ export function buildBatch(chunks: readonly SequenceChunk[], blockSize: number):
       positions[t] = pos;
       slotMapping[t] = block * blockSize + (pos % blockSize);
     }
-    if (chunk.wantLogits && chunk.tokenIds.length > 0) logitIndices.push(t - 1);
+    const n = chunk.tokenIds.length;
+    if (chunk.allLogits) for (let i = t - n; i < t; i++) logitIndices.push(i);
+    else if (chunk.wantLogits && n > 0) logitIndices.push(t - 1);
   });
   seqStarts[chunks.length] = t;
   return { tokenIds, positions, slotMapping, seqStarts, blockTables, maxBlocksPerSeq, logitIndices: Int32Array.from(logitIndices) };
