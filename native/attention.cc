@@ -96,7 +96,13 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
     return;
   }
   const int tasks = static_cast<int>(std::min<int64_t>(units, 16 * static_cast<int64_t>(p.size())));
-  p.parallel_for(tasks, [&](int task, int) { run(units * task / tasks, units * (task + 1) / tasks); });
+  struct Job {
+    int64_t units;
+    int tasks;
+    const decltype(run)* body;
+  } job{units, tasks, &run};
+  const Job* j = &job;  // one captured pointer: std::function stores it without allocating
+  p.parallel_for(tasks, [j](int task, int) { (*j->body)(j->units * task / j->tasks, j->units * (task + 1) / j->tasks); });
 }
 
 }  // namespace loom

@@ -22,9 +22,16 @@ static void parallel_ranges(int64_t n, int64_t cost, const F& f) {
     f(int64_t{0}, n);
     return;
   }
-  p.parallel_for(tasks, [&](int task, int) {
-    const int64_t begin = n * task / tasks, end = n * (task + 1) / tasks;
-    if (begin < end) f(begin, end);
+  // one captured pointer, so std::function keeps the lambda inline (no allocation per call)
+  struct Job {
+    int64_t n;
+    int tasks;
+    const F* f;
+  } job{n, tasks, &f};
+  const Job* j = &job;
+  p.parallel_for(tasks, [j](int task, int) {
+    const int64_t begin = j->n * task / j->tasks, end = j->n * (task + 1) / j->tasks;
+    if (begin < end) (*j->f)(begin, end);
   });
 }
 
