@@ -16,6 +16,9 @@ export function usageOf(summaries: readonly GenerationSummary[]): Usage {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } };
 }
 
+/** JSON has no −∞ (a token the processed distribution excluded): report it as vLLM does */
+export const jsonLogprob = (lp: number): number => (Number.isFinite(lp) ? lp : -9999);
+
 /** the text a single token stands for (special tokens spelled out) */
 export function tokenString(tokenizer: Tokenizer, id: number): string {
   return tokenizer.decode([id], { skipSpecial: false });
@@ -35,8 +38,8 @@ export function completionLogprobs(tokenizer: Tokenizer, lps: readonly TokenLogp
   for (const lp of lps) {
     const text = tokenString(tokenizer, lp.id);
     out.tokens.push(text);
-    out.token_logprobs.push(lp.logprob);
-    out.top_logprobs.push(Object.fromEntries(lp.top.map((t) => [tokenString(tokenizer, t.id), t.logprob])));
+    out.token_logprobs.push(jsonLogprob(lp.logprob));
+    out.top_logprobs.push(Object.fromEntries(lp.top.map((t) => [tokenString(tokenizer, t.id), jsonLogprob(t.logprob)])));
     out.text_offset.push(at);
     at += text.length;
   }
@@ -54,7 +57,7 @@ export interface ChatLogprob {
 export function chatLogprobs(tokenizer: Tokenizer, lps: readonly TokenLogprob[]): ChatLogprob[] {
   const entry = (id: number, logprob: number) => {
     const token = tokenString(tokenizer, id);
-    return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
+    return { token, logprob: jsonLogprob(logprob), bytes: [...Buffer.from(token, 'utf8')] };
   };
   return lps.map((lp) => ({ ...entry(lp.id, lp.logprob), top_logprobs: lp.top.map((t) => entry(t.id, t.logprob)) }));
 }

@@ -9,6 +9,7 @@ import type { CompletionEvent, GenerationSummary } from '../generation.js';
 import { generateBody } from '../schemas.js';
 import { SseWriter, disconnectSignal, runStream } from '../sse.js';
 import { admit } from './admission.js';
+import { jsonLogprob } from './format.js';
 
 interface GenerateBody {
   prompt?: string;
@@ -57,7 +58,7 @@ export function generateRoute(app: FastifyInstance, ctx: ServerContext): void {
         prompt_tokens: summary.promptTokens,
         completion_tokens: summary.completionTokens,
         finish_reason: finished && e.finishReason ? { type: e.finishReason, ...(e.stopReason !== undefined && { matched: e.stopReason }) } : null,
-        ...(body.return_logprob && { output_token_logprobs: (e.logprobs ?? []).map((lp) => [lp.logprob, lp.id]) }),
+        ...(body.return_logprob && { output_token_logprobs: (e.logprobs ?? []).map((lp) => [jsonLogprob(lp.logprob), lp.id]) }),
       },
     });
     try {
@@ -83,7 +84,7 @@ export function generateRoute(app: FastifyInstance, ctx: ServerContext): void {
       for await (const e of events) {
         text += e.text;
         ids.push(...e.tokenIds);
-        for (const lp of e.logprobs ?? []) logprobs.push([lp.logprob, lp.id]);
+        for (const lp of e.logprobs ?? []) logprobs.push([jsonLogprob(lp.logprob), lp.id]);
         last = e;
       }
       const meta = piece(last ?? { index: 0, text: '', tokenIds: [] }, true).meta_info;
