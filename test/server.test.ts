@@ -117,6 +117,23 @@ describe('OpenAI API through the openai client', () => {
     }
   });
 
+  it('echo with logprobs reports the prompt tokens too; prompt_logprobs as vLLM', async () => {
+    const g = golden();
+    const r = await s.client.completions.create({ model: MODEL, prompt: g.promptIds, max_tokens: 2, echo: true, logprobs: 1, ...greedy });
+    const lp = r.choices[0]!.logprobs!;
+    assert.equal(lp.tokens!.length, g.promptIds.length + 2);
+    assert.equal(lp.token_logprobs![0], null);
+    assert.ok(lp.token_logprobs!.slice(1).every((x) => typeof x === 'number' && x <= 0));
+    assert.ok(r.choices[0]!.text.startsWith(loadModel(path()).tokenizer.decode(g.promptIds, { skipSpecial: false })));
+    const v = (await s.client.completions.create({ model: MODEL, prompt: g.promptIds, max_tokens: 1, ...greedy, prompt_logprobs: 0 } as never)) as unknown as {
+      choices: { prompt_logprobs: (Record<string, { logprob: number }> | null)[] }[];
+    };
+    const plp = v.choices[0]!.prompt_logprobs;
+    assert.equal(plp.length, g.promptIds.length);
+    assert.equal(plp[0], null);
+    assert.equal(plp[1]![String(g.promptIds[1])]!.logprob, lp.token_logprobs![1]);
+  });
+
   it('errors surface as the client’s typed errors', async () => {
     await assert.rejects(s.client.completions.create({ model: 'nope', prompt: 'x' }), OpenAI.NotFoundError);
     await assert.rejects(s.client.completions.create({ model: MODEL, prompt: 'x', max_tokens: 'many' as unknown as number }), (e: unknown) => {

@@ -50,6 +50,8 @@ export interface GenerationSummary {
   promptTokens: number;
   completionTokens: number;
   cachedTokens: number;
+  /** prompt tokens' logprobs (from the second token on), when asked: [P-1] and [P-1, topN] */
+  promptLogprobs?: { logprobs: Float32Array; topIds: Int32Array; topLogprobs: Float32Array };
   /** engine clock of when the request was first scheduled */
   firstScheduledTime: number | undefined;
 }
@@ -91,6 +93,9 @@ export async function* generate(
       const t = texts[delta.index];
       if (!t || t.done) continue;
       summary.cachedTokens = delta.cachedPromptTokens ?? summary.cachedTokens;
+      if (delta.promptLogprobs) {
+        summary.promptLogprobs = { logprobs: delta.promptLogprobs, topIds: delta.promptTopIds ?? new Int32Array(0), topLogprobs: delta.promptTopLogprobs ?? new Float32Array(0) };
+      }
       if (summary.firstScheduledTime === undefined && delta.firstScheduledTime !== undefined) {
         summary.firstScheduledTime = delta.firstScheduledTime;
         observer.onScheduled?.(delta.firstScheduledTime);

@@ -51,6 +51,7 @@ export const completionsBody = {
     echo: { type: ['boolean', 'null'] },
     logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
     best_of: { type: ['integer', 'null'], minimum: 1 },
+    prompt_logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
     suffix: { type: ['string', 'null'] },
   },
 } as const;

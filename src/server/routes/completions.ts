@@ -8,7 +8,7 @@ import type { CompletionEvent, GenerationSummary } from '../generation.js';
 import { mergeAsync } from '../merge.js';
 import { completionsBody } from '../schemas.js';
 import { SseWriter, disconnectSignal, runStream } from '../sse.js';
-import { completionLogprobs, usageOf } from './format.js';
+import { completionLogprobs, promptCompletionLogprobs, usageOf, vllmPromptLogprobs } from './format.js';
 import type { CompletionLogprobs } from './format.js';
 import { admit } from './admission.js';
 
@@ -23,6 +23,7 @@ interface CompletionsBody extends OpenAISampling {
   logprobs?: number | null;
   best_of?: number | null;
   suffix?: string | null;
+  prompt_logprobs?: number | null;
   skip_special_tokens?: boolean | null;
 }
 
@@ -35,13 +36,14 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
     checkModel(ctx, body.model);
     if (body.suffix) throw new HttpError(400, 'suffix is not supported', 'invalid_request_error', 'suffix');
     if (body.best_of != null && body.best_of !== (body.n ?? 1)) throw new HttpError(400, 'best_of other than n is not supported', 'invalid_request_error', 'best_of');
-    if (body.echo && body.logprobs != null) throw new HttpError(400, 'echo with logprobs is not supported', 'invalid_request_error', 'echo');
     const prompts = normalizePrompts(body.prompt).map((p) => {
       const ids = typeof p === 'string' ? ctx.tokenizer.encode(p, { addSpecial: true }) : p;
       checkTokenIds(ctx, ids, 'prompt');
       return { ids, text: typeof p === 'string' ? p : ctx.tokenizer.decode(p, { skipSpecial: false }) };
     });
     const maxTokens = Math.min(...prompts.map((p) => resolveMaxTokens(ctx, p.ids.length, body.max_tokens, DEFAULT_MAX_TOKENS)));
+    // echo with logprobs reports the prompt's tokens too, as OpenAI's API does
+    const promptLogprobsWanted = body.prompt_logprobs ?? (body.echo && body.logprobs != null ? body.logprobs : null);
     const id = requestId('cmpl');
     const created = Math.floor(Date.now() / 1000);
     const n = body.n ?? 1;
@@ -58,7 +60,7 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
             {
               id: prompts.length > 1 ? `${id}-${i}` : id,
               promptIds: p.ids,
-              params: samplingParams(body, maxTokens, body.logprobs ?? null),
+              params: { ...samplingParams(body, maxTokens, body.logprobs ?? null), promptLogprobs: promptLogprobsWanted },
               stop: stopStrings(body.stop),
               skipSpecialTokens: body.skip_special_tokens ?? true,
               signal,
@@ -94,10 +96,16 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
         );
         return reply;
       }
-      const choices = new Map<number, { text: string; logprobs: CompletionLogprobs | null; finish_reason: string | null; stop_reason: string | number | null }>();
+      const choices = new Map<number, { text: string; logprobs: CompletionLogprobs | null; finish_reason: string | null; stop_reason: string | number | null; prompt_logprobs?: unknown }>();
       for await (const [prompt, e] of events) {
         const index = choiceIndex(prompt, e);
-        const c = choices.get(index) ?? { text: body.echo ? prompts[prompt]!.text : '', logprobs: null, finish_reason: null, stop_reason: null };
+        const c = choices.get(index) ?? {
+          text: body.echo ? prompts[prompt]!.text : '',
+          logprobs: body.echo && body.logprobs != null ? promptCompletionLogprobs(ctx.tokenizer, prompts[prompt]!.ids, summaries[prompt]!) : null,
+          finish_reason: null,
+          stop_reason: null,
+          ...(body.prompt_logprobs != null && { prompt_logprobs: vllmPromptLogprobs(ctx.tokenizer, prompts[prompt]!.ids, summaries[prompt]!) }),
+        };
         const lp = logprobsOf(e, c.text.length);
         if (lp) c.logprobs = c.logprobs ? appendLogprobs(c.logprobs, lp) : lp;
         c.text += e.text;

@@ -61,3 +61,41 @@ export function chatLogprobs(tokenizer: Tokenizer, lps: readonly TokenLogprob[])
   };
   return lps.map((lp) => ({ ...entry(lp.id, lp.logprob), top_logprobs: lp.top.map((t) => entry(t.id, t.logprob)) }));
 }
+
+/** OpenAI's echo + logprobs: the prompt's tokens first, the first with a null logprob */
+export function promptCompletionLogprobs(tokenizer: Tokenizer, promptIds: readonly number[], summary: GenerationSummary): CompletionLogprobs {
+  const lps = summary.promptLogprobs;
+  const topN = lps && promptIds.length > 1 ? lps.topIds.length / (promptIds.length - 1) : 0;
+  const out: CompletionLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+  let at = 0;
+  promptIds.forEach((id, i) => {
+    const text = tokenString(tokenizer, id);
+    out.tokens.push(text);
+    out.text_offset.push(at);
+    at += text.length;
+    if (i === 0 || !lps) {
+      out.token_logprobs.push(null as unknown as number);
+      out.top_logprobs.push(null as unknown as Record<string, number>);
+      return;
+    }
+    out.token_logprobs.push(jsonLogprob(lps.logprobs[i - 1]!));
+    const top: Record<string, number> = {};
+    for (let j = 0; j < topN; j++) top[tokenString(tokenizer, lps.topIds[(i - 1) * topN + j]!)] = jsonLogprob(lps.topLogprobs[(i - 1) * topN + j]!);
+    out.top_logprobs.push(top);
+  });
+  return out;
+}
+
+/** vLLM's prompt_logprobs: null for the first token, then {token_id: {logprob, rank, decoded_token}} */
+export function vllmPromptLogprobs(tokenizer: Tokenizer, promptIds: readonly number[], summary: GenerationSummary): (Record<string, { logprob: number; decoded_token: string }> | null)[] {
+  const lps = summary.promptLogprobs;
+  if (!lps) return [];
+  const topN = promptIds.length > 1 ? lps.topIds.length / (promptIds.length - 1) : 0;
+  return promptIds.map((id, i) => {
+    if (i === 0) return null;
+    const entry = (tid: number, lp: number) => [String(tid), { logprob: jsonLogprob(lp), decoded_token: tokenString(tokenizer, tid) }] as const;
+    const pairs = [entry(id, lps.logprobs[i - 1]!)];
+    for (let j = 0; j < topN; j++) pairs.push(entry(lps.topIds[(i - 1) * topN + j]!, lps.topLogprobs[(i - 1) * topN + j]!));
+    return Object.fromEntries(pairs);
+  });
+}
