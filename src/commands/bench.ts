@@ -1,11 +1,15 @@
 // `loom bench <what>`: a registry of benchmark subcommands, one module each.
 import { Command } from 'commander';
 import { benchEngineCommand } from './bench-engine.js';
+import { benchMakeModelCommand } from './bench-make-model.js';
 import { benchProtocolCommand } from './bench-protocol.js';
+import { benchServeCommand } from './bench-serve.js';
 
 export function benchCommand(): Command {
   return new Command('bench')
     .description('benchmarks; each prints a report, or one JSON object with --json')
     .addCommand(benchProtocolCommand())
-    .addCommand(benchEngineCommand());
+    .addCommand(benchEngineCommand())
+    .addCommand(benchMakeModelCommand())
+    .addCommand(benchServeCommand());
 }

@@ -1,0 +1,188 @@
+// `loom bench make-model`: a random-weight GGUF file of a real model's shape, for benchmarks.
+// Weights are seeded (the same shape, type and seed give the same bytes) with the scales of
+// the test fixtures: hidden projections near unit gain, so activations neither vanish nor
+// blow up over 24-30 layers; tied embeddings of std 1 give peaked logits. Matrices take the
+// requested type; for q4_k a matrix whose rows are not a multiple of 256 values (K-quant
+// blocks) is stored as Q8_0 instead (llama.cpp's quantizer falls back too, to Q5_0, which
+// loom does not compute with). Norm weights and biases stay F32, as llama.cpp keeps them.
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Rng } from '../engine/rng.js';
+import { InvalidArgumentError } from '../errors.js';
+import { GGMLType } from '../model/ggml-types.js';
+import { quantize } from '../model/quant/quantize.js';
+import { entry as kv, writeGGUFStream } from './gguf-stream.js';
+import type { StreamEntry, StreamTensor } from './gguf-stream.js';
+import { modelVocab } from './model-vocab.js';
+import type { ModelVocab } from './model-vocab.js';
+
+export interface BenchShape {
+  readonly arch: 'llama' | 'qwen2';
+  readonly name: string;
+  readonly hidden: number;
+  readonly layers: number;
+  readonly heads: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
+  readonly ffn: number;
+  readonly vocab: number;
+  readonly context: number;
+  readonly ropeBase: number;
+  readonly rmsEps: number;
+  /** q/k/v projections carry biases (Qwen2) */
+  readonly qkvBias: boolean;
+  /** GGUF tokenizer.ggml.pre */
+  readonly pre: 'smollm' | 'qwen2';
+}
+
+export const BENCH_SHAPES = {
+  'smollm2-135m': {
+    arch: 'llama', name: 'SmolLM2-135M', hidden: 576, layers: 30, heads: 9, kvHeads: 3, headDim: 64, ffn: 1536,
+    vocab: 49152, context: 8192, ropeBase: 100000, rmsEps: 1e-5, qkvBias: false, pre: 'smollm',
+  },
+  'qwen2.5-0.5b': {
+    arch: 'qwen2', name: 'Qwen2.5-0.5B', hidden: 896, layers: 24, heads: 14, kvHeads: 2, headDim: 64, ffn: 4864,
+    vocab: 151936, context: 32768, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: true, pre: 'qwen2',
+  },
+} as const satisfies Record<string, BenchShape>;
+
+export type BenchShapeName = keyof typeof BENCH_SHAPES;
+export const BENCH_TYPES = ['q8_0', 'q4_k', 'f16'] as const;
+export type BenchWeightType = (typeof BENCH_TYPES)[number];
+
+const MATRIX_TYPE: Record<BenchWeightType, GGMLType> = { q8_0: GGMLType.Q8_0, q4_k: GGMLType.Q4_K, f16: GGMLType.F16 };
+/** llama_ftype: MOSTLY_Q8_0, MOSTLY_Q4_K_S, MOSTLY_F16 */
+const FILE_TYPE: Record<BenchWeightType, number> = { q8_0: 7, q4_k: 14, f16: 1 };
+/** bump when the generator's output changes, so cached files are rebuilt */
+const GENERATOR_VERSION = 1;
+
+export interface MakeModelOptions {
+  readonly shape: BenchShapeName;
+  readonly type: BenchWeightType;
+  readonly seed: number;
+}
+
+/** The type a matrix of rows of `rowLength` values is stored in. */
+export function matrixType(type: BenchWeightType, rowLength: number): GGMLType {
+  const t = MATRIX_TYPE[type];
+  return t === GGMLType.Q4_K && rowLength % 256 !== 0 ? GGMLType.Q8_0 : t;
+}
+
+/** where `ensureBenchModel` caches a file: dist/bench-models/<shape>-<type>-s<seed>-v<n>.gguf */
+export function benchModelPath(dir: string, o: MakeModelOptions): string {
+  return join(dir, `${o.shape}-${o.type}-s${o.seed}-v${GENERATOR_VERSION}.gguf`);
+}
+
+/** The cached file for these options, written first when missing (via a temporary name). */
+export function ensureBenchModel(dir: string, o: MakeModelOptions, log?: (line: string) => void): { path: string; made: boolean } {
+  const path = benchModelPath(dir, o);
+  if (existsSync(path)) return { path, made: false };
+  mkdirSync(dir, { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}`;
+  try {
+    makeModel(tmp, o, log);
+    renameSync(tmp, path);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+  return { path, made: true };
+}
+
+/** Writes the model to `path`. */
+export function makeModel(path: string, o: MakeModelOptions, log?: (line: string) => void): void {
+  const shape: BenchShape = BENCH_SHAPES[o.shape];
+  if (!shape) throw new InvalidArgumentError(`unknown shape "${o.shape}" (known: ${Object.keys(BENCH_SHAPES).join(', ')})`);
+  const vocab = modelVocab(shape.vocab, shape.arch === 'llama');
+  log?.(`make-model: writing a ${shape.name}-shaped ${o.type} model, seed ${o.seed} …`);
+  writeGGUFStream(path, [...modelMetadata(shape, o), ...tokenizerMetadata(shape, vocab)], benchTensors(shape, o));
+}
+
+function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
+  const out: StreamTensor[] = [];
+  // one seeded stream per tensor: a tensor's values depend only on (seed, its index)
+  const seedOf = (): number => (o.seed * 7919 + out.length + 1) >>> 0;
+  const matrix = (name: string, inF: number, outF: number, std: number): void => {
+    const type = matrixType(o.type, inF);
+    const seed = seedOf();
+    out.push({ name, type, dims: [inF, outF], produce: () => quantize(type, gaussian(inF * outF, std, 0, seed), inF) });
+  };
+  const vector = (name: string, n: number, std: number, mean: number): void => {
+    const seed = seedOf();
+    out.push({ name, type: GGMLType.F32, dims: [n], produce: () => new Uint8Array(gaussian(n, std, mean, seed).buffer) });
+  };
+  const d = s.hidden;
+  const q = s.heads * s.headDim;
+  const kvw = s.kvHeads * s.headDim;
+  const hidden = 1 / Math.sqrt(d);
+  matrix('token_embd.weight', d, s.vocab, 1);
+  for (let i = 0; i < s.layers; i++) {
+    const p = `blk.${i}.`;
+    vector(`${p}attn_norm.weight`, d, 0.1, 1);
+    matrix(`${p}attn_q.weight`, d, q, 2 * hidden);
+    matrix(`${p}attn_k.weight`, d, kvw, 2 * hidden);
+    matrix(`${p}attn_v.weight`, d, kvw, hidden);
+    if (s.qkvBias) {
+      vector(`${p}attn_q.bias`, q, 0.2, 0);
+      vector(`${p}attn_k.bias`, kvw, 0.2, 0);
+      vector(`${p}attn_v.bias`, kvw, 0.2, 0);
+    }
+    matrix(`${p}attn_output.weight`, q, d, 1 / Math.sqrt(q));
+    vector(`${p}ffn_norm.weight`, d, 0.1, 1);
+    matrix(`${p}ffn_gate.weight`, d, s.ffn, hidden);
+    matrix(`${p}ffn_up.weight`, d, s.ffn, hidden);
+    matrix(`${p}ffn_down.weight`, s.ffn, d, 1 / Math.sqrt(s.ffn));
+  }
+  vector('output_norm.weight', d, 0.1, 1);
+  return out;
+}
+
+/** n samples of mean + std·N(0, 1) (Box–Muller over sfc32), as f32 */
+function gaussian(n: number, std: number, mean: number, seed: number): Float32Array {
+  const rng = new Rng(seed);
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i += 2) {
+    const r = std * Math.sqrt(-2 * Math.log(1 - rng.next()));
+    const a = 2 * Math.PI * rng.next();
+    out[i] = mean + r * Math.cos(a);
+    if (i + 1 < n) out[i + 1] = mean + r * Math.sin(a);
+  }
+  return out;
+}
+
+function modelMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
+  const a = s.arch;
+  return [
+    kv.str('general.architecture', a),
+    kv.str('general.name', `${s.name} (random weights, loom bench, seed ${o.seed})`),
+    kv.u32('general.file_type', FILE_TYPE[o.type]),
+    kv.u32('general.quantization_version', 2),
+    kv.u32(`${a}.context_length`, s.context),
+    kv.u32(`${a}.embedding_length`, s.hidden),
+    kv.u32(`${a}.block_count`, s.layers),
+    kv.u32(`${a}.feed_forward_length`, s.ffn),
+    kv.u32(`${a}.attention.head_count`, s.heads),
+    kv.u32(`${a}.attention.head_count_kv`, s.kvHeads),
+    kv.f32(`${a}.attention.layer_norm_rms_epsilon`, s.rmsEps),
+    kv.f32(`${a}.rope.freq_base`, s.ropeBase),
+    ...(a === 'llama' ? [kv.u32(`${a}.rope.dimension_count`, s.headDim), kv.u32(`${a}.vocab_size`, s.vocab)] : []),
+  ];
+}
+
+function tokenizerMetadata(s: BenchShape, v: ModelVocab): StreamEntry[] {
+  return [
+    kv.str('tokenizer.ggml.model', 'gpt2'),
+    kv.str('tokenizer.ggml.pre', s.pre),
+    kv.strings('tokenizer.ggml.tokens', v.tokens),
+    kv.i32s('tokenizer.ggml.token_type', v.tokenTypes),
+    kv.strings('tokenizer.ggml.merges', v.merges),
+    kv.u32('tokenizer.ggml.bos_token_id', v.bosId),
+    kv.u32('tokenizer.ggml.eos_token_id', v.eosId),
+    kv.u32('tokenizer.ggml.padding_token_id', v.eosId),
+    kv.bool('tokenizer.ggml.add_bos_token', false),
+    kv.str('tokenizer.chat_template', v.chatTemplate),
+  ];
+}
+
+/** <project>/dist/bench-models (this file runs from dist/src/bench/) */
+export const BENCH_MODELS_DIR = fileURLToPath(new URL('../../bench-models/', import.meta.url));

@@ -1,0 +1,40 @@
+// `loom bench make-model`: writes (or reuses) a random-weight GGUF of a real model's shape.
+import { copyFileSync, rmSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { Command, Option } from 'commander';
+import { BENCH_MODELS_DIR, BENCH_SHAPES, BENCH_TYPES, benchModelPath, ensureBenchModel } from '../bench/make-model.js';
+import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
+import { intArg } from './bench-args.js';
+
+interface MakeModelFlags {
+  shape: BenchShapeName;
+  type: BenchWeightType;
+  seed: number;
+  out?: string;
+  force?: boolean;
+}
+
+export function benchMakeModelCommand(): Command {
+  return new Command('make-model')
+    .description(
+      'write a random-weight GGUF of a real model shape (seeded, with a byte-level BPE vocabulary of the full size ' +
+        'that loom and llama.cpp both read) and print its path. Files are cached in dist/bench-models/ by shape, type ' +
+        'and seed. q4_k stores matrices whose rows are not a multiple of 256 values (every 576- or 896-wide input) ' +
+        'as Q8_0, as llama.cpp falls back for K-quants; norms and biases stay F32.',
+    )
+    .addOption(new Option('--shape <name>', 'architecture shape').choices(Object.keys(BENCH_SHAPES)).default('smollm2-135m'))
+    .addOption(new Option('--type <type>', 'weight type of the matrices').choices([...BENCH_TYPES]).default('q8_0'))
+    .addOption(new Option('--seed <s>', 'seed of the weights').default(0).argParser(intArg('seed', 0)))
+    .option('--out <file>', 'also copy the file here (the cache keeps its copy)')
+    .option('--force', 'write the file again even if it is cached')
+    .action((f: MakeModelFlags) => {
+      const t0 = performance.now();
+      const log = (line: string): void => void process.stderr.write(line + '\n');
+      const options = { shape: f.shape, type: f.type, seed: f.seed };
+      if (f.force) rmSync(benchModelPath(BENCH_MODELS_DIR, options), { force: true });
+      const { path: cached, made } = ensureBenchModel(BENCH_MODELS_DIR, options, log);
+      if (made) log(`make-model: wrote ${cached} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+      if (f.out) copyFileSync(cached, f.out);
+      process.stdout.write((f.out ? resolve(f.out) : cached) + '\n');
+    });
+}
