@@ -4,6 +4,7 @@ import { benchEngineCommand } from './bench-engine.js';
 import { benchMakeModelCommand } from './bench-make-model.js';
 import { benchProtocolCommand } from './bench-protocol.js';
 import { benchServeCommand } from './bench-serve.js';
+import { benchStandardCommand } from './bench-standard.js';
 
 export function benchCommand(): Command {
   return new Command('bench')
@@ -11,5 +12,6 @@ export function benchCommand(): Command {
     .addCommand(benchProtocolCommand())
     .addCommand(benchEngineCommand())
     .addCommand(benchMakeModelCommand())
-    .addCommand(benchServeCommand());
+    .addCommand(benchServeCommand())
+    .addCommand(benchStandardCommand());
 }
