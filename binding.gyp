@@ -25,6 +25,7 @@
         'native/rope.cc',
         'native/act.cc',
         'native/attention.cc',
+        'native/probe.cc',
         '<!@(node -p "[\'native/matmul.cc\', \'native/quant.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
       ],
       'cflags': ['-O3'],
@@ -42,6 +43,7 @@
           'type': 'static_library',
           'sources': [
             'native/x86/simd_avx2.cc',
+            'native/x86/probe_avx2.cc',
             '<!@(node -p "[\'native/x86/matmul_avx2.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
           ],
           'cflags': ['-O3', '-fPIC', '-mavx2', '-mfma', '-mf16c'],
@@ -51,6 +53,7 @@
           'type': 'static_library',
           'sources': [
             'native/x86/simd_avx512.cc',
+            'native/x86/probe_avx512.cc',
             '<!@(node -p "[\'native/x86/matmul_avx512.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
           ],
           'cflags': [

@@ -10,6 +10,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("features", Napi::Function::New(env, Features, "features"));
   exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
   exports.Set("threads", Napi::Function::New(env, Threads, "threads"));
+  exports.Set("probeFmaPeak", Napi::Function::New(env, ProbeFmaPeak, "probeFmaPeak"));
+  exports.Set("probeReadBandwidth", Napi::Function::New(env, ProbeReadBandwidth, "probeReadBandwidth"));
   exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));
   exports.Set("layerNorm", Napi::Function::New(env, LayerNorm, "layerNorm"));
   exports.Set("rope", Napi::Function::New(env, Rope, "rope"));

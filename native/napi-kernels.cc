@@ -1,10 +1,11 @@
-// N-API wrappers: system (features, threads), norms, RoPE, activations, matmul.
+// N-API wrappers: system (features, threads, machine probes), norms, RoPE, activations, matmul.
 #include "napi-kernels.h"
 
 #include "act.h"
 #include "cpu.h"
 #include "napi-args.h"
 #include "norm.h"
+#include "probe.h"
 #include "rope.h"
 #include "simd.h"
 #include "threadpool.h"
@@ -206,5 +207,30 @@ Napi::Value EmbedRows(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 #endif
+
+// (seconds, bits = 0) → { gflops, bits }: f32 FMA peak on every pool thread; bits 0 = the widest
+Napi::Value ProbeFmaPeak(const Napi::CallbackInfo& info) {
+  const double seconds = number(info, 0, "seconds");
+  if (seconds <= 0 || seconds > 60) throw Napi::RangeError::New(info.Env(), "seconds must be in (0, 60]");
+  const int64_t bits = info.Length() > 1 && !info[1].IsUndefined() ? integer(info, 1, "bits", 0, 512) : 0;
+  if (bits != 0 && bits != 32 && bits != 256 && bits != 512) throw Napi::RangeError::New(info.Env(), "bits must be 0, 32, 256 or 512");
+  const int used = bits == 0 ? probe_fma_widest_bits() : static_cast<int>(bits);
+  const double gflops = probe_fma_peak(seconds, used);
+  if (gflops < 0) throw Napi::RangeError::New(info.Env(), "this CPU has no " + std::to_string(used) + "-bit FMA");
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("gflops", gflops);
+  o.Set("bits", used);
+  return o;
+}
+
+// (bytes, seconds) → GB/s read by every pool thread from a buffer of `bytes`
+Napi::Value ProbeReadBandwidth(const Napi::CallbackInfo& info) {
+  const int64_t bytes = integer(info, 0, "bytes", 1 << 16, int64_t{1} << 40);
+  const double seconds = number(info, 1, "seconds");
+  if (seconds <= 0 || seconds > 60) throw Napi::RangeError::New(info.Env(), "seconds must be in (0, 60]");
+  const double gbps = probe_read_bandwidth(bytes, seconds);
+  if (gbps < 0) throw Napi::Error::New(info.Env(), "probeReadBandwidth: cannot allocate " + std::to_string(bytes) + " bytes");
+  return Napi::Number::New(info.Env(), gbps);
+}
 
 }  // namespace loom::napi

@@ -8,6 +8,8 @@ namespace loom::napi {
 Napi::Value Features(const Napi::CallbackInfo& info);
 Napi::Value SetThreads(const Napi::CallbackInfo& info);
 Napi::Value Threads(const Napi::CallbackInfo& info);
+Napi::Value ProbeFmaPeak(const Napi::CallbackInfo& info);
+Napi::Value ProbeReadBandwidth(const Napi::CallbackInfo& info);
 
 Napi::Value RmsNorm(const Napi::CallbackInfo& info);
 Napi::Value LayerNorm(const Napi::CallbackInfo& info);

@@ -1,7 +1,9 @@
 // `loom bench <what>`: a registry of benchmark subcommands, one module each.
 import { Command } from 'commander';
 import { benchEngineCommand } from './bench-engine.js';
+import { benchKernelsCommand } from './bench-kernels.js';
 import { benchMakeModelCommand } from './bench-make-model.js';
+import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
 import { benchServeCommand } from './bench-serve.js';
 import { benchStandardCommand } from './bench-standard.js';
@@ -11,6 +13,8 @@ export function benchCommand(): Command {
     .description('benchmarks; each prints a report, or one JSON object with --json')
     .addCommand(benchProtocolCommand())
     .addCommand(benchEngineCommand())
+    .addCommand(benchKernelsCommand())
+    .addCommand(benchPeerCommand())
     .addCommand(benchMakeModelCommand())
     .addCommand(benchServeCommand())
     .addCommand(benchStandardCommand());

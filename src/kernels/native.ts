@@ -26,6 +26,12 @@ export interface CpuFeatures {
   readonly kernels: string;
 }
 
+/** f32 FMA throughput of every pool thread, at `bits`-wide vectors (32 = the scalar fallback). */
+export interface FmaPeak {
+  readonly gflops: number;
+  readonly bits: number;
+}
+
 type F32 = Float32Array;
 type Cache = Float32Array | Uint16Array;
 
@@ -34,6 +40,9 @@ interface NativeAddon {
   features(): CpuFeatures;
   setThreads(n: number): void;
   threads(): number;
+  /** absent in builds without native/probe.cc */
+  probeFmaPeak?(seconds: number, bits?: number): FmaPeak;
+  probeReadBandwidth?(bytes: number, seconds: number): number;
   rmsNorm(out: F32, x: F32, weight: F32, rows: number, dim: number, eps: number): void;
   layerNorm(out: F32, x: F32, weight: F32, bias: F32, rows: number, dim: number, eps: number): void;
   rope(x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, neox: boolean): void;
@@ -113,6 +122,24 @@ export function setThreads(n: number): void {
 export function nativeThreads(): number | undefined {
   const s = load();
   return 'addon' in s ? s.addon.threads() : undefined;
+}
+
+function probes(): Required<Pick<NativeAddon, 'probeFmaPeak' | 'probeReadBandwidth'>> {
+  const s = load();
+  if (!('addon' in s)) throw new Error(`the native core is unavailable (${s.error})`);
+  const { probeFmaPeak, probeReadBandwidth } = s.addon;
+  if (!probeFmaPeak || !probeReadBandwidth) throw new Error('the native core was built without its probes (npm run build:native)');
+  return { probeFmaPeak, probeReadBandwidth };
+}
+
+/** This machine's f32 FMA peak over about `seconds` on the native pool; bits 0 = the widest vectors. */
+export function probeFmaPeak(seconds: number, bits = 0): FmaPeak {
+  return probes().probeFmaPeak(seconds, bits);
+}
+
+/** Memory read bandwidth (GB/s) of the native pool's threads over a buffer of `bytes`. */
+export function probeReadBandwidth(bytes: number, seconds: number): number {
+  return probes().probeReadBandwidth(bytes, seconds);
 }
 
 export function cpuFeatures(): CpuFeatures | undefined {

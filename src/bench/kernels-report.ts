@@ -1,0 +1,49 @@
+// The text report of `loom bench kernels`: machine limits, then one table per kernel family
+// with the issue's goals marked met / not met.
+import type { KernelReport } from './kernels.js';
+import { fmt, fmtBytes, table } from './table.js';
+
+const mark = (met: boolean | undefined): string => (met === undefined ? '—' : met ? 'met' : 'NOT MET');
+
+export function formatKernelReport(r: KernelReport): string {
+  const m = r.machine;
+  const lines = [
+    `threads ${r.settings.threads}, kernels ${r.settings.kernels}${r.settings.quick ? ' (quick sizes)' : ''}`,
+    `f32 FMA peak ${fmt(m.fmaPeakGflops)} GFLOP/s (${m.fmaBits}-bit vectors)` +
+      (m.fmaPeak256Gflops !== undefined ? `, ${fmt(m.fmaPeak256Gflops)} GFLOP/s at 256-bit` : ''),
+    `memory read bandwidth ${fmt(m.readBandwidthGBs)} GB/s (${fmtBytes(m.bandwidthBufferBytes)} buffer)`,
+    '',
+  ];
+  const one = r.matmul[0]?.oneRow;
+  const many = r.matmul[0]?.manyRows;
+  lines.push(
+    `matmul, 1 row (${one?.inFeatures ?? '?'} in, weights of about ${fmtBytes(one?.weightBytes ?? 0)}) and ` +
+      `${many?.rows ?? '?'} rows (${many?.inFeatures ?? '?'} → ${many?.outFeatures ?? '?'}); median ms per call`,
+  );
+  lines.push(
+    table([
+      ['type', '1 row ms', 'GB/s', '% bw', 'goal', '', `${many?.rows ?? ''} rows ms`, 'GFLOP/s', '% peak', 'goal', ''],
+      ...r.matmul.map((x) => [
+        x.type,
+        fmt(x.oneRow.medianMs),
+        fmt(x.oneRow.gbps),
+        fmt(x.oneRow.pctBandwidth),
+        x.oneRow.goalPct !== undefined ? `≥ ${x.oneRow.goalPct}%` : '',
+        mark(x.oneRow.met),
+        fmt(x.manyRows.medianMs),
+        fmt(x.manyRows.gflops),
+        fmt(x.manyRows.pctPeak),
+        `≥ ${x.manyRows.goalPct}%`,
+        mark(x.manyRows.met),
+      ]),
+    ]),
+  );
+  lines.push('', 'attention decode (9 heads over 3 KV heads of 64, f16 cache): GB/s of K+V read; ms per layer call');
+  lines.push(
+    table([
+      ['sequences', 'context', 'KV bytes', 'layers', 'ms', 'GB/s', '% bw'],
+      ...r.attention.map((a) => [String(a.sequences), String(a.context), fmtBytes(a.kvBytes), String(a.layers), fmt(a.medianMs), fmt(a.gbps), fmt(a.pctBandwidth)]),
+    ]),
+  );
+  return lines.join('\n');
+}

@@ -1,0 +1,214 @@
+// `loom bench kernels`: this machine's limits (f32 FMA peak, memory read bandwidth, both
+// probed by the native core on its own pool in this run) and the native kernels against
+// them: matmul per weight type at 1 row (GB/s of weight bytes: a matrix well past the
+// last-level cache, so the weights stream from memory) and at many rows (GFLOP/s), and
+// paged attention decode (GB/s of KV bytes) at two context lengths, 1 and 16 sequences.
+// Each figure is the median of repeated calls (after one warm call).
+import type { KvCacheShape, Kernels } from '../kernels/index.js';
+import { cpuFeatures, nativeThreads, probeFmaPeak, probeReadBandwidth } from '../kernels/native.js';
+import { selectKernels } from '../kernels/select.js';
+import { GGMLType, rowBytes, typeName } from '../model/ggml-types.js';
+import { f32ToF16 } from '../model/half.js';
+import { quantize } from '../model/quant/quantize.js';
+import type { WeightTensor } from '../model/weights.js';
+import { Rng } from '../engine/rng.js';
+import { percentile } from './stats.js';
+
+export const BENCH_TYPES = [GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q4_0, GGMLType.Q4_K, GGMLType.Q6_K] as const;
+/** one-row matmul must reach this share of the read bandwidth for these types */
+export const ONE_ROW_GOAL = { pct: 80, types: ['F16', 'Q8_0', 'Q4_K'] as readonly string[] };
+/** many-row matmul must reach this share of the f32 FMA peak (every type) */
+export const MANY_ROWS_GOAL_PCT = 70;
+
+export interface KernelBenchOptions {
+  readonly threads?: number;
+  /** tiny sizes and few repetitions (tests) */
+  readonly quick: boolean;
+}
+
+/** ms per call: median and extremes of `samples` calls */
+export interface Timing {
+  readonly medianMs: number;
+  readonly minMs: number;
+  readonly maxMs: number;
+  readonly samples: number;
+}
+
+export interface MatmulFigures {
+  readonly type: string;
+  readonly oneRow: Timing & { readonly inFeatures: number; readonly outFeatures: number; readonly weightBytes: number; readonly gbps: number; readonly pctBandwidth: number; readonly goalPct?: number; readonly met?: boolean };
+  readonly manyRows: Timing & { readonly rows: number; readonly inFeatures: number; readonly outFeatures: number; readonly gflops: number; readonly pctPeak: number; readonly goalPct: number; readonly met: boolean };
+}
+
+export interface AttentionFigures extends Timing {
+  readonly context: number;
+  readonly sequences: number;
+  /** distinct K+V bytes one call reads (GQA: each KV head once) */
+  readonly kvBytes: number;
+  /** layers rotated through so the KV set exceeds the last-level cache */
+  readonly layers: number;
+  readonly gbps: number;
+  readonly pctBandwidth: number;
+}
+
+export interface KernelReport {
+  readonly settings: { readonly threads: number; readonly quick: boolean; readonly kernels: string };
+  readonly machine: { readonly fmaPeakGflops: number; readonly fmaBits: number; readonly fmaPeak256Gflops?: number; readonly readBandwidthGBs: number; readonly bandwidthBufferBytes: number };
+  readonly matmul: MatmulFigures[];
+  readonly attention: AttentionFigures[];
+}
+
+interface Sizes {
+  probeSeconds: number;
+  bandwidthBytes: number;
+  /** 1 row: inFeatures and the weight bytes to reach (well past the last-level cache) */
+  k1: number;
+  oneRowBytes: number;
+  manyRows: number;
+  manyOut: number;
+  /** per measurement: at least minReps calls, until `seconds` are spent */
+  minReps: number;
+  seconds: number;
+  contexts: readonly number[];
+  sequences: readonly number[];
+  kvTargetBytes: number;
+}
+
+const FULL: Sizes = {
+  probeSeconds: 1, bandwidthBytes: 512 * 2 ** 20, k1: 4096, oneRowBytes: 128 * 2 ** 20, manyRows: 512, manyOut: 2048,
+  minReps: 7, seconds: 1, contexts: [1024, 4096], sequences: [1, 16], kvTargetBytes: 128 * 2 ** 20,
+};
+const QUICK: Sizes = {
+  probeSeconds: 0.02, bandwidthBytes: 4 * 2 ** 20, k1: 256, oneRowBytes: 2 ** 20, manyRows: 32, manyOut: 64,
+  minReps: 2, seconds: 0.01, contexts: [64, 256], sequences: [1, 4], kvTargetBytes: 2 ** 20,
+};
+
+/** SmolLM2-135M's attention: 9 query heads over 3 KV heads of 64, f16 cache, 16-token blocks */
+const ATTN = { numHeads: 9, numKvHeads: 3, headDim: 64, blockSize: 16 } as const;
+const TILE_ROWS = 64;
+
+export function time(fn: () => void, minReps: number, seconds: number): Timing {
+  fn(); // warm: caches, page faults, the pool's first wake
+  const ms: number[] = [];
+  let spent = 0;
+  while (ms.length < minReps || spent < seconds * 1000) {
+    const t0 = performance.now();
+    fn();
+    const t = performance.now() - t0;
+    ms.push(t);
+    spent += t;
+  }
+  return { medianMs: percentile(ms, 50), minMs: Math.min(...ms), maxMs: Math.max(...ms), samples: ms.length };
+}
+
+function randomF32(n: number, rng: Rng, scale = 1): Float32Array {
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = (rng.next() * 2 - 1) * scale;
+  return out;
+}
+
+/** [outFeatures, inFeatures] weights of `type`: TILE_ROWS random rows quantized once, then repeated */
+function weights(type: GGMLType, inFeatures: number, outFeatures: number, rng: Rng): WeightTensor {
+  const tileRows = Math.min(TILE_ROWS, outFeatures);
+  const tile = quantize(type, randomF32(tileRows * inFeatures, rng, 0.05), inFeatures);
+  const row = rowBytes(type, inFeatures)!;
+  const data = new Uint8Array(row * outFeatures);
+  for (let r = 0; r < outFeatures; r += tileRows) data.set(tile.subarray(0, Math.min(tileRows, outFeatures - r) * row), r * row);
+  return { name: `bench.${typeName(type)}`, type, dims: [inFeatures, outFeatures], data };
+}
+
+function benchMatmul(k: Kernels, type: GGMLType, s: Sizes, bw: number, peak: number, rng: Rng): MatmulFigures {
+  const name = typeName(type);
+  const row = rowBytes(type, s.k1)!;
+  const n1 = Math.max(s.manyOut, Math.ceil(s.oneRowBytes / row));
+  const w = weights(type, s.k1, n1, rng);
+  const x1 = randomF32(s.k1, rng);
+  const o1 = new Float32Array(n1);
+  const t1 = time(() => k.matmul(o1, x1, w, 1), s.minReps, s.seconds);
+  const gbps = w.data.length / (t1.medianMs * 1e6);
+  const oneGoal = ONE_ROW_GOAL.types.includes(name) ? ONE_ROW_GOAL.pct : undefined;
+  const pctBandwidth = (100 * gbps) / bw;
+  // many rows: the first manyOut output rows of the same matrix
+  const wm: WeightTensor = { ...w, dims: [s.k1, s.manyOut], data: w.data.subarray(0, row * s.manyOut) };
+  const xm = randomF32(s.manyRows * s.k1, rng);
+  const om = new Float32Array(s.manyRows * s.manyOut);
+  const tm = time(() => k.matmul(om, xm, wm, s.manyRows), s.minReps, s.seconds);
+  const gflops = (2 * s.manyRows * s.k1 * s.manyOut) / (tm.medianMs * 1e6);
+  const pctPeak = (100 * gflops) / peak;
+  return {
+    type: name,
+    oneRow: { ...t1, inFeatures: s.k1, outFeatures: n1, weightBytes: w.data.length, gbps, pctBandwidth, ...(oneGoal !== undefined && { goalPct: oneGoal, met: pctBandwidth >= oneGoal }) },
+    manyRows: { ...tm, rows: s.manyRows, inFeatures: s.k1, outFeatures: s.manyOut, gflops, pctPeak, goalPct: MANY_ROWS_GOAL_PCT, met: pctPeak >= MANY_ROWS_GOAL_PCT },
+  };
+}
+
+/** Decode attention of `sequences` sequences at `context`, rotating over enough cache layers to exceed the LLC. */
+function benchAttention(k: Kernels, context: number, sequences: number, s: Sizes, bw: number, rng: Rng): AttentionFigures {
+  const { numHeads, numKvHeads, headDim, blockSize } = ATTN;
+  const blocksPerSeq = Math.ceil(context / blockSize);
+  const numBlocks = blocksPerSeq * sequences;
+  const layerElems = numBlocks * blockSize * numKvHeads * headDim;
+  const kvBytes = 2 * 2 * context * numKvHeads * headDim * sequences;
+  const layers = Math.max(1, Math.min(64, Math.ceil(s.kvTargetBytes / kvBytes)));
+  const pattern = new Uint16Array(4096);
+  for (let i = 0; i < pattern.length; i++) pattern[i] = f32ToF16((rng.next() * 2 - 1) * 0.5);
+  const cache = Array.from({ length: layers }, () => {
+    const k = new Uint16Array(layerElems);
+    const v = new Uint16Array(layerElems);
+    for (let o = 0; o < layerElems; o += pattern.length) {
+      k.set(pattern.subarray(0, Math.min(pattern.length, layerElems - o)), o);
+      v.set(pattern.subarray(0, Math.min(pattern.length, layerElems - o)), o);
+    }
+    return { k, v };
+  });
+  const shape: KvCacheShape = { dtype: 'f16', numBlocks, blockSize, numKvHeads, headDim };
+  const blockTables = new Int32Array(numBlocks);
+  for (let i = 0; i < numBlocks; i++) blockTables[i] = i; // sequence q owns blocks q·blocksPerSeq …
+  const batch = {
+    seqStarts: Int32Array.from({ length: sequences + 1 }, (_, i) => i),
+    positions: new Int32Array(sequences).fill(context - 1),
+    blockTables,
+    maxBlocksPerSeq: blocksPerSeq,
+  };
+  const attn = { numHeads, numKvHeads, headDim, scale: 1 / Math.sqrt(headDim) };
+  const q = randomF32(sequences * numHeads * headDim, rng);
+  const out = new Float32Array(q.length);
+  const t = time(() => {
+    for (const layer of cache) k.attention(out, q, layer, shape, batch, attn);
+  }, s.minReps, s.seconds);
+  const perCall = t.medianMs / layers;
+  const gbps = kvBytes / (perCall * 1e6);
+  return {
+    medianMs: perCall, minMs: t.minMs / layers, maxMs: t.maxMs / layers, samples: t.samples,
+    context, sequences, kvBytes, layers, gbps, pctBandwidth: (100 * gbps) / bw,
+  };
+}
+
+export function runKernelBench(o: KernelBenchOptions, log: (line: string) => void = () => {}): KernelReport {
+  const k = selectKernels('native', o.threads);
+  const s = o.quick ? QUICK : FULL;
+  const threads = nativeThreads() ?? 1;
+  log(`probing FMA peak and read bandwidth (${threads} threads)…`);
+  const fma = probeFmaPeak(s.probeSeconds);
+  const fma256 = fma.bits === 512 ? probeFmaPeak(s.probeSeconds, 256).gflops : undefined;
+  const bw = probeReadBandwidth(s.bandwidthBytes, s.probeSeconds * 2);
+  const rng = new Rng(1);
+  const matmul: MatmulFigures[] = [];
+  for (const type of BENCH_TYPES) {
+    log(`matmul ${typeName(type)}…`);
+    matmul.push(benchMatmul(k, type, s, bw, fma.gflops, rng));
+  }
+  const attention: AttentionFigures[] = [];
+  for (const sequences of s.sequences) {
+    for (const context of s.contexts) {
+      log(`attention ${sequences} × ${context}…`);
+      attention.push(benchAttention(k, context, sequences, s, bw, rng));
+    }
+  }
+  return {
+    settings: { threads, quick: o.quick, kernels: cpuFeatures()?.kernels ?? 'unknown' },
+    machine: { fmaPeakGflops: fma.gflops, fmaBits: fma.bits, ...(fma256 !== undefined && { fmaPeak256Gflops: fma256 }), readBandwidthGBs: bw, bandwidthBufferBytes: s.bandwidthBytes },
+    matmul,
+    attention,
+  };
+}

@@ -1,0 +1,147 @@
+// loom's side of `loom bench peer`: an EngineCore driven step by step on this thread (the
+// engine itself, no worker messaging, no HTTP), with the native kernels, the prefix cache off
+// (so repeated prompts are computed again) and every kernel call timed for the profile.
+import type { Kernels } from '../kernels/index.js';
+import { selectKernels } from '../kernels/select.js';
+import { EngineCore, now } from '../engine/engine.js';
+import { resolveEngineConfig } from '../engine/options.js';
+import type { LoadedModel } from '../model/load.js';
+import type { PeerSide, Profile, TimedTokens } from './peer-types.js';
+
+/** Kernel time by bucket (ms) while `on`; the wrapper adds about 0.1 µs per call. */
+class KernelClock {
+  readonly ms = new Map<string, number>();
+  on = false;
+
+  wrap(k: Kernels): Kernels {
+    const timed = <A extends unknown[]>(fn: (...args: A) => void, bucket: string | ((...args: A) => string)) => (...args: A): void => {
+      if (!this.on) return fn(...args);
+      const t0 = performance.now();
+      fn(...args);
+      const b = typeof bucket === 'string' ? bucket : bucket(...args);
+      this.ms.set(b, (this.ms.get(b) ?? 0) + performance.now() - t0);
+    };
+    return {
+      name: k.name,
+      matmul: timed(k.matmul, (_o, _x, w) => (w.name === 'output.weight' || w.name === 'token_embd.weight' ? 'lm_head' : w.name.includes('ffn_') ? 'matmul ffn' : 'matmul attn')),
+      embedRows: timed(k.embedRows, 'other kernels'),
+      rmsNorm: timed(k.rmsNorm, 'other kernels'),
+      layerNorm: timed(k.layerNorm, 'other kernels'),
+      rope: timed(k.rope, 'other kernels'),
+      siluMul: timed(k.siluMul, 'other kernels'),
+      gelu: timed(k.gelu, 'other kernels'),
+      add: timed(k.add, 'other kernels'),
+      addBias: timed(k.addBias, 'other kernels'),
+      softmax: timed(k.softmax, 'other kernels'),
+      writeKv: timed(k.writeKv, 'attention'),
+      attention: timed(k.attention, 'attention'),
+    };
+  }
+}
+
+/** shares of `totalMs`; what no kernel took is 'outside kernels' (batching, sampling, scheduling in JS) */
+function profile(kernelMs: ReadonlyMap<string, number>, totalMs: number): Profile {
+  const out: Record<string, number> = {};
+  let kernels = 0;
+  for (const [b, ms] of [...kernelMs].sort()) {
+    out[b] = ms / totalMs;
+    kernels += ms;
+  }
+  out['outside kernels'] = Math.max(0, totalMs - kernels) / totalMs;
+  return out;
+}
+
+interface StepRecord {
+  readonly ms: number;
+  readonly scheduledTokens: number;
+  readonly numRunning: number;
+  readonly newTokens: number;
+}
+
+export class LoomSide implements PeerSide {
+  readonly name = 'loom';
+  private readonly engine: EngineCore;
+  private readonly clock = new KernelClock();
+  private nextId = 0;
+
+  constructor(model: LoadedModel, threads: number, maxSequences: number, maxTokensPerSeq: number) {
+    const config = resolveEngineConfig(
+      {
+        model: model.path,
+        backend: 'native',
+        threads,
+        enablePrefixCaching: false,
+        maxNumSeqs: Math.max(maxSequences, 1),
+        maxModelLen: Math.min(model.config.contextLength, maxTokensPerSeq),
+        kvCacheMemory: '4GiB',
+      },
+      model.config,
+      [...model.tokenizer.stopIds],
+    );
+    this.engine = new EngineCore(model, this.clock.wrap(selectKernels('native', threads)), config);
+  }
+
+  /** Submits the prompts and steps the engine until all are done; the steps `measure` picks form the window. */
+  private run(prompts: readonly Int32Array[], maxTokens: number, measure: (s: StepRecord, index: number) => boolean): { steps: StepRecord[]; window: TimedTokens } {
+    for (const promptIds of prompts) {
+      const refused = this.engine.add({ type: 'add', id: `peer-${this.nextId++}`, promptIds, params: { temperature: 0, ignoreEos: true, maxTokens }, arrivalTime: now() });
+      if (refused?.error) throw new Error(`loom refused a benchmark request: ${refused.error}`);
+    }
+    const steps: StepRecord[] = [];
+    const kernelMs = new Map<string, number>();
+    let tokens = 0, ms = 0, calls = 0;
+    this.clock.on = true;
+    try {
+      while (this.engine.hasWork) {
+        const numRunning = this.engine.scheduler.numRunning;
+        this.clock.ms.clear();
+        const t0 = performance.now();
+        const out = this.engine.step();
+        const stepMs = performance.now() - t0;
+        const rec: StepRecord = {
+          ms: stepMs,
+          scheduledTokens: out?.stats.scheduledTokens ?? 0,
+          numRunning,
+          newTokens: out ? out.deltas.reduce((n, d) => n + d.tokenIds.length, 0) : 0,
+        };
+        if (measure(rec, steps.length)) {
+          tokens += rec.newTokens;
+          ms += stepMs;
+          calls++;
+          for (const [b, v] of this.clock.ms) kernelMs.set(b, (kernelMs.get(b) ?? 0) + v);
+        }
+        steps.push(rec);
+      }
+    } finally {
+      this.clock.on = false;
+    }
+    return { steps, window: { tokens, ms, calls, profile: profile(kernelMs, ms) } };
+  }
+
+  prefill(prompt: Int32Array): Promise<number> {
+    const { steps } = this.run([prompt], 1, () => false);
+    return Promise.resolve(steps.reduce((n, s) => n + s.ms, 0));
+  }
+
+  decode(prompt: Int32Array, warmup: number, tokens: number): Promise<TimedTokens> {
+    // step 0 prefills (and samples the first token); steps 1..warmup warm up
+    const { window } = this.run([prompt], 1 + warmup + tokens, (s, i) => i > warmup && s.scheduledTokens === 1);
+    return Promise.resolve(window);
+  }
+
+  batched(prompts: readonly Int32Array[], warmup: number, steps: number): Promise<TimedTokens> {
+    const n = prompts.length;
+    let steady = 0;
+    // steady: every sequence running and decoding one token (all prompts prefilled)
+    const { window } = this.run(prompts, 1 + warmup + steps, (s) => {
+      if (s.numRunning !== n || s.scheduledTokens !== n) return false;
+      steady++;
+      return steady > warmup && steady <= warmup + steps;
+    });
+    return Promise.resolve(window);
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}

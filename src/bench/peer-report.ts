@@ -1,0 +1,47 @@
+// The text report of `loom bench peer`: tokens/s of both sides (median, min–max over runs),
+// the ratio, the goal, and where each side's time went.
+import type { PeerReport, PeerSideFigures } from './peer.js';
+import { fmt, table } from './table.js';
+
+const cell = (f: PeerSideFigures): string => `${fmt(f.tokensPerSec.median)} (${fmt(f.tokensPerSec.min)}–${fmt(f.tokensPerSec.max)})`;
+const pct = (x: number): string => `${(100 * x).toFixed(0)}%`;
+
+function profileLine(p: Readonly<Record<string, number>> | undefined): string {
+  if (!p) return '';
+  return Object.entries(p)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${pct(v)}`)
+    .join(', ');
+}
+
+export function formatPeerReport(r: PeerReport): string {
+  const s = r.settings;
+  const lines = [
+    `model ${s.model}`,
+    `threads ${s.threads} on both sides; ${s.repeat} runs each, alternating; tokens/s as median (min–max)`,
+    `loom: ${s.loom}`,
+    `llama.cpp: ${s.llamaCpp}; batched = one context with N sequences, all N evaluated in one llama_decode per step`,
+    '',
+    table([
+      ['', 'loom tok/s', 'llama.cpp tok/s', 'loom/llama.cpp', 'goal', '', 'llama_decode calls/step'],
+      ...r.rows.map((row) => [
+        row.label,
+        cell(row.loom),
+        cell(row.llamaCpp),
+        `${row.ratio.toFixed(2)}×`,
+        row.goal !== undefined ? `≥ ${row.goal}×` : '',
+        row.met === undefined ? '' : row.met ? 'met' : 'NOT MET',
+        row.llamaCpp.callsPerStep !== undefined ? fmt(row.llamaCpp.callsPerStep) : '',
+      ]),
+    ]),
+    '',
+    'where the time went (last run of each):',
+  ];
+  for (const row of r.rows) {
+    if (row.kind === 'prefill' && !row.loom.profile) continue;
+    lines.push(`  ${row.label}`);
+    if (row.loom.profile) lines.push(`    loom:      ${profileLine(row.loom.profile)}`);
+    if (row.llamaCpp.profile) lines.push(`    llama.cpp: ${profileLine(row.llamaCpp.profile)}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,68 @@
+// `loom bench kernels`: the machine probes return sane numbers and the quick run reports every
+// weight type and attention case with positive figures. Nothing here asserts on wall time.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import type { KernelReport } from '../src/bench/kernels.js';
+import { measure } from '../src/bench/peer.js';
+import { loadNativeKernels, nativeUnavailableReason, probeFmaPeak, probeReadBandwidth } from '../src/kernels/native.js';
+import { PROJECT_ROOT } from './fixtures/index.js';
+
+const CLI = join(PROJECT_ROOT, 'dist', 'src', 'cli.js');
+const skip = loadNativeKernels() ? false : `native core unavailable (${nativeUnavailableReason()})`;
+const positive = (x: unknown): boolean => typeof x === 'number' && Number.isFinite(x) && x > 0;
+
+describe('machine probes', { skip }, () => {
+  it('FMA peak: positive finite GFLOP/s at the widest width and at every width asked for', () => {
+    const widest = probeFmaPeak(0.02);
+    assert.ok(positive(widest.gflops), `gflops ${widest.gflops}`);
+    assert.ok([32, 256, 512].includes(widest.bits), `bits ${widest.bits}`);
+    assert.ok(positive(probeFmaPeak(0.01, 32).gflops));
+    if (widest.bits === 512) assert.ok(positive(probeFmaPeak(0.01, 256).gflops));
+  });
+
+  it('read bandwidth: positive finite GB/s', () => {
+    assert.ok(positive(probeReadBandwidth(4 * 2 ** 20, 0.02)));
+  });
+
+  it('refuses bad arguments with RangeError', () => {
+    assert.throws(() => probeFmaPeak(0), RangeError);
+    assert.throws(() => probeFmaPeak(0.01, 128), RangeError);
+    assert.throws(() => probeReadBandwidth(1024, 0.01), RangeError);
+  });
+});
+
+describe('loom bench kernels', { skip }, () => {
+  it('--quick --json reports every weight type and attention case with positive figures', () => {
+    const r = spawnSync(process.execPath, [CLI, 'bench', 'kernels', '--quick', '--json', '--threads', '2'], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as KernelReport;
+    assert.equal(report.settings.threads, 2);
+    assert.ok(positive(report.machine.fmaPeakGflops) && positive(report.machine.readBandwidthGBs));
+    assert.deepEqual(report.matmul.map((m) => m.type), ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K']);
+    for (const m of report.matmul) {
+      for (const x of [m.oneRow.gbps, m.oneRow.pctBandwidth, m.manyRows.gflops, m.manyRows.pctPeak, m.oneRow.medianMs]) assert.ok(positive(x), `${m.type}: ${x}`);
+      assert.equal(m.oneRow.met !== undefined, ['F16', 'Q8_0', 'Q4_K'].includes(m.type), `${m.type} carries the 1-row goal`);
+      assert.equal(typeof m.manyRows.met, 'boolean');
+    }
+    assert.equal(report.attention.length, 4);
+    for (const a of report.attention) assert.ok(positive(a.gbps) && positive(a.kvBytes) && a.layers >= 1);
+    assert.deepEqual([...new Set(report.attention.map((a) => a.sequences))].length, 2);
+  });
+
+  it('prints a table with the goals marked', () => {
+    const r = spawnSync(process.execPath, [CLI, 'bench', 'kernels', '--quick', '--threads', '1'], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /f32 FMA peak [\d.]+ GFLOP\/s/);
+    assert.match(r.stdout, /memory read bandwidth [\d.]+ GB\/s/);
+    assert.match(r.stdout, /Q4_K .*(met|NOT MET)/);
+    assert.match(r.stdout, /attention decode/);
+  });
+});
+
+describe('bench peer arithmetic', () => {
+  it('median, min and max of runs', () => {
+    assert.deepEqual(measure([3, 1, 2]), { median: 2, min: 1, max: 3, runs: [3, 1, 2] });
+  });
+});
