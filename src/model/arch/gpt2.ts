@@ -4,7 +4,7 @@ import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
 import type { ModelConfig, TensorSource, WeightTensor } from '../weights.js';
 import type { Architecture } from './architecture.js';
-import { gatherRows, loadVector, outputWeight } from './architecture.js';
+import { Scratch, gatherRows, loadVector, outputWeight } from './architecture.js';
 
 interface Gpt2Layer {
   attnNorm: Float32Array;
@@ -27,6 +27,7 @@ export class Gpt2Architecture implements Architecture {
   private readonly outputNorm: Float32Array;
   private readonly outputNormBias: Float32Array;
   private readonly output: WeightTensor;
+  private readonly scratch = new Scratch();
   private readonly layers: Gpt2Layer[];
 
   constructor(
@@ -61,14 +62,14 @@ export class Gpt2Architecture implements Architecture {
     const c = this.config;
     const n = batch.tokenIds.length;
     const d = c.hiddenSize;
-    const x = new Float32Array(n * d);
-    const h = new Float32Array(n * d);
-    const qkv = new Float32Array(n * 3 * d);
-    const q = new Float32Array(n * d);
-    const kk = new Float32Array(n * d);
-    const v = new Float32Array(n * d);
-    const attn = new Float32Array(n * d);
-    const ffn = new Float32Array(n * c.ffnSize);
+    const x = this.scratch.take('x', n * d);
+    const h = this.scratch.take('h', n * d);
+    const qkv = this.scratch.take('qkv', n * 3 * d);
+    const q = this.scratch.take('q', n * d);
+    const kk = this.scratch.take('kk', n * d);
+    const v = this.scratch.take('v', n * d);
+    const attn = this.scratch.take('attn', n * d);
+    const ffn = this.scratch.take('ffn', n * c.ffnSize);
     const attnShape = { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, scale: 1 / Math.sqrt(c.headDim) };
 
     k.embedRows(x, this.embedding, batch.tokenIds);
@@ -101,9 +102,9 @@ export class Gpt2Architecture implements Architecture {
     });
 
     const rows = batch.logitIndices.length;
-    const last = gatherRows(x, d, batch.logitIndices);
+    const last = gatherRows(x, d, batch.logitIndices, this.scratch.take('last', batch.logitIndices.length * d));
     k.layerNorm(last, last, this.outputNorm, this.outputNormBias, rows, d, c.normEps);
-    const logits = new Float32Array(rows * c.vocabSize);
+    const logits = this.scratch.take('logits', rows * c.vocabSize);
     k.matmul(logits, last, this.output, rows);
     return logits;
   }

@@ -5,7 +5,7 @@ import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
 import type { ModelConfig, TensorSource, WeightTensor } from '../weights.js';
 import type { Architecture } from './architecture.js';
-import { gatherRows, loadVector, optionalVector, outputWeight } from './architecture.js';
+import { Scratch, gatherRows, loadVector, optionalVector, outputWeight } from './architecture.js';
 
 interface LlamaLayer {
   attnNorm: Float32Array;
@@ -28,6 +28,7 @@ export class LlamaArchitecture implements Architecture {
   private readonly embedding: WeightTensor;
   private readonly outputNorm: Float32Array;
   private readonly output: WeightTensor;
+  private readonly scratch = new Scratch();
   private readonly layers: LlamaLayer[];
 
   constructor(
@@ -63,14 +64,14 @@ export class LlamaArchitecture implements Architecture {
     const n = batch.tokenIds.length;
     const qWidth = c.numHeads * c.headDim;
     const kvWidth = c.numKvHeads * c.headDim;
-    const x = new Float32Array(n * c.hiddenSize); // residual stream [n, hidden]
-    const h = new Float32Array(n * c.hiddenSize);
-    const q = new Float32Array(n * qWidth);
-    const kk = new Float32Array(n * kvWidth);
-    const v = new Float32Array(n * kvWidth);
-    const attn = new Float32Array(n * qWidth);
-    const gate = new Float32Array(n * c.ffnSize);
-    const up = new Float32Array(n * c.ffnSize);
+    const x = this.scratch.take('x', n * c.hiddenSize); // residual stream [n, hidden]
+    const h = this.scratch.take('h', n * c.hiddenSize);
+    const q = this.scratch.take('q', n * qWidth);
+    const kk = this.scratch.take('kk', n * kvWidth);
+    const v = this.scratch.take('v', n * kvWidth);
+    const attn = this.scratch.take('attn', n * qWidth);
+    const gate = this.scratch.take('gate', n * c.ffnSize);
+    const up = this.scratch.take('up', n * c.ffnSize);
     const attnShape = { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, scale: 1 / Math.sqrt(c.headDim) };
 
     k.embedRows(x, this.embedding, batch.tokenIds);
@@ -101,9 +102,9 @@ export class LlamaArchitecture implements Architecture {
     });
 
     const rows = batch.logitIndices.length;
-    const last = gatherRows(x, c.hiddenSize, batch.logitIndices);
+    const last = gatherRows(x, c.hiddenSize, batch.logitIndices, this.scratch.take('last', batch.logitIndices.length * c.hiddenSize));
     k.rmsNorm(last, last, this.outputNorm, rows, c.hiddenSize, c.normEps);
-    const logits = new Float32Array(rows * c.vocabSize);
+    const logits = this.scratch.take('logits', rows * c.vocabSize);
     k.matmul(logits, last, this.output, rows);
     return logits;
   }
