@@ -55,7 +55,7 @@ const MATRIX_TYPE: Record<BenchWeightType, GGMLType> = { q8_0: GGMLType.Q8_0, q4
 /** llama_ftype: MOSTLY_Q8_0, MOSTLY_Q4_K_S, MOSTLY_F16 */
 const FILE_TYPE: Record<BenchWeightType, number> = { q8_0: 7, q4_k: 14, f16: 1 };
 /** bump when the generator's output changes, so cached files are rebuilt */
-const GENERATOR_VERSION = 1;
+const GENERATOR_VERSION = 2;
 
 export interface MakeModelOptions {
   readonly shape: BenchShapeName;

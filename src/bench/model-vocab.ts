@@ -2,10 +2,11 @@
 // (tokenizer.ggml.model = gpt2). Layout: the 256 byte characters (GPT-2 byte order), merges
 // learned over BENCH_CORPUS, then merge-built padding tokens until the model's vocab size is
 // reached, and the three ChatML specials (first, as in SmolLM2, or last, as in Qwen2.5).
-// Every token is decodable; every padding token is a letters-only word (optionally with a
-// leading space) made by a merge of two earlier tokens, so the pre-tokenizers of both
-// shapes keep it whole and BPE usually reaches it (a lower-rank merge across the join can
-// make a few unreachable from their own text, which llama.cpp and loom both accept).
+// Every token is decodable. Every padding token is a letters-only word (optionally with a
+// leading space), which the pre-tokenizers of both shapes keep whole, made by a merge of two
+// earlier tokens and kept only if BPE over the merges before it splits its text into exactly
+// those two: BPE reaches it from its own text. (Some trained tokens and the bytes that only
+// occur inside multi-byte characters are not reachable alone; they still decode.)
 import { Rng } from '../engine/rng.js';
 import { BYTE_TO_UNICODE, byteEncode } from '../tokenizer/bpe.js';
 import { TokenType } from '../tokenizer/tokenizer.js';
@@ -33,6 +34,23 @@ const GPT2_SPLIT = /'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+
 const SPACE = BYTE_TO_UNICODE[0x20]!; // 'Ġ'
 const LETTERS = /^\p{L}+$/u;
 const MAX_PADDING_CHARS = 14;
+const SEP = '\u0000';
+
+/** Does BPE (lowest-rank adjacent pair first, leftmost on ties) turn the characters of l + r into [l, r]? */
+function splitsInto(ranks: ReadonlyMap<string, number>, l: string, r: string): boolean {
+  const syms = Array.from(l + r);
+  for (;;) {
+    let best = -1;
+    let bestRank = Infinity;
+    for (let i = 0; i + 1 < syms.length; i++) {
+      const rank = ranks.get(syms[i] + SEP + syms[i + 1]);
+      if (rank !== undefined && rank < bestRank) [best, bestRank] = [i, rank];
+    }
+    if (best < 0) break;
+    syms.splice(best, 2, syms[best]! + syms[best + 1]!);
+  }
+  return syms.length === 2 && syms[0] === l && syms[1] === r;
+}
 
 /** A vocabulary of exactly `vocabSize` tokens; specials at ids 0..2 or at the last three ids. */
 export function modelVocab(vocabSize: number, specialsFirst: boolean): ModelVocab {
@@ -41,11 +59,13 @@ export function modelVocab(vocabSize: number, specialsFirst: boolean): ModelVoca
   const tokens: string[] = [...BYTE_TO_UNICODE];
   const seen = new Set(tokens);
   const merges: string[] = [];
+  const ranks = new Map<string, number>();
   const add = (l: string, r: string): boolean => {
     const t = l + r;
     if (seen.has(t)) return false;
     seen.add(t);
     tokens.push(t);
+    ranks.set(l + SEP + r, merges.length);
     merges.push(`${l} ${r}`);
     return true;
   };
@@ -68,7 +88,7 @@ export function modelVocab(vocabSize: number, specialsFirst: boolean): ModelVoca
   while (tokens.length < body) {
     const l = pick(heads);
     const r = pick(tails);
-    if (l.length + r.length > MAX_PADDING_CHARS || !add(l, r)) continue;
+    if (l.length + r.length > MAX_PADDING_CHARS || seen.has(l + r) || !splitsInto(ranks, l, r) || !add(l, r)) continue;
     heads.push(l + r);
     if (!l.startsWith(SPACE)) tails.push(l + r);
   }
