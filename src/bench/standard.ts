@@ -81,7 +81,8 @@ async function startServer(model: string, o: StandardOptions, log: (line: string
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (chunk: string) => {
     text += chunk;
-    for (const line of chunk.split('\n')) if (line.trim()) log(`[serve] ${line}`);
+    // the server's own 10-second throughput lines would only interleave with the progress bar
+    for (const line of chunk.split('\n')) if (line.trim() && !/tokens\/s generated/.test(line)) log(`[serve] ${line}`);
   });
   const exited = once(child, 'exit');
   const stop = async (): Promise<void> => {
