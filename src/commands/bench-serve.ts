@@ -69,7 +69,7 @@ export function benchServeCommand(): Command {
     .addOption(new Option('--seed <s>', 'seed of the prompts, lengths and arrivals').default(0).argParser(intArg('seed', 0)))
     .addOption(new Option('--warmup-requests <n>', 'unmeasured requests first').default(1).argParser(intArg('warmup-requests', 0)))
     .option('--disable-stream', 'ask for whole answers (TTFT = E2E; no TPOT or ITL)')
-    .option('--disable-ignore-eos', 'do not send ignore_eos (answers may end early)')
+    .option('--disable-ignore-eos', 'do not send ignore_eos, a vLLM/loom extra that OpenAI itself rejects (answers may then end early)')
     .option('--output-file <file>', 'append one JSON line with every figure and setting')
     .option('--json', 'print that JSON object instead of the report')
     .option('--api-key <key>', 'sent as "Authorization: Bearer <key>" (default: $OPENAI_API_KEY)', process.env.OPENAI_API_KEY)
