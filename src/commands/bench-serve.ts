@@ -72,7 +72,7 @@ export function benchServeCommand(): Command {
     .option('--disable-ignore-eos', 'do not send ignore_eos, a vLLM/loom extra that OpenAI itself rejects (answers may then end early)')
     .option('--output-file <file>', 'append one JSON line with every figure and setting')
     .option('--json', 'print that JSON object instead of the report')
-    .option('--api-key <key>', 'sent as "Authorization: Bearer <key>" (default: $OPENAI_API_KEY)', process.env.OPENAI_API_KEY)
+    .option('--api-key <key>', 'sent as "Authorization: Bearer <key>" (default: $OPENAI_API_KEY)')
     .action(async (f: ServeFlags) => {
       const options: ServeBenchOptions = {
         baseUrl: f.baseUrl,
@@ -93,7 +93,7 @@ export function benchServeCommand(): Command {
         ...(f.datasetPath !== undefined && { datasetPath: f.datasetPath }),
         ...(f.sharegptOutputLen !== undefined && { sharegptOutputLen: f.sharegptOutputLen }),
         ...(f.maxConcurrency !== undefined && { maxConcurrency: f.maxConcurrency }),
-        ...(f.apiKey && { apiKey: f.apiKey }),
+        ...((f.apiKey ?? process.env.OPENAI_API_KEY) && { apiKey: f.apiKey ?? process.env.OPENAI_API_KEY }),
       };
       await benchServeAction(options, { json: f.json ?? false, ...(f.outputFile !== undefined && { outputFile: f.outputFile }) });
     });
