@@ -12,6 +12,8 @@ export function formatKernelReport(r: KernelReport): string {
     `f32 FMA peak ${fmt(m.fmaPeakGflops)} GFLOP/s (${m.fmaBits}-bit vectors)` +
       (m.fmaPeak256Gflops !== undefined ? `, ${fmt(m.fmaPeak256Gflops)} GFLOP/s at 256-bit` : ''),
     `memory read bandwidth ${fmt(m.readBandwidthGBs)} GB/s (${fmtBytes(m.bandwidthBufferBytes)} buffer)`,
+    `(each the larger of the probes before and after the kernels: FMA ${m.probes.map((p) => fmt(p.fmaGflops)).join(' / ')} GFLOP/s, ` +
+      `read ${m.probes.map((p) => fmt(p.readGBs)).join(' / ')} GB/s)`,
     '',
   ];
   const one = r.matmul[0]?.oneRow;

@@ -18,7 +18,7 @@ export function formatPeerReport(r: PeerReport): string {
   const s = r.settings;
   const lines = [
     `model ${s.model}`,
-    `threads ${s.threads} on both sides; ${s.repeat} runs each, alternating; tokens/s as median (min–max)`,
+    `threads ${s.threads} on both sides; ${s.repeat} runs each, alternating; tokens/s as median (min–max); load average ${r.loadAverage.before.toFixed(2)} before, ${r.loadAverage.after.toFixed(2)} after`,
     `loom: ${s.loom}`,
     `llama.cpp: ${s.llamaCpp}; batched = one context with N sequences, all N evaluated in one llama_decode per step`,
     '',

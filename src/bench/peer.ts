@@ -4,7 +4,7 @@
 // Both sides get the same token ids. Each figure is measured `repeat` times, the sides
 // alternating (loom, llama.cpp, loom, …) so a noisy machine disturbs both alike; the report
 // gives median, min and max, and the ratio loom / llama.cpp of the medians.
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from '../errors.js';
 import { loadModel } from '../model/load.js';
@@ -62,6 +62,8 @@ export interface PeerRow {
 
 export interface PeerReport {
   readonly settings: PeerBenchOptions & { readonly model: string; readonly threads: number; readonly llamaCpp: string; readonly loom: string };
+  /** 1-minute load average of the machine before and after (other work on it skews both sides, llama.cpp's spinning pool most) */
+  readonly loadAverage: { readonly before: number; readonly after: number };
   readonly rows: PeerRow[];
 }
 
@@ -111,6 +113,7 @@ export function resolvePeerModel(o: PeerBenchOptions, log: (line: string) => voi
 
 export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => void = () => {}): Promise<PeerReport> {
   const path = resolvePeerModel(o, log);
+  const loadBefore = loadavg()[0]!;
   const threads = o.threads ?? availableParallelism();
   const model = loadModel(path);
   const vocab = vocabularyIds(model.tokenizer, model.config.vocabSize);
@@ -158,5 +161,6 @@ export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => v
   return {
     settings: { ...o, model: path, threads, llamaCpp: LLAMA_CPP_SETTINGS, loom: 'EngineCore stepped in-process, native kernels, f16 KV cache, prefix cache off, greedy, ignore_eos' },
     rows,
+    loadAverage: { before: loadBefore, after: loadavg()[0]! },
   };
 }
