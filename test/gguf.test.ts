@@ -146,6 +146,17 @@ describe('GGUF writer → reader', () => {
     g.close(); // twice is fine
   });
 
+  it('writes headers larger than its first buffer (a 50k-token vocabulary)', () => {
+    const path = tmpPath();
+    const tokens = Array.from({ length: 50_000 }, (_, i) => `token-${i}-ü`);
+    writeGGUF(path, { metadata: [kv.arr(GGUFValueType.STRING, 'tokenizer.ggml.tokens', tokens), kv.u32('after', 7)], tensors: TENSORS });
+    const g = openGGUF(path);
+    assert.deepEqual(g.metadata.get('tokenizer.ggml.tokens'), tokens);
+    assert.equal(g.metadata.get('after'), 7);
+    assert.deepEqual(g.get('c.q8_0').data, TENSORS.find((t) => t.name === 'c.q8_0')!.data);
+    g.close();
+  });
+
   it('rejects malformed writer input', () => {
     assert.throws(() => writeGGUF(tmpPath(), { alignment: 24, metadata: [], tensors: [] }), /power of two/);
     assert.throws(() => writeGGUF(tmpPath(), { metadata: [kv.u8('x', 256)], tensors: [] }), /x/);

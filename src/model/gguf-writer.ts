@@ -75,24 +75,29 @@ class Sink {
     this.len += n;
     return at;
   }
-  u8(v: number): void { this.buf.writeUInt8(v, this.room(1)); }
-  i8(v: number): void { this.buf.writeInt8(v, this.room(1)); }
-  u16(v: number): void { this.buf.writeUInt16LE(v, this.room(2)); }
-  i16(v: number): void { this.buf.writeInt16LE(v, this.room(2)); }
-  u32(v: number): void { this.buf.writeUInt32LE(v, this.room(4)); }
-  i32(v: number): void { this.buf.writeInt32LE(v, this.room(4)); }
-  f32(v: number): void { this.buf.writeFloatLE(v, this.room(4)); }
-  f64(v: number): void { this.buf.writeDoubleLE(v, this.room(8)); }
-  u64(v: number | bigint): void { this.buf.writeBigUInt64LE(BigInt(v), this.room(8)); }
-  i64(v: number | bigint): void { this.buf.writeBigInt64LE(BigInt(v), this.room(8)); }
+  // room() may replace this.buf, so it runs before the buffer is read
+  private put(n: number, write: (buf: Buffer, at: number) => void): void {
+    const at = this.room(n);
+    write(this.buf, at);
+  }
+  u8(v: number): void { this.put(1, (b, at) => b.writeUInt8(v, at)); }
+  i8(v: number): void { this.put(1, (b, at) => b.writeInt8(v, at)); }
+  u16(v: number): void { this.put(2, (b, at) => b.writeUInt16LE(v, at)); }
+  i16(v: number): void { this.put(2, (b, at) => b.writeInt16LE(v, at)); }
+  u32(v: number): void { this.put(4, (b, at) => b.writeUInt32LE(v, at)); }
+  i32(v: number): void { this.put(4, (b, at) => b.writeInt32LE(v, at)); }
+  f32(v: number): void { this.put(4, (b, at) => b.writeFloatLE(v, at)); }
+  f64(v: number): void { this.put(8, (b, at) => b.writeDoubleLE(v, at)); }
+  u64(v: number | bigint): void { this.put(8, (b, at) => b.writeBigUInt64LE(BigInt(v), at)); }
+  i64(v: number | bigint): void { this.put(8, (b, at) => b.writeBigInt64LE(BigInt(v), at)); }
   str(s: string): void {
-    const b = Buffer.from(s, 'utf8');
-    this.u64(b.length);
-    b.copy(this.buf, this.room(b.length));
+    const bytes = Buffer.from(s, 'utf8');
+    this.u64(bytes.length);
+    this.put(bytes.length, (b, at) => bytes.copy(b, at));
   }
   pad(alignment: number): void {
     const n = (alignment - (this.len % alignment)) % alignment;
-    this.buf.fill(0, this.room(n), this.len);
+    this.put(n, (b, at) => b.fill(0, at, at + n));
   }
 }
 
