@@ -18,29 +18,9 @@ import { GOLDEN_DIR, SHARED_MODELS, ggufFixturePath, hfFixturePaths, sha256File 
 import { readGolden, SHARED_MODEL_CASES } from './fixtures/golden.js';
 import type { GoldenPrompt } from './fixtures/golden.js';
 import { GGUF_FIXTURES, HF_FIXTURES } from './fixtures/recipe.js';
-import type { FixtureWeightType } from './fixtures/recipe.js';
+import { LLAMA_CPP_TOLERANCE } from './fixtures/tolerance.js';
 
-/**
- * Largest |loom − llama.cpp| logit difference allowed at any greedy step, as a fraction of
- * llama.cpp's largest |logit| there. Both round activations to the weight's dot type and
- * keep K/V in f16, so what remains is summation order (llama.cpp sums SIMD lanes in f32,
- * the reference sums in f64) and the odd value that lands on the other side of a rounding
- * boundary (an f16 q or softmax weight, an 8-bit activation); the coarser that grid, the
- * further one flip moves the logits, and later steps inherit it. Worst seen over every
- * fixture, prompt and step (2026-11-22): F32 2.0e-4, F16 3.8e-4, BF16 1.6e-3, Q8_0 4.9e-3,
- * Q4_0 4.7e-3, Q4_K 7.6e-3, Q6_K 9.4e-3, Q4_K_M 9.4e-3. The bounds are about 2.5× those;
- * a wrong kernel (a bad RoPE pair, a misread scale) moves logits by 10% or more.
- */
-const TOLERANCE: Record<FixtureWeightType, number> = {
-  F32: 5e-4,
-  F16: 1e-3,
-  BF16: 4e-3,
-  Q8_0: 1.5e-2,
-  Q4_0: 1.5e-2,
-  Q4_K: 2.5e-2,
-  Q6_K: 2.5e-2,
-  Q4_K_M: 2.5e-2,
-};
+const TOLERANCE = LLAMA_CPP_TOLERANCE;
 
 /** Largest |loom − llama.cpp| over the ids llama.cpp reported, as a fraction of its largest |logit|. */
 function logitError(loom: Float32Array, step: { ids: number[]; values: number[] }): number {

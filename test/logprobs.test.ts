@@ -16,17 +16,8 @@ import {
 import { RequestSampler } from '../src/engine/sampler.js';
 import { resolveSamplingParams } from '../src/engine/sampling-params.js';
 import { topN } from '../src/engine/top-n.js';
+import { gaussian } from './fixtures/random.js';
 
-function gaussian(n: number, seed: number, std = 1): Float32Array {
-  let s = seed >>> 0;
-  const u = (): number => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return (s + 0.5) / 2 ** 32;
-  };
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = std * Math.sqrt(-2 * Math.log(u())) * Math.cos(2 * Math.PI * u());
-  return out;
-}
 
 /** float64 log-softmax, −∞ entries stay −∞ */
 function logSoftmax(x: ArrayLike<number>): number[] {

@@ -19,20 +19,10 @@ import { ModelRunner } from '../src/model/runner.js';
 import { GOLDEN_DIR, PROJECT_ROOT, SHARED_MODELS, ggufFixturePath, sha256File } from './fixtures/index.js';
 import { readGolden, SHARED_MODEL_CASES } from './fixtures/golden.js';
 import { GGUF_FIXTURES } from './fixtures/recipe.js';
-import type { FixtureWeightType } from './fixtures/recipe.js';
+import { LLAMA_CPP_TOLERANCE } from './fixtures/tolerance.js';
 
-/** Largest |native − llama.cpp| logit difference as a fraction of llama.cpp's largest |logit|
- *  at any greedy step: the bounds test/llama-cpp-agreement.test.ts holds the reference to. */
-const TOLERANCE: Record<FixtureWeightType, number> = {
-  F32: 5e-4,
-  F16: 1e-3,
-  BF16: 4e-3,
-  Q8_0: 1.5e-2,
-  Q4_0: 1.5e-2,
-  Q4_K: 2.5e-2,
-  Q6_K: 2.5e-2,
-  Q4_K_M: 2.5e-2,
-};
+/** the bounds test/llama-cpp-agreement.test.ts holds the reference to */
+const TOLERANCE = LLAMA_CPP_TOLERANCE;
 
 const native = loadNativeKernels();
 const skip = native ? false : `native core unavailable (${nativeUnavailableReason()})`;

@@ -9,20 +9,10 @@ import { bf16ToF32, f16ArrayToF32, f16ToF32, f32ArrayToF16, f32ToBF16, f32ToF16,
 import { dequantizeRow, dequantizeTensorRow } from '../src/model/quant/dequantize.js';
 import { roundActivations } from '../src/model/quant/q8-activations.js';
 import { quantize } from '../src/model/quant/quantize.js';
+import { gaussian } from './fixtures/random.js';
 
 const fr = Math.fround;
 
-/** seeded normal(0, std) values */
-function gaussian(n: number, seed: number, std = 1): Float32Array {
-  let s = seed >>> 0;
-  const u = (): number => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return (s + 0.5) / 2 ** 32;
-  };
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = std * Math.sqrt(-2 * Math.log(u())) * Math.cos(2 * Math.PI * u());
-  return out;
-}
 
 /** f16 value from its definition: (−1)^s · 2^(e−15) · (1 + m/1024), subnormals 2^−14 · m/1024 */
 function f16Value(h: number): number {

@@ -9,18 +9,8 @@ import { GREEDY, RequestSampler, Sampler, argmax } from '../src/engine/sampler.j
 import { childSamplingParams, resolveSamplingParams } from '../src/engine/sampling-params.js';
 import type { SamplingParamsInput } from '../src/engine/sampling-params.js';
 import { topPCut, kthLargest, getScratch } from '../src/engine/truncation.js';
+import { gaussian } from './fixtures/random.js';
 
-/** seeded normal(0, std) logits */
-function gaussian(n: number, seed: number, std = 1): Float32Array {
-  let s = seed >>> 0;
-  const u = (): number => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return (s + 0.5) / 2 ** 32;
-  };
-  const out = new Float32Array(n);
-  for (let i = 0; i < n; i++) out[i] = std * Math.sqrt(-2 * Math.log(u())) * Math.cos(2 * Math.PI * u());
-  return out;
-}
 
 const softmax = (x: ArrayLike<number>): number[] => {
   const m = Math.max(...Array.from(x));
