@@ -20,4 +20,7 @@ void add_bias(float* x, const float* bias, int64_t rows, int dim);
 // softmax over each row of n, in place; x: [rows, n]
 void softmax(float* x, int64_t rows, int n);
 
+// index of the largest of x[0..n) (the lowest index among equals); 0 when n == 0
+int64_t argmax(const float* x, int64_t n);
+
 }  // namespace loom

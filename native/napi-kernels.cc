@@ -147,6 +147,12 @@ Napi::Value Softmax(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// (row) → index of the largest value
+Napi::Value Argmax(const Napi::CallbackInfo& info) {
+  auto x = f32_array(info, 0, "row");
+  return Napi::Number::New(info.Env(), static_cast<double>(argmax(x.data, static_cast<int64_t>(x.length))));
+}
+
 #ifdef LOOM_HAVE_MATMUL
 namespace {
 // bytes of a row of n values of a weight type, or −1 when n is not a whole number of blocks

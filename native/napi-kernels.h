@@ -19,6 +19,7 @@ Napi::Value Gelu(const Napi::CallbackInfo& info);
 Napi::Value Add(const Napi::CallbackInfo& info);
 Napi::Value AddBias(const Napi::CallbackInfo& info);
 Napi::Value Softmax(const Napi::CallbackInfo& info);
+Napi::Value Argmax(const Napi::CallbackInfo& info);
 
 Napi::Value WriteKv(const Napi::CallbackInfo& info);
 Napi::Value Attention(const Napi::CallbackInfo& info);

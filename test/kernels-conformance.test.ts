@@ -108,6 +108,17 @@ function conformance(k: Kernels): void {
     }
   });
 
+  it('argmax, with ties (the lowest index wins) and odd lengths', () => {
+    for (const n of [1, 15, 16, 17, 49_153]) {
+      const x = rngFor(`argmax ${n}`).fill(n, 3);
+      assert.equal(k.argmax(x), ref.argmax(x), `argmax of ${n}`);
+      const top = Math.max(...x);
+      const tied = x.slice();
+      tied[n - 1] = top; // a tie after the first maximum
+      assert.equal(k.argmax(tied), tied.indexOf(top), `argmax of ${n} with a tie`);
+    }
+  });
+
   it('softmax rows, short and long; rows sum to 1', () => {
     for (const [rows, n] of [[1, 1], [3, 37], [17, 4099], [200, 300]] as const) {
       const x = rngFor(`softmax ${rows}x${n}`).fill(rows * n, 5);

@@ -33,6 +33,13 @@ class KernelClock {
       add: timed(k.add, 'other kernels'),
       addBias: timed(k.addBias, 'other kernels'),
       softmax: timed(k.softmax, 'other kernels'),
+      argmax: (row) => {
+        if (!this.on) return k.argmax(row);
+        const t0 = performance.now();
+        const id = k.argmax(row);
+        this.ms.set('sampling', (this.ms.get('sampling') ?? 0) + performance.now() - t0);
+        return id;
+      },
       writeKv: timed(k.writeKv, 'attention'),
       attention: timed(k.attention, 'attention'),
     };

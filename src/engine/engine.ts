@@ -33,6 +33,7 @@ export class EngineCore {
   readonly blocks: BlockManager;
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
+  private readonly stopConfig: EngineConfig & { argmax: (row: Float32Array) => number };
 
   constructor(
     readonly model: { readonly config: ModelConfig; readonly tensors: TensorSource },
@@ -43,6 +44,7 @@ export class EngineCore {
     this.runner = new ModelRunner(createArchitecture(model.config, model.tensors), kv, kernels);
     this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching });
     this.scheduler = new Scheduler(config, this.blocks);
+    this.stopConfig = { ...config, argmax: kernels.argmax };
   }
 
   get hasWork(): boolean {
@@ -54,7 +56,7 @@ export class EngineCore {
     if (this.requests.has(req.id)) return errorDelta(req.id, `request id ${req.id} is already in use`);
     let state: RequestState;
     try {
-      state = new RequestState(req, this.model.config.vocabSize, this.config);
+      state = new RequestState(req, this.model.config.vocabSize, this.stopConfig);
     } catch (err) {
       return errorDelta(req.id, err instanceof Error ? err.message : String(err));
     }

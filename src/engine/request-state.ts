@@ -12,6 +12,8 @@ export interface StopConfig {
   readonly maxModelLen: number;
   readonly eosTokenIds: readonly number[];
   readonly logprobsMode: LogprobsMode;
+  /** the kernels' argmax, for greedy sampling */
+  readonly argmax?: (row: Float32Array) => number;
 }
 
 export class RequestState {
@@ -61,6 +63,7 @@ export class RequestState {
       promptIds,
       eosTokenIds: this.config.eosTokenIds,
       vocabSize: this.vocabSize,
+      ...(this.config.argmax && { argmax: this.config.argmax }),
     });
   }
 

@@ -42,6 +42,8 @@ export interface SamplerContext {
   readonly promptIds?: ArrayLike<number>;
   /** when known, bounds logit_bias and stop ids */
   readonly vocabSize?: number;
+  /** a faster argmax for the greedy path (the native kernel's); default: the loop here */
+  readonly argmax?: (row: Float32Array) => number;
 }
 
 export class RequestSampler {
@@ -60,12 +62,14 @@ export class RequestSampler {
   /** output id → count; null without frequency/presence penalties */
   private readonly counts: Map<number, number> | null;
   private processed: Float32Array = new Float32Array(0);
+  private readonly argmax: (row: Float32Array) => number;
 
   constructor(params: SamplingParamsInput, ctx: SamplerContext = {}) {
     const p = resolveSamplingParams(params, ctx.vocabSize);
     this.params = p;
     this.rng = new Rng(p.seed ?? Math.floor(Math.random() * 2 ** 32));
     this.greedy = isGreedy(p);
+    this.argmax = ctx.argmax ?? argmax;
     this.biasIds = Int32Array.from(p.logitBias.keys());
     this.biasValues = Float32Array.from(p.logitBias.values());
     const suppress = new Set(p.stopTokenIds);
@@ -97,7 +101,7 @@ export class RequestSampler {
       row.set(logits);
       if (this.modifiesLogits()) this.applyPenalties(row);
     }
-    const id = this.greedy ? argmax(row) : this.draw(row);
+    const id = this.greedy ? this.argmax(row) : this.draw(row);
     this.processed = row;
     this.accept(id);
     return id;

@@ -95,6 +95,9 @@ export interface Kernels {
   /** softmax over each row of n, in place */
   softmax(x: Float32Array, rows: number, n: number): void;
 
+  /** index of the largest value of row (the lowest index among equals): greedy sampling */
+  argmax(row: Float32Array): number;
+
   /** Stores k, v ([numTokens, numKvHeads * headDim]) at slotMapping[t] of a cache layer. */
   writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void;
 

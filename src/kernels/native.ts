@@ -51,6 +51,7 @@ interface NativeAddon {
   add(out: F32, a: F32, b: F32, n: number): void;
   addBias(x: F32, bias: F32, rows: number): void;
   softmax(x: F32, rows: number, n: number): void;
+  argmax(row: F32): number;
   writeKv(kc: Cache, vc: Cache, f16: boolean, numBlocks: number, blockSize: number, numKvHeads: number, headDim: number,
     k: F32, v: F32, slotMapping: Int32Array): void;
   attention(out: F32, q: F32, kc: Cache, vc: Cache, f16: boolean, numBlocks: number, blockSize: number, numKvHeads: number,
@@ -178,6 +179,7 @@ function wrap(a: NativeAddon): Kernels {
     add: a.add,
     addBias: a.addBias,
     softmax: a.softmax,
+    argmax: a.argmax,
     writeKv: (layer: KvLayer, s: KvCacheShape, k: F32, v: F32, slotMapping: Int32Array) =>
       a.writeKv(layer.k, layer.v, s.dtype === 'f16', s.numBlocks, s.blockSize, s.numKvHeads, s.headDim, k, v, slotMapping),
     attention: (out: F32, q: F32, layer: KvLayer, c: KvCacheShape, b: AttentionBatch, shape: AttentionShape) => {

@@ -161,6 +161,12 @@ function softmax(x: Float32Array, rows: number, n: number): void {
   }
 }
 
+function argmax(row: Float32Array): number {
+  let best = 0;
+  for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
+  return best;
+}
+
 function writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void {
   const width = shape.numKvHeads * shape.headDim;
   const capacity = shape.numBlocks * shape.blockSize;
@@ -241,6 +247,7 @@ export const referenceKernels: Kernels = {
   add,
   addBias,
   softmax,
+  argmax,
   writeKv,
   attention,
 };
