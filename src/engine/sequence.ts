@@ -9,6 +9,7 @@ export class Sequence implements BlockOwner {
   readonly blockTable: number[] = [];
   /** prompt, then generated tokens */
   readonly tokens: number[];
+  readonly promptLength: number;
   status: SequenceStatus = 'waiting';
   /** tokens whose K/V are in the cache (positions 0..numComputed-1) */
   numComputed = 0;
@@ -40,8 +41,6 @@ export class Sequence implements BlockOwner {
     this.tokens = Array.from(promptIds);
     this.promptLength = this.tokens.length;
   }
-
-  readonly promptLength: number;
 
   get numOutput(): number {
     return this.tokens.length - this.promptLength;
