@@ -229,6 +229,10 @@ void run_checks() {
     const int blk = weight_block_values(type) == 1 ? 32 : weight_block_values(type);
     std::vector<int> Ks = {blk == 256 ? 256 : 96, blk * (blk == 256 ? 3 : 24)};
     if (blk == 32 && type != kQ8_0 && type != kQ4_0) Ks.push_back(37);  // float types: any K
+    // Q8_0 / Q4_0: two whole groups of 16 blocks, then a pair and an odd block
+    if (type == kQ8_0 || type == kQ4_0) Ks.insert(Ks.begin() + 1, 32 * 35);
+    // K-quants: a whole group of 4 blocks and a partial one
+    if (blk == 256) Ks.insert(Ks.begin() + 1, 256 * 7);
     for (int isa = 0; isa <= best; isa++) {
       for (int K : Ks)
         for (int rows : {1, 3, 17, 64})
@@ -404,6 +408,44 @@ void run_one(int argc, char** argv) {
               N, pool().size(), t * 1e6, w.size() / t / 1e9, 2.0 * R * K * N / t / 1e9);
 }
 
+#ifdef LOOM_TEST_X86
+// matmul_test ratio TYPE K N [rounds]: one-row matmul against the read bandwidth of a buffer
+// the size of its weights, measured in alternation (a busy machine moves both together).
+void run_ratio(int argc, char** argv) {
+  int type = -1;
+  for (int t : kTypes)
+    if (std::string(type_name(t)) == argv[2]) type = t;
+  const int K = std::atoi(argv[3]), N = std::atoi(argv[4]);
+  const int rounds = argc > 5 ? std::atoi(argv[5]) : 5;
+  const auto w = random_weights(type, K, N);
+  const auto x = random_activations(1, K);
+  std::vector<float> o(N);
+  const size_t n = w.size() / 8;
+  std::vector<uint64_t> buf(n, 1);
+  const int threads = pool().size();
+  std::vector<uint64_t> sums(threads * 8);
+  std::vector<double> ratios;
+  double best_bw = 0, best_mm = 0;
+  for (int round = 0; round < rounds; round++) {
+    const double tb = best_time(5, [&] {
+      pool().parallel_for(threads, [&](int task, int) {
+        const size_t lo = n * task / threads, hi = n * (task + 1) / threads;
+        sums[task * 8] = sum_range(buf.data() + lo, hi - lo);
+      });
+    });
+    const double tm = best_time(5, [&] { matmul(o.data(), x.data(), 1, w.data(), type, K, N); });
+    const double bw = n * 8 / tb / 1e9, mm = w.size() / tm / 1e9;
+    std::printf("  read %.1f GB/s  %s matmul %.1f GB/s  %.0f%%\n", bw, type_name(type), mm, 100 * mm / bw);
+    ratios.push_back(mm / bw);
+    best_bw = std::max(best_bw, bw);
+    best_mm = std::max(best_mm, mm);
+  }
+  std::sort(ratios.begin(), ratios.end());
+  std::printf("%s K=%d N=%d: best read %.1f GB/s, best matmul %.1f GB/s (%.0f%%), median ratio %.0f%%\n", type_name(type), K, N,
+              best_bw, best_mm, 100 * best_mm / best_bw, 100 * ratios[ratios.size() / 2]);
+}
+#endif
+
 // The matmuls of a SmolLM2-135M-shaped model (30 layers, hidden 576, 9 heads of 64 with 3
 // KV heads, FFN 1536, vocab 49152) in one weight type: decode (1 row) and a 512-row prefill.
 // Matmuls only (no attention, norms): an upper bound on tokens/s from the kernels.
@@ -446,6 +488,12 @@ int main(int argc, char** argv) {
       if (!only || std::string(only) == type_name(type)) run_model(type);
     return 0;
   }
+#ifdef LOOM_TEST_X86
+  if (mode == "ratio" && argc > 4) {
+    run_ratio(argc, argv);
+    return 0;
+  }
+#endif
   if (mode == "one" && argc > 5) {
     run_one(argc, argv);
     return 0;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "../matmul.h"
 #include "../quant.h"
@@ -20,12 +21,9 @@ namespace {
 inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbusd_epi32(acc, u8, s8); }
 
 #include "dot_int8.h"
+#include "dot_int8_avx512.h"
 #include "gemm_avx512_pack.h"
 #include "gemm_avx512.h"
-
-inline float hsum512(__m512 v) {
-  return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
-}
 
 // ---- float dot kernels: R ≤ 4 activation rows against one weight row, 32 values a step ----
 
@@ -76,88 +74,6 @@ void dot_bf16_rows(const uint8_t* w, const uint8_t* const* x, int K, float* res)
   }
 }
 
-// ---- one activation row, Q8_0 / Q4_0: two blocks per 512-bit VNNI step ----
-
-// s[i] = f16 d of block b + i (stride `bstride` bytes) · dx[b + i], for i < n ≤ 16 (others 0).
-inline __m512 block_scales(const uint8_t* w, int bstride, const float* dx, int b, int n) {
-  const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
-  const __m512i offs = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                                          _mm512_set1_epi32(bstride));
-  const __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, offs, w + bstride * b, 1);
-  const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
-  return _mm512_mul_ps(d, _mm512_maskz_loadu_ps(m, dx + b));
-}
-
-// lanes 0..7 ← s[2k], lanes 8..15 ← s[2k + 1]
-inline __m512 pair_scale(__m512 s, int k) {
-  const __m512i idx = _mm512_add_epi32(_mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                                       _mm512_set1_epi32(2 * k));
-  return _mm512_permutexvar_ps(idx, s);
-}
-
-// 64 s8 weights of blocks b, b+1 (Q8_0) → |w| and x with the sign of w: Σ|w|·(±x) = Σ w·x
-inline __m512i q8_0_pair(const uint8_t* blk) {
-  return _mm512_inserti64x4(_mm512_castsi256_si512(loadu256(blk + 2)), loadu256(blk + 36), 1);
-}
-
-// 64 u8 nibbles (0..15) of Q4_0 blocks b, b+1, each block's 32 values in order
-inline __m512i q4_0_pair(const uint8_t* blk) {
-  const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(loadu128(blk + 2)), loadu128(blk + 20), 1);
-  const __m256i m = _mm256_set1_epi8(15);
-  const __m512i lohi = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m)),
-                                          _mm256_and_si256(_mm256_srli_epi16(v, 4), m), 1);
-  return _mm512_shuffle_i64x2(lohi, lohi, 0xd8);  // [loA, loB, hiA, hiB] → [loA, hiA, loB, hiB]
-}
-
-template <bool kQ4>
-void dot1_q_0(const uint8_t* w, const XQ8_0* xv, int K, float* res) {
-  const XQ8_0& x = xv[0];
-  const int nb = K / 32, bstride = kQ4 ? 18 : 34;
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), corr = _mm512_setzero_ps();
-  for (int b0 = 0; b0 < nb; b0 += 16) {
-    const int n = imin(16, nb - b0);
-    const __m512 s = block_scales(w, bstride, x.d, b0, n);
-    if (kQ4) {  // Σ_b scale_b · 8 · Σx_b, taken off at the end
-      const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
-      corr = _mm512_fmadd_ps(s, _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, x.s + b0)), corr);
-    }
-    int k = 0;
-    for (; 2 * k + 1 < n; k++) {
-      const int b = b0 + 2 * k;
-      const uint8_t* blk = w + bstride * b;
-      const __m512i xq = _mm512_loadu_si512(x.q + 32 * b);
-      __m512i p;
-      if (kQ4) {
-        p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q4_0_pair(blk), xq);
-      } else {
-        const __m512i q = q8_0_pair(blk);
-        const __mmask64 neg = _mm512_movepi8_mask(q);
-        const __m512i sx = _mm512_mask_sub_epi8(xq, neg, _mm512_setzero_si512(), xq);
-        p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_abs_epi8(q), sx);
-      }
-      if (k & 1) acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), pair_scale(s, k), acc1);
-      else acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), pair_scale(s, k), acc0);
-    }
-    if (2 * k < n) {  // odd last block: 256 bits
-      const int b = b0 + 2 * k;
-      const uint8_t* blk = w + bstride * b;
-      const __m256i xq = loadu256(x.q + 32 * b);
-      __m256i p;
-      if (kQ4) {
-        p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), q4_0_unpack(blk + 2), xq);
-      } else {
-        const __m256i q = loadu256(blk + 2);
-        p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(q, q), _mm256_sign_epi8(xq, q));
-      }
-      const __m512 t = _mm512_castps256_ps512(_mm256_mul_ps(_mm256_cvtepi32_ps(p), _mm512_castps512_ps256(pair_scale(s, k))));
-      acc0 = _mm512_add_ps(acc0, _mm512_maskz_mov_ps(0xff, t));
-    }
-  }
-  float r = hsum512(_mm512_add_ps(acc0, acc1));
-  if (kQ4) r -= 8.f * hsum512(corr);
-  res[0] = r;
-}
-
 const float* as_f32(const uint8_t* row, int) { return reinterpret_cast<const float*>(row); }
 const uint8_t* as_bytes(const uint8_t* row, int) { return row; }
 
@@ -169,12 +85,16 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
                 int o0, int o1, float* out, int N) {
   switch (type) {
     case kQ8_0:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_0_view, dot1_q_0<false>,
-                      dot_q8_0_rows<2>, dot_q8_0_rows<3>, dot_q8_0_rows<4>);
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_0_view, dot_q_0_rows512<1, false>,
+                      dot_q_0_rows512<2, false>, dot_q_0_rows512<3, false>, dot_q_0_rows512<4, false>);
       return;
     case kQ4_0:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_0_view, dot1_q_0<true>,
-                      dot_q4_0_rows<2>, dot_q4_0_rows<3>, dot_q4_0_rows<4>);
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_0_view, dot_q_0_rows512<1, true>,
+                      dot_q_0_rows512<2, true>, dot_q_0_rows512<3, true>, dot_q_0_rows512<4, true>);
+      return;
+    case kQ4_K:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q4_k_rows512<1>,
+                      dot_q4_k_rows512<2>, dot_q4_k_rows512<3>, dot_q4_k_rows512<4>);
       return;
     default: break;
   }

@@ -1,0 +1,233 @@
+// 512-bit integer dot kernels for few activation rows (decode), included by matmul_avx512.cc
+// inside its anonymous namespace after dot_int8.h (whose helpers they use). Every kernel
+// reads one weight row once for R ≤ 4 prepared activation rows.
+//
+// What limits these kernels is instructions per weight byte, not the multiply units: a
+// one-row decode must keep up with memory (tens of GB/s per core), so the per-block
+// bookkeeping (scales, sign handling, nibble unpacking) is what is spent carefully here.
+
+inline float hsum512(__m512 v) {
+  return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+}
+
+// ---- Q8_0 / Q4_0: two blocks per VNNI step, scales 16 blocks at a time ----
+//
+// Weights become unsigned bytes u = q + bias (Q8_0: q ^ 0x80 = q + 128; Q4_0: the nibble,
+// which is q + 8), so dpbusd(u, x) = Σ q·x + bias·Σx; the bias·Σx part (Σx per block is in
+// the prepared row) is taken off once per row, in f32. Block scales d are gathered 16 at a
+// time into one vector (a hardware gather is several times slower here).
+
+// f32 d of blocks b0 .. b0+n−1 (n ≤ 16, stride bytes apart, f16 at the block start); 0 past n.
+inline __m512 group_d(const uint8_t* w, int stride, int b0, int n) {
+  alignas(32) uint16_t h[16] = {};
+  for (int i = 0; i < n; i++) h[i] = loom::load_u16(w + stride * (b0 + i));
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
+}
+
+// The same for 16 whole Q8_0 blocks at p: d sits at word 17·i of the 544 bytes, picked out
+// of eight 64-byte loads by four two-source word permutes.
+inline __m512 q8_0_group_d16(const uint8_t* p) {
+  const __m512i idx = _mm512_setr_epi32(0 | (17 << 16), 34 | (51 << 16), 4 | (21 << 16), 38 | (55 << 16),
+                                        8 | (25 << 16), 42 | (59 << 16), 12 | (29 << 16), 46 | (63 << 16),
+                                        0, 0, 0, 0, 0, 0, 0, 0);
+  const auto two = [&](int off) {
+    return _mm512_permutex2var_epi16(_mm512_loadu_si512(p + off), idx, _mm512_loadu_si512(p + off + 64));
+  };
+  __m512i h = two(0);
+  h = _mm512_mask_mov_epi16(h, 0x00F0, two(128));
+  h = _mm512_mask_mov_epi16(h, 0x0F00, two(256));
+  h = _mm512_mask_mov_epi16(h, 0xF000, two(384));
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+}
+
+// lanes 0..7 ← s[2k], lanes 8..15 ← s[2k + 1]
+template <int k>
+inline __m512 pair_scale(__m512 s) {
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k, 2 * k + 1,
+                                                 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1,
+                                                 2 * k + 1),
+                               s);
+}
+
+// u8 weights (q + bias) of blocks b, b+1 at blk, each block's 32 values in order; `one`: only
+// block b (upper half zero).
+template <bool kQ4>
+inline __m512i q_0_pair(const uint8_t* blk, bool one) {
+  if (kQ4) {
+    const __m256i v = one ? _mm256_castsi128_si256(loadu128(blk + 2))
+                          : _mm256_inserti128_si256(_mm256_castsi128_si256(loadu128(blk + 2)), loadu128(blk + 20), 1);
+    // [A, A, B, B], then the upper copy of each shifted down a nibble: [loA, hiA, loB, hiB]
+    const __m512i v4 = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(v));
+    const __m512i u = _mm512_and_si512(_mm512_srlv_epi64(v4, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(15));
+    return one ? _mm512_zextsi256_si512(_mm512_castsi512_si256(u)) : u;
+  }
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  if (one) return _mm512_zextsi256_si512(_mm256_xor_si256(loadu256(blk + 2), _mm512_castsi512_si256(bias)));
+  return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(loadu256(blk + 2)), loadu256(blk + 36), 1), bias);
+}
+
+// Blocks b0 .. b0+n−1 (n ≤ 16) of one weight row against R prepared rows; kWhole: n = 16.
+template <int R, bool kQ4, bool kWhole>
+inline void q_0_group(const uint8_t* w, const loom::XQ8_0* x, int b0, int n, __m512 (&acc)[4][R], __m512 (&corr)[R]) {
+  constexpr int kStride = kQ4 ? loom::kQ4_0Bytes : loom::kQ8_0Bytes;
+  if (kWhole) n = 16;
+  const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+  const __m512 d = !kQ4 && kWhole ? q8_0_group_d16(w + kStride * b0) : group_d(w, kStride, b0, n);
+  __m512 s[R];
+  LOOM_UNROLL for (int r = 0; r < R; r++) {
+    const __m512 dx = kWhole ? _mm512_loadu_ps(x[r].d + b0) : _mm512_maskz_loadu_ps(m, x[r].d + b0);
+    const __m512i sx = kWhole ? _mm512_loadu_si512(x[r].s + b0) : _mm512_maskz_loadu_epi32(m, x[r].s + b0);
+    s[r] = _mm512_mul_ps(d, dx);
+    corr[r] = _mm512_fmadd_ps(s[r], _mm512_cvtepi32_ps(sx), corr[r]);
+  }
+  // one step per pair of blocks; k is a constant in every copy (pair_scale<k>)
+  const auto step = [&](auto kc) {
+    constexpr int k = decltype(kc)::value;
+    if (!kWhole && 2 * k >= n) return;
+    const bool one = !kWhole && 2 * k + 1 == n;
+    const int b = b0 + 2 * k;
+    const __m512i u = q_0_pair<kQ4>(w + kStride * b, one);
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
+      const int8_t* xq = x[r].q + 32 * b;
+      const __m512i xv = one ? _mm512_zextsi256_si512(loadu256(xq)) : _mm512_loadu_si512(xq);
+      const __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xv));
+      acc[k & 3][r] = _mm512_fmadd_ps(p, pair_scale<k>(s[r]), acc[k & 3][r]);
+    }
+  };
+  step(std::integral_constant<int, 0>());
+  step(std::integral_constant<int, 1>());
+  step(std::integral_constant<int, 2>());
+  step(std::integral_constant<int, 3>());
+  step(std::integral_constant<int, 4>());
+  step(std::integral_constant<int, 5>());
+  step(std::integral_constant<int, 6>());
+  step(std::integral_constant<int, 7>());
+}
+
+template <int R, bool kQ4>
+void dot_q_0_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
+  const int nb = K / 32;
+  __m512 acc[4][R], corr[R];
+  LOOM_UNROLL for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = acc[2][r] = acc[3][r] = corr[r] = _mm512_setzero_ps();
+  int b0 = 0;
+  for (; b0 + 16 <= nb; b0 += 16) q_0_group<R, kQ4, true>(w, x, b0, 16, acc, corr);
+  if (b0 < nb) q_0_group<R, kQ4, false>(w, x, b0, nb - b0, acc, corr);
+  constexpr float kBias = kQ4 ? 8.f : 128.f;
+  LOOM_UNROLL for (int r = 0; r < R; r++) {
+    const __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]), _mm512_add_ps(acc[2][r], acc[3][r]));
+    res[r] = hsum512(a) - kBias * hsum512(corr[r]);
+  }
+}
+
+// ---- Q4_K · Q8_K: 4 blocks of 256 values a group, 64 values per vector ----
+//
+// Each block's headers (d, dmin, 12 bytes of packed scales and mins) are decoded for four
+// blocks at once, one block per 128-bit lane, and the mins term of four blocks is one
+// 512-bit multiply-add: the per-block bookkeeping is a third of what one block at a time costs.
+
+// Per 128-bit lane i: the 8 scales then the 8 mins (6-bit, as u8) of block i, from its 12
+// packed bytes in the low 12 bytes of that lane.
+inline __m512i q4_k_scales_mins4(__m512i s) {
+  const __m512i a = _mm512_shuffle_epi8(
+      s, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
+  const __m512i b = _mm512_shuffle_epi8(s, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7)));
+  // scales 0..3, mins 0..3: low 6 bits; scales 4..7: low nibble of bytes 8..11; mins 4..7:
+  // their high nibble; both 4..7 take bits 4..5 from the top 2 bits of bytes 0..3 / 4..7
+  const __m512i lo = _mm512_and_si512(a, _mm512_broadcast_i32x4(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
+  const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(a, 4),
+                                      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
+  const __m512i top = _mm512_and_si512(_mm512_srli_epi16(b, 2),
+                                       _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48)));
+  return _mm512_ternarylogic_epi32(lo, hi, top, 0xfe);  // lo | hi | top
+}
+
+// int16 lanes 0..15 ← sc[2c], lanes 16..31 ← sc[2c + 1], from the scale bytes in every
+// 128-bit lane of sm (one in-lane byte shuffle; the high byte of each int16 zeroed)
+template <int c>
+inline __m512i q4_k_pair_scales(__m512i sm) {
+  constexpr char lo = 2 * c, hi = 2 * c + 1, z = -1;
+  const __m512i idx = _mm512_set_epi8(z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi,  //
+                                      z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi,  //
+                                      z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo,  //
+                                      z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo);
+  return _mm512_shuffle_epi8(sm, idx);
+}
+
+// Blocks b0 .. b0+n−1 (n ≤ 4) of one weight row against R prepared rows.
+template <int R>
+inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __m512 (&acc)[R], __m512 (&mins_acc)[R]) {
+  constexpr int kB = loom::kQ4_KBytes;
+  const uint8_t* g = w + kB * b0;
+  // headers of the n blocks: packed scales one block per lane, and (d, dmin) pairs
+  __m512i packed = _mm512_setzero_si512();
+  __m128i d_dmin = _mm_setzero_si128();
+  const auto header = [&](auto ic) {
+    constexpr int i = decltype(ic)::value;
+    if (i >= n) return;
+    packed = _mm512_inserti32x4(packed, loadu128(g + kB * i + 4), i);  // 12 scale bytes + 4 of qs
+    int32_t v;
+    std::memcpy(&v, g + kB * i, 4);
+    d_dmin = _mm_insert_epi32(d_dmin, v, i);
+  };
+  header(std::integral_constant<int, 0>());
+  header(std::integral_constant<int, 1>());
+  header(std::integral_constant<int, 2>());
+  header(std::integral_constant<int, 3>());
+  const __m512i sm = q4_k_scales_mins4(packed);
+  const __m256 dd = _mm256_cvtph_ps(d_dmin);  // d0, dmin0, d1, dmin1, …
+  // mins as int16, 8 per block: Σ_j m_j·Σx_j (Σx over the 32 values of sub-block j)
+  const __m512i mins = _mm512_shuffle_epi8(
+      sm, _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 9, -1, 10, -1, 11, -1, 12, -1, 13, -1, 14, -1, 15, -1)));
+  const __mmask32 mw = n == 4 ? ~__mmask32{0} : static_cast<__mmask32>((1u << (8 * n)) - 1);
+  __m256 ddx[R];
+  LOOM_UNROLL for (int r = 0; r < R; r++) {
+    const __m256 dx = _mm256_permutexvar_ps(_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
+                                            _mm256_castps128_ps256(_mm_maskz_loadu_ps(static_cast<__mmask8>((1u << n) - 1), x[r].d + b0)));
+    ddx[r] = _mm256_mul_ps(dd, dx);  // d·dx, dmin·dx per block
+    const __m512i mm = _mm512_madd_epi16(mins, _mm512_maskz_loadu_epi16(mw, x[r].s32 + 8 * b0));
+    const __m512 mscale = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7),
+                                                _mm512_castps256_ps512(ddx[r]));
+    mins_acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), mscale, mins_acc[r]);
+  }
+  const __m512i m4 = _mm512_set1_epi8(15);
+  const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
+  const auto block = [&](auto ic) {
+    constexpr int i = decltype(ic)::value;
+    if (i >= n) return;
+    const uint8_t* blk = g + kB * i;
+    const __m512i smi = _mm512_shuffle_i32x4(sm, sm, i * 0x55);  // block i's lane everywhere
+    __m512i isum[R];
+    LOOM_UNROLL for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
+    const auto chunk = [&](auto cc) {  // values 64c .. 64c+63: 32 bytes, low nibbles then high
+      constexpr int c = decltype(cc)::value;
+      const __m512i raw = _mm512_broadcast_i64x4(loadu256(blk + 16 + 32 * c));
+      const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(raw, shifts), m4);
+      const __m512i scale = q4_k_pair_scales<c>(smi);
+      LOOM_UNROLL for (int r = 0; r < R; r++) {
+        const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512(x[r].q + 256 * (b0 + i) + 64 * c));
+        isum[r] = _mm512_dpwssd_epi32(isum[r], p, scale);
+      }
+    };
+    chunk(std::integral_constant<int, 0>());
+    chunk(std::integral_constant<int, 1>());
+    chunk(std::integral_constant<int, 2>());
+    chunk(std::integral_constant<int, 3>());
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
+      const __m512 dscale = _mm512_permutexvar_ps(_mm512_set1_epi32(2 * i), _mm512_castps256_ps512(ddx[r]));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), dscale, acc[r]);
+    }
+  };
+  block(std::integral_constant<int, 0>());
+  block(std::integral_constant<int, 1>());
+  block(std::integral_constant<int, 2>());
+  block(std::integral_constant<int, 3>());
+}
+
+template <int R>
+void dot_q4_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
+  __m512 acc[R], mins_acc[R];
+  LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = mins_acc[r] = _mm512_setzero_ps();
+  const int nb = K / 256;
+  for (int b0 = 0; b0 < nb; b0 += 4) q4_k_group<R>(w, x, b0, nb - b0 < 4 ? nb - b0 : 4, acc, mins_acc);
+  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]) - hsum512(mins_acc[r]);
+}
