@@ -49,10 +49,12 @@ float fma_chains_scalar(int64_t iters) {
   return s;
 }
 
-uint64_t read_sum_scalar(const uint64_t* p, int64_t n) {
+uint64_t read_sum_scalar(const uint64_t* p, int64_t n, int64_t ahead) {
   uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int64_t i = 0;
+  const char* c = reinterpret_cast<const char*>(p) + ahead;
   for (; i + 4 <= n; i += 4) {
+    if (ahead > 0 && (i & 7) == 0) __builtin_prefetch(c + 8 * i);
     s0 += p[i];
     s1 += p[i + 1];
     s2 += p[i + 2];
@@ -63,7 +65,8 @@ uint64_t read_sum_scalar(const uint64_t* p, int64_t n) {
 }
 
 using FmaLoop = float (*)(int64_t);
-using ReadLoop = uint64_t (*)(const uint64_t*, int64_t);
+using ReadLoop = uint64_t (*)(const uint64_t*, int64_t, int64_t);
+constexpr int64_t kReadAhead = 8192;  // bytes; as the matmul kernels' LOOM_PREFETCH_AHEAD
 
 bool has512() {
 #if defined(__x86_64__) && !defined(LOOM_NO_X86)
@@ -155,11 +158,13 @@ double probe_read_bandwidth(int64_t bytes, double seconds) {
     share(task, lo, hi);
     for (int64_t i = lo; i < hi; i++) buf[i] = static_cast<uint64_t>(i);
   });
-  const double t = best_pass(seconds, 3, [&] {
+  int pass = 0;
+  const double t = best_pass(seconds, 4, [&] {
+    const int64_t ahead = pass++ % 2 ? kReadAhead : 0;
     p.parallel_for(threads, [&](int task, int) {
       int64_t lo, hi;
       share(task, lo, hi);
-      sums[static_cast<size_t>(task) * 8] = loop(buf + lo, hi - lo);
+      sums[static_cast<size_t>(task) * 8] = loop(buf + lo, hi - lo, ahead);
     });
   });
   uint64_t s = 0;

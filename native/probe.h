@@ -17,17 +17,20 @@ int probe_fma_widest_bits();
 
 // Read bandwidth in GB/s (1e9 bytes/s): every pool thread sums its contiguous share of a
 // buffer of `bytes` (choose it well past the last-level cache). Best of repeated passes
-// over about `seconds` (at least three passes after one warm pass).
+// over about `seconds` (at least three passes after one warm pass), the passes alternating
+// between a plain read and one that also prefetches ahead in software (as the one-row
+// matmul kernels do): on some machines only the latter reaches the memory's bandwidth.
 double probe_read_bandwidth(int64_t bytes, double seconds);
 
 #if defined(__x86_64__) && !defined(LOOM_NO_X86)
 namespace x86 {
 // native/x86/probe_avx512.cc and probe_avx2.cc: `iters` rounds of 12 FMA chains (returns a
-// value that depends on every chain, so no round is optimized away) and a summing read.
+// value that depends on every chain, so no round is optimized away) and a summing read
+// (prefetching `ahead` bytes ahead when ahead > 0).
 float fma_chains_avx512(int64_t iters);
-uint64_t read_sum_avx512(const uint64_t* p, int64_t n);
+uint64_t read_sum_avx512(const uint64_t* p, int64_t n, int64_t ahead);
 float fma_chains_avx2(int64_t iters);
-uint64_t read_sum_avx2(const uint64_t* p, int64_t n);
+uint64_t read_sum_avx2(const uint64_t* p, int64_t n, int64_t ahead);
 }  // namespace x86
 #endif
 

@@ -284,6 +284,24 @@ __attribute__((target("avx2"))) uint64_t sum_range(const uint64_t* p, size_t n) 
   return l[0] + l[1] + l[2] + l[3];
 }
 
+// The same with software prefetch `dist` bytes ahead (one per 64-byte line).
+__attribute__((target("avx2"))) uint64_t sum_range_pf(const uint64_t* p, size_t n, size_t dist) {
+  __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+  const char* c = reinterpret_cast<const char*>(p);
+  for (size_t i = 0; i + 16 <= n; i += 16) {
+    _mm_prefetch(c + 8 * i + dist, _MM_HINT_T0);
+    _mm_prefetch(c + 8 * i + dist + 64, _MM_HINT_T0);
+    s0 = _mm256_add_epi64(s0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    s1 = _mm256_add_epi64(s1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
+    s2 = _mm256_add_epi64(s2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
+    s3 = _mm256_add_epi64(s3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
+  }
+  const __m256i s = _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3));
+  uint64_t l[4];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(l), s);
+  return l[0] + l[1] + l[2] + l[3];
+}
+
 double measure_bandwidth() {
   const size_t n = (512u << 20) / 8;
   std::vector<uint64_t> buf(n, 1);
@@ -355,6 +373,24 @@ double measure_fma_peak() {
 }
 
 #else
+// The same with software prefetch `dist` bytes ahead (one per 64-byte line).
+__attribute__((target("avx2"))) uint64_t sum_range_pf(const uint64_t* p, size_t n, size_t dist) {
+  __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+  const char* c = reinterpret_cast<const char*>(p);
+  for (size_t i = 0; i + 16 <= n; i += 16) {
+    _mm_prefetch(c + 8 * i + dist, _MM_HINT_T0);
+    _mm_prefetch(c + 8 * i + dist + 64, _MM_HINT_T0);
+    s0 = _mm256_add_epi64(s0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
+    s1 = _mm256_add_epi64(s1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
+    s2 = _mm256_add_epi64(s2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
+    s3 = _mm256_add_epi64(s3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
+  }
+  const __m256i s = _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3));
+  uint64_t l[4];
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(l), s);
+  return l[0] + l[1] + l[2] + l[3];
+}
+
 double measure_bandwidth() { return 0; }
 double measure_fma_peak() { return 0; }
 double measure_fma_peak256() { return 0; }
@@ -426,16 +462,21 @@ void run_ratio(int argc, char** argv) {
   std::vector<uint64_t> sums(threads * 8);
   std::vector<double> ratios;
   double best_bw = 0, best_mm = 0;
-  for (int round = 0; round < rounds; round++) {
-    const double tb = best_time(5, [&] {
+  const auto read = [&](size_t ahead) {
+    const double t = best_time(3, [&] {
       pool().parallel_for(threads, [&](int task, int) {
         const size_t lo = n * task / threads, hi = n * (task + 1) / threads;
-        sums[task * 8] = sum_range(buf.data() + lo, hi - lo);
+        sums[task * 8] = ahead ? sum_range_pf(buf.data() + lo, hi - lo, ahead) : sum_range(buf.data() + lo, hi - lo);
       });
     });
+    return n * 8 / t / 1e9;
+  };
+  for (int round = 0; round < rounds; round++) {
+    const double plain = read(0), ahead = read(8192);
     const double tm = best_time(5, [&] { matmul(o.data(), x.data(), 1, w.data(), type, K, N); });
-    const double bw = n * 8 / tb / 1e9, mm = w.size() / tm / 1e9;
-    std::printf("  read %.1f GB/s  %s matmul %.1f GB/s  %.0f%%\n", bw, type_name(type), mm, 100 * mm / bw);
+    const double bw = std::max(plain, ahead), mm = w.size() / tm / 1e9;
+    std::printf("  read %.1f GB/s (plain %.1f, prefetched %.1f)  %s matmul %.1f GB/s  %.0f%%\n", bw, plain, ahead,
+                type_name(type), mm, 100 * mm / bw);
     ratios.push_back(mm / bw);
     best_bw = std::max(best_bw, bw);
     best_mm = std::max(best_mm, mm);

@@ -41,6 +41,7 @@ void dot_q8_0_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
   const int nb = K / 32;
   for (int b = 0; b < nb; b++) {
     const uint8_t* blk = w + 34 * b;
+    LOOM_PREFETCH(blk);
     const __m256i qw = loadu256(blk + 2);
     const __m256i aw = _mm256_sign_epi8(qw, qw);
     const float dw = f16_scalar(blk);
@@ -63,6 +64,7 @@ void dot_q4_0_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
   const int nb = K / 32;
   for (int b = 0; b < nb; b++) {
     const uint8_t* blk = w + 18 * b;
+    if ((b & 1) == 0) LOOM_PREFETCH(blk);  // 36 bytes a pair of blocks
     const __m256i q = q4_0_unpack(blk + 2);
     const float dw = f16_scalar(blk);
     const int u = b & 1;
@@ -106,6 +108,9 @@ void dot_q4_k_rows(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
   const __m256i m4 = _mm256_set1_epi8(15);
   for (int b = 0; b < K / 256; b++) {
     const uint8_t* blk = w + 144 * b;
+    LOOM_PREFETCH(blk);
+    LOOM_PREFETCH(blk + 64);
+    LOOM_PREFETCH(blk + 128);
     uint8_t sm[16];
     q4_k_scales(blk + 4, sm);
     const float d = f16_scalar(blk), dmin = f16_scalar(blk + 2);
@@ -153,6 +158,10 @@ void dot_q6_k_rows(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
   LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm256_setzero_ps();
   for (int b = 0; b < K / 256; b++) {
     const uint8_t* blk = w + 210 * b;
+    LOOM_PREFETCH(blk);
+    LOOM_PREFETCH(blk + 64);
+    LOOM_PREFETCH(blk + 128);
+    LOOM_PREFETCH(blk + 192);
     const float d = f16_scalar(blk + 208);
     const __m128i sc8 = loadu128(blk + 192);
     const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);  // 16 scales as int16

@@ -86,6 +86,7 @@ inline void q_0_group(const uint8_t* w, const loom::XQ8_0* x, int b0, int n, __m
     if (!kWhole && 2 * k >= n) return;
     const bool one = !kWhole && 2 * k + 1 == n;
     const int b = b0 + 2 * k;
+    LOOM_PREFETCH(w + kStride * b);  // Q8_0: 68 bytes a pair; Q4_0: 36
     const __m512i u = q_0_pair<kQ4>(w + kStride * b, one);
     LOOM_UNROLL for (int r = 0; r < R; r++) {
       const int8_t* xq = x[r].q + 32 * b;
@@ -195,6 +196,9 @@ inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __
     constexpr int i = decltype(ic)::value;
     if (i >= n) return;
     const uint8_t* blk = g + kB * i;
+    LOOM_PREFETCH(blk);  // 144 bytes: three lines, mostly
+    LOOM_PREFETCH(blk + 64);
+    LOOM_PREFETCH(blk + 128);
     const __m512i smi = _mm512_shuffle_i32x4(sm, sm, i * 0x55);  // block i's lane everywhere
     __m512i isum[R];
     LOOM_UNROLL for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();

@@ -157,6 +157,7 @@ void dot_float_rows(const uint8_t* w, const float* const* x, int K, float* res) 
   };
   int i = 0;
   for (; i + 16 <= K; i += 16) {
+    if (!kHalf || (i & 31) == 0) LOOM_PREFETCH(w + (kHalf ? 2 : 4) * i);  // a line per 64 bytes
     const __m256 w0 = wload(i), w1 = wload(i + 8);
     LOOM_UNROLL for (int r = 0; r < R; r++) {
       acc[0][r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[r] + i), acc[0][r]);
@@ -178,6 +179,7 @@ void dot_bf16_rows(const uint8_t* w, const uint8_t* const* x, int K, float* res)
     LOOM_UNROLL for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
   int i = 0;
   for (; i + 16 <= K; i += 16) {
+    if ((i & 31) == 0) LOOM_PREFETCH(w + 2 * i);
     const __m256 w0 = load_bf16x8(w + 2 * i), w1 = load_bf16x8(w + 2 * i + 16);
     LOOM_UNROLL for (int r = 0; r < R; r++) {
       acc[0][r] = _mm256_fmadd_ps(w0, load_bf16x8(x[r] + 2 * i), acc[0][r]);

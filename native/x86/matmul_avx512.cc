@@ -40,6 +40,8 @@ void dot_float_rows(const uint8_t* w, const float* const* x, int K, float* res) 
   };
   int i = 0;
   for (; i + 32 <= K; i += 32) {
+    LOOM_PREFETCH(w + (kHalf ? 2 : 4) * i);
+    if (!kHalf) LOOM_PREFETCH(w + 4 * i + 64);
     const __m512 w0 = wload(i), w1 = wload(i + 16);
     LOOM_UNROLL for (int r = 0; r < R; r++) {
       acc[0][r] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x[r] + i), acc[0][r]);
@@ -61,6 +63,8 @@ void dot_bf16_rows(const uint8_t* w, const uint8_t* const* x, int K, float* res)
     LOOM_UNROLL for (int r = 0; r < R; r++) acc[u][r] = _mm512_setzero_ps();
   int i = 0;
   for (; i + 64 <= K; i += 64) {
+    LOOM_PREFETCH(w + 2 * i);
+    LOOM_PREFETCH(w + 2 * i + 64);
     const __m512bh w0 = (__m512bh)_mm512_loadu_si512(w + 2 * i), w1 = (__m512bh)_mm512_loadu_si512(w + 2 * i + 64);
     LOOM_UNROLL for (int r = 0; r < R; r++) {
       acc[0][r] = _mm512_dpbf16_ps(acc[0][r], w0, (__m512bh)_mm512_loadu_si512(x[r] + 2 * i));

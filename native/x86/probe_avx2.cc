@@ -27,10 +27,15 @@ float fma_chains_avx2(int64_t iters) {
   return _mm_cvtss_f32(h);
 }
 
-uint64_t read_sum_avx2(const uint64_t* p, int64_t n) {
+uint64_t read_sum_avx2(const uint64_t* p, int64_t n, int64_t ahead) {
   __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
   int64_t i = 0;
+  const char* c = reinterpret_cast<const char*>(p) + ahead;
   for (; i + 16 <= n; i += 16) {
+    if (ahead > 0) {
+      _mm_prefetch(c + 8 * i, _MM_HINT_T0);
+      _mm_prefetch(c + 8 * i + 64, _MM_HINT_T0);
+    }
     s0 = _mm256_add_epi64(s0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
     s1 = _mm256_add_epi64(s1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
     s2 = _mm256_add_epi64(s2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));

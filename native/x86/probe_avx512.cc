@@ -25,11 +25,15 @@ float fma_chains_avx512(int64_t iters) {
   return _mm512_reduce_add_ps(s);
 }
 
-// Σ of n uint64 (n a multiple of 32 is fastest; the tail is summed scalar).
-uint64_t read_sum_avx512(const uint64_t* p, int64_t n) {
+// Σ of n uint64 (n a multiple of 32 is fastest; the tail is summed scalar), prefetching
+// `ahead` bytes ahead when ahead > 0.
+uint64_t read_sum_avx512(const uint64_t* p, int64_t n, int64_t ahead) {
   __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
   int64_t i = 0;
+  const char* c = reinterpret_cast<const char*>(p) + ahead;
   for (; i + 32 <= n; i += 32) {
+    if (ahead > 0)
+      for (int l = 0; l < 4; l++) _mm_prefetch(c + 8 * i + 64 * l, _MM_HINT_T0);
     s0 = _mm512_add_epi64(s0, _mm512_loadu_si512(p + i));
     s1 = _mm512_add_epi64(s1, _mm512_loadu_si512(p + i + 8));
     s2 = _mm512_add_epi64(s2, _mm512_loadu_si512(p + i + 16));

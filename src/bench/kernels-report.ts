@@ -1,6 +1,7 @@
 // The text report of `loom bench kernels`: machine limits, then one table per kernel family
 // with the issue's goals marked met / not met.
 import type { KernelReport } from './kernels.js';
+import { percentile } from './stats.js';
 import { fmt, fmtBytes, table } from './table.js';
 
 const mark = (met: boolean | undefined): string => (met === undefined ? '—' : met ? 'met' : 'NOT MET');
@@ -20,15 +21,18 @@ export function formatKernelReport(r: KernelReport): string {
   const many = r.matmul[0]?.manyRows;
   lines.push(
     `matmul, 1 row (${one?.inFeatures ?? '?'} in, weights of about ${fmtBytes(one?.weightBytes ?? 0)}) and ` +
-      `${many?.rows ?? '?'} rows (${many?.inFeatures ?? '?'} → ${many?.outFeatures ?? '?'}); median ms per call`,
+      `${many?.rows ?? '?'} rows (${many?.inFeatures ?? '?'} → ${many?.outFeatures ?? '?'}); median ms per call.`,
+    `1-row % bw: best matmul against the best read of a buffer of the same size, probed in alternation ` +
+      `(${one?.rounds.length ?? '?'} rounds; median of the rounds' ratios; "read" is the median read)`,
   );
   lines.push(
     table([
-      ['type', '1 row ms', 'GB/s', '% bw', 'goal', '', `${many?.rows ?? ''} rows ms`, 'GFLOP/s', '% peak', 'goal', ''],
+      ['type', '1 row ms', 'GB/s', 'read', '% bw', 'goal', '', `${many?.rows ?? ''} rows ms`, 'GFLOP/s', '% peak', 'goal', ''],
       ...r.matmul.map((x) => [
         x.type,
         fmt(x.oneRow.medianMs),
         fmt(x.oneRow.gbps),
+        fmt(percentile(x.oneRow.rounds.map((q) => q.readGBs), 50)),
         fmt(x.oneRow.pctBandwidth),
         x.oneRow.goalPct !== undefined ? `≥ ${x.oneRow.goalPct}%` : '',
         mark(x.oneRow.met),
