@@ -4,7 +4,11 @@
 //   scores(q, k, stride, n, d, scale, out)   out[j] = scale · q·k_j       (k: float or f16 bits)
 //   accumulate(acc, w, v, stride, n, d)      acc[i] += Σ_j w[j] · v_j[i]  (v: float or f16 bits)
 //   max_of(x, n), exp_shift_sum(x, n, max), round_f16(x, n) (in place)
-// PerKeyOps builds scores/accumulate from per-row dot/axpy for Ops that have nothing better.
+// and the same for G heads at once (q, out, w: G rows, d / d / w_stride apart):
+//   scores_heads(q, G, k, stride, n, d, scale, out, out_stride)
+//   accumulate_heads(acc, G, w, w_stride, v, stride, n, d)
+// PerKeyOps builds scores/accumulate from per-row dot/axpy, and HeadLoopOps the G-head forms
+// from the one-head ones, for Ops that have nothing better.
 // Static templates (internal linkage): each translation unit keeps its own instantiation.
 #pragma once
 #include <cstdint>
@@ -26,36 +30,52 @@ struct PerKeyOps {
 };
 
 template <class Ops>
+struct HeadLoopOps {
+  template <class T>
+  static void scores_heads(const float* q, int G, const T* k, int64_t stride, int n, int d, float scale, float* out,
+                           int64_t out_stride) {
+    for (int g = 0; g < G; g++) Ops::scores(q + g * d, k, stride, n, d, scale, out + g * out_stride);
+  }
+  template <class T>
+  static void accumulate_heads(float* acc, int G, const float* w, int64_t w_stride, const T* v, int64_t stride, int n, int d) {
+    for (int g = 0; g < G; g++) Ops::accumulate(acc + g * d, w + g * w_stride, v, stride, n, d);
+  }
+};
+
+template <class Ops>
 static void attend_head_impl(const AttendHead& a) {
-  const int d = a.head_dim;
+  const int d = a.head_dim, G = a.heads;
   const float* q = a.q;
   if (a.f16) {
-    for (int i = 0; i < d; i++) a.q_scratch[i] = a.q[i];
-    Ops::round_f16(a.q_scratch, d);
+    for (int i = 0; i < G * d; i++) a.q_scratch[i] = a.q[i];
+    Ops::round_f16(a.q_scratch, G * d);
     q = a.q_scratch;
   }
   const float* k32 = static_cast<const float*>(a.k);
   const uint16_t* k16 = static_cast<const uint16_t*>(a.k);
-  // scores[p] = scale · q·k_p, walking the block table
+  // scores[g][p] = scale · q_g·k_p, walking the block table
   for (int p0 = 0, b = 0; p0 < a.ctx; p0 += a.block_size, b++) {
     const int n = a.ctx - p0 < a.block_size ? a.ctx - p0 : a.block_size;
     const int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
-    if (a.f16) Ops::scores(q, k16 + off, a.kv_stride, n, d, a.scale, a.scores + p0);
-    else Ops::scores(q, k32 + off, a.kv_stride, n, d, a.scale, a.scores + p0);
+    if (a.f16) Ops::scores_heads(q, G, k16 + off, a.kv_stride, n, d, a.scale, a.scores + p0, a.ctx);
+    else Ops::scores_heads(q, G, k32 + off, a.kv_stride, n, d, a.scale, a.scores + p0, a.ctx);
   }
-  const float max = Ops::max_of(a.scores, a.ctx);
-  const float inv = 1.0f / Ops::exp_shift_sum(a.scores, a.ctx, max);
-  for (int p = 0; p < a.ctx; p++) a.scores[p] *= inv;
-  if (a.f16) Ops::round_f16(a.scores, a.ctx);
-  // out = Σ_p w_p · v_p
+  for (int g = 0; g < G; g++) {
+    float* scores = a.scores + static_cast<int64_t>(g) * a.ctx;
+    const float max = Ops::max_of(scores, a.ctx);
+    const float inv = 1.0f / Ops::exp_shift_sum(scores, a.ctx, max);
+    for (int p = 0; p < a.ctx; p++) scores[p] *= inv;
+    if (a.f16) Ops::round_f16(scores, a.ctx);
+  }
+  // out_g = Σ_p w_g,p · v_p
   const float* v32 = static_cast<const float*>(a.v);
   const uint16_t* v16 = static_cast<const uint16_t*>(a.v);
-  for (int i = 0; i < d; i++) a.out[i] = 0.0f;
+  for (int i = 0; i < G * d; i++) a.out[i] = 0.0f;
   for (int p0 = 0, b = 0; p0 < a.ctx; p0 += a.block_size, b++) {
     const int n = a.ctx - p0 < a.block_size ? a.ctx - p0 : a.block_size;
     const int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
-    if (a.f16) Ops::accumulate(a.out, a.scores + p0, v16 + off, a.kv_stride, n, d);
-    else Ops::accumulate(a.out, a.scores + p0, v32 + off, a.kv_stride, n, d);
+    if (a.f16) Ops::accumulate_heads(a.out, G, a.scores + p0, a.ctx, v16 + off, a.kv_stride, n, d);
+    else Ops::accumulate_heads(a.out, G, a.scores + p0, a.ctx, v32 + off, a.kv_stride, n, d);
   }
 }
 

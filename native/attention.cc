@@ -62,15 +62,22 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
     }
   const int32_t* seq_of_token = seq_of.data();
   const SimdOps& ops = simd();
+  ThreadPool& p = pool();
+  // A unit is the query heads of one token that share a KV head (their K/V rows are read
+  // once for all), unless that leaves too few units to keep the pool busy (one decoding
+  // sequence has only num_kv_heads): then one head a unit.
+  const int heads = n_tokens * c.num_kv_heads >= 4 * static_cast<int64_t>(p.size()) ? group : 1;
+  const int units_per_token = num_heads / heads;
   const auto run = [&](int64_t u0, int64_t u1) {
     thread_local std::vector<float> scratch;
     for (int64_t u = u0; u < u1; u++) {
-      const int64_t t = u / num_heads;
-      const int h = static_cast<int>(u % num_heads);
+      const int64_t t = u / units_per_token;
+      const int h = static_cast<int>(u % units_per_token) * heads;  // the unit's first query head
       const int ctx = b.positions[t] + 1;
-      if (scratch.size() < static_cast<size_t>(ctx + d)) scratch.resize(static_cast<size_t>(ctx + d) * 2);
+      const size_t need = static_cast<size_t>(heads) * (ctx + d);
+      if (scratch.size() < need) scratch.resize(need * 2);
       AttendHead job;
-      job.q = q + u * d;
+      job.q = q + (t * num_heads + h) * d;
       job.k = c.k;
       job.v = c.v;
       job.f16 = c.f16;
@@ -80,17 +87,17 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
       job.kv_stride = static_cast<int64_t>(c.num_kv_heads) * d;
       job.head_offset = static_cast<int64_t>(h / group) * d;
       job.head_dim = d;
+      job.heads = heads;
       job.scale = scale;
       job.q_scratch = scratch.data();
-      job.scores = scratch.data() + d;
-      job.out = out + u * d;
+      job.scores = scratch.data() + static_cast<int64_t>(heads) * d;
+      job.out = out + (t * num_heads + h) * d;
       ops.attend_head(job);
     }
   };
-  // Units are (token, head), heads sharing a kv head adjacent. Their costs differ (context
-  // lengths), so many small tasks are handed out dynamically rather than one range a thread.
-  const int64_t units = n_tokens * num_heads;
-  ThreadPool& p = pool();
+  // Units of heads sharing a kv head are adjacent. Their costs differ (context lengths), so
+  // many small tasks are handed out dynamically rather than one range a thread.
+  const int64_t units = n_tokens * units_per_token;
   if (work * num_heads * d * 4 < kMinParallelWork || p.size() == 1 || units == 1) {
     run(0, units);
     return;

@@ -10,7 +10,7 @@ namespace loom {
 
 namespace {
 
-struct PortableOps : PerKeyOps<PortableOps> {
+struct PortableOps : PerKeyOps<PortableOps>, HeadLoopOps<PortableOps> {
   static float dot(const float* q, const float* k, int d) {
     float lane[8] = {};
     int i = 0;

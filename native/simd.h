@@ -6,11 +6,13 @@
 
 namespace loom {
 
-// One (token, query head) of paged attention: out = softmax(scale · q·K^T) · V over the
-// positions 0..ctx-1 of one sequence. K/V rows of position p live at slot
-// blocks[p / block_size] * block_size + p % block_size, element kv_stride * slot + head_offset.
+// One token's query heads 0..heads-1 that share one KV head (grouped-query attention), for
+// each: out = softmax(scale · q·K^T) · V over the positions 0..ctx-1 of one sequence. K/V
+// rows of position p live at slot blocks[p / block_size] * block_size + p % block_size,
+// element kv_stride * slot + head_offset. Kernels that can read each K/V row once for all
+// the heads do (an f16 row's conversion costs as much as its dot product).
 struct AttendHead {
-  const float* q;        // [head_dim]
+  const float* q;        // [heads, head_dim]
   const void* k;         // cache layer base: f32 or f16 bits
   const void* v;
   bool f16;              // cache dtype; q and the softmax weights are rounded to f16 as well
@@ -20,10 +22,11 @@ struct AttendHead {
   int64_t kv_stride;     // numKvHeads * headDim
   int64_t head_offset;   // kvHead * headDim
   int head_dim;
+  int heads;
   float scale;
-  float* scores;         // scratch [ctx]
-  float* q_scratch;      // scratch [head_dim]
-  float* out;            // [head_dim]
+  float* scores;         // scratch [heads, ctx]
+  float* q_scratch;      // scratch [heads, head_dim]
+  float* out;            // [heads, head_dim]
 };
 
 struct SimdOps {

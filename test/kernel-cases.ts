@@ -111,4 +111,8 @@ export const ATTENTION_PLANS: readonly { plan: SeqPlan[]; heads: { numHeads: num
   { plan: [{ cached: 5, chunk: 1 }, { cached: 70, chunk: 1 }, { cached: 3, chunk: 17 }], heads: { numHeads: 4, numKvHeads: 4, headDim: 64 }, blockSize: 5 },
   { plan: [{ cached: 1500, chunk: 1 }, { cached: 211, chunk: 33 }], heads: { numHeads: 8, numKvHeads: 2, headDim: 128 }, blockSize: 32 },
   { plan: [{ cached: 0, chunk: 67 }], heads: { numHeads: 9, numKvHeads: 3, headDim: 72 }, blockSize: 16 },
+  // query heads sharing a KV head worked together (head_dim a multiple of 16 up to 64):
+  // 6 per KV head (a group of 4 and one of 2), and 3 per KV head with 7-slot blocks (key tails)
+  { plan: [{ cached: 40, chunk: 1 }, { cached: 0, chunk: 5 }, { cached: 17, chunk: 3 }], heads: { numHeads: 12, numKvHeads: 2, headDim: 64 }, blockSize: 16 },
+  { plan: [{ cached: 3, chunk: 2 }, { cached: 30, chunk: 1 }, { cached: 0, chunk: 7 }], heads: { numHeads: 6, numKvHeads: 2, headDim: 48 }, blockSize: 7 },
 ];

@@ -37,7 +37,7 @@ inline __m256 exp8(__m256 x) {
   return _mm256_mul_ps(er, scale);
 }
 
-struct Avx2Ops : PerKeyOps<Avx2Ops> {
+struct Avx2Ops : PerKeyOps<Avx2Ops>, HeadLoopOps<Avx2Ops> {
   static float dot(const float* q, const float* k, int d) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int i = 0;

@@ -70,6 +70,70 @@ void scores_nv(const float* q, const T* k, int64_t stride, int n, float scale, f
   }
 }
 
+// G query heads sharing these keys: each K row is loaded (and widened) once, 4 keys a step,
+// and dotted with every head's q (read from L1).
+template <int NV, class T>
+void scores_heads_nv(const float* q, int G, const T* k, int64_t stride, int n, float scale, float* out, int64_t out_stride) {
+  const __m128 sv = _mm_set1_ps(scale);
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const T* k0 = k + j * stride;
+    __m512 kv[4][NV];
+    for (int i = 0; i < 4; i++)
+      for (int c = 0; c < NV; c++) kv[i][c] = load16(k0 + i * stride + 16 * c);
+    for (int g = 0; g < G; g++) {
+      const float* qg = q + g * 16 * NV;
+      __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+      for (int c = 0; c < NV; c++) {
+        const __m512 qv = _mm512_loadu_ps(qg + 16 * c);
+        s0 = _mm512_fmadd_ps(qv, kv[0][c], s0);
+        s1 = _mm512_fmadd_ps(qv, kv[1][c], s1);
+        s2 = _mm512_fmadd_ps(qv, kv[2][c], s2);
+        s3 = _mm512_fmadd_ps(qv, kv[3][c], s3);
+      }
+      _mm_storeu_ps(out + g * out_stride + j, _mm_mul_ps(reduce4(s0, s1, s2, s3), sv));
+    }
+  }
+  for (; j < n; j++)
+    for (int g = 0; g < G; g++) {
+      __m512 s = _mm512_setzero_ps();
+      for (int c = 0; c < NV; c++) s = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * 16 * NV + 16 * c), load16(k + j * stride + 16 * c), s);
+      out[g * out_stride + j] = _mm512_reduce_add_ps(s) * scale;
+    }
+}
+
+// GC ≤ 4 heads' accumulators in registers; each V row is loaded (and widened) once for them.
+template <int NV, int GC, class T>
+void accumulate_heads_nv(float* acc, const float* w, int64_t w_stride, const T* v, int64_t stride, int n) {
+  __m512 a[GC][NV];
+  for (int g = 0; g < GC; g++)
+    for (int c = 0; c < NV; c++) a[g][c] = _mm512_loadu_ps(acc + g * 16 * NV + 16 * c);
+  for (int j = 0; j < n; j++) {
+    __m512 vv[NV];
+    for (int c = 0; c < NV; c++) vv[c] = load16(v + j * stride + 16 * c);
+    for (int g = 0; g < GC; g++) {
+      const __m512 wv = _mm512_set1_ps(w[g * w_stride + j]);
+      for (int c = 0; c < NV; c++) a[g][c] = _mm512_fmadd_ps(wv, vv[c], a[g][c]);
+    }
+  }
+  for (int g = 0; g < GC; g++)
+    for (int c = 0; c < NV; c++) _mm512_storeu_ps(acc + g * 16 * NV + 16 * c, a[g][c]);
+}
+
+template <int NV, class T>
+void accumulate_heads_nv(float* acc, int G, const float* w, int64_t w_stride, const T* v, int64_t stride, int n) {
+  for (int g = 0; g < G; g += 4) {
+    float* ag = acc + g * 16 * NV;
+    const float* wg = w + g * w_stride;
+    switch (G - g < 4 ? G - g : 4) {
+      case 1: accumulate_heads_nv<NV, 1>(ag, wg, w_stride, v, stride, n); break;
+      case 2: accumulate_heads_nv<NV, 2>(ag, wg, w_stride, v, stride, n); break;
+      case 3: accumulate_heads_nv<NV, 3>(ag, wg, w_stride, v, stride, n); break;
+      default: accumulate_heads_nv<NV, 4>(ag, wg, w_stride, v, stride, n); break;
+    }
+  }
+}
+
 template <int NV, class T>
 void accumulate_nv(float* acc, const float* w, const T* v, int64_t stride, int n) {
   __m512 a[NV];
@@ -128,6 +192,31 @@ struct Avx512Ops {
       case 8: return accumulate_nv<8>(acc, w, v, stride, n);
       default:
         for (int j = 0; j < n; j++) axpy(acc, w[j], v + j * stride, d);
+    }
+  }
+  // head_dim 16..64: every head's work shares each K/V row; wider heads go head by head
+  // (their K rows would not stay in registers)
+  template <class T>
+  static void scores_heads(const float* q, int G, const T* k, int64_t stride, int n, int d, float scale, float* out,
+                           int64_t out_stride) {
+    switch (d % 16 == 0 && G > 1 ? d / 16 : 0) {
+      case 1: return scores_heads_nv<1>(q, G, k, stride, n, scale, out, out_stride);
+      case 2: return scores_heads_nv<2>(q, G, k, stride, n, scale, out, out_stride);
+      case 3: return scores_heads_nv<3>(q, G, k, stride, n, scale, out, out_stride);
+      case 4: return scores_heads_nv<4>(q, G, k, stride, n, scale, out, out_stride);
+      default:
+        for (int g = 0; g < G; g++) scores(q + g * d, k, stride, n, d, scale, out + g * out_stride);
+    }
+  }
+  template <class T>
+  static void accumulate_heads(float* acc, int G, const float* w, int64_t w_stride, const T* v, int64_t stride, int n, int d) {
+    switch (d % 16 == 0 && G > 1 ? d / 16 : 0) {
+      case 1: return accumulate_heads_nv<1>(acc, G, w, w_stride, v, stride, n);
+      case 2: return accumulate_heads_nv<2>(acc, G, w, w_stride, v, stride, n);
+      case 3: return accumulate_heads_nv<3>(acc, G, w, w_stride, v, stride, n);
+      case 4: return accumulate_heads_nv<4>(acc, G, w, w_stride, v, stride, n);
+      default:
+        for (int g = 0; g < G; g++) accumulate(acc + g * d, w + g * w_stride, v, stride, n, d);
     }
   }
   static float max_of(const float* x, int n) {
