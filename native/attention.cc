@@ -63,10 +63,15 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   const int32_t* seq_of_token = seq_of.data();
   const SimdOps& ops = simd();
   ThreadPool& p = pool();
-  // A unit is the query heads of one token that share a KV head (their K/V rows are read
-  // once for all), unless that leaves too few units to keep the pool busy (one decoding
-  // sequence has only num_kv_heads): then one head a unit.
-  const int heads = n_tokens * c.num_kv_heads >= 4 * static_cast<int64_t>(p.size()) ? group : 1;
+  // A unit is the query heads of one token that share a KV head when the kernels read each
+  // K/V row once for all of them (about 1.7× less work a head), unless too few units would
+  // leave threads idle for longer than that saves (one decoding sequence has only
+  // num_kv_heads units): then one head a unit.
+  const int64_t threads = p.size();
+  const auto rounds = [&](int64_t units) { return (units + threads - 1) / threads; };
+  const bool grouped = ops.shares_kv_rows && group > 1 &&
+                       10 * rounds(n_tokens * c.num_kv_heads) * group <= 17 * rounds(n_tokens * num_heads);
+  const int heads = grouped ? group : 1;
   const int units_per_token = num_heads / heads;
   const auto run = [&](int64_t u0, int64_t u1) {
     thread_local std::vector<float> scratch;

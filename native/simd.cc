@@ -62,7 +62,7 @@ void f32_to_f16_portable(uint16_t* out, const float* x, int64_t n) {
 void attend_head_portable(const AttendHead& job) { attend_head_impl<PortableOps>(job); }
 
 const SimdOps kPortableOps = {
-    "portable", max_portable, exp_shift_sum_portable, silu_mul_portable, f32_to_f16_portable, attend_head_portable,
+    "portable", max_portable, exp_shift_sum_portable, silu_mul_portable, f32_to_f16_portable, attend_head_portable, false,
 };
 
 const SimdOps& select_ops() {

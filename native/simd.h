@@ -39,6 +39,8 @@ struct SimdOps {
   // f32 → f16 bits, round to nearest even
   void (*f32_to_f16)(uint16_t* out, const float* x, int64_t n);
   void (*attend_head)(const AttendHead& job);
+  // attend_head reads each K/V row once for all of a job's heads (else it goes head by head)
+  bool shares_kv_rows;
 };
 
 const SimdOps& simd();

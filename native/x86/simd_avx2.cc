@@ -134,7 +134,7 @@ void attend_head_avx2(const AttendHead& job) { attend_head_impl<Avx2Ops>(job); }
 }  // namespace
 
 namespace x86 {
-const SimdOps kAvx2Ops = {"avx2", max_avx2, exp_shift_sum_avx2, silu_mul_avx2, f32_to_f16_avx2, attend_head_avx2};
+const SimdOps kAvx2Ops = {"avx2", max_avx2, exp_shift_sum_avx2, silu_mul_avx2, f32_to_f16_avx2, attend_head_avx2, false};
 }  // namespace x86
 
 }  // namespace loom

@@ -270,7 +270,7 @@ void attend_head_avx512(const AttendHead& job) { attend_head_impl<Avx512Ops>(job
 }  // namespace
 
 namespace x86 {
-const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, f32_to_f16_avx512, attend_head_avx512};
+const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, f32_to_f16_avx512, attend_head_avx512, true};
 }  // namespace x86
 
 }  // namespace loom
