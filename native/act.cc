@@ -87,4 +87,22 @@ int64_t argmax(const float* x, int64_t n) {
   return 0;  // only NaNs
 }
 
+// In chunks through a small f32 buffer: gather, one vectorized exp pass, widen and sum.
+double exp_weights(double* out, const float* row, const int32_t* idx, int64_t n, float max) {
+  constexpr int kChunk = 1024;
+  float buf[kChunk];
+  const SimdOps& ops = simd();
+  double total = 0;
+  for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+    const int m = static_cast<int>(n - j0 < kChunk ? n - j0 : kChunk);
+    if (idx)
+      for (int j = 0; j < m; j++) buf[j] = row[idx[j0 + j]];
+    else
+      for (int j = 0; j < m; j++) buf[j] = row[j0 + j];
+    ops.exp_shift_sum(buf, m, max);
+    for (int j = 0; j < m; j++) total += out[j0 + j] = buf[j];
+  }
+  return total;
+}
+
 }  // namespace loom

@@ -23,4 +23,9 @@ void softmax(float* x, int64_t rows, int n);
 // index of the largest of x[0..n) (the lowest index among equals); 0 when n == 0
 int64_t argmax(const float* x, int64_t n);
 
+// Sampling weights: out[j] = e^(row[idx[j]] − max) for j < n (idx == nullptr: row[j]),
+// returns Σ out[j]. The exponentials are f32 (the vectorized exp of the softmax kernels),
+// summed in f64. All idx[j] must index row.
+double exp_weights(double* out, const float* row, const int32_t* idx, int64_t n, float max);
+
 }  // namespace loom

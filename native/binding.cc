@@ -21,6 +21,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("addBias", Napi::Function::New(env, AddBias, "addBias"));
   exports.Set("softmax", Napi::Function::New(env, Softmax, "softmax"));
   exports.Set("argmax", Napi::Function::New(env, Argmax, "argmax"));
+  exports.Set("expWeights", Napi::Function::New(env, ExpWeights, "expWeights"));
   exports.Set("writeKv", Napi::Function::New(env, WriteKv, "writeKv"));
   exports.Set("attention", Napi::Function::New(env, Attention, "attention"));
 #ifdef LOOM_HAVE_MATMUL

@@ -153,6 +153,32 @@ Napi::Value Argmax(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(argmax(x.data, static_cast<int64_t>(x.length))));
 }
 
+// (out: Float64Array, row, idx: Int32Array | null, n, max) → Σ out[0..n)
+Napi::Value ExpWeights(const Napi::CallbackInfo& info) {
+  const Napi::Env env = info.Env();
+  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
+    throw Napi::TypeError::New(env, "out must be a Float64Array");
+  auto out = info[0].As<Napi::Float64Array>();
+  auto row = f32_array(info, 1, "row");
+  const int64_t n = integer(info, 3, "n", 0);
+  if (!info[4].IsNumber()) throw Napi::TypeError::New(env, "max must be a number");
+  const float max = info[4].As<Napi::Number>().FloatValue();
+  need(info, static_cast<int64_t>(out.ElementLength()), n, "out");
+  const int32_t* idx = nullptr;
+  if (!info[2].IsNull()) {
+    if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+      throw Napi::TypeError::New(env, "idx must be an Int32Array or null");
+    auto ids = info[2].As<Napi::Int32Array>();
+    need(info, static_cast<int64_t>(ids.ElementLength()), n, "idx");
+    idx = ids.Data();
+    for (int64_t j = 0; j < n; j++)
+      if (idx[j] < 0 || static_cast<size_t>(idx[j]) >= row.length) throw Napi::RangeError::New(env, "idx holds an index outside row");
+  } else {
+    need(info, static_cast<int64_t>(row.length), n, "row");
+  }
+  return Napi::Number::New(env, exp_weights(out.Data(), row.data, idx, n, max));
+}
+
 #ifdef LOOM_HAVE_MATMUL
 namespace {
 // bytes of a row of n values of a weight type, or −1 when n is not a whole number of blocks

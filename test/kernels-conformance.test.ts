@@ -119,6 +119,30 @@ function conformance(k: Kernels): void {
     }
   });
 
+  it('sampling weights e^(x − max): whole rows and gathered candidates; bad indices refused', () => {
+    for (const n of [1, 17, 1025, 49_153]) {
+      const row = rngFor(`expWeights ${n}`).fill(n, 8);
+      const max = Math.max(...row);
+      const expected = new Float64Array(n);
+      const out = new Float64Array(n);
+      const total = k.expWeights(out, row, null, n, max);
+      const refTotal = ref.expWeights(expected, row, null, n, max);
+      close(Float32Array.from(out), Float32Array.from(expected), BOUND.softmax, `expWeights of ${n}`);
+      assert.ok(Math.abs(total - refTotal) <= 1e-6 * refTotal, `expWeights total ${total} vs ${refTotal}`);
+      // every third index, backwards: a gather
+      const idx = Int32Array.from({ length: Math.ceil(n / 3) }, (_, j) => n - 1 - 3 * j);
+      const m = idx.length;
+      const gExpected = new Float64Array(m);
+      const gOut = new Float64Array(m);
+      const gTotal = k.expWeights(gOut, row, idx, m, max);
+      close(Float32Array.from(gOut), Float32Array.from(gExpected.map((_, j) => Math.exp(row[idx[j]!]! - max))), BOUND.softmax, `gathered expWeights of ${m}`);
+      assert.ok(Math.abs(gTotal - ref.expWeights(gExpected, row, idx, m, max)) <= 1e-6 * gTotal + 1e-30);
+    }
+    const row = new Float32Array(4);
+    assert.throws(() => k.expWeights(new Float64Array(2), row, Int32Array.from([0, 4]), 2, 0), RangeError);
+    assert.throws(() => k.expWeights(new Float64Array(1), row, null, 2, 0), RangeError);
+  });
+
   it('softmax rows, short and long; rows sum to 1', () => {
     for (const [rows, n] of [[1, 1], [3, 37], [17, 4099], [200, 300]] as const) {
       const x = rngFor(`softmax ${rows}x${n}`).fill(rows * n, 5);

@@ -14,12 +14,13 @@ class KernelClock {
   on = false;
 
   wrap(k: Kernels): Kernels {
-    const timed = <A extends unknown[]>(fn: (...args: A) => void, bucket: string | ((...args: A) => string)) => (...args: A): void => {
+    const timed = <A extends unknown[], R>(fn: (...args: A) => R, bucket: string | ((...args: A) => string)) => (...args: A): R => {
       if (!this.on) return fn(...args);
       const t0 = performance.now();
-      fn(...args);
+      const r = fn(...args);
       const b = typeof bucket === 'string' ? bucket : bucket(...args);
       this.ms.set(b, (this.ms.get(b) ?? 0) + performance.now() - t0);
+      return r;
     };
     return {
       name: k.name,
@@ -33,13 +34,8 @@ class KernelClock {
       add: timed(k.add, 'other kernels'),
       addBias: timed(k.addBias, 'other kernels'),
       softmax: timed(k.softmax, 'other kernels'),
-      argmax: (row) => {
-        if (!this.on) return k.argmax(row);
-        const t0 = performance.now();
-        const id = k.argmax(row);
-        this.ms.set('sampling', (this.ms.get('sampling') ?? 0) + performance.now() - t0);
-        return id;
-      },
+      argmax: timed(k.argmax, 'sampling'),
+      expWeights: timed(k.expWeights, 'sampling'),
       writeKv: timed(k.writeKv, 'attention'),
       attention: timed(k.attention, 'attention'),
     };

@@ -11,6 +11,7 @@ import { ModelRunner } from '../model/runner.js';
 import type { ModelConfig, TensorSource } from '../model/weights.js';
 import { BlockManager } from './block-manager.js';
 import type { AddRequest, RequestDelta, StepOutput } from './protocol.js';
+import type { SamplingKernels } from './sampler.js';
 import { Scheduler } from './scheduler.js';
 import type { SchedulerConfig, ScheduledChunk } from './scheduler.js';
 import { Sequence } from './sequence.js';
@@ -33,7 +34,7 @@ export class EngineCore {
   readonly blocks: BlockManager;
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
-  private readonly stopConfig: EngineConfig & { argmax: (row: Float32Array) => number };
+  private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels };
 
   constructor(
     readonly model: { readonly config: ModelConfig; readonly tensors: TensorSource },
@@ -44,7 +45,7 @@ export class EngineCore {
     this.runner = new ModelRunner(createArchitecture(model.config, model.tensors), kv, kernels);
     this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching });
     this.scheduler = new Scheduler(config, this.blocks);
-    this.stopConfig = { ...config, argmax: kernels.argmax };
+    this.stopConfig = { ...config, samplingKernels: { argmax: kernels.argmax, expWeights: kernels.expWeights } };
   }
 
   get hasWork(): boolean {

@@ -33,7 +33,7 @@ export function* generateTokens(runner: ModelRunner, promptIds: readonly number[
   }
   const blockSize = runner.kv.shape.blockSize;
   const blockTable = Array.from({ length: Math.ceil(limit / blockSize) }, (_, i) => i);
-  const sampler = new Sampler(opts.sampling, { promptIds, eosTokenIds: opts.stopIds });
+  const sampler = new Sampler(opts.sampling, { promptIds, eosTokenIds: opts.stopIds, kernels: runner.kernels });
   let pending: readonly number[] = promptIds;
   let pos = 0;
   for (let produced = 0; produced < opts.maxTokens; ) {

@@ -3,6 +3,7 @@
 import { childSamplingParams, resolveSamplingParams } from './sampling-params.js';
 import type { SamplingParams } from './sampling-params.js';
 import { RequestSampler } from './sampler.js';
+import type { SamplingKernels } from './sampler.js';
 import { checkLogprobsRequest, promptLogprobs, tokenLogprobs } from './logprobs.js';
 import type { LogprobsMode } from './logprobs.js';
 import type { AddRequest, FinishReason, RequestDelta } from './protocol.js';
@@ -12,8 +13,8 @@ export interface StopConfig {
   readonly maxModelLen: number;
   readonly eosTokenIds: readonly number[];
   readonly logprobsMode: LogprobsMode;
-  /** the kernels' argmax, for greedy sampling */
-  readonly argmax?: (row: Float32Array) => number;
+  /** the kernels' argmax and sampling weights */
+  readonly samplingKernels?: SamplingKernels;
 }
 
 export class RequestState {
@@ -63,7 +64,7 @@ export class RequestState {
       promptIds,
       eosTokenIds: this.config.eosTokenIds,
       vocabSize: this.vocabSize,
-      ...(this.config.argmax && { argmax: this.config.argmax }),
+      ...(this.config.samplingKernels && { kernels: this.config.samplingKernels }),
     });
   }
 

@@ -3,6 +3,7 @@
 // presence penalties → [greedy: argmax here] → temperature → min-p → top-k → top-p → draw.
 // sample() never changes the model's row: processing happens in a scratch row shared by the
 // thread's samplers; lastProcessedLogits() is what the processed_* logprobs modes report.
+import type { Kernels } from '../kernels/index.js';
 import { Rng } from './rng.js';
 import { GREEDY_EPSILON, isGreedy, resolveSamplingParams } from './sampling-params.js';
 import type { SamplingParams, SamplingParamsInput } from './sampling-params.js';
@@ -42,9 +43,22 @@ export interface SamplerContext {
   readonly promptIds?: ArrayLike<number>;
   /** when known, bounds logit_bias and stop ids */
   readonly vocabSize?: number;
-  /** a faster argmax for the greedy path (the native kernel's); default: the loop here */
-  readonly argmax?: (row: Float32Array) => number;
+  /** the kernels' argmax (greedy) and sampling weights (the native core's are several times
+   * faster than the loops here, which are the default) */
+  readonly kernels?: SamplingKernels;
 }
+
+export type SamplingKernels = Pick<Kernels, 'argmax' | 'expWeights'>;
+
+/** The loops of this file, as SamplingKernels: f64 exponentials, as the reference kernels. */
+const LOOP_KERNELS: SamplingKernels = {
+  argmax,
+  expWeights(out, row, idx, n, max) {
+    let total = 0;
+    for (let j = 0; j < n; j++) total += out[j] = Math.exp(row[idx ? idx[j]! : j]! - max);
+    return total;
+  },
+};
 
 export class RequestSampler {
   readonly params: SamplingParams;
@@ -62,14 +76,14 @@ export class RequestSampler {
   /** output id → count; null without frequency/presence penalties */
   private readonly counts: Map<number, number> | null;
   private processed: Float32Array = new Float32Array(0);
-  private readonly argmax: (row: Float32Array) => number;
+  private readonly kernels: SamplingKernels;
 
   constructor(params: SamplingParamsInput, ctx: SamplerContext = {}) {
     const p = resolveSamplingParams(params, ctx.vocabSize);
     this.params = p;
     this.rng = new Rng(p.seed ?? Math.floor(Math.random() * 2 ** 32));
     this.greedy = isGreedy(p);
-    this.argmax = ctx.argmax ?? argmax;
+    this.kernels = ctx.kernels ?? LOOP_KERNELS;
     this.biasIds = Int32Array.from(p.logitBias.keys());
     this.biasValues = Float32Array.from(p.logitBias.values());
     const suppress = new Set(p.stopTokenIds);
@@ -101,7 +115,7 @@ export class RequestSampler {
       row.set(logits);
       if (this.modifiesLogits()) this.applyPenalties(row);
     }
-    const id = this.greedy ? this.argmax(row) : this.draw(row);
+    const id = this.greedy ? this.kernels.argmax(row) : this.draw(row);
     this.processed = row;
     this.accept(id);
     return id;
@@ -156,7 +170,7 @@ export class RequestSampler {
       const inv = 1 / p.temperature;
       for (let i = 0; i < v; i++) row[i]! *= inv;
     }
-    const max = row[argmax(row)]!;
+    const max = row[this.kernels.argmax(row)]!;
     // candidates: finite logits, at or above the min-p floor (p_i ≥ minP·p_max ⇔ x_i ≥ max + ln minP)
     const floor = p.minP > 0 ? max + Math.log(p.minP) : -Infinity;
     let n = 0;
@@ -176,8 +190,8 @@ export class RequestSampler {
       }
       n = kept;
     }
-    let total = 0;
-    for (let j = 0; j < n; j++) total += weight[j] = Math.exp(row[idx[j]!]! - max);
+    // all of the row still a candidate: idx is 0..v−1, read the row straight
+    let total = this.kernels.expWeights(weight, row, n === v ? null : idx, n, max);
     if (p.topP < 1) {
       const mass = p.topP * total;
       n = topPPrefilter(row, idx, weight, n, max, mass); // drops only tokens top-p drops

@@ -98,6 +98,12 @@ export interface Kernels {
   /** index of the largest value of row (the lowest index among equals): greedy sampling */
   argmax(row: Float32Array): number;
 
+  /**
+   * Sampling weights: out[j] = e^(row[idx[j]] − max) for j < n (idx null: row[j]); returns
+   * their sum. The reference computes them in f64, the native core in f32 (summed in f64).
+   */
+  expWeights(out: Float64Array, row: Float32Array, idx: Int32Array | null, n: number, max: number): number;
+
   /** Stores k, v ([numTokens, numKvHeads * headDim]) at slotMapping[t] of a cache layer. */
   writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void;
 

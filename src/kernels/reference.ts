@@ -167,6 +167,17 @@ function argmax(row: Float32Array): number {
   return best;
 }
 
+function expWeights(out: Float64Array, row: Float32Array, idx: Int32Array | null, n: number, max: number): number {
+  if (n > out.length || n > (idx ?? row).length) throw new RangeError(`expWeights: ${n} weights do not fit`);
+  let total = 0;
+  for (let j = 0; j < n; j++) {
+    const i = idx ? idx[j]! : j;
+    if (i < 0 || i >= row.length) throw new RangeError('expWeights: idx holds an index outside row');
+    total += out[j] = Math.exp(row[i]! - max);
+  }
+  return total;
+}
+
 function writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void {
   const width = shape.numKvHeads * shape.headDim;
   const capacity = shape.numBlocks * shape.blockSize;
@@ -248,6 +259,7 @@ export const referenceKernels: Kernels = {
   addBias,
   softmax,
   argmax,
+  expWeights,
   writeKv,
   attention,
 };
