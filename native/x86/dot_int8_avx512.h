@@ -2,9 +2,9 @@
 // inside its anonymous namespace after dot_int8.h (whose helpers they use). Every kernel
 // reads one weight row once for R ≤ 4 prepared activation rows.
 //
-// What limits these kernels is instructions per weight byte, not the multiply units: a
-// one-row decode must keep up with memory (tens of GB/s per core), so the per-block
-// bookkeeping (scales, sign handling, nibble unpacking) is what is spent carefully here.
+// A one-row decode must keep up with memory (40-50 GB/s per core here). What held the
+// first versions back was per-block bookkeeping, not the multiply units: a hardware gather
+// of the block scales, sign handling, Q4_K headers decoded one block at a time.
 
 inline float hsum512(__m512 v) {
   return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
