@@ -269,28 +269,16 @@ double best_time(int reps, F fn) {
 }
 
 #ifdef LOOM_TEST_X86
-// Read bandwidth: every pool thread sums its share of a 512 MB buffer (AVX2 loads).
-__attribute__((target("avx2"))) uint64_t sum_range(const uint64_t* p, size_t n) {
+// Read bandwidth: every pool thread sums its share of a 512 MB buffer (AVX2 loads),
+// prefetching `ahead` bytes ahead in software when ahead > 0 (one per 64-byte line).
+__attribute__((target("avx2"))) uint64_t sum_range(const uint64_t* p, size_t n, size_t ahead = 0) {
   __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
+  const char* c = reinterpret_cast<const char*>(p) + ahead;
   for (size_t i = 0; i + 16 <= n; i += 16) {
-    s0 = _mm256_add_epi64(s0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
-    s1 = _mm256_add_epi64(s1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
-    s2 = _mm256_add_epi64(s2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
-    s3 = _mm256_add_epi64(s3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
-  }
-  const __m256i s = _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3));
-  uint64_t l[4];
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(l), s);
-  return l[0] + l[1] + l[2] + l[3];
-}
-
-// The same with software prefetch `dist` bytes ahead (one per 64-byte line).
-__attribute__((target("avx2"))) uint64_t sum_range_pf(const uint64_t* p, size_t n, size_t dist) {
-  __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-  const char* c = reinterpret_cast<const char*>(p);
-  for (size_t i = 0; i + 16 <= n; i += 16) {
-    _mm_prefetch(c + 8 * i + dist, _MM_HINT_T0);
-    _mm_prefetch(c + 8 * i + dist + 64, _MM_HINT_T0);
+    if (ahead) {
+      _mm_prefetch(c + 8 * i, _MM_HINT_T0);
+      _mm_prefetch(c + 8 * i + 64, _MM_HINT_T0);
+    }
     s0 = _mm256_add_epi64(s0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
     s1 = _mm256_add_epi64(s1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
     s2 = _mm256_add_epi64(s2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
@@ -373,24 +361,6 @@ double measure_fma_peak() {
 }
 
 #else
-// The same with software prefetch `dist` bytes ahead (one per 64-byte line).
-__attribute__((target("avx2"))) uint64_t sum_range_pf(const uint64_t* p, size_t n, size_t dist) {
-  __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-  const char* c = reinterpret_cast<const char*>(p);
-  for (size_t i = 0; i + 16 <= n; i += 16) {
-    _mm_prefetch(c + 8 * i + dist, _MM_HINT_T0);
-    _mm_prefetch(c + 8 * i + dist + 64, _MM_HINT_T0);
-    s0 = _mm256_add_epi64(s0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i)));
-    s1 = _mm256_add_epi64(s1, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 4)));
-    s2 = _mm256_add_epi64(s2, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 8)));
-    s3 = _mm256_add_epi64(s3, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i + 12)));
-  }
-  const __m256i s = _mm256_add_epi64(_mm256_add_epi64(s0, s1), _mm256_add_epi64(s2, s3));
-  uint64_t l[4];
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(l), s);
-  return l[0] + l[1] + l[2] + l[3];
-}
-
 double measure_bandwidth() { return 0; }
 double measure_fma_peak() { return 0; }
 double measure_fma_peak256() { return 0; }
@@ -466,7 +436,7 @@ void run_ratio(int argc, char** argv) {
     const double t = best_time(3, [&] {
       pool().parallel_for(threads, [&](int task, int) {
         const size_t lo = n * task / threads, hi = n * (task + 1) / threads;
-        sums[task * 8] = ahead ? sum_range_pf(buf.data() + lo, hi - lo, ahead) : sum_range(buf.data() + lo, hi - lo);
+        sums[task * 8] = sum_range(buf.data() + lo, hi - lo, ahead);
       });
     });
     return n * 8 / t / 1e9;
