@@ -235,3 +235,64 @@ void dot_q4_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res)
   for (int b0 = 0; b0 < nb; b0 += 4) q4_k_group<R>(w, x, b0, nb - b0 < 4 ? nb - b0 : 4, acc, mins_acc);
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]) - hsum512(mins_acc[r]);
 }
+
+// ---- Q6_K · Q8_K: one 256-value block per step, 64 values per vector ----
+//
+// Half h of a block (values 128h .. 128h+127): its 64 ql bytes hold the low nibbles of
+// values 0..63 and, shifted down 4, of 64..127; its 32 qh bytes, broadcast to both 256-bit
+// halves and shifted per half, give the top 2 bits. Weights are d·sc_j·(q − 32) over
+// sub-blocks j of 16 values: Σ sc_j·Σ q·x by maddubs + dpwssd, the −32 by Σ sc_j·Σx_j.
+
+// int16 lanes 8i .. 8i+7 ← sc[4k + i], i < 4 (sc: the 16 scales as int16 in the low half)
+template <int k>
+inline __m512i q6_k_quad_scales(__m512i sc) {
+  constexpr short a = 4 * k, b = 4 * k + 1, c = 4 * k + 2, d = 4 * k + 3;
+  return _mm512_permutexvar_epi16(_mm512_set_epi16(d, d, d, d, d, d, d, d, c, c, c, c, c, c, c, c, b, b, b, b, b, b, b, b, a,
+                                                   a, a, a, a, a, a, a),
+                                  sc);
+}
+
+template <int R>
+void dot_q6_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
+  __m512 acc[R];
+  LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+  const __m512i up = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2), down = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
+  for (int b = 0; b < K / 256; b++) {
+    const uint8_t* blk = w + loom::kQ6_KBytes * b;
+    LOOM_PREFETCH(blk);  // 210 bytes: four lines, mostly
+    LOOM_PREFETCH(blk + 64);
+    LOOM_PREFETCH(blk + 128);
+    LOOM_PREFETCH(blk + 192);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(loadu128(blk + 192));  // 16 sub-block scales
+    const __m512i sc = _mm512_castsi256_si512(sc16);
+    const float d = f16_scalar(blk + 208);
+    __m512i isum[R];
+    __m256i corr[R];
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
+      isum[r] = _mm512_setzero_si512();
+      corr[r] = _mm256_madd_epi16(sc16, loadu256(x[r].s16 + 16 * b));  // Σ sc_j·Σx_j, 8 int32
+    }
+    const auto half = [&](auto hc) {
+      constexpr int h = decltype(hc)::value;
+      const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
+      const __m512i qh = _mm512_broadcast_i64x4(loadu256(blk + 128 + 32 * h));
+      // q = low nibble | top bits: 0xF8 = a | (b & c) for (a, b, c) = (nibble, shifted qh, 0x30)
+      const __m512i lo = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, m4), _mm512_sllv_epi64(qh, up), m30, 0xF8);
+      const __m512i hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_srlv_epi64(qh, down), m30, 0xF8);
+      const __m512i s_lo = q6_k_quad_scales<2 * h>(sc), s_hi = q6_k_quad_scales<2 * h + 1>(sc);
+      LOOM_UNROLL for (int r = 0; r < R; r++) {
+        const int8_t* q8 = x[r].q + 256 * b + 128 * h;
+        isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(lo, _mm512_loadu_si512(q8)), s_lo);
+        isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(hi, _mm512_loadu_si512(q8 + 64)), s_hi);
+      }
+    };
+    half(std::integral_constant<int, 0>());
+    half(std::integral_constant<int, 1>());
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
+      const __m512i t = _mm512_sub_epi32(isum[r], _mm512_zextsi256_si512(_mm256_slli_epi32(corr[r], 5)));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(d * x[r].d[b]), acc[r]);
+    }
+  }
+  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]);
+}

@@ -100,6 +100,10 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
       dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q4_k_rows512<1>,
                       dot_q4_k_rows512<2>, dot_q4_k_rows512<3>, dot_q4_k_rows512<4>);
       return;
+    case kQ6_K:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q6_k_rows512<1>,
+                      dot_q6_k_rows512<2>, dot_q6_k_rows512<3>, dot_q6_k_rows512<4>);
+      return;
     default: break;
   }
   if (dot_int8(type, xa, xstride, rows, w, wstride, K, o0, o1, out, N)) return;
