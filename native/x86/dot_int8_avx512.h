@@ -154,10 +154,11 @@ inline __m512i q4_k_pair_scales(__m512i sm) {
   return _mm512_shuffle_epi8(sm, idx);
 }
 
-// Blocks b0 .. b0+n−1 (n ≤ 4) of one weight row against R prepared rows.
-template <int R>
+// Blocks b0 .. b0+n−1 (n ≤ 4) of one weight row against R prepared rows; kWhole: n = 4.
+template <int R, bool kWhole>
 inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __m512 (&acc)[R], __m512 (&mins_acc)[R]) {
   constexpr int kB = loom::kQ4_KBytes;
+  if (kWhole) n = 4;
   const uint8_t* g = w + kB * b0;
   // headers of the n blocks: packed scales one block per lane, and (d, dmin) pairs
   __m512i packed = _mm512_setzero_si512();
@@ -232,7 +233,9 @@ void dot_q4_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res)
   __m512 acc[R], mins_acc[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = mins_acc[r] = _mm512_setzero_ps();
   const int nb = K / 256;
-  for (int b0 = 0; b0 < nb; b0 += 4) q4_k_group<R>(w, x, b0, nb - b0 < 4 ? nb - b0 : 4, acc, mins_acc);
+  int b0 = 0;
+  for (; b0 + 4 <= nb; b0 += 4) q4_k_group<R, true>(w, x, b0, 4, acc, mins_acc);
+  if (b0 < nb) q4_k_group<R, false>(w, x, b0, nb - b0, acc, mins_acc);
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]) - hsum512(mins_acc[r]);
 }
 
