@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <new>
 
+#include "cpu.h"
 #include "quant.h"
 #include "threadpool.h"
 #include "x86/matmul_x86.h"
@@ -146,14 +147,11 @@ void scalar_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
 
 enum Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
+// The CPU's features, less what LOOM_NO_SIMD switches off (as for the other kernels)
 int detect_isa() {
 #ifdef LOOM_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni") &&
-      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    return kAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) return kAvx2;
+  if (use_avx512()) return kAvx512;
+  if (use_avx2()) return kAvx2;
 #endif
   return kScalar;
 }

@@ -1,5 +1,5 @@
-// The native core picks its norm, activation and attention kernels from the CPU's features
-// (AVX-512, AVX2, portable), so on one machine the suite would only ever see the widest.
+// The native core picks its kernels (matmul, norms, activations, attention) from the CPU's
+// features (AVX-512, AVX2, portable), so on one machine the suite would only see the widest.
 // This runs the conformance suite again with the wider ones switched off (LOOM_NO_SIMD), so
 // every path that some user's CPU takes is checked against the reference here too.
 import assert from 'node:assert/strict';
