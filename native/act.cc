@@ -1,5 +1,7 @@
 #include "act.h"
 
+#include <limits>
+
 #include <cmath>
 #include <memory>
 
@@ -85,6 +87,29 @@ int64_t argmax(const float* x, int64_t n) {
   for (int64_t j = 0; j < n; j++)
     if (x[j] == best) return j;
   return 0;  // only NaNs
+}
+
+int64_t sample_candidates(float* row, int64_t n, double scale, double log_min_p, int32_t* idx) {
+  if (scale != 1.0)
+    for (int64_t i = 0; i < n; i++) row[i] = static_cast<float>(static_cast<double>(row[i]) * scale);
+  if (n <= 0) return 0;
+  const double floor = static_cast<double>(row[argmax(row, n)]) + log_min_p;
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const float x = row[i];
+    if (static_cast<double>(x) >= floor && x > minus_inf) idx[kept++] = static_cast<int32_t>(i);
+    else row[i] = minus_inf;
+  }
+  return kept;
+}
+
+int64_t draw_index(const double* w, int64_t n, double u) {
+  for (int64_t j = 0; j < n; j++) {
+    u -= w[j];
+    if (u < 0) return j;
+  }
+  return n - 1;
 }
 
 // In chunks through a small f32 buffer: gather, one vectorized exp pass, widen and sum.

@@ -28,4 +28,13 @@ int64_t argmax(const float* x, int64_t n);
 // summed in f64. All idx[j] must index row.
 double exp_weights(double* out, const float* row, const int32_t* idx, int64_t n, float max);
 
+// Sampling candidates, in place: row[i] = f32(row[i] · scale) (the product in f64, as
+// JavaScript rounds it), then the entries below max + log_min_p (−∞: none) or not finite
+// become −∞ and the others' indices go to idx in order. Returns how many.
+int64_t sample_candidates(float* row, int64_t n, double scale, double log_min_p, int32_t* idx);
+
+// The candidate j a uniform draw u ∈ [0, Σ w) lands on: the first j with u − w[0] − … − w[j] < 0
+// (subtracted in this order, in f64); n − 1 when rounding leaves u at the total.
+int64_t draw_index(const double* w, int64_t n, double u);
+
 }  // namespace loom

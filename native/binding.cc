@@ -22,6 +22,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("softmax", Napi::Function::New(env, Softmax, "softmax"));
   exports.Set("argmax", Napi::Function::New(env, Argmax, "argmax"));
   exports.Set("expWeights", Napi::Function::New(env, ExpWeights, "expWeights"));
+  exports.Set("sampleCandidates", Napi::Function::New(env, SampleCandidates, "sampleCandidates"));
+  exports.Set("drawIndex", Napi::Function::New(env, DrawIndex, "drawIndex"));
   exports.Set("writeKv", Napi::Function::New(env, WriteKv, "writeKv"));
   exports.Set("attention", Napi::Function::New(env, Attention, "attention"));
 #ifdef LOOM_HAVE_MATMUL

@@ -153,6 +153,33 @@ Napi::Value Argmax(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(argmax(x.data, static_cast<int64_t>(x.length))));
 }
 
+// (row, scale, logMinP, idx: Int32Array) → number of candidates
+Napi::Value SampleCandidates(const Napi::CallbackInfo& info) {
+  const Napi::Env env = info.Env();
+  auto row = f32_array(info, 0, "row");
+  if (!info[1].IsNumber() || !info[2].IsNumber()) throw Napi::TypeError::New(env, "scale and logMinP must be numbers");
+  if (!info[3].IsTypedArray() || info[3].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
+    throw Napi::TypeError::New(env, "idx must be an Int32Array");
+  auto idx = info[3].As<Napi::Int32Array>();
+  const int64_t n = static_cast<int64_t>(row.length);
+  need(info, static_cast<int64_t>(idx.ElementLength()), n, "idx");
+  const double kept = static_cast<double>(
+      sample_candidates(row.data, n, info[1].As<Napi::Number>().DoubleValue(), info[2].As<Napi::Number>().DoubleValue(), idx.Data()));
+  return Napi::Number::New(env, kept);
+}
+
+// (weights: Float64Array, n, u) → index
+Napi::Value DrawIndex(const Napi::CallbackInfo& info) {
+  const Napi::Env env = info.Env();
+  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
+    throw Napi::TypeError::New(env, "weights must be a Float64Array");
+  auto w = info[0].As<Napi::Float64Array>();
+  const int64_t n = integer(info, 1, "n", 1);
+  if (!info[2].IsNumber()) throw Napi::TypeError::New(env, "u must be a number");
+  need(info, static_cast<int64_t>(w.ElementLength()), n, "weights");
+  return Napi::Number::New(env, static_cast<double>(draw_index(w.Data(), n, info[2].As<Napi::Number>().DoubleValue())));
+}
+
 // (out: Float64Array, row, idx: Int32Array | null, n, max) → Σ out[0..n)
 Napi::Value ExpWeights(const Napi::CallbackInfo& info) {
   const Napi::Env env = info.Env();

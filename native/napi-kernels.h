@@ -21,6 +21,8 @@ Napi::Value AddBias(const Napi::CallbackInfo& info);
 Napi::Value Softmax(const Napi::CallbackInfo& info);
 Napi::Value Argmax(const Napi::CallbackInfo& info);
 Napi::Value ExpWeights(const Napi::CallbackInfo& info);
+Napi::Value SampleCandidates(const Napi::CallbackInfo& info);
+Napi::Value DrawIndex(const Napi::CallbackInfo& info);
 
 Napi::Value WriteKv(const Napi::CallbackInfo& info);
 Napi::Value Attention(const Napi::CallbackInfo& info);

@@ -143,6 +143,27 @@ function conformance(k: Kernels): void {
     assert.throws(() => k.expWeights(new Float64Array(1), row, null, 2, 0), RangeError);
   });
 
+  it('sampling candidates and the draw: the same indices, −∞ entries and choices as the reference', () => {
+    for (const [n, scale, minP] of [[1, 1, 0], [17, 1.25, 0], [4099, 1 / 0.7, 0.05], [49_153, 1 / 1.3, 0]] as const) {
+      const row = rngFor(`candidates ${n}`).fill(n, 6);
+      if (n > 3) row[2] = -Infinity;
+      const logMinP = minP > 0 ? Math.log(minP) : -Infinity;
+      const [a, b] = [row.slice(), row.slice()];
+      const [ia, ib] = [new Int32Array(n), new Int32Array(n)];
+      const na = k.sampleCandidates(a, scale, logMinP, ia);
+      const nb = ref.sampleCandidates(b, scale, logMinP, ib);
+      assert.equal(na, nb, `candidates of ${n}`);
+      assert.deepEqual(ia.subarray(0, na), ib.subarray(0, nb), `candidate indices of ${n}`);
+      assert.deepEqual(a, b, `scaled row of ${n}`);
+      if (minP > 0) assert.ok(na < n, 'min-p removed some');
+      const w = Float64Array.from(ia.subarray(0, na), (i) => Math.exp(a[i]! - 6));
+      const total = w.reduce((x, y) => x + y, 0);
+      for (const f of [0, 0.25, 0.5, 0.999999, 1]) assert.equal(k.drawIndex(w, na, f * total), ref.drawIndex(w, na, f * total), `draw at ${f}`);
+    }
+    assert.throws(() => k.sampleCandidates(new Float32Array(4), 1, -Infinity, new Int32Array(3)), RangeError);
+    assert.throws(() => k.drawIndex(new Float64Array(2), 3, 0), RangeError);
+  });
+
   it('softmax rows, short and long; rows sum to 1', () => {
     for (const [rows, n] of [[1, 1], [3, 37], [17, 4099], [200, 300]] as const) {
       const x = rngFor(`softmax ${rows}x${n}`).fill(rows * n, 5);

@@ -36,6 +36,8 @@ class KernelClock {
       softmax: timed(k.softmax, 'other kernels'),
       argmax: timed(k.argmax, 'sampling'),
       expWeights: timed(k.expWeights, 'sampling'),
+      sampleCandidates: timed(k.sampleCandidates, 'sampling'),
+      drawIndex: timed(k.drawIndex, 'sampling'),
       writeKv: timed(k.writeKv, 'attention'),
       attention: timed(k.attention, 'attention'),
     };

@@ -45,7 +45,8 @@ export class EngineCore {
     this.runner = new ModelRunner(createArchitecture(model.config, model.tensors), kv, kernels);
     this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching });
     this.scheduler = new Scheduler(config, this.blocks);
-    this.stopConfig = { ...config, samplingKernels: { argmax: kernels.argmax, expWeights: kernels.expWeights } };
+    const { argmax, expWeights, sampleCandidates, drawIndex } = kernels;
+    this.stopConfig = { ...config, samplingKernels: { argmax, expWeights, sampleCandidates, drawIndex } };
   }
 
   get hasWork(): boolean {

@@ -4,6 +4,7 @@
 // sample() never changes the model's row: processing happens in a scratch row shared by the
 // thread's samplers; lastProcessedLogits() is what the processed_* logprobs modes report.
 import type { Kernels } from '../kernels/index.js';
+import { referenceKernels } from '../kernels/reference.js';
 import { Rng } from './rng.js';
 import { GREEDY_EPSILON, isGreedy, resolveSamplingParams } from './sampling-params.js';
 import type { SamplingParams, SamplingParamsInput } from './sampling-params.js';
@@ -48,17 +49,10 @@ export interface SamplerContext {
   readonly kernels?: SamplingKernels;
 }
 
-export type SamplingKernels = Pick<Kernels, 'argmax' | 'expWeights'>;
+export type SamplingKernels = Pick<Kernels, 'argmax' | 'expWeights' | 'sampleCandidates' | 'drawIndex'>;
 
-/** The loops of this file, as SamplingKernels: f64 exponentials, as the reference kernels. */
-const LOOP_KERNELS: SamplingKernels = {
-  argmax,
-  expWeights(out, row, idx, n, max) {
-    let total = 0;
-    for (let j = 0; j < n; j++) total += out[j] = Math.exp(row[idx ? idx[j]! : j]! - max);
-    return total;
-  },
-};
+/** Without kernels from the engine: the reference kernels' (f64 Math.exp). */
+const DEFAULT_KERNELS: SamplingKernels = referenceKernels;
 
 export class RequestSampler {
   readonly params: SamplingParams;
@@ -83,7 +77,7 @@ export class RequestSampler {
     this.params = p;
     this.rng = new Rng(p.seed ?? Math.floor(Math.random() * 2 ** 32));
     this.greedy = isGreedy(p);
-    this.kernels = ctx.kernels ?? LOOP_KERNELS;
+    this.kernels = ctx.kernels ?? DEFAULT_KERNELS;
     this.biasIds = Int32Array.from(p.logitBias.keys());
     this.biasValues = Float32Array.from(p.logitBias.values());
     const suppress = new Set(p.stopTokenIds);
@@ -166,19 +160,11 @@ export class RequestSampler {
     const p = this.params;
     const v = row.length;
     const { idx, weight, value } = getScratch(v);
-    if (p.temperature !== 1 && p.temperature >= GREEDY_EPSILON) {
-      const inv = 1 / p.temperature;
-      for (let i = 0; i < v; i++) row[i]! *= inv;
-    }
-    const max = row[this.kernels.argmax(row)]!;
+    const scale = p.temperature !== 1 && p.temperature >= GREEDY_EPSILON ? 1 / p.temperature : 1;
     // candidates: finite logits, at or above the min-p floor (p_i ≥ minP·p_max ⇔ x_i ≥ max + ln minP)
-    const floor = p.minP > 0 ? max + Math.log(p.minP) : -Infinity;
-    let n = 0;
-    for (let i = 0; i < v; i++) {
-      if (row[i]! >= floor && row[i]! > -Infinity) idx[n++] = i;
-      else row[i] = -Infinity;
-    }
+    let n = this.kernels.sampleCandidates(row, scale, p.minP > 0 ? Math.log(p.minP) : -Infinity, idx);
     if (n === 0) return argmax(row);
+    const max = row[this.kernels.argmax(row)]!;
     if (p.topK > 0 && p.topK < n) n = topKPrefilter(row, idx, n, max, p.topK); // drops only tokens top-k drops
     if (p.topK > 0 && p.topK < n) {
       const kth = kthLargest(row, idx, n, p.topK, value);
@@ -201,12 +187,7 @@ export class RequestSampler {
       total = 0;
       for (let j = 0; j < n; j++) total += weight[j]!;
     }
-    let u = this.rng.next() * total;
-    for (let j = 0; j < n; j++) {
-      u -= weight[j]!;
-      if (u < 0) return idx[j]!;
-    }
-    return idx[n - 1]!; // rounding: u landed on the total
+    return idx[this.kernels.drawIndex(weight, n, this.rng.next() * total)]!;
   }
 }
 

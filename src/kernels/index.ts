@@ -104,6 +104,16 @@ export interface Kernels {
    */
   expWeights(out: Float64Array, row: Float32Array, idx: Int32Array | null, n: number, max: number): number;
 
+  /**
+   * Sampling candidates, in place: row[i] = f32(row[i]·scale) (the product in f64), then the
+   * entries below max + logMinP (−∞: none) or not finite become −∞ and the others' indices
+   * go to idx in order. Returns how many.
+   */
+  sampleCandidates(row: Float32Array, scale: number, logMinP: number, idx: Int32Array): number;
+
+  /** The first j with u − w[0] − … − w[j] < 0 (subtracted in this order); n − 1 if none. */
+  drawIndex(weights: Float64Array, n: number, u: number): number;
+
   /** Stores k, v ([numTokens, numKvHeads * headDim]) at slotMapping[t] of a cache layer. */
   writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void;
 

@@ -53,6 +53,8 @@ interface NativeAddon {
   softmax(x: F32, rows: number, n: number): void;
   argmax(row: F32): number;
   expWeights(out: Float64Array, row: F32, idx: Int32Array | null, n: number, max: number): number;
+  sampleCandidates(row: F32, scale: number, logMinP: number, idx: Int32Array): number;
+  drawIndex(weights: Float64Array, n: number, u: number): number;
   writeKv(kc: Cache, vc: Cache, f16: boolean, numBlocks: number, blockSize: number, numKvHeads: number, headDim: number,
     k: F32, v: F32, slotMapping: Int32Array): void;
   attention(out: F32, q: F32, kc: Cache, vc: Cache, f16: boolean, numBlocks: number, blockSize: number, numKvHeads: number,
@@ -182,6 +184,8 @@ function wrap(a: NativeAddon): Kernels {
     softmax: a.softmax,
     argmax: a.argmax,
     expWeights: a.expWeights,
+    sampleCandidates: a.sampleCandidates,
+    drawIndex: a.drawIndex,
     writeKv: (layer: KvLayer, s: KvCacheShape, k: F32, v: F32, slotMapping: Int32Array) =>
       a.writeKv(layer.k, layer.v, s.dtype === 'f16', s.numBlocks, s.blockSize, s.numKvHeads, s.headDim, k, v, slotMapping),
     attention: (out: F32, q: F32, layer: KvLayer, c: KvCacheShape, b: AttentionBatch, shape: AttentionShape) => {

@@ -178,6 +178,29 @@ function expWeights(out: Float64Array, row: Float32Array, idx: Int32Array | null
   return total;
 }
 
+function sampleCandidates(row: Float32Array, scale: number, logMinP: number, idx: Int32Array): number {
+  const v = row.length;
+  if (idx.length < v) throw new RangeError(`sampleCandidates: idx holds ${idx.length} of ${v}`);
+  if (scale !== 1) for (let i = 0; i < v; i++) row[i]! *= scale;
+  if (v === 0) return 0;
+  const floor = row[argmax(row)]! + logMinP;
+  let n = 0;
+  for (let i = 0; i < v; i++) {
+    if (row[i]! >= floor && row[i]! > -Infinity) idx[n++] = i;
+    else row[i] = -Infinity;
+  }
+  return n;
+}
+
+function drawIndex(weights: Float64Array, n: number, u: number): number {
+  if (!(n >= 1 && n <= weights.length)) throw new RangeError(`drawIndex: n = ${n} of ${weights.length} weights`);
+  for (let j = 0; j < n; j++) {
+    u -= weights[j]!;
+    if (u < 0) return j;
+  }
+  return n - 1;
+}
+
 function writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void {
   const width = shape.numKvHeads * shape.headDim;
   const capacity = shape.numBlocks * shape.blockSize;
@@ -260,6 +283,8 @@ export const referenceKernels: Kernels = {
   softmax,
   argmax,
   expWeights,
+  sampleCandidates,
+  drawIndex,
   writeKv,
   attention,
 };
