@@ -42,8 +42,11 @@ struct HeadLoopOps {
   }
 };
 
+// Positions [p0, p1) of the context (p0 a multiple of block_size): scores[g][p] =
+// e^(scale·q_g·k_p − max_g) with max_g the maximum over [p0, p1), written to a.stats[g];
+// their sum to a.stats[G + g].
 template <class Ops>
-static void attend_head_impl(const AttendHead& a) {
+static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
   const int d = a.head_dim, G = a.heads;
   const float* q = a.q;
   if (a.f16) {
@@ -54,29 +57,47 @@ static void attend_head_impl(const AttendHead& a) {
   const float* k32 = static_cast<const float*>(a.k);
   const uint16_t* k16 = static_cast<const uint16_t*>(a.k);
   // scores[g][p] = scale · q_g·k_p, walking the block table
-  for (int p0 = 0, b = 0; p0 < a.ctx; p0 += a.block_size, b++) {
-    const int n = a.ctx - p0 < a.block_size ? a.ctx - p0 : a.block_size;
+  for (int p = p0, b = p0 / a.block_size; p < p1; p += a.block_size, b++) {
+    const int n = p1 - p < a.block_size ? p1 - p : a.block_size;
     const int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
-    if (a.f16) Ops::scores_heads(q, G, k16 + off, a.kv_stride, n, d, a.scale, a.scores + p0, a.ctx);
-    else Ops::scores_heads(q, G, k32 + off, a.kv_stride, n, d, a.scale, a.scores + p0, a.ctx);
+    if (a.f16) Ops::scores_heads(q, G, k16 + off, a.kv_stride, n, d, a.scale, a.scores + p, a.ctx);
+    else Ops::scores_heads(q, G, k32 + off, a.kv_stride, n, d, a.scale, a.scores + p, a.ctx);
   }
   for (int g = 0; g < G; g++) {
-    float* scores = a.scores + static_cast<int64_t>(g) * a.ctx;
-    const float max = Ops::max_of(scores, a.ctx);
-    const float inv = 1.0f / Ops::exp_shift_sum(scores, a.ctx, max);
-    for (int p = 0; p < a.ctx; p++) scores[p] *= inv;
-    if (a.f16) Ops::round_f16(scores, a.ctx);
+    float* scores = a.scores + static_cast<int64_t>(g) * a.ctx + p0;
+    a.stats[g] = Ops::max_of(scores, p1 - p0);
+    a.stats[G + g] = Ops::exp_shift_sum(scores, p1 - p0, a.stats[g]);
   }
-  // out_g = Σ_p w_g,p · v_p
+}
+
+// out_g = Σ_{p0 ≤ p < p1} w_g,p · v_p, the weights w = scores · factor[g] (rounded to f16
+// for an f16 cache, as llama.cpp's f16 matmul with V does)
+template <class Ops>
+static void attend_values_impl(const AttendHead& a, int p0, int p1, const float* factor, float* out) {
+  const int d = a.head_dim, G = a.heads;
+  for (int g = 0; g < G; g++) {
+    float* w = a.scores + static_cast<int64_t>(g) * a.ctx + p0;
+    for (int p = 0; p < p1 - p0; p++) w[p] *= factor[g];
+    if (a.f16) Ops::round_f16(w, p1 - p0);
+  }
   const float* v32 = static_cast<const float*>(a.v);
   const uint16_t* v16 = static_cast<const uint16_t*>(a.v);
-  for (int i = 0; i < G * d; i++) a.out[i] = 0.0f;
-  for (int p0 = 0, b = 0; p0 < a.ctx; p0 += a.block_size, b++) {
-    const int n = a.ctx - p0 < a.block_size ? a.ctx - p0 : a.block_size;
+  for (int i = 0; i < G * d; i++) out[i] = 0.0f;
+  for (int p = p0, b = p0 / a.block_size; p < p1; p += a.block_size, b++) {
+    const int n = p1 - p < a.block_size ? p1 - p : a.block_size;
     const int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
-    if (a.f16) Ops::accumulate_heads(a.out, G, a.scores + p0, a.ctx, v16 + off, a.kv_stride, n, d);
-    else Ops::accumulate_heads(a.out, G, a.scores + p0, a.ctx, v32 + off, a.kv_stride, n, d);
+    if (a.f16) Ops::accumulate_heads(out, G, a.scores + p, a.ctx, v16 + off, a.kv_stride, n, d);
+    else Ops::accumulate_heads(out, G, a.scores + p, a.ctx, v32 + off, a.kv_stride, n, d);
   }
+}
+
+// The whole context at once: softmax weights scores/Σ.
+template <class Ops>
+static void attend_head_impl(const AttendHead& a) {
+  attend_scores_impl<Ops>(a, 0, a.ctx);
+  float* inv = a.stats + a.heads;  // Σ_g → 1/Σ_g in place
+  for (int g = 0; g < a.heads; g++) inv[g] = 1.0f / inv[g];
+  attend_values_impl<Ops>(a, 0, a.ctx, inv, a.out);
 }
 
 }  // namespace loom

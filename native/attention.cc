@@ -1,6 +1,10 @@
 #include "attention.h"
 
 #include <cstring>
+#include <type_traits>
+#include <limits>
+#include <cmath>
+#include <algorithm>
 #include <vector>
 
 #include "parallel.h"
@@ -73,48 +77,142 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
                        10 * rounds(n_tokens * c.num_kv_heads) * group <= 17 * rounds(n_tokens * num_heads);
   const int heads = grouped ? group : 1;
   const int units_per_token = num_heads / heads;
-  const auto run = [&](int64_t u0, int64_t u1) {
-    thread_local std::vector<float> scratch;
-    for (int64_t u = u0; u < u1; u++) {
-      const int64_t t = u / units_per_token;
-      const int h = static_cast<int>(u % units_per_token) * heads;  // the unit's first query head
-      const int ctx = b.positions[t] + 1;
-      const size_t need = static_cast<size_t>(heads) * (ctx + d);
-      if (scratch.size() < need) scratch.resize(need * 2);
-      AttendHead job;
-      job.q = q + (t * num_heads + h) * d;
-      job.k = c.k;
-      job.v = c.v;
-      job.f16 = c.f16;
-      job.blocks = b.block_tables + static_cast<int64_t>(seq_of_token[t]) * b.max_blocks_per_seq;
-      job.block_size = c.block_size;
-      job.ctx = ctx;
-      job.kv_stride = static_cast<int64_t>(c.num_kv_heads) * d;
-      job.head_offset = static_cast<int64_t>(h / group) * d;
-      job.head_dim = d;
-      job.heads = heads;
-      job.scale = scale;
-      job.q_scratch = scratch.data();
-      job.scores = scratch.data() + static_cast<int64_t>(heads) * d;
-      job.out = out + (t * num_heads + h) * d;
-      ops.attend_head(job);
+  const int64_t units = n_tokens * units_per_token;
+  // Contexts longer than chunk_keys are attended in chunks that different threads take (one
+  // long sequence would otherwise keep only num_kv_heads threads busy): each chunk's scores
+  // and softmax stats, then weights rescaled to the whole context's maximum and sum, times
+  // V per chunk, then the chunks' outputs summed in order. The chunks depend on the context
+  // length only, never on the batch, so a token's output is the same in any batch; a
+  // context of one chunk is computed exactly as before.
+  const int chunk_keys = std::max(1, 1024 / c.block_size) * c.block_size;
+  const auto chunks_of = [&](int64_t u) { return (b.positions[u / units_per_token] + chunk_keys) / chunk_keys; };
+  // items: a unit's chunks (a short context is one item that does everything)
+  thread_local std::vector<int64_t> item_start;  // [units + 1]: first item of each unit
+  item_start.resize(static_cast<size_t>(units + 1));
+  item_start[0] = 0;
+  int64_t split_floats = 0;
+  for (int64_t u = 0; u < units; u++) {
+    const int64_t nc = chunks_of(u);
+    item_start[u + 1] = item_start[u] + nc;
+    if (nc > 1) split_floats += static_cast<int64_t>(heads) * (b.positions[u / units_per_token] + 1);
+  }
+  const int64_t items = item_start[units];
+  const bool split = items > units;
+  // per split unit: its scores [heads, ctx] (they live across the phases); per item: stats
+  // [2, heads] and its output [heads, d]
+  thread_local std::vector<float> shared;
+  thread_local std::vector<int64_t> scores_at;  // [units]
+  if (split) {
+    shared.resize(static_cast<size_t>(split_floats + items * heads * (2 + d)));
+    scores_at.resize(static_cast<size_t>(units));
+    int64_t at = 0;
+    for (int64_t u = 0; u < units; u++) {
+      scores_at[u] = at;
+      if (item_start[u + 1] - item_start[u] > 1) at += static_cast<int64_t>(heads) * (b.positions[u / units_per_token] + 1);
+    }
+  }
+  float* const split_scores = shared.data();
+  float* const item_stats = split ? shared.data() + split_floats : nullptr;
+  float* const item_out = split ? item_stats + items * 2 * heads : nullptr;
+  const int64_t* const first_item = item_start.data();
+  const int64_t* const unit_scores = scores_at.data();
+
+  const auto job_for = [&](int64_t u, float* scratch) {
+    const int64_t t = u / units_per_token;
+    const int h = static_cast<int>(u % units_per_token) * heads;  // the unit's first query head
+    AttendHead job;
+    job.q = q + (t * num_heads + h) * d;
+    job.k = c.k;
+    job.v = c.v;
+    job.f16 = c.f16;
+    job.blocks = b.block_tables + static_cast<int64_t>(seq_of_token[t]) * b.max_blocks_per_seq;
+    job.block_size = c.block_size;
+    job.ctx = b.positions[t] + 1;
+    job.kv_stride = static_cast<int64_t>(c.num_kv_heads) * d;
+    job.head_offset = static_cast<int64_t>(h / group) * d;
+    job.head_dim = d;
+    job.heads = heads;
+    job.scale = scale;
+    job.q_scratch = scratch;
+    job.stats = scratch + static_cast<int64_t>(heads) * d;
+    job.scores = job.stats + 2 * heads;
+    job.out = out + (t * num_heads + h) * d;
+    return job;
+  };
+  // item i → (unit, chunk): units are found by walking forward from the range's start
+  const auto for_items = [&](int64_t i0, int64_t i1, auto&& body) {
+    int64_t u = std::upper_bound(first_item, first_item + units + 1, i0) - first_item - 1;
+    for (int64_t i = i0; i < i1; i++) {
+      while (first_item[u + 1] <= i) u++;
+      body(u, static_cast<int>(i - first_item[u]), first_item[u + 1] - first_item[u] > 1);
     }
   };
-  // Units of heads sharing a kv head are adjacent. Their costs differ (context lengths), so
-  // many small tasks are handed out dynamically rather than one range a thread.
-  const int64_t units = n_tokens * units_per_token;
-  if (work * num_heads * d * 4 < kMinParallelWork || p.size() == 1 || units == 1) {
-    run(0, units);
-    return;
+  // phase 1: whole short contexts; the scores and stats of long contexts' chunks
+  const auto phase1 = [&](int64_t i0, int64_t i1) {
+    thread_local std::vector<float> scratch;
+    for_items(i0, i1, [&](int64_t u, int chunk, bool chunked) {
+      const int ctx = b.positions[u / units_per_token] + 1;
+      const size_t need = static_cast<size_t>(heads) * (d + 2 + (chunked ? 0 : ctx));
+      if (scratch.size() < need) scratch.resize(need * 2);
+      AttendHead job = job_for(u, scratch.data());
+      if (!chunked) return ops.attend_head(job);
+      job.scores = split_scores + unit_scores[u];
+      job.stats = item_stats + (first_item[u] + chunk) * 2 * heads;
+      ops.attend_scores(job, chunk * chunk_keys, std::min(ctx, (chunk + 1) * chunk_keys));
+    });
+  };
+  // phase 2: each chunk's weights, rescaled to its context's maximum and sum, times V
+  const auto phase2 = [&](int64_t i0, int64_t i1) {
+    thread_local std::vector<float> scratch;
+    for_items(i0, i1, [&](int64_t u, int chunk, bool chunked) {
+      if (!chunked) return;
+      if (scratch.size() < static_cast<size_t>(heads) * (d + 3)) scratch.resize(static_cast<size_t>(heads) * (d + 3));
+      const int ctx = b.positions[u / units_per_token] + 1;
+      AttendHead job = job_for(u, scratch.data());
+      job.scores = split_scores + unit_scores[u];
+      const int64_t i = first_item[u] + chunk, nc = first_item[u + 1] - first_item[u];
+      float* factor = scratch.data() + static_cast<int64_t>(heads) * (d + 2);
+      for (int g = 0; g < heads; g++) {
+        float max = -std::numeric_limits<float>::infinity();
+        for (int64_t s = 0; s < nc; s++) max = std::max(max, item_stats[(first_item[u] + s) * 2 * heads + g]);
+        double total = 0;
+        for (int64_t s = 0; s < nc; s++) {
+          const float* st = item_stats + (first_item[u] + s) * 2 * heads;
+          total += static_cast<double>(st[heads + g]) * std::exp(static_cast<double>(st[g]) - max);
+        }
+        factor[g] = static_cast<float>(std::exp(static_cast<double>(item_stats[i * 2 * heads + g]) - max) / total);
+      }
+      ops.attend_values(job, chunk * chunk_keys, std::min(ctx, (chunk + 1) * chunk_keys), factor, item_out + i * heads * d);
+    });
+  };
+  const auto parallel = [&](const auto& fn) {
+    // Units of heads sharing a kv head are adjacent. Their costs differ (context lengths), so
+    // many small tasks are handed out dynamically rather than one range a thread.
+    if (work * num_heads * d * 4 < kMinParallelWork || p.size() == 1 || items == 1) return fn(0, items);
+    const int tasks = static_cast<int>(std::min<int64_t>(items, 16 * static_cast<int64_t>(p.size())));
+    struct Job {
+      int64_t items;
+      int tasks;
+      const std::remove_reference_t<decltype(fn)>* body;
+    } job{items, tasks, &fn};
+    const Job* j = &job;  // one captured pointer: std::function stores it without allocating
+    p.parallel_for(tasks, [j](int task, int) { (*j->body)(j->items * task / j->tasks, j->items * (task + 1) / j->tasks); });
+  };
+  parallel(phase1);
+  if (!split) return;
+  parallel(phase2);
+  // the chunks' outputs, summed in order
+  for (int64_t u = 0; u < units; u++) {
+    const int64_t nc = first_item[u + 1] - first_item[u];
+    if (nc == 1) continue;
+    float* dst = out + ((u / units_per_token) * num_heads + (u % units_per_token) * heads) * d;
+    const float* src = item_out + first_item[u] * heads * d;
+    for (int64_t i = 0; i < static_cast<int64_t>(heads) * d; i++) {
+      float sum = 0;
+      for (int64_t s = 0; s < nc; s++) sum += src[s * heads * d + i];
+      dst[i] = sum;
+    }
   }
-  const int tasks = static_cast<int>(std::min<int64_t>(units, 16 * static_cast<int64_t>(p.size())));
-  struct Job {
-    int64_t units;
-    int tasks;
-    const decltype(run)* body;
-  } job{units, tasks, &run};
-  const Job* j = &job;  // one captured pointer: std::function stores it without allocating
-  p.parallel_for(tasks, [j](int task, int) { (*j->body)(j->units * task / j->tasks, j->units * (task + 1) / j->tasks); });
 }
 
 }  // namespace loom

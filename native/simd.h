@@ -26,6 +26,7 @@ struct AttendHead {
   float scale;
   float* scores;         // scratch [heads, ctx]
   float* q_scratch;      // scratch [heads, head_dim]
+  float* stats;          // scratch [2, heads]: per head the maximum, then the sum
   float* out;            // [heads, head_dim]
 };
 
@@ -39,6 +40,11 @@ struct SimdOps {
   // f32 → f16 bits, round to nearest even
   void (*f32_to_f16)(uint16_t* out, const float* x, int64_t n);
   void (*attend_head)(const AttendHead& job);
+  // the two halves of attend_head over positions [p0, p1) of the context, for a context
+  // split across threads (see attention.cc): scores → e^(s − max) with stats; then
+  // out (zeroed here) = Σ (scores · factor[g]) · v
+  void (*attend_scores)(const AttendHead& job, int p0, int p1);
+  void (*attend_values)(const AttendHead& job, int p0, int p1, const float* factor, float* out);
   // attend_head reads each K/V row once for all of a job's heads (else it goes head by head)
   bool shares_kv_rows;
 };

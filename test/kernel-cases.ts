@@ -115,4 +115,7 @@ export const ATTENTION_PLANS: readonly { plan: SeqPlan[]; heads: { numHeads: num
   // 6 per KV head (a group of 4 and one of 2), and 3 per KV head with 7-slot blocks (key tails)
   { plan: [{ cached: 40, chunk: 1 }, { cached: 0, chunk: 5 }, { cached: 17, chunk: 3 }], heads: { numHeads: 12, numKvHeads: 2, headDim: 64 }, blockSize: 16 },
   { plan: [{ cached: 3, chunk: 2 }, { cached: 30, chunk: 1 }, { cached: 0, chunk: 7 }], heads: { numHeads: 6, numKvHeads: 2, headDim: 48 }, blockSize: 7 },
+  // contexts over 1024 keys are split across threads in chunks: a decode token three chunks
+  // deep, and a prefill chunk whose tokens cross from one chunk into two
+  { plan: [{ cached: 2500, chunk: 1 }, { cached: 1000, chunk: 40 }], heads: { numHeads: 9, numKvHeads: 3, headDim: 64 }, blockSize: 16 },
 ];

@@ -221,6 +221,30 @@ function conformance(k: Kernels): void {
     close(out.subarray(24, 48), v0, 1e-6, 'attention at position 0 (head 1)');
   });
 
+  it('attention of a token is the same bits alone and in any batch (grouping and context chunks never depend on the batch)', () => {
+    for (const dtype of ['f32', 'f16'] as const) {
+      const plan = [{ cached: 2100, chunk: 1 }, ...Array.from({ length: 12 }, (_, i) => ({ cached: 40 * i, chunk: 1 })), { cached: 900, chunk: 30 }];
+      const c = attentionCase(rngFor(`attn batch ${dtype}`), dtype, plan, { numHeads: 9, numKvHeads: 3, headDim: 64 }, 16);
+      const width = c.shape.numHeads * c.shape.headDim;
+      const all = new Float32Array(c.numTokens * width);
+      k.attention(all, c.q, c.layer, c.cache, c.batch, c.shape);
+      for (const s of [0, 13]) {
+        const t0 = c.batch.seqStarts[s]!;
+        const t1 = c.batch.seqStarts[s + 1]!;
+        const m = c.batch.maxBlocksPerSeq;
+        const alone = {
+          seqStarts: Int32Array.from([0, t1 - t0]),
+          positions: c.batch.positions.slice(t0, t1),
+          blockTables: c.batch.blockTables.slice(s * m, (s + 1) * m),
+          maxBlocksPerSeq: m,
+        };
+        const out = new Float32Array((t1 - t0) * width);
+        k.attention(out, c.q.slice(t0 * width, t1 * width), c.layer, c.cache, alone, c.shape);
+        assert.deepEqual(out, all.slice(t0 * width, t1 * width), `${dtype}: sequence ${s} alone vs in the batch`);
+      }
+    }
+  });
+
   it('attention rejects a position whose block is missing', () => {
     const c = attentionCase(rngFor('attn missing'), 'f32', [{ cached: 20, chunk: 1 }], { numHeads: 2, numKvHeads: 1, headDim: 8 }, 16);
     const tables = c.batch.blockTables.slice();

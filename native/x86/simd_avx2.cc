@@ -130,11 +130,15 @@ void f32_to_f16_avx2(uint16_t* out, const float* x, int64_t n) {
 }
 
 void attend_head_avx2(const AttendHead& job) { attend_head_impl<Avx2Ops>(job); }
+void attend_scores_avx2(const AttendHead& job, int p0, int p1) { attend_scores_impl<Avx2Ops>(job, p0, p1); }
+void attend_values_avx2(const AttendHead& job, int p0, int p1, const float* factor, float* out) {
+  attend_values_impl<Avx2Ops>(job, p0, p1, factor, out);
+}
 
 }  // namespace
 
 namespace x86 {
-const SimdOps kAvx2Ops = {"avx2", max_avx2, exp_shift_sum_avx2, silu_mul_avx2, f32_to_f16_avx2, attend_head_avx2, false};
+const SimdOps kAvx2Ops = {"avx2", max_avx2, exp_shift_sum_avx2, silu_mul_avx2, f32_to_f16_avx2, attend_head_avx2, attend_scores_avx2, attend_values_avx2, false};
 }  // namespace x86
 
 }  // namespace loom

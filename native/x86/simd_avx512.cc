@@ -266,11 +266,15 @@ void f32_to_f16_avx512(uint16_t* out, const float* x, int64_t n) {
 }
 
 void attend_head_avx512(const AttendHead& job) { attend_head_impl<Avx512Ops>(job); }
+void attend_scores_avx512(const AttendHead& job, int p0, int p1) { attend_scores_impl<Avx512Ops>(job, p0, p1); }
+void attend_values_avx512(const AttendHead& job, int p0, int p1, const float* factor, float* out) {
+  attend_values_impl<Avx512Ops>(job, p0, p1, factor, out);
+}
 
 }  // namespace
 
 namespace x86 {
-const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, f32_to_f16_avx512, attend_head_avx512, true};
+const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, f32_to_f16_avx512, attend_head_avx512, attend_scores_avx512, attend_values_avx512, true};
 }  // namespace x86
 
 }  // namespace loom
