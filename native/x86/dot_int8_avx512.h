@@ -15,17 +15,10 @@ inline float hsum512(__m512 v) {
 // Weights become unsigned bytes u = q + bias (Q8_0: q ^ 0x80 = q + 128; Q4_0: the nibble,
 // which is q + 8), so dpbusd(u, x) = Σ q·x + bias·Σx; the bias·Σx part (Σx per block is in
 // the prepared row) is taken off once per row, in f32. Block scales d are gathered 16 at a
-// time into one vector (a hardware gather is several times slower here).
+// time into one vector by word permutes (a hardware gather is several times slower here).
 
-// f32 d of blocks b0 .. b0+n−1 (n ≤ 16, stride bytes apart, f16 at the block start); 0 past n.
-inline __m512 group_d(const uint8_t* w, int stride, int b0, int n) {
-  alignas(32) uint16_t h[16] = {};
-  for (int i = 0; i < n; i++) h[i] = loom::load_u16(w + stride * (b0 + i));
-  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
-}
-
-// The same for 16 whole Q8_0 blocks at p: d sits at word 17·i of the 544 bytes, picked out
-// of eight 64-byte loads by four two-source word permutes.
+// f32 d of 16 whole Q8_0 blocks at p: d sits at word 17·i of the 544 bytes, picked out of
+// eight 64-byte loads by four two-source word permutes.
 inline __m512 q8_0_group_d16(const uint8_t* p) {
   const __m512i idx = _mm512_setr_epi32(0 | (17 << 16), 34 | (51 << 16), 4 | (21 << 16), 38 | (55 << 16),
                                         8 | (25 << 16), 42 | (59 << 16), 12 | (29 << 16), 46 | (63 << 16),
@@ -38,6 +31,17 @@ inline __m512 q8_0_group_d16(const uint8_t* p) {
   h = _mm512_mask_mov_epi16(h, 0x0F00, two(256));
   h = _mm512_mask_mov_epi16(h, 0xF000, two(384));
   return _mm512_cvtph_ps(_mm512_castsi512_si256(h));
+}
+
+// The same for 16 whole Q4_0 blocks at p: d at word 9·i of the 288 bytes; blocks 0..7 from
+// words 0..63, blocks 8..15 from words 72..135, each by one two-source word permute.
+inline __m512 q4_0_group_d16(const uint8_t* p) {
+  const __m512i idx = _mm512_setr_epi32(0 | (9 << 16), 18 | (27 << 16), 36 | (45 << 16), 54 | (63 << 16),
+                                        0 | (9 << 16), 18 | (27 << 16), 36 | (45 << 16), 54 | (63 << 16),
+                                        0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i lo = _mm512_permutex2var_epi16(_mm512_loadu_si512(p), idx, _mm512_loadu_si512(p + 64));
+  const __m512i hi = _mm512_permutex2var_epi16(_mm512_loadu_si512(p + 144), idx, _mm512_loadu_si512(p + 208));
+  return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_mask_mov_epi16(lo, 0xFF00, hi)));
 }
 
 // lanes 0..7 ← s[2k], lanes 8..15 ← s[2k + 1]
@@ -66,32 +70,24 @@ inline __m512i q_0_pair(const uint8_t* blk, bool one) {
   return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(loadu256(blk + 2)), loadu256(blk + 36), 1), bias);
 }
 
-// Blocks b0 .. b0+n−1 (n ≤ 16) of one weight row against R prepared rows; kWhole: n = 16.
-template <int R, bool kQ4, bool kWhole>
-inline void q_0_group(const uint8_t* w, const loom::XQ8_0* x, int b0, int n, __m512 (&acc)[4][R], __m512 (&corr)[R]) {
+// Blocks b0 .. b0+15 of one weight row against R prepared rows.
+template <int R, bool kQ4>
+inline void q_0_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m512 (&acc)[4][R], __m512 (&corr)[R]) {
   constexpr int kStride = kQ4 ? loom::kQ4_0Bytes : loom::kQ8_0Bytes;
-  if (kWhole) n = 16;
-  const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
-  const __m512 d = !kQ4 && kWhole ? q8_0_group_d16(w + kStride * b0) : group_d(w, kStride, b0, n);
+  const __m512 d = kQ4 ? q4_0_group_d16(w + kStride * b0) : q8_0_group_d16(w + kStride * b0);
   __m512 s[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) {
-    const __m512 dx = kWhole ? _mm512_loadu_ps(x[r].d + b0) : _mm512_maskz_loadu_ps(m, x[r].d + b0);
-    const __m512i sx = kWhole ? _mm512_loadu_si512(x[r].s + b0) : _mm512_maskz_loadu_epi32(m, x[r].s + b0);
-    s[r] = _mm512_mul_ps(d, dx);
-    corr[r] = _mm512_fmadd_ps(s[r], _mm512_cvtepi32_ps(sx), corr[r]);
+    s[r] = _mm512_mul_ps(d, _mm512_loadu_ps(x[r].d + b0));
+    corr[r] = _mm512_fmadd_ps(s[r], _mm512_cvtepi32_ps(_mm512_loadu_si512(x[r].s + b0)), corr[r]);
   }
   // one step per pair of blocks; k is a constant in every copy (pair_scale<k>)
   const auto step = [&](auto kc) {
     constexpr int k = decltype(kc)::value;
-    if (!kWhole && 2 * k >= n) return;
-    const bool one = !kWhole && 2 * k + 1 == n;
     const int b = b0 + 2 * k;
     LOOM_PREFETCH(w + kStride * b);  // Q8_0: 68 bytes a pair; Q4_0: 36
-    const __m512i u = q_0_pair<kQ4>(w + kStride * b, one);
+    const __m512i u = q_0_pair<kQ4>(w + kStride * b, false);
     LOOM_UNROLL for (int r = 0; r < R; r++) {
-      const int8_t* xq = x[r].q + 32 * b;
-      const __m512i xv = one ? _mm512_zextsi256_si512(loadu256(xq)) : _mm512_loadu_si512(xq);
-      const __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xv));
+      const __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(x[r].q + 32 * b)));
       acc[k & 3][r] = _mm512_fmadd_ps(p, pair_scale<k>(s[r]), acc[k & 3][r]);
     }
   };
@@ -105,14 +101,41 @@ inline void q_0_group(const uint8_t* w, const loom::XQ8_0* x, int b0, int n, __m
   step(std::integral_constant<int, 7>());
 }
 
+// The last n < 16 blocks, a pair at a time with scalar scales: a group's scale vector (a
+// stack round trip for a partial group) cost more here than a whole group of 16 blocks, and
+// most rows of small models (K = 576: 16 + 2 blocks) end in such a tail. The bias·Σx term
+// comes off each block's integer sum here (lane 0 of each half), exactly.
+template <int R, bool kQ4>
+inline void q_0_tail(const uint8_t* w, const loom::XQ8_0* x, int b0, int n, __m512 (&acc)[4][R]) {
+  constexpr int kStride = kQ4 ? loom::kQ4_0Bytes : loom::kQ8_0Bytes;
+  constexpr int kBias = kQ4 ? 8 : 128;
+  for (int k = 0; 2 * k < n; k++) {
+    const int b = b0 + 2 * k;
+    const bool one = 2 * k + 1 == n;
+    const uint8_t* blk = w + kStride * b;
+    const float da = f16_scalar(blk), db = one ? 0.f : f16_scalar(blk + kStride);
+    const __m512i u = q_0_pair<kQ4>(blk, one);
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
+      const int8_t* xq = x[r].q + 32 * b;
+      const __m512i xv = one ? _mm512_zextsi256_si512(loadu256(xq)) : _mm512_loadu_si512(xq);
+      const __m512i bias = _mm512_mask_set1_epi32(_mm512_maskz_set1_epi32(0x0001, kBias * x[r].s[b]), 0x0100,
+                                                  one ? 0 : kBias * x[r].s[b + 1]);
+      const __m512i dot = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xv), bias);
+      const float sa = da * x[r].d[b], sb = one ? 0.f : db * x[r].d[b + 1];
+      const __m512 scale = _mm512_insertf32x8(_mm512_set1_ps(sa), _mm256_set1_ps(sb), 1);
+      acc[k & 3][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[k & 3][r]);
+    }
+  }
+}
+
 template <int R, bool kQ4>
 void dot_q_0_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
   const int nb = K / 32;
   __m512 acc[4][R], corr[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = acc[2][r] = acc[3][r] = corr[r] = _mm512_setzero_ps();
   int b0 = 0;
-  for (; b0 + 16 <= nb; b0 += 16) q_0_group<R, kQ4, true>(w, x, b0, 16, acc, corr);
-  if (b0 < nb) q_0_group<R, kQ4, false>(w, x, b0, nb - b0, acc, corr);
+  for (; b0 + 16 <= nb; b0 += 16) q_0_group<R, kQ4>(w, x, b0, acc, corr);
+  if (b0 < nb) q_0_tail<R, kQ4>(w, x, b0, nb - b0, acc);
   constexpr float kBias = kQ4 ? 8.f : 128.f;
   LOOM_UNROLL for (int r = 0; r < R; r++) {
     const __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]), _mm512_add_ps(acc[2][r], acc[3][r]));
