@@ -242,10 +242,11 @@ void matmul_dot(const Kernels& k, float* out, const float* x, int rows, const ui
       for (int r = 0; r < rows; r++) prep(r, 0);
     xa = buf;
   }
-  // Chunks of 16 output rows (a cache line of out) or more: about 8 tasks per thread, so
-  // the dynamic scheduling evens out, but never under ~16 KB of weights per task.
+  // Chunks of 16 output rows (a cache line of out) or more: about 2 tasks per thread (each
+  // task start costs a memory ramp, and a small model's matrices are only a few hundred KB:
+  // 8 a thread made its 211 one-row matmuls 25% slower), but never under ~16 KB of weights.
   const int threads = pool().size();
-  int chunk = ceil_div(N, 8 * threads);
+  int chunk = ceil_div(N, 2 * threads);
   const int min_chunk = std::max<int>(16, static_cast<int>(16384 / std::max<size_t>(wstride, 1)));
   chunk = std::max(chunk, min_chunk);
   chunk = ceil_div(chunk, 16) * 16;
