@@ -45,6 +45,19 @@ struct HeadLoopOps {
 // Positions [p0, p1) of the context (p0 a multiple of block_size): scores[g][p] =
 // e^(scale·q_g·k_p − max_g) with max_g the maximum over [p0, p1), written to a.stats[g];
 // their sum to a.stats[G + g].
+// K or V rows of the block `ahead` blocks after block b (when it is within [.., p1)): a
+// block's rows are kv_stride apart and blocks are scattered, which the hardware prefetcher
+// does not follow.
+static inline void prefetch_block(const AttendHead& a, const void* base, int elem, int b, int p1) {
+  constexpr int ahead = 2;
+  if ((b + ahead) * a.block_size >= p1) return;
+  const char* rows = static_cast<const char*>(base) +
+                     (static_cast<int64_t>(a.blocks[b + ahead]) * a.block_size * a.kv_stride + a.head_offset) * elem;
+  const int64_t row_bytes = static_cast<int64_t>(a.head_dim) * elem;
+  for (int j = 0; j < a.block_size; j++)
+    for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(rows + j * a.kv_stride * elem + o);
+}
+
 template <class Ops>
 static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
   const int d = a.head_dim, G = a.heads;
@@ -60,6 +73,7 @@ static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
   for (int p = p0, b = p0 / a.block_size; p < p1; p += a.block_size, b++) {
     const int n = p1 - p < a.block_size ? p1 - p : a.block_size;
     const int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
+    prefetch_block(a, a.k, a.f16 ? 2 : 4, b, p1);
     if (a.f16) Ops::scores_heads(q, G, k16 + off, a.kv_stride, n, d, a.scale, a.scores + p, a.ctx);
     else Ops::scores_heads(q, G, k32 + off, a.kv_stride, n, d, a.scale, a.scores + p, a.ctx);
   }
@@ -86,6 +100,7 @@ static void attend_values_impl(const AttendHead& a, int p0, int p1, const float*
   for (int p = p0, b = p0 / a.block_size; p < p1; p += a.block_size, b++) {
     const int n = p1 - p < a.block_size ? p1 - p : a.block_size;
     const int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
+    prefetch_block(a, a.v, a.f16 ? 2 : 4, b, p1);
     if (a.f16) Ops::accumulate_heads(out, G, a.scores + p, a.ctx, v16 + off, a.kv_stride, n, d);
     else Ops::accumulate_heads(out, G, a.scores + p, a.ctx, v32 + off, a.kv_stride, n, d);
   }
