@@ -1,8 +1,7 @@
 #include "act.h"
 
-#include <limits>
-
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "half.h"

@@ -1,5 +1,6 @@
-// The body of one (token, head) of paged attention, written once over an `Ops` struct of
-// static vector primitives and instantiated by each instruction-set translation unit.
+// The two halves of paged attention for one token's query heads (scores with softmax stats,
+// then weights times V), written once over an `Ops` struct of static vector primitives and
+// instantiated by each instruction-set translation unit.
 // Ops works on the n ≤ block_size consecutive slots of one block (K/V rows `stride` apart):
 //   scores(q, k, stride, n, d, scale, out)   out[j] = scale · q·k_j       (k: float or f16 bits)
 //   accumulate(acc, w, v, stride, n, d)      acc[i] += Σ_j w[j] · v_j[i]  (v: float or f16 bits)
@@ -42,9 +43,6 @@ struct HeadLoopOps {
   }
 };
 
-// Positions [p0, p1) of the context (p0 a multiple of block_size): scores[g][p] =
-// e^(scale·q_g·k_p − max_g) with max_g the maximum over [p0, p1), written to a.stats[g];
-// their sum to a.stats[G + g].
 // K or V rows of the block `ahead` blocks after block b (when it is within [.., p1)): a
 // block's rows are kv_stride apart and blocks are scattered, which the hardware prefetcher
 // does not follow.
@@ -58,6 +56,9 @@ static inline void prefetch_block(const AttendHead& a, const void* base, int ele
     for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(rows + j * a.kv_stride * elem + o);
 }
 
+// Positions [p0, p1) of the context (p0 a multiple of block_size): scores[g][p] =
+// e^(scale·q_g·k_p − max_g) with max_g the maximum over [p0, p1), written to a.stats[g];
+// their sum to a.stats[G + g].
 template <class Ops>
 static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
   const int d = a.head_dim, G = a.heads;
@@ -104,15 +105,6 @@ static void attend_values_impl(const AttendHead& a, int p0, int p1, const float*
     if (a.f16) Ops::accumulate_heads(out, G, a.scores + p, a.ctx, v16 + off, a.kv_stride, n, d);
     else Ops::accumulate_heads(out, G, a.scores + p, a.ctx, v32 + off, a.kv_stride, n, d);
   }
-}
-
-// The whole context at once: softmax weights scores/Σ.
-template <class Ops>
-static void attend_head_impl(const AttendHead& a) {
-  attend_scores_impl<Ops>(a, 0, a.ctx);
-  float* inv = a.stats + a.heads;  // Σ_g → 1/Σ_g in place
-  for (int g = 0; g < a.heads; g++) inv[g] = 1.0f / inv[g];
-  attend_values_impl<Ops>(a, 0, a.ctx, inv, a.out);
 }
 
 }  // namespace loom

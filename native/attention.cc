@@ -1,10 +1,10 @@
 #include "attention.h"
 
-#include <cstring>
-#include <type_traits>
-#include <limits>
-#include <cmath>
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "parallel.h"
@@ -85,37 +85,33 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   // length only, never on the batch, so a token's output is the same in any batch; a
   // context of one chunk is computed exactly as before.
   const int chunk_keys = std::max(1, 1024 / c.block_size) * c.block_size;
-  const auto chunks_of = [&](int64_t u) { return (b.positions[u / units_per_token] + chunk_keys) / chunk_keys; };
-  // items: a unit's chunks (a short context is one item that does everything)
+  const auto ctx_of = [&](int64_t u) { return b.positions[u / units_per_token] + 1; };
+  // items: a unit's chunks (a short context is one item that does everything). A split
+  // unit's scores [heads, ctx] live in `shared` across the phases, at scores_at[u].
   thread_local std::vector<int64_t> item_start;  // [units + 1]: first item of each unit
+  thread_local std::vector<int64_t> scores_at;   // [units]
   item_start.resize(static_cast<size_t>(units + 1));
+  scores_at.resize(static_cast<size_t>(units));
   item_start[0] = 0;
   int64_t split_floats = 0;
   for (int64_t u = 0; u < units; u++) {
-    const int64_t nc = chunks_of(u);
+    const int64_t nc = (ctx_of(u) + chunk_keys - 1) / chunk_keys;
     item_start[u + 1] = item_start[u] + nc;
-    if (nc > 1) split_floats += static_cast<int64_t>(heads) * (b.positions[u / units_per_token] + 1);
+    scores_at[u] = split_floats;
+    if (nc > 1) split_floats += static_cast<int64_t>(heads) * ctx_of(u);
   }
   const int64_t items = item_start[units];
   const bool split = items > units;
-  // per split unit: its scores [heads, ctx] (they live across the phases); per item: stats
-  // [2, heads] and its output [heads, d]
+  // then per item: stats [2, heads] (max and sum, then the rescaling factor) and output [heads, d]
   thread_local std::vector<float> shared;
-  thread_local std::vector<int64_t> scores_at;  // [units]
-  if (split) {
-    shared.resize(static_cast<size_t>(split_floats + items * heads * (2 + d)));
-    scores_at.resize(static_cast<size_t>(units));
-    int64_t at = 0;
-    for (int64_t u = 0; u < units; u++) {
-      scores_at[u] = at;
-      if (item_start[u + 1] - item_start[u] > 1) at += static_cast<int64_t>(heads) * (b.positions[u / units_per_token] + 1);
-    }
-  }
-  float* const split_scores = shared.data();
+  if (split) shared.resize(static_cast<size_t>(split_floats + items * heads * (2 + d)));
   float* const item_stats = split ? shared.data() + split_floats : nullptr;
   float* const item_out = split ? item_stats + items * 2 * heads : nullptr;
+  // the lambdas below run on the pool's threads: they see these through plain pointers (a
+  // thread_local named inside them would be that thread's own)
   const int64_t* const first_item = item_start.data();
   const int64_t* const unit_scores = scores_at.data();
+  float* const split_scores = shared.data();
 
   const auto job_for = [&](int64_t u, float* scratch) {
     const int64_t t = u / units_per_token;
@@ -147,42 +143,58 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
       body(u, static_cast<int>(i - first_item[u]), first_item[u + 1] - first_item[u] > 1);
     }
   };
-  // phase 1: whole short contexts; the scores and stats of long contexts' chunks
+  // phase 1: whole short contexts (softmax weights scores/Σ); the scores and stats of long
+  // contexts' chunks
   const auto phase1 = [&](int64_t i0, int64_t i1) {
     thread_local std::vector<float> scratch;
     for_items(i0, i1, [&](int64_t u, int chunk, bool chunked) {
-      const int ctx = b.positions[u / units_per_token] + 1;
+      const int ctx = ctx_of(u);
       const size_t need = static_cast<size_t>(heads) * (d + 2 + (chunked ? 0 : ctx));
       if (scratch.size() < need) scratch.resize(need * 2);
       AttendHead job = job_for(u, scratch.data());
-      if (!chunked) return ops.attend_head(job);
+      if (!chunked) {
+        ops.attend_scores(job, 0, ctx);
+        float* inv = job.stats + heads;  // Σ_g → 1/Σ_g in place
+        for (int g = 0; g < heads; g++) inv[g] = 1.0f / inv[g];
+        return ops.attend_values(job, 0, ctx, inv, job.out);
+      }
       job.scores = split_scores + unit_scores[u];
       job.stats = item_stats + (first_item[u] + chunk) * 2 * heads;
       ops.attend_scores(job, chunk * chunk_keys, std::min(ctx, (chunk + 1) * chunk_keys));
     });
   };
-  // phase 2: each chunk's weights, rescaled to its context's maximum and sum, times V
+  // between the phases, per split unit and head: each chunk's factor e^(max_chunk − max)/Σ,
+  // with max and Σ over the whole context, in place of the chunk's max
+  const auto rescale = [&] {
+    for (int64_t u = 0; u < units; u++) {
+      const int64_t i0 = first_item[u], nc = first_item[u + 1] - i0;
+      if (nc == 1) continue;
+      for (int g = 0; g < heads; g++) {
+        float max = -std::numeric_limits<float>::infinity();
+        for (int64_t s = 0; s < nc; s++) max = std::max(max, item_stats[(i0 + s) * 2 * heads + g]);
+        double total = 0;
+        for (int64_t s = 0; s < nc; s++) {
+          const float* st = item_stats + (i0 + s) * 2 * heads;
+          total += static_cast<double>(st[heads + g]) * std::exp(static_cast<double>(st[g]) - max);
+        }
+        for (int64_t s = 0; s < nc; s++) {
+          float* st = item_stats + (i0 + s) * 2 * heads;
+          st[g] = static_cast<float>(std::exp(static_cast<double>(st[g]) - max) / total);
+        }
+      }
+    }
+  };
+  // phase 2: each chunk's weights (rescaled) times V
   const auto phase2 = [&](int64_t i0, int64_t i1) {
     thread_local std::vector<float> scratch;
     for_items(i0, i1, [&](int64_t u, int chunk, bool chunked) {
       if (!chunked) return;
-      if (scratch.size() < static_cast<size_t>(heads) * (d + 3)) scratch.resize(static_cast<size_t>(heads) * (d + 3));
-      const int ctx = b.positions[u / units_per_token] + 1;
+      if (scratch.size() < static_cast<size_t>(heads) * (d + 2)) scratch.resize(static_cast<size_t>(heads) * (d + 2));
       AttendHead job = job_for(u, scratch.data());
       job.scores = split_scores + unit_scores[u];
-      const int64_t i = first_item[u] + chunk, nc = first_item[u + 1] - first_item[u];
-      float* factor = scratch.data() + static_cast<int64_t>(heads) * (d + 2);
-      for (int g = 0; g < heads; g++) {
-        float max = -std::numeric_limits<float>::infinity();
-        for (int64_t s = 0; s < nc; s++) max = std::max(max, item_stats[(first_item[u] + s) * 2 * heads + g]);
-        double total = 0;
-        for (int64_t s = 0; s < nc; s++) {
-          const float* st = item_stats + (first_item[u] + s) * 2 * heads;
-          total += static_cast<double>(st[heads + g]) * std::exp(static_cast<double>(st[g]) - max);
-        }
-        factor[g] = static_cast<float>(std::exp(static_cast<double>(item_stats[i * 2 * heads + g]) - max) / total);
-      }
-      ops.attend_values(job, chunk * chunk_keys, std::min(ctx, (chunk + 1) * chunk_keys), factor, item_out + i * heads * d);
+      const int64_t i = first_item[u] + chunk;
+      ops.attend_values(job, chunk * chunk_keys, std::min(ctx_of(u), (chunk + 1) * chunk_keys), item_stats + i * 2 * heads,
+                        item_out + i * heads * d);
     });
   };
   const auto parallel = [&](const auto& fn) {
@@ -200,6 +212,7 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   };
   parallel(phase1);
   if (!split) return;
+  rescale();
   parallel(phase2);
   // the chunks' outputs, summed in order
   for (int64_t u = 0; u < units; u++) {

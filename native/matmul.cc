@@ -253,11 +253,11 @@ void matmul_dot(const Kernels& k, float* out, const float* x, int rows, const ui
   const int tasks = ceil_div(N, chunk);
   pool().parallel_for(tasks, [&](int t, int) {
     const int o0 = t * chunk, o1 = std::min(N, o0 + chunk);
-    // The kernels prefetch 8 KiB ahead of where they read; the task's first 8 KiB would
-    // otherwise arrive one miss at a time while the hardware prefetcher warms up (a cost
-    // paid per task, large for the many small matrices of a small model).
+    // The kernels prefetch LOOM_PREFETCH_AHEAD bytes ahead of where they read; the task's
+    // first that many would otherwise arrive one miss at a time while the hardware
+    // prefetcher warms up (a cost paid per task, large for a small model's many matrices).
     const uint8_t* first = w + wstride * static_cast<size_t>(o0);
-    const size_t warm = std::min<size_t>(8192, wstride * static_cast<size_t>(o1 - o0));
+    const size_t warm = std::min<size_t>(LOOM_PREFETCH_AHEAD, wstride * static_cast<size_t>(o1 - o0));
     for (size_t off = 0; off < warm; off += 64) __builtin_prefetch(first + off);
     k.dot(type, xa, xstride, rows, w, wstride, K, o0, o1, out, N);
   });

@@ -32,6 +32,9 @@ Span<T> typed_array(const Napi::CallbackInfo& info, size_t i, napi_typedarray_ty
 inline Span<float> f32_array(const Napi::CallbackInfo& info, size_t i, const char* name) {
   return typed_array<float>(info, i, napi_float32_array, "Float32Array", name);
 }
+inline Span<double> f64_array(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  return typed_array<double>(info, i, napi_float64_array, "Float64Array", name);
+}
 inline Span<int32_t> i32_array(const Napi::CallbackInfo& info, size_t i, const char* name) {
   return typed_array<int32_t>(info, i, napi_int32_array, "Int32Array", name);
 }

@@ -153,57 +153,45 @@ Napi::Value Argmax(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(argmax(x.data, static_cast<int64_t>(x.length))));
 }
 
-// (row, scale, logMinP, idx: Int32Array) → number of candidates
+// (row, scale, logMinP (may be −∞), idx: Int32Array) → number of candidates
 Napi::Value SampleCandidates(const Napi::CallbackInfo& info) {
-  const Napi::Env env = info.Env();
   auto row = f32_array(info, 0, "row");
-  if (!info[1].IsNumber() || !info[2].IsNumber()) throw Napi::TypeError::New(env, "scale and logMinP must be numbers");
-  if (!info[3].IsTypedArray() || info[3].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-    throw Napi::TypeError::New(env, "idx must be an Int32Array");
-  auto idx = info[3].As<Napi::Int32Array>();
-  const int64_t n = static_cast<int64_t>(row.length);
-  need(info, static_cast<int64_t>(idx.ElementLength()), n, "idx");
-  const double kept = static_cast<double>(
-      sample_candidates(row.data, n, info[1].As<Napi::Number>().DoubleValue(), info[2].As<Napi::Number>().DoubleValue(), idx.Data()));
-  return Napi::Number::New(env, kept);
+  const double scale = number(info, 1, "scale");
+  if (!info[2].IsNumber()) throw Napi::TypeError::New(info.Env(), "logMinP must be a number");
+  auto idx = i32_array(info, 3, "idx");
+  need(info, idx.length, static_cast<int64_t>(row.length), "idx");
+  const int64_t kept =
+      sample_candidates(row.data, static_cast<int64_t>(row.length), scale, info[2].As<Napi::Number>().DoubleValue(), idx.data);
+  return Napi::Number::New(info.Env(), static_cast<double>(kept));
 }
 
 // (weights: Float64Array, n, u) → index
 Napi::Value DrawIndex(const Napi::CallbackInfo& info) {
-  const Napi::Env env = info.Env();
-  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
-    throw Napi::TypeError::New(env, "weights must be a Float64Array");
-  auto w = info[0].As<Napi::Float64Array>();
+  auto w = f64_array(info, 0, "weights");
   const int64_t n = integer(info, 1, "n", 1);
-  if (!info[2].IsNumber()) throw Napi::TypeError::New(env, "u must be a number");
-  need(info, static_cast<int64_t>(w.ElementLength()), n, "weights");
-  return Napi::Number::New(env, static_cast<double>(draw_index(w.Data(), n, info[2].As<Napi::Number>().DoubleValue())));
+  need(info, w.length, n, "weights");
+  return Napi::Number::New(info.Env(), static_cast<double>(draw_index(w.data, n, number(info, 2, "u"))));
 }
 
 // (out: Float64Array, row, idx: Int32Array | null, n, max) → Σ out[0..n)
 Napi::Value ExpWeights(const Napi::CallbackInfo& info) {
-  const Napi::Env env = info.Env();
-  if (!info[0].IsTypedArray() || info[0].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array)
-    throw Napi::TypeError::New(env, "out must be a Float64Array");
-  auto out = info[0].As<Napi::Float64Array>();
+  auto out = f64_array(info, 0, "out");
   auto row = f32_array(info, 1, "row");
   const int64_t n = integer(info, 3, "n", 0);
-  if (!info[4].IsNumber()) throw Napi::TypeError::New(env, "max must be a number");
-  const float max = info[4].As<Napi::Number>().FloatValue();
-  need(info, static_cast<int64_t>(out.ElementLength()), n, "out");
+  const float max = static_cast<float>(number(info, 4, "max"));
+  need(info, out.length, n, "out");
   const int32_t* idx = nullptr;
-  if (!info[2].IsNull()) {
-    if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_int32_array)
-      throw Napi::TypeError::New(env, "idx must be an Int32Array or null");
-    auto ids = info[2].As<Napi::Int32Array>();
-    need(info, static_cast<int64_t>(ids.ElementLength()), n, "idx");
-    idx = ids.Data();
-    for (int64_t j = 0; j < n; j++)
-      if (idx[j] < 0 || static_cast<size_t>(idx[j]) >= row.length) throw Napi::RangeError::New(env, "idx holds an index outside row");
+  if (info[2].IsNull()) {
+    need(info, row.length, n, "row");
   } else {
-    need(info, static_cast<int64_t>(row.length), n, "row");
+    auto ids = i32_array(info, 2, "idx");
+    need(info, ids.length, n, "idx");
+    for (int64_t j = 0; j < n; j++)
+      if (ids.data[j] < 0 || static_cast<size_t>(ids.data[j]) >= row.length)
+        throw Napi::RangeError::New(info.Env(), "idx holds an index outside row");
+    idx = ids.data;
   }
-  return Napi::Number::New(env, exp_weights(out.Data(), row.data, idx, n, max));
+  return Napi::Number::New(info.Env(), exp_weights(out.data, row.data, idx, n, max));
 }
 
 #ifdef LOOM_HAVE_MATMUL

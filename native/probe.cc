@@ -10,6 +10,7 @@
 
 #include "cpu.h"
 #include "threadpool.h"
+#include "x86/matmul_x86.h"
 
 namespace loom {
 
@@ -66,7 +67,7 @@ uint64_t read_sum_scalar(const uint64_t* p, int64_t n, int64_t ahead) {
 
 using FmaLoop = float (*)(int64_t);
 using ReadLoop = uint64_t (*)(const uint64_t*, int64_t, int64_t);
-constexpr int64_t kReadAhead = 8192;  // bytes; as the matmul kernels' LOOM_PREFETCH_AHEAD
+constexpr int64_t kReadAhead = LOOM_PREFETCH_AHEAD;  // bytes, as the matmul kernels
 
 bool has512() {
 #if defined(__x86_64__) && !defined(LOOM_NO_X86)

@@ -59,14 +59,13 @@ void f32_to_f16_portable(uint16_t* out, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = f32_to_f16(x[i]);
 }
 
-void attend_head_portable(const AttendHead& job) { attend_head_impl<PortableOps>(job); }
 void attend_scores_portable(const AttendHead& job, int p0, int p1) { attend_scores_impl<PortableOps>(job, p0, p1); }
 void attend_values_portable(const AttendHead& job, int p0, int p1, const float* factor, float* out) {
   attend_values_impl<PortableOps>(job, p0, p1, factor, out);
 }
 
 const SimdOps kPortableOps = {
-    "portable", max_portable, exp_shift_sum_portable, silu_mul_portable, f32_to_f16_portable, attend_head_portable, attend_scores_portable, attend_values_portable, false,
+    "portable", max_portable, exp_shift_sum_portable, silu_mul_portable, f32_to_f16_portable, attend_scores_portable, attend_values_portable, false,
 };
 
 const SimdOps& select_ops() {

@@ -39,13 +39,12 @@ struct SimdOps {
   void (*silu_mul)(float* out, const float* gate, const float* up, int64_t n);
   // f32 → f16 bits, round to nearest even
   void (*f32_to_f16)(uint16_t* out, const float* x, int64_t n);
-  void (*attend_head)(const AttendHead& job);
-  // the two halves of attend_head over positions [p0, p1) of the context, for a context
-  // split across threads (see attention.cc): scores → e^(s − max) with stats; then
-  // out (zeroed here) = Σ (scores · factor[g]) · v
+  // attention over positions [p0, p1) of the job's context: scores → e^(s − max) with the
+  // per-head max and sum in job.stats; then out (zeroed here) = Σ (scores · factor[g]) · v.
+  // A whole context is the two over [0, ctx) with factor = 1/sum (see attention.cc).
   void (*attend_scores)(const AttendHead& job, int p0, int p1);
   void (*attend_values)(const AttendHead& job, int p0, int p1, const float* factor, float* out);
-  // attend_head reads each K/V row once for all of a job's heads (else it goes head by head)
+  // attend_* read each K/V row once for all of a job's heads (else they go head by head)
   bool shares_kv_rows;
 };
 

@@ -17,6 +17,10 @@ inline float hsum512(__m512 v) {
 // the prepared row) is taken off once per row, in f32. Block scales d are gathered 16 at a
 // time into one vector by word permutes (a hardware gather is several times slower here).
 
+// the u8 weights' offset: Q8_0 q ^ 0x80 = q + 128, Q4_0 nibble = q + 8
+template <bool kQ4>
+constexpr int kQ0Bias = kQ4 ? 8 : 128;
+
 // f32 d of 16 whole Q8_0 blocks at p: d sits at word 17·i of the 544 bytes, picked out of
 // eight 64-byte loads by four two-source word permutes.
 inline __m512 q8_0_group_d16(const uint8_t* p) {
@@ -108,7 +112,7 @@ inline void q_0_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m512 (&a
 template <int R, bool kQ4>
 inline void q_0_tail(const uint8_t* w, const loom::XQ8_0* x, int b0, int n, __m512 (&acc)[4][R]) {
   constexpr int kStride = kQ4 ? loom::kQ4_0Bytes : loom::kQ8_0Bytes;
-  constexpr int kBias = kQ4 ? 8 : 128;
+  constexpr int kBias = kQ0Bias<kQ4>;
   for (int k = 0; 2 * k < n; k++) {
     const int b = b0 + 2 * k;
     const bool one = 2 * k + 1 == n;
@@ -136,7 +140,7 @@ void dot_q_0_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) 
   int b0 = 0;
   for (; b0 + 16 <= nb; b0 += 16) q_0_group<R, kQ4>(w, x, b0, acc, corr);
   if (b0 < nb) q_0_tail<R, kQ4>(w, x, b0, nb - b0, acc);
-  constexpr float kBias = kQ4 ? 8.f : 128.f;
+  constexpr float kBias = kQ0Bias<kQ4>;
   LOOM_UNROLL for (int r = 0; r < R; r++) {
     const __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]), _mm512_add_ps(acc[2][r], acc[3][r]));
     res[r] = hsum512(a) - kBias * hsum512(corr[r]);

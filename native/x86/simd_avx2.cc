@@ -129,7 +129,6 @@ void f32_to_f16_avx2(uint16_t* out, const float* x, int64_t n) {
   for (; i < n; i++) out[i] = f32_to_f16(x[i]);
 }
 
-void attend_head_avx2(const AttendHead& job) { attend_head_impl<Avx2Ops>(job); }
 void attend_scores_avx2(const AttendHead& job, int p0, int p1) { attend_scores_impl<Avx2Ops>(job, p0, p1); }
 void attend_values_avx2(const AttendHead& job, int p0, int p1, const float* factor, float* out) {
   attend_values_impl<Avx2Ops>(job, p0, p1, factor, out);
@@ -138,7 +137,7 @@ void attend_values_avx2(const AttendHead& job, int p0, int p1, const float* fact
 }  // namespace
 
 namespace x86 {
-const SimdOps kAvx2Ops = {"avx2", max_avx2, exp_shift_sum_avx2, silu_mul_avx2, f32_to_f16_avx2, attend_head_avx2, attend_scores_avx2, attend_values_avx2, false};
+const SimdOps kAvx2Ops = {"avx2", max_avx2, exp_shift_sum_avx2, silu_mul_avx2, f32_to_f16_avx2, attend_scores_avx2, attend_values_avx2, false};
 }  // namespace x86
 
 }  // namespace loom

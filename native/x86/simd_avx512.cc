@@ -145,7 +145,7 @@ void accumulate_nv(float* acc, const float* w, const T* v, int64_t stride, int n
   for (int c = 0; c < NV; c++) _mm512_storeu_ps(acc + 16 * c, a[c]);
 }
 
-struct Avx512Ops {
+struct Avx512Ops : HeadLoopOps<Avx512Ops> {
   // any d: masked tails, one key at a time
   template <class T>
   static float dot(const float* q, const T* k, int d) {
@@ -204,8 +204,7 @@ struct Avx512Ops {
       case 2: return scores_heads_nv<2>(q, G, k, stride, n, scale, out, out_stride);
       case 3: return scores_heads_nv<3>(q, G, k, stride, n, scale, out, out_stride);
       case 4: return scores_heads_nv<4>(q, G, k, stride, n, scale, out, out_stride);
-      default:
-        for (int g = 0; g < G; g++) scores(q + g * d, k, stride, n, d, scale, out + g * out_stride);
+      default: return HeadLoopOps::scores_heads(q, G, k, stride, n, d, scale, out, out_stride);
     }
   }
   template <class T>
@@ -215,8 +214,7 @@ struct Avx512Ops {
       case 2: return accumulate_heads_nv<2>(acc, G, w, w_stride, v, stride, n);
       case 3: return accumulate_heads_nv<3>(acc, G, w, w_stride, v, stride, n);
       case 4: return accumulate_heads_nv<4>(acc, G, w, w_stride, v, stride, n);
-      default:
-        for (int g = 0; g < G; g++) accumulate(acc + g * d, w + g * w_stride, v, stride, n, d);
+      default: return HeadLoopOps::accumulate_heads(acc, G, w, w_stride, v, stride, n, d);
     }
   }
   static float max_of(const float* x, int n) {
@@ -265,7 +263,6 @@ void f32_to_f16_avx512(uint16_t* out, const float* x, int64_t n) {
   }
 }
 
-void attend_head_avx512(const AttendHead& job) { attend_head_impl<Avx512Ops>(job); }
 void attend_scores_avx512(const AttendHead& job, int p0, int p1) { attend_scores_impl<Avx512Ops>(job, p0, p1); }
 void attend_values_avx512(const AttendHead& job, int p0, int p1, const float* factor, float* out) {
   attend_values_impl<Avx512Ops>(job, p0, p1, factor, out);
@@ -274,7 +271,7 @@ void attend_values_avx512(const AttendHead& job, int p0, int p1, const float* fa
 }  // namespace
 
 namespace x86 {
-const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, f32_to_f16_avx512, attend_head_avx512, attend_scores_avx512, attend_values_avx512, true};
+const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, f32_to_f16_avx512, attend_scores_avx512, attend_values_avx512, true};
 }  // namespace x86
 
 }  // namespace loom

@@ -45,8 +45,7 @@ export class EngineCore {
     this.runner = new ModelRunner(createArchitecture(model.config, model.tensors), kv, kernels);
     this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching });
     this.scheduler = new Scheduler(config, this.blocks);
-    const { argmax, expWeights, sampleCandidates, drawIndex } = kernels;
-    this.stopConfig = { ...config, samplingKernels: { argmax, expWeights, sampleCandidates, drawIndex } };
+    this.stopConfig = { ...config, samplingKernels: kernels };
   }
 
   get hasWork(): boolean {

@@ -13,7 +13,7 @@ export interface StopConfig {
   readonly maxModelLen: number;
   readonly eosTokenIds: readonly number[];
   readonly logprobsMode: LogprobsMode;
-  /** the kernels' argmax and sampling weights */
+  /** the kernels sampling runs on (default: the reference kernels) */
   readonly samplingKernels?: SamplingKernels;
 }
 

@@ -16,18 +16,7 @@ export { validateSamplingParams } from './sampling-params.js';
 export const GREEDY: SamplingParams = resolveSamplingParams({ temperature: 0, seed: 0 });
 
 /** index of the largest value; the lowest index wins ties */
-export function argmax(row: Float32Array): number {
-  let best = 0;
-  let max = row[0]!;
-  for (let i = 1; i < row.length; i++) {
-    const x = row[i]!;
-    if (x > max) {
-      max = x;
-      best = i;
-    }
-  }
-  return best;
-}
+export const argmax: (row: Float32Array) => number = referenceKernels.argmax;
 
 let scratchRow = new Float32Array(0);
 
@@ -44,15 +33,12 @@ export interface SamplerContext {
   readonly promptIds?: ArrayLike<number>;
   /** when known, bounds logit_bias and stop ids */
   readonly vocabSize?: number;
-  /** the kernels' argmax (greedy) and sampling weights (the native core's are several times
-   * faster than the loops here, which are the default) */
+  /** the kernels for argmax (greedy), candidates, weights and the draw: the engine's (the
+   * native core's are several times faster); default: the reference kernels */
   readonly kernels?: SamplingKernels;
 }
 
 export type SamplingKernels = Pick<Kernels, 'argmax' | 'expWeights' | 'sampleCandidates' | 'drawIndex'>;
-
-/** Without kernels from the engine: the reference kernels' (f64 Math.exp). */
-const DEFAULT_KERNELS: SamplingKernels = referenceKernels;
 
 export class RequestSampler {
   readonly params: SamplingParams;
@@ -77,7 +63,7 @@ export class RequestSampler {
     this.params = p;
     this.rng = new Rng(p.seed ?? Math.floor(Math.random() * 2 ** 32));
     this.greedy = isGreedy(p);
-    this.kernels = ctx.kernels ?? DEFAULT_KERNELS;
+    this.kernels = ctx.kernels ?? referenceKernels;
     this.biasIds = Int32Array.from(p.logitBias.keys());
     this.biasValues = Float32Array.from(p.logitBias.values());
     const suppress = new Set(p.stopTokenIds);
@@ -163,8 +149,9 @@ export class RequestSampler {
     const scale = p.temperature !== 1 && p.temperature >= GREEDY_EPSILON ? 1 / p.temperature : 1;
     // candidates: finite logits, at or above the min-p floor (p_i ≥ minP·p_max ⇔ x_i ≥ max + ln minP)
     let n = this.kernels.sampleCandidates(row, scale, p.minP > 0 ? Math.log(p.minP) : -Infinity, idx);
-    if (n === 0) return argmax(row);
-    const max = row[this.kernels.argmax(row)]!;
+    const best = this.kernels.argmax(row);
+    if (n === 0) return best;
+    const max = row[best]!;
     if (p.topK > 0 && p.topK < n) n = topKPrefilter(row, idx, n, max, p.topK); // drops only tokens top-k drops
     if (p.topK > 0 && p.topK < n) {
       const kth = kthLargest(row, idx, n, p.topK, value);

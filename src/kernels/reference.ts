@@ -163,7 +163,14 @@ function softmax(x: Float32Array, rows: number, n: number): void {
 
 function argmax(row: Float32Array): number {
   let best = 0;
-  for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
+  let max = row[0]!;
+  for (let i = 1; i < row.length; i++) {
+    const x = row[i]!;
+    if (x > max) {
+      max = x;
+      best = i;
+    }
+  }
   return best;
 }
 
