@@ -5,14 +5,16 @@ import type { EngineOptions } from '../engine/options.js';
 import { LOGPROBS_MODES } from '../engine/logprobs.js';
 import type { LogprobsMode } from '../engine/logprobs.js';
 import { WorkerEngineClient } from '../engine/worker-client.js';
-import { InvalidArgumentError } from '../errors.js';
 import { loadModel } from '../model/load.js';
+import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../server/app.js';
-import { resolveModelPath } from '../model/hub.js';
+import { offlineFromEnv } from '../model/hub.js';
+import { resolveModelArg } from '../model/model-arg.js';
+import { withEnvAndConfig } from './config.js';
 import { numberOption } from './parse.js';
 
 interface ServeFlags {
-  model: string;
+  model?: string;
   host: string;
   port: number;
   apiKey?: string;
@@ -35,12 +37,12 @@ interface ServeFlags {
 
 export function serveCommand(): Command {
   const n = numberOption;
-  return new Command('serve')
+  const cmd = new Command('serve')
     .description('serve a model over an OpenAI-compatible HTTP API')
-    .requiredOption('-m, --model <path>', 'GGUF file, Hugging Face folder, or hf:ORG/REPO[:FILE] from the Hub')
+    .option('-m, --model <path>', 'GGUF file, Hugging Face folder, hf:ORG/REPO[:FILE] from the Hub, or a cached model\'s name (default: the built-in stories260K)')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .addOption(new Option('--port <port>', 'port').default(8000).argParser(n('port', true)))
-    .option('--api-key <key>', 'require "Authorization: Bearer <key>" (also LOOM_API_KEY)', process.env.LOOM_API_KEY)
+    .option('--api-key <key>', 'require "Authorization: Bearer <key>"')
     .option('--served-model-name <name>', 'the model name clients use (default: the file or repo name)')
     .addOption(new Option('--max-model-len <n>', "context length (default: the model's)").argParser(n('max-model-len', true)))
     .addOption(new Option('--backend <name>', 'kernels').choices(['auto', 'native', 'reference']).default(ENGINE_DEFAULTS.backend))
@@ -59,10 +61,12 @@ export function serveCommand(): Command {
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
     .action((flags: ServeFlags) => runServe(flags));
+  return withEnvAndConfig(cmd);
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
-  const path = await resolveModelPath(flags.model, { offline: flags.offline ?? process.env.HF_HUB_OFFLINE === '1', cacheDir: flags.cacheDir });
+  const resolved = await resolveModelArg(flags.model, { offline: flags.offline ?? offlineFromEnv(), cacheDir: flags.cacheDir });
+  const path = resolved.path;
   const model = loadModel(path);
   const engineOptions: EngineOptions = {
     model: path,
@@ -78,7 +82,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     logprobsMode: flags.logprobsMode,
   };
   const engine = await WorkerEngineClient.start(engineOptions);
-  const servedModelName = flags.servedModelName ?? defaultModelName(flags.model);
+  const servedModelName = flags.servedModelName ?? resolved.name;
   const { app, ctx } = buildApp({
     engine,
     tokenizer: model.tokenizer,
@@ -95,6 +99,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const address = app.server.address();
   const where = typeof address === 'object' && address ? `${address.address}:${address.port}` : String(address);
   console.error(`loom: serving ${servedModelName} on http://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
+  console.error(`loom: ${addressesLine(address)}`);
 
   // one line every 10 s while busy
   let lastLog = Date.now();
@@ -127,9 +132,10 @@ async function runServe(flags: ServeFlags): Promise<void> {
   process.once('SIGINT', () => void shutdown('SIGINT'));
 }
 
-function defaultModelName(model: string): string {
-  if (model.startsWith('hf:')) return model.slice(3).split(':')[0]!;
-  const base = model.replace(/\/+$/, '').split('/').pop() ?? model;
-  if (!base) throw new InvalidArgumentError('--model is empty');
-  return base.replace(/\.gguf$/i, '');
+/** where people point a browser and their clients */
+function addressesLine(address: ReturnType<FastifyInstance['server']['address']>): string {
+  if (typeof address !== 'object' || !address) return `listening on ${String(address)}`;
+  const host = address.address === '0.0.0.0' || address.address === '::' ? 'localhost' : address.address.includes(':') ? `[${address.address}]` : address.address;
+  const base = `http://${host}:${address.port}`;
+  return `OpenAI API at ${base}/v1, Ollama API at ${base}/api, web chat at ${base}/`;
 }
