@@ -33,7 +33,7 @@ function toBoolean(raw: unknown, where: string): boolean {
 
 /** `negated`: the name said `no-…`, so true means off */
 function toValue(opt: Option, raw: unknown, where: string, negated = false): unknown {
-  if (opt.isBoolean()) return toBoolean(raw, where) !== negated;
+  if (!opt.required && !opt.optional) return toBoolean(raw, where) !== negated; // a switch (isBoolean() leaves out --no-…)
   if (typeof raw !== 'string' && typeof raw !== 'number') throw new InvalidArgumentError(`${where}: expected a string or a number, got ${JSON.stringify(raw)}`);
   const text = String(raw);
   if (opt.argChoices && !opt.argChoices.includes(text)) {
