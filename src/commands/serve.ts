@@ -33,6 +33,7 @@ interface ServeFlags {
   shutdownTimeout: number;
   offline?: boolean;
   cacheDir?: string;
+  webui: boolean;
 }
 
 export function serveCommand(): Command {
@@ -60,6 +61,7 @@ export function serveCommand(): Command {
     .addOption(new Option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM').default(30).argParser(n('shutdown-timeout', false)))
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
+    .option('--no-webui', 'no chat page at /')
     .action((flags: ServeFlags) => runServe(flags));
   return withEnvAndConfig(cmd);
 }
@@ -93,13 +95,14 @@ async function runServe(flags: ServeFlags): Promise<void> {
       maxPendingRequests: flags.maxPendingRequests,
       slowClientTimeoutMs: 30_000,
       bodyLimitBytes: 8 * 2 ** 20,
+      webui: flags.webui,
     },
   });
   await app.listen({ host: flags.host, port: flags.port });
   const address = app.server.address();
   const where = typeof address === 'object' && address ? `${address.address}:${address.port}` : String(address);
   console.error(`loom: serving ${servedModelName} on http://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
-  console.error(`loom: ${addressesLine(address)}`);
+  console.error(`loom: ${addressesLine(address, flags.webui)}`);
 
   // one line every 10 s while busy
   let lastLog = Date.now();
@@ -133,9 +136,9 @@ async function runServe(flags: ServeFlags): Promise<void> {
 }
 
 /** where people point a browser and their clients */
-function addressesLine(address: ReturnType<FastifyInstance['server']['address']>): string {
+function addressesLine(address: ReturnType<FastifyInstance['server']['address']>, webui: boolean): string {
   if (typeof address !== 'object' || !address) return `listening on ${String(address)}`;
   const host = address.address === '0.0.0.0' || address.address === '::' ? 'localhost' : address.address.includes(':') ? `[${address.address}]` : address.address;
   const base = `http://${host}:${address.port}`;
-  return `OpenAI API at ${base}/v1, Ollama API at ${base}/api, web chat at ${base}/`;
+  return `OpenAI API at ${base}/v1, Ollama API at ${base}/api${webui ? `, web chat at ${base}/` : ''}`;
 }

@@ -15,6 +15,8 @@ export interface ServerOptions {
   /** a streaming client that does not read for this long is dropped */
   readonly slowClientTimeoutMs: number;
   readonly bodyLimitBytes: number;
+  /** the chat page at / */
+  readonly webui?: boolean;
 }
 
 export interface ServerContext {
