@@ -5,6 +5,7 @@ import type { EngineOptions } from '../engine/options.js';
 import { LOGPROBS_MODES } from '../engine/logprobs.js';
 import type { LogprobsMode } from '../engine/logprobs.js';
 import { WorkerEngineClient } from '../engine/worker-client.js';
+import { describeModel } from '../model/describe.js';
 import { loadModel } from '../model/load.js';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../server/app.js';
@@ -96,6 +97,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
       slowClientTimeoutMs: 30_000,
       bodyLimitBytes: 8 * 2 ** 20,
       webui: flags.webui,
+      description: describeModel(model),
     },
   });
   await app.listen({ host: flags.host, port: flags.port });

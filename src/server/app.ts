@@ -11,6 +11,7 @@ import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { generateRoute } from './routes/generate.js';
 import { miscRoutes } from './routes/misc.js';
+import { ollamaRoutes } from './routes/ollama.js';
 import { WEBUI_PATHS, webuiRoute } from './routes/webui.js';
 
 export interface AppParts {
@@ -67,6 +68,7 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
   chatRoute(app, ctx);
   generateRoute(app, ctx);
   miscRoutes(app, ctx);
+  ollamaRoutes(app, ctx);
   if (options.webui) webuiRoute(app);
   return { app, ctx };
 }
