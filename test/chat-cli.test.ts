@@ -2,7 +2,7 @@
 // through the chat template with the history kept, /clear and /system, plain completion for
 // a model without a template, and Ctrl-C (SIGINT) stopping a reply but not the program.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -10,6 +10,8 @@ import { PROJECT_ROOT, ggufFixturePath } from './fixtures/index.js';
 import { GGUF_FIXTURES } from './fixtures/recipe.js';
 
 const CLI = join(PROJECT_ROOT, 'dist', 'src', 'cli.js');
+// the pseudo-terminal driver is Python's pty module (Python 3 is there wherever node-gyp built the core)
+const noPython = spawnSync('python3', ['-c', 'import pty'], { encoding: 'utf8' }).status === 0 ? false : 'no python3 with the pty module';
 
 interface Turn {
   promptTokens: number;
@@ -52,7 +54,7 @@ describe('loom chat', () => {
   });
 
   it('continues a model without a template as plain text; Ctrl-C stops the reply, not the program', async () => {
-    const { child, out } = chat(['--backend', 'reference', '--temperature', '0', '-n', '400', '--ignore-eos']);
+    const { child, out } = chat(['--backend', 'reference', '--temperature', '0', '-n', '150', '--ignore-eos']);
     child.stdin.write('Once upon a time\n');
     await new Promise<void>((ok) => child.stdout.once('data', () => ok()));
     child.kill('SIGINT');
@@ -67,11 +69,25 @@ describe('loom chat', () => {
     assert.match(out.stderr, /stories260K has no chat template: each message continues the conversation as plain text/);
     const [first, second] = turns(out.stderr);
     assert.equal(first!.finish, 'abort');
-    assert.ok(first!.replyTokens < 400, `stopped after ${first!.replyTokens} tokens`);
+    assert.ok(first!.replyTokens < 150, `stopped after ${first!.replyTokens} tokens`);
     assert.equal(first!.promptTokens, 5, 'BOS + "Once upon a time"');
     assert.ok(second!.promptTokens > first!.promptTokens + first!.replyTokens, 'the transcript so far is continued');
     // the stopped reply is the start of llama.cpp's greedy story (../shared/models/README.md)
     const stopped = out.stdout.slice(0, out.stdout.indexOf('\n'));
     assert.ok(stopped.length > 0 && ', there was a little girl named Lily. She loved to play outside in the park.'.startsWith(stopped), out.stdout);
+  });
+
+  it('in a terminal: Ctrl-C stops the reply, Ctrl-C on a typed line clears it, /exit leaves', { skip: noPython }, () => {
+    const driver = join(PROJECT_ROOT, 'test', 'helpers', 'chat-pty.py');
+    const r = spawnSync('python3', [driver, process.execPath, CLI, 'chat', '--backend', 'reference', '--temperature', '0', '--ignore-eos', '-n', '400', '--verbose'], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /\nEXIT 0\n$/, r.stdout);
+    const [turn] = turns(r.stdout.replaceAll('\r', ''));
+    assert.equal(turn?.finish, 'abort', r.stdout);
+    assert.ok(turn!.replyTokens < 400);
+    assert.match(r.stdout, />>> /, 'a prompt is shown in a terminal');
   });
 });
