@@ -13,15 +13,17 @@ import { loadModel } from '../src/model/load.js';
 import { DEFAULT_MODEL_PATH } from '../src/model/model-arg.js';
 import { buildApp } from '../src/server/app.js';
 import type { ServerOptions } from '../src/server/context.js';
+import { ggufFixturePath } from './fixtures/index.js';
+import { GGUF_FIXTURES } from './fixtures/recipe.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const noBrowser = existsSync(CHROMIUM) ? false : `no browser at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH)`;
 const KEY = 'sesame';
 
-async function startServer(webui: boolean) {
-  const engine = await WorkerEngineClient.start({ model: DEFAULT_MODEL_PATH, backend: 'reference', kvCacheMemory: '16MiB' });
-  const options: ServerOptions = { servedModelName: 'stories260K', maxModelLen: engine.info.maxModelLen, maxPendingRequests: 8, slowClientTimeoutMs: 30_000, bodyLimitBytes: 1 << 20, apiKey: KEY, webui };
-  const { app } = buildApp({ engine, tokenizer: loadModel(DEFAULT_MODEL_PATH).tokenizer, options });
+async function startServer(webui: boolean, model = DEFAULT_MODEL_PATH, name = 'stories260K', apiKey: string | null = KEY) {
+  const engine = await WorkerEngineClient.start({ model, backend: 'reference', kvCacheMemory: '16MiB' });
+  const options: ServerOptions = { servedModelName: name, maxModelLen: engine.info.maxModelLen, maxPendingRequests: 8, slowClientTimeoutMs: 30_000, bodyLimitBytes: 1 << 20, apiKey: apiKey ?? undefined, webui };
+  const { app } = buildApp({ engine, tokenizer: loadModel(model).tokenizer, options });
   await app.listen({ host: '127.0.0.1', port: 0 });
   return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, close: async () => (await app.close(), await engine.close()) };
 }
@@ -93,6 +95,34 @@ describe('web chat page', { skip: noBrowser }, () => {
     assert.equal(await page.$eval('.user', (n) => n.textContent), 'Once upon a time');
     await page.click('#clear');
     assert.equal(await page.$$eval('.msg.user, .msg.assistant', (n) => n.length), 0);
+  });
+
+  it('chats through /v1/chat/completions on a model with a chat template', async () => {
+    const other = await startServer(true, ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'qwen3-q8_0')!), 'fixture', null);
+    const context = await browser.createBrowserContext();
+    try {
+      const page = await context.newPage();
+      const chats: string[] = [];
+      page.on('request', (r) => void (r.url().endsWith('/v1/chat/completions') && chats.push(r.postData() ?? '')));
+      await page.goto(`${other.url}/`);
+      await page.waitForFunction(`document.getElementById('model').textContent === 'fixture'`, { timeout: 5000 }).catch(async (e: Error) => {
+        throw new Error(`${e.message}: ${await page.$eval('#model', (n) => n.textContent)}`);
+      });
+      await page.type('#input', 'Hello');
+      await page.keyboard.press('Enter');
+      // a random model talks until its context is full: stop it once the reply streams
+      await page.waitForFunction(`(document.querySelector('.assistant')?.textContent ?? '').length > 0`, { timeout: 60_000 });
+      await page.click('#stop');
+      await page.waitForFunction(`/stopped/.test(document.querySelector('.assistant .stats')?.textContent ?? '')`, { timeout: 10_000 });
+      assert.equal(await page.$$eval('.note', (n) => n.length), 0, 'no fallback, no error');
+      assert.equal(chats.length, 1);
+      assert.deepEqual((JSON.parse(chats[0]!) as { messages: unknown[] }).messages, [{ role: 'user', content: 'Hello' }]);
+    } finally {
+      // a browser context of its own: closing it closes the sockets Chromium opened ahead
+      // (a socket without a request would hold the server's close for its 60 s headers timeout)
+      await context.close();
+      await other.close();
+    }
   });
 });
 
