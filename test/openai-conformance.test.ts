@@ -165,6 +165,30 @@ describe('OpenAI endpoints as vLLM: byte-level BPE (qwen3 fixture, ChatML)', () 
     }
   });
 
+  it("/metrics has vLLM's request families, types and buckets, with the engine label", async () => {
+    await complete({ max_tokens: 5, n: 2, temperature: 1, seed: 1 });
+    const text = await (await fetch(`${s.url}/metrics`)).text();
+    // vllm/v1/metrics/loggers.py PrometheusStatLogger
+    const families: [string, string][] = [
+      ['request_prompt_tokens', 'histogram'],
+      ['request_generation_tokens', 'histogram'],
+      ['iteration_tokens_total', 'histogram'],
+      ['request_prefill_time_seconds', 'histogram'],
+      ['request_decode_time_seconds', 'histogram'],
+      ['request_inference_time_seconds', 'histogram'],
+      ['request_params_n', 'histogram'],
+      ['request_params_max_tokens', 'histogram'],
+      ['cache_config_info', 'gauge'],
+    ];
+    for (const [name, type] of families) assert.match(text, new RegExp(`^# TYPE vllm:${name} ${type}$`, 'm'), name);
+    assert.match(text, /^vllm:request_params_n_bucket\{le="2",model_name="fixture",engine="0"\} 1$/m);
+    assert.match(text, /^vllm:request_params_n_bucket\{le="1",model_name="fixture",engine="0"\} 0$/m);
+    for (const le of [1, 2, 5, 10, 20, 50, 100, 200]) assert.match(text, new RegExp(`^vllm:request_prompt_tokens_bucket\\{le="${le}",`, 'm'));
+    assert.match(text, /^vllm:request_generation_tokens_sum\{model_name="fixture",engine="0"\} [1-9]/m);
+    assert.match(text, new RegExp(`^vllm:cache_config_info\\{model_name="fixture",engine="0",block_size="16",num_gpu_blocks="${s.engine.info.numBlocks}"\\} 1$`, 'm'));
+    assert.match(text, /^vllm:request_success_total\{model_name="fixture",engine="0",finished_reason="length"\} [1-9]/m);
+  });
+
   it('chat: continue_final_message continues the assistant message, echo repeats it', async () => {
     const messages = [
       { role: 'user', content: 'Tell me.' },
