@@ -17,6 +17,19 @@ export type { BlockHashFn };
 export interface BlockOwner {
   /** block ids in position order; mutated only by the BlockManager */
   readonly blockTable: number[];
+  /** the content id its prefix chain starts from: 0 (shared by all), or a cache salt's (saltRoot) */
+  readonly prefixRoot?: number;
+}
+
+/**
+ * The chain root of a cache salt (vLLM's cache_salt): requests with different salts never
+ * share prefix blocks. A 53-bit hash of the salt in [2^52, 2^53), far above any cid the
+ * manager hands out, so a salted chain cannot meet an unsalted one.
+ */
+export function saltRoot(salt: string | undefined): number {
+  if (salt === undefined) return 0;
+  const codes = Array.from(salt, (c) => c.codePointAt(0)!);
+  return 2 ** 52 + (hashBlock(0x5a17, codes, 0, codes.length) % 2 ** 52);
 }
 /** copy-on-write: copy KV block src → dst (all layers) before writing dst */
 export interface CopyOp { readonly src: number; readonly dst: number }
@@ -84,12 +97,12 @@ export class BlockManager {
 
   /** Longest prefix of `tokens` held in cached full blocks, leaving ≥ 1 token to compute: the blocks,
    *  not yet taken (pass them to canAllocate/allocate before any other allocate can evict them). */
-  findCachedPrefix(tokens: ArrayLike<number>): number[] {
+  findCachedPrefix(tokens: ArrayLike<number>, root = 0): number[] {
     const found: number[] = [];
     if (!this.enablePrefixCaching) return found;
     const bs = this.blockSize;
     const maxBlocks = Math.floor(Math.max(0, tokens.length - 1) / bs);
-    for (let i = 0, parent = 0; i < maxBlocks; i++) {
+    for (let i = 0, parent = root; i < maxBlocks; i++) {
       const b = this.lookup(parent, tokens, i * bs);
       if (b === NONE) break;
       found.push(b);
@@ -150,7 +163,7 @@ export class BlockManager {
     const numFull = Math.floor(computed / bs);
     let i = numFull; // walk back to the last registered block: its cid names our prefix up to it
     while (i > 0 && this.cid[table[i - 1]!] === NONE) i--;
-    let parent = i === 0 ? 0 : this.cid[table[i - 1]!]!;
+    let parent = i === 0 ? (owner.prefixRoot ?? 0) : this.cid[table[i - 1]!]!;
     for (; i < numFull; i++) {
       const b = table[i]!;
       const start = i * bs;
@@ -263,7 +276,7 @@ export class BlockManager {
     let needed = 0;
     if (cached.length > 0) {
       if (table.length !== 0) throw new Error('allocate: cached blocks can only start an empty table');
-      let parent = 0;
+      let parent = owner.prefixRoot ?? 0;
       for (const b of cached) { // a stale list (blocks evicted since findCachedPrefix) would share wrong KV
         if (this.key[b] === NONE || this.parentCid[b] !== parent) throw new Error(`allocate: cached block ${b} is no longer cached`);
         parent = this.cid[b]!;
