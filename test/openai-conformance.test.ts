@@ -162,6 +162,13 @@ describe('OpenAI endpoints as vLLM: byte-level BPE (qwen3 fixture, ChatML)', () 
     const content = body.choices[0]!.logprobs.content;
     assert.equal(content.map((t) => t.token).join(''), body.choices[0]!.message.content);
     assert.equal(Buffer.from(content.flatMap((t) => t.bytes)).toString('utf8'), body.choices[0]!.message.content);
+    // sampled, the chat's top_logprobs start with the sampled token, as vLLM's position dict does
+    const sampled = await s.post('/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 12, temperature: 2, seed: 5, logprobs: true, top_logprobs: 3 });
+    const steps = ((await sampled.json()) as { choices: { logprobs: { content: { token: string; logprob: number; top_logprobs: { token: string; logprob: number }[] }[] } }[] }).choices[0]!.logprobs.content;
+    for (const t of steps) {
+      assert.equal(t.top_logprobs.length, 3);
+      assert.deepEqual([t.top_logprobs[0]!.token, t.top_logprobs[0]!.logprob], [t.token, t.logprob]);
+    }
   });
 
   it('prompt_logprobs entries carry rank and decoded_token', async () => {
