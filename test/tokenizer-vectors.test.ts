@@ -2,17 +2,16 @@
 // beside them, as tests/test-tokenizer-0.cpp reads them: no special tokens added or
 // parsed), from the llama.cpp source node-llama-cpp ships (llama/gitRelease.bundle), cloned
 // once into a cache folder. A new llama.cpp vocabulary is one line in VECTORS.
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { UnsupportedModelError } from '../src/errors.js';
 import { openGGUF } from '../src/model/gguf.js';
+import { renderChat } from '../src/tokenizer/chat-template.js';
 import { tokenizerFromGGUF } from '../src/tokenizer/gguf-tokenizer.js';
 import type { Tokenizer } from '../src/tokenizer/tokenizer.js';
-import { PROJECT_ROOT } from './fixtures/index.js';
+import { llamaCppFiles, llamaCppSourceMissing } from './fixtures/llama-cpp-source.js';
 
 /** vocabularies with test vectors; lossless: decode of the ids gives back the text */
 const VECTORS: readonly { name: string; lossless: boolean }[] = [
@@ -40,42 +39,18 @@ const OTHERS: readonly { name: string; refused?: RegExp }[] = [
   { name: 'nomic-bert-moe', refused: /tokenizer model "t5" is not supported/ },
 ];
 
-const BUNDLE = join(PROJECT_ROOT, 'oracle', 'node_modules', 'node-llama-cpp', 'llama', 'gitRelease.bundle');
 const SEP = '\n__ggml_vocab_test__\n';
 
-/** llama.cpp's models/ folder out of the bundle, extracted once per bundle commit */
-function llamaCppModels(): string | undefined {
-  if (!existsSync(BUNDLE)) return undefined;
-  const head = execFileSync('git', ['bundle', 'list-heads', BUNDLE], { encoding: 'utf8' }).split(' ')[0]!.trim();
-  const dir = join(process.env.LOOM_LLAMA_CPP_CACHE ?? join(tmpdir(), 'loom-llama-cpp'), head);
-  const models = join(dir, 'models');
-  if (existsSync(models)) return models;
-  const tmp = `${dir}.tmp-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(tmp, { recursive: true });
-  const git = join(tmp, 'git');
-  execFileSync('git', ['clone', '--quiet', '--bare', BUNDLE, git]);
-  const paths = [...VECTORS.flatMap((v) => [`${v.name}.gguf`, `${v.name}.gguf.inp`, `${v.name}.gguf.out`]), ...OTHERS.map((o) => `${o.name}.gguf`)];
-  const tar = join(tmp, 'vocab.tar');
-  execFileSync('git', ['--git-dir', git, 'archive', '--format=tar', '-o', tar, head, '--', ...paths.map((p) => `models/ggml-vocab-${p}`)]);
-  execFileSync('tar', ['-xf', tar, '-C', tmp]);
-  rmSync(git, { recursive: true, force: true });
-  rmSync(tar, { force: true });
-  try {
-    mkdirSync(dir, { recursive: true });
-    renameSync(join(tmp, 'models'), models);
-  } catch (err) {
-    if (!existsSync(models)) throw err;
-  } finally {
-    rmSync(tmp, { recursive: true, force: true });
-  }
-  return models;
-}
+const loaded = new Map<string, Tokenizer>();
 
 function load(path: string): Tokenizer {
+  const done = loaded.get(path);
+  if (done !== undefined) return done;
   const g = openGGUF(path);
   try {
-    return tokenizerFromGGUF(path, g.metadata);
+    const tok = tokenizerFromGGUF(path, g.metadata);
+    loaded.set(path, tok);
+    return tok;
   } finally {
     g.close();
   }
@@ -92,8 +67,10 @@ function readVectors(path: string): { text: string; ids: number[] }[] {
   });
 }
 
-const models = llamaCppModels();
-const skip = models === undefined ? `llama.cpp's source is not here (${BUNDLE}): install the oracle (npm --prefix oracle install)` : false;
+const skip = llamaCppSourceMissing();
+const files = [...VECTORS.flatMap((v) => ['', '.inp', '.out'].map((ext) => `${v.name}.gguf${ext}`)), ...OTHERS.map((o) => `${o.name}.gguf`)];
+const root = skip ? undefined : llamaCppFiles('vocab', files.map((f) => `models/ggml-vocab-${f}`));
+const models = root === undefined ? undefined : join(root, 'models');
 
 describe("llama.cpp's tokenizer test vectors", { skip }, () => {
   for (const v of VECTORS) {
@@ -124,4 +101,41 @@ describe("llama.cpp's tokenizer test vectors", { skip }, () => {
       assert.equal(tok.decode(tok.encode(text, { addSpecial: false })), text);
     });
   }
+});
+
+// Gemma 4's own chat template (the vocabulary file's tokenizer.chat_template), rendered as
+// the template says (read from it: <bos>, a system turn, <|turn>role … <turn|> per message,
+// the assistant as "model", and without enable_thinking an empty thought channel after the
+// generation prompt, which llama.cpp's test-chat expects to end in "<|turn>model\n" when
+// thinking is on), then tokenized with its special tokens.
+describe("Gemma 4's chat template", { skip }, () => {
+  const messages = [
+    { role: 'system', content: 'You are terse.' },
+    { role: 'user', content: 'Hi there' },
+    { role: 'assistant', content: 'Hello!' },
+    { role: 'user', content: '2+2?' },
+  ];
+  const turns = '<|turn>user\nHi there<turn|>\n<|turn>model\nHello!<turn|>\n<|turn>user\n2+2?<turn|>\n<|turn>model\n';
+
+  it('renders turns, the system prompt and the thinking switch', () => {
+    const tok = load(join(models!, 'ggml-vocab-gemma-4.gguf'));
+    assert.equal(renderChat(tok, messages), `<bos><|turn>system\nYou are terse.<turn|>\n${turns}<|channel>thought\n<channel|>`);
+    assert.equal(renderChat(tok, messages, { extra: { enable_thinking: true } }), `<bos><|turn>system\n<|think|>You are terse.<turn|>\n${turns}`);
+    assert.equal(renderChat(tok, messages.slice(1), { addGenerationPrompt: false }), `<bos>${turns.slice(0, -'<|turn>model\n'.length)}`);
+  });
+
+  it('tokenizes the rendered prompt with its control tokens, ends generation at <turn|> and <eos>', () => {
+    const tok = load(join(models!, 'ggml-vocab-gemma-4.gguf'));
+    const prompt = renderChat(tok, messages.slice(1));
+    const ids = tok.encode(prompt, { addSpecial: false, parseSpecial: true });
+    const id = (text: string): number => tok.encode(text, { addSpecial: false })[0]!;
+    assert.deepEqual([id('<bos>'), id('<|turn>'), id('<turn|>'), id('<eos>')], [2, 105, 106, 1]);
+    assert.equal(ids[0], 2);
+    assert.equal(ids.filter((i) => i === 105).length, 4);
+    assert.equal(ids.filter((i) => i === 106).length, 3);
+    assert.equal(tok.decode(ids, { skipSpecial: false }), prompt);
+    assert.ok(tok.stopIds.has(106) && tok.stopIds.has(1), 'stops at <turn|> and <eos>');
+    // with special tokens added, Gemma 4 starts with <bos> even where the file says not to
+    assert.deepEqual(tok.encode('Hi').slice(0, 1), [2]);
+  });
 });
