@@ -138,6 +138,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;
+    ctx.draining = true;
     console.error(`loom: ${signal}: no new requests; ${ctx.inFlight} in flight get ${flags.shutdownTimeout}s to finish`);
     const deadline = setTimeout(() => void engine.close(), flags.shutdownTimeout * 1000); // aborts what is left
     deadline.unref();
