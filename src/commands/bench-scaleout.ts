@@ -58,7 +58,7 @@ export function benchScaleoutCommand(): Command {
       const reports: PolicyReport[] = [];
       for (const policy of ROUTING_POLICIES) {
         log(`loom bench scaleout: ${policy}, ${f.replicas} replicas…`);
-        reports.push(await runScaleout(o, policy, (line) => (/listening|serving/.test(line) ? undefined : log(line))));
+        reports.push(await runScaleout(o, policy, (line) => (/listening|serving|SIGTERM/.test(line) ? undefined : log(line))));
       }
       if (f.json) return void process.stdout.write(JSON.stringify({ options: o, reports }) + '\n');
       const rows = [['policy', 'requests', 'failed', 'TTFT median ms', 'TTFT p99 ms', 'TTFT mean ms', 'E2E mean ms', 'prefix hit rate', 'cached blocks at pick', 'duration s']];
