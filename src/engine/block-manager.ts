@@ -11,6 +11,7 @@
 
 import { hashBlock } from './block-hash.js';
 import type { BlockHashFn } from './block-hash.js';
+import type { KvEventRecorder } from './kv-events.js';
 
 export type { BlockHashFn };
 
@@ -59,7 +60,10 @@ export class BlockManager {
   private readonly cache = new Map<number, number>(); // key → mapped block
   private nextCid = 1;
 
-  constructor(opts: { numBlocks: number; blockSize: number; enablePrefixCaching: boolean; hash?: BlockHashFn }) {
+  /** told when blocks enter and leave the prefix cache (KV events for a router), if set */
+  private readonly events: KvEventRecorder | undefined;
+
+  constructor(opts: { numBlocks: number; blockSize: number; enablePrefixCaching: boolean; hash?: BlockHashFn; events?: KvEventRecorder }) {
     const { numBlocks, blockSize } = opts;
     if (!(Number.isInteger(numBlocks) && numBlocks > 0)) throw new RangeError(`numBlocks must be a positive integer, got ${numBlocks}`);
     if (!(Number.isInteger(blockSize) && blockSize > 0)) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
@@ -67,6 +71,7 @@ export class BlockManager {
     this.blockSize = blockSize;
     this.enablePrefixCaching = opts.enablePrefixCaching;
     this.hash = opts.hash ?? hashBlock;
+    this.events = opts.events;
     this.refCount = new Int32Array(numBlocks);
     this.fill = new Int32Array(numBlocks);
     this.freeStack = new Int32Array(numBlocks);
@@ -169,7 +174,8 @@ export class BlockManager {
       const start = i * bs;
       const h = this.hash(parent, tokens, start, bs);
       const found = this.cache.get(h);
-      if (found === undefined) {
+      const entersCache = found === undefined;
+      if (entersCache) {
         this.cache.set(h, b);
         this.key[b] = h;
         this.parentCid[b] = parent;
@@ -180,6 +186,7 @@ export class BlockManager {
       } else {
         this.cid[b] = this.nextCid++; // hash collision: named (children can be cached) but unmapped
       }
+      this.events?.registered(b, i === 0 ? -1 : table[i - 1]!, tokens, start, entersCache);
       parent = this.cid[b]!;
     }
   }
@@ -221,6 +228,7 @@ export class BlockManager {
     for (const b of this.cache.values()) this.key[b] = NONE;
     this.cache.clear();
     this.cid.fill(NONE);
+    this.events?.cleared();
     return true;
   }
 
@@ -312,6 +320,7 @@ export class BlockManager {
       b = this.next[this.numBlocks]!;
       if (b === this.numBlocks) throw new Error('BlockManager: out of blocks');
       this.unlink(b);
+      this.events?.removed(b);
       this.cache.delete(this.key[b]!);
       this.key[b] = NONE;
       this.cid[b] = NONE;
