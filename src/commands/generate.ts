@@ -74,7 +74,7 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
   const needed = Math.min(contextLength, promptIds.length + flags.maxTokens);
   const blockSize = 16;
   const kv = KvCache.forModel(config, Math.max(1, Math.ceil(needed / blockSize)), blockSize);
-  const runner = new ModelRunner(createArchitecture(config, model.tensors), kv, kernels);
+  const runner = new ModelRunner(createArchitecture(config, model.tensors, contextLength), kv, kernels);
   const detok = new IncrementalDetokenizer(tokenizer, { prefixIds: promptIds, skipSpecial: true });
   const outputIds: number[] = [];
   let text = '';

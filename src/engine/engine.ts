@@ -42,7 +42,7 @@ export class EngineCore {
     readonly config: EngineConfig,
   ) {
     const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype);
-    this.runner = new ModelRunner(createArchitecture(model.config, model.tensors), kv, kernels);
+    this.runner = new ModelRunner(createArchitecture(model.config, model.tensors, config.maxModelLen), kv, kernels);
     this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching });
     this.scheduler = new Scheduler(config, this.blocks);
     this.stopConfig = { ...config, samplingKernels: kernels };
