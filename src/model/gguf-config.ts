@@ -27,6 +27,10 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     throw new UnsupportedModelError(file, `architecture "${archKey}" (general.architecture) is not supported; loom runs ${SUPPORTED_ARCHS.join(', ')}`);
   }
   const key = (k: string): string => `${arch}.${k}`;
+  const experts = meta.optionalNumber(key('expert_count')) ?? 0;
+  if (experts > 0) {
+    throw new UnsupportedModelError(file, `mixture-of-experts ${arch} (${key('expert_count')} = ${experts}) is not supported; loom runs the dense ${SUPPORTED_ARCHS.join(', ')}`);
+  }
   const embedding = tensors.get('token_embd.weight');
   const hiddenSize = meta.number(key('embedding_length'));
   const numHeads = meta.number(key('attention.head_count'));
