@@ -90,8 +90,8 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   // Contexts longer than chunk_keys are attended in chunks that different threads take (one
   // long sequence would otherwise keep only num_kv_heads threads busy): each chunk's scores
   // and softmax stats, then weights rescaled to the whole context's maximum and sum, times
-  // V per chunk, then the chunks' outputs summed in order. The chunks depend on the context
-  // length only, never on the batch, so a token's output is the same in any batch; a
+  // V per chunk, then the chunks' outputs summed in order. The chunks depend on the token's
+  // attended range only (its position, and the window), never on the batch, so a token's output is the same in any batch; a
   // context of one chunk is computed exactly as before.
   const int chunk_keys = std::max(1, 1024 / c.block_size) * c.block_size;
   // a unit attends to positions [first_of(u), first_of(u) + span_of(u))
