@@ -27,6 +27,8 @@ export interface EngineOptions {
   /** sliding-window layers (Gemma 2/3) in a pool of their own that keeps only the windows
    *  (default); false keeps their whole context beside the global layers', for prefix caching */
   readonly swaPool?: boolean;
+  /** report prefix-cache changes as KV events (the server publishes them), hashes rooted at hashSeed */
+  readonly kvEvents?: { readonly hashSeed: string };
 }
 
 export const ENGINE_DEFAULTS = {
@@ -94,6 +96,7 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     enablePrefixCaching: pooled ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),
     logprobsMode,
     eosTokenIds,
+    ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),
   };
 }
 

@@ -1,4 +1,5 @@
 // What every route needs: the engine, the tokenizer, limits and metrics.
+import type { ModelDescription } from '../model/describe.js';
 import type { EngineClient } from '../engine/client.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { HttpError } from './errors.js';
@@ -14,6 +15,10 @@ export interface ServerOptions {
   /** a streaming client that does not read for this long is dropped */
   readonly slowClientTimeoutMs: number;
   readonly bodyLimitBytes: number;
+  /** the chat page at / */
+  readonly webui?: boolean;
+  /** what the model is, for Ollama's /api/tags, /api/show, /api/ps */
+  readonly description?: ModelDescription;
   /** where notices go (a request field loom ignores, once per name); default stderr */
   readonly log?: (line: string) => void;
 }
@@ -30,6 +35,8 @@ export interface ServerContext {
   readonly options: ServerOptions;
   readonly metrics: ServerMetrics;
   inFlight: number;
+  /** set when shutdown begins: /ready turns 503 so load balancers stop sending new work */
+  draining: boolean;
   /** requests in the engine, by engine request id */
   readonly requests: Map<string, ActiveRequest>;
   /** LMDeploy sessions running a /generate request: session_id → engine request id */
