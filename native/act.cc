@@ -43,6 +43,24 @@ void gelu(float* out, const float* x, int64_t n) {
   });
 }
 
+void gelu_mul(float* out, const float* gate, const float* up, int64_t n) {
+  const uint16_t* table = gelu_table();
+  parallel_ranges(n, 8, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) {
+      const float v = gate[i];
+      const float g = v <= -10.0f ? 0.0f : v >= 10.0f ? v : f16_to_f32(table[f32_to_f16(v)]);
+      out[i] = g * up[i];
+    }
+  });
+}
+
+void softcap(float* x, int64_t n, float cap) {
+  const float inv = 1.0f / cap;
+  parallel_ranges(n, 32, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) x[i] = std::tanh(x[i] * inv) * cap;
+  });
+}
+
 void add(float* out, const float* a, const float* b, int64_t n) {
   parallel_ranges(n, 1, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; i++) out[i] = a[i] + b[i];

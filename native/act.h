@@ -11,6 +11,13 @@ void silu_mul(float* out, const float* gate, const float* up, int64_t n);
 // f16(gelu(f16(x))) from a 65536-entry table. out may alias x.
 void gelu(float* out, const float* x, int64_t n);
 
+// out[i] = gelu(gate[i]) · up[i], the GELU of gelu() (ggml's geglu); out may alias gate
+void gelu_mul(float* out, const float* gate, const float* up, int64_t n);
+
+// x[i] = cap · tanh(x[i] / cap), each step in f32 as ggml's scale → tanh → scale (Gemma 2's
+// final-logit soft-cap)
+void softcap(float* x, int64_t n, float cap);
+
 // out[i] = a[i] + b[i]; out may alias either
 void add(float* out, const float* a, const float* b, int64_t n);
 

@@ -12,6 +12,7 @@
 // from the one-head ones, for Ops that have nothing better.
 // Static templates (internal linkage): each translation unit keeps its own instantiation.
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #include "simd.h"
@@ -56,12 +57,13 @@ static inline void prefetch_block(const AttendHead& a, const void* base, int ele
     for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(rows + j * a.kv_stride * elem + o);
 }
 
-// Positions [p0, p1) of the context (p0 a multiple of block_size): scores[g][p] =
-// e^(scale·q_g·k_p − max_g) with max_g the maximum over [p0, p1), written to a.stats[g];
-// their sum to a.stats[G + g].
+// Positions [p0, p1) of the context (first ≤ p0): scores[g][p] = e^(s_gp − max_g) with
+// s_gp = scale·q_g·k_p (soft-capped when a.softcap > 0) and max_g the maximum over
+// [p0, p1), written to a.stats[g]; their sum to a.stats[G + g].
 template <class Ops>
 static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
   const int d = a.head_dim, G = a.heads;
+  const int64_t span = a.ctx - a.first;
   const float* q = a.q;
   if (a.f16) {
     for (int i = 0; i < G * d; i++) a.q_scratch[i] = a.q[i];
@@ -70,16 +72,24 @@ static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
   }
   const float* k32 = static_cast<const float*>(a.k);
   const uint16_t* k16 = static_cast<const uint16_t*>(a.k);
-  // scores[g][p] = scale · q_g·k_p, walking the block table
-  for (int p = p0, b = p0 / a.block_size; p < p1; p += a.block_size, b++) {
-    const int n = p1 - p < a.block_size ? p1 - p : a.block_size;
-    const int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
+  // scores[g][p] = scale · q_g·k_p, walking the block table (a window may start mid-block)
+  for (int p = p0; p < p1;) {
+    const int b = p / a.block_size, o = p % a.block_size;
+    const int n = p1 - p < a.block_size - o ? p1 - p : a.block_size - o;
+    const int64_t off = (static_cast<int64_t>(a.blocks[b]) * a.block_size + o) * a.kv_stride + a.head_offset;
     prefetch_block(a, a.k, a.f16 ? 2 : 4, b, p1);
-    if (a.f16) Ops::scores_heads(q, G, k16 + off, a.kv_stride, n, d, a.scale, a.scores + p, a.ctx);
-    else Ops::scores_heads(q, G, k32 + off, a.kv_stride, n, d, a.scale, a.scores + p, a.ctx);
+    float* dst = a.scores + (p - a.first);
+    if (a.f16) Ops::scores_heads(q, G, k16 + off, a.kv_stride, n, d, a.scale, dst, span);
+    else Ops::scores_heads(q, G, k32 + off, a.kv_stride, n, d, a.scale, dst, span);
+    p += n;
   }
   for (int g = 0; g < G; g++) {
-    float* scores = a.scores + static_cast<int64_t>(g) * a.ctx + p0;
+    float* scores = a.scores + g * span + (p0 - a.first);
+    if (a.softcap > 0) {
+      // ggml's scale(1/cap) → tanh → scale(cap), each in f32
+      const float inv = 1.0f / a.softcap;
+      for (int p = 0; p < p1 - p0; p++) scores[p] = std::tanh(scores[p] * inv) * a.softcap;
+    }
     a.stats[g] = Ops::max_of(scores, p1 - p0);
     a.stats[G + g] = Ops::exp_shift_sum(scores, p1 - p0, a.stats[g]);
   }
@@ -90,20 +100,24 @@ static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
 template <class Ops>
 static void attend_values_impl(const AttendHead& a, int p0, int p1, const float* factor, float* out) {
   const int d = a.head_dim, G = a.heads;
+  const int64_t span = a.ctx - a.first;
   for (int g = 0; g < G; g++) {
-    float* w = a.scores + static_cast<int64_t>(g) * a.ctx + p0;
+    float* w = a.scores + g * span + (p0 - a.first);
     for (int p = 0; p < p1 - p0; p++) w[p] *= factor[g];
     if (a.f16) Ops::round_f16(w, p1 - p0);
   }
   const float* v32 = static_cast<const float*>(a.v);
   const uint16_t* v16 = static_cast<const uint16_t*>(a.v);
   for (int i = 0; i < G * d; i++) out[i] = 0.0f;
-  for (int p = p0, b = p0 / a.block_size; p < p1; p += a.block_size, b++) {
-    const int n = p1 - p < a.block_size ? p1 - p : a.block_size;
-    const int64_t off = static_cast<int64_t>(a.blocks[b]) * a.block_size * a.kv_stride + a.head_offset;
+  for (int p = p0; p < p1;) {
+    const int b = p / a.block_size, o = p % a.block_size;
+    const int n = p1 - p < a.block_size - o ? p1 - p : a.block_size - o;
+    const int64_t off = (static_cast<int64_t>(a.blocks[b]) * a.block_size + o) * a.kv_stride + a.head_offset;
     prefetch_block(a, a.v, a.f16 ? 2 : 4, b, p1);
-    if (a.f16) Ops::accumulate_heads(out, G, a.scores + p, a.ctx, v16 + off, a.kv_stride, n, d);
-    else Ops::accumulate_heads(out, G, a.scores + p, a.ctx, v32 + off, a.kv_stride, n, d);
+    const float* w = a.scores + (p - a.first);
+    if (a.f16) Ops::accumulate_heads(out, G, w, span, v16 + off, a.kv_stride, n, d);
+    else Ops::accumulate_heads(out, G, w, span, v32 + off, a.kv_stride, n, d);
+    p += n;
   }
 }
 

@@ -1,6 +1,7 @@
 #include "attention.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,6 +12,13 @@
 #include "simd.h"
 
 namespace loom {
+
+namespace {
+
+// the first position a query at `pos` attends to: 0, or pos − window + 1 within a sliding window
+int32_t first_position(int32_t pos, int window) { return window > 0 && pos + 1 > window ? pos + 1 - window : 0; }
+
+}  // namespace
 
 void write_kv(const KvCacheView& c, const float* k, const float* v, const int32_t* slot_mapping, int64_t n_tokens) {
   const int64_t width = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
@@ -29,29 +37,30 @@ void write_kv(const KvCacheView& c, const float* k, const float* v, const int32_
   });
 }
 
-const char* check_attention_batch(const AttentionBatchView& b, int64_t n_tokens, int num_blocks, int block_size) {
+const char* check_attention_batch(const AttentionBatchView& b, int64_t n_tokens, int num_blocks, int block_size, int window) {
   if (b.num_seqs < 0 || b.seq_starts[0] != 0 || b.seq_starts[b.num_seqs] != n_tokens)
     return "seqStarts must run from 0 to the number of tokens";
   for (int s = 0; s < b.num_seqs; s++) {
     const int32_t begin = b.seq_starts[s], end = b.seq_starts[s + 1];
     if (end < begin) return "seqStarts must not decrease";
-    int32_t max_pos = -1;
+    int32_t max_pos = -1, min_first = INT32_MAX;
     for (int32_t t = begin; t < end; t++) {
       if (b.positions[t] < 0) return "positions must be >= 0";
       if (b.positions[t] > max_pos) max_pos = b.positions[t];
+      min_first = std::min(min_first, first_position(b.positions[t], window));
     }
     if (max_pos < 0) continue;
     const int64_t blocks_needed = static_cast<int64_t>(max_pos) / block_size + 1;
     if (blocks_needed > b.max_blocks_per_seq) return "a position lies beyond the sequence's block table";
     const int32_t* table = b.block_tables + static_cast<int64_t>(s) * b.max_blocks_per_seq;
-    for (int64_t i = 0; i < blocks_needed; i++)
+    for (int64_t i = min_first / block_size; i < blocks_needed; i++)
       if (table[i] < 0 || table[i] >= num_blocks) return "a block needed by a position is missing or outside the cache";
   }
   return nullptr;
 }
 
 void attention(float* out, const float* q, const KvCacheView& c, const AttentionBatchView& b, int64_t n_tokens,
-               int num_heads, float scale) {
+               int num_heads, float scale, int window, float softcap) {
   if (n_tokens <= 0) return;
   const int d = c.head_dim;
   const int group = num_heads / c.num_kv_heads;
@@ -62,7 +71,7 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   for (int s = 0; s < b.num_seqs; s++)
     for (int32_t t = b.seq_starts[s]; t < b.seq_starts[s + 1]; t++) {
       seq_of[t] = s;
-      work += b.positions[t] + 1;
+      work += b.positions[t] + 1 - first_position(b.positions[t], window);
     }
   const int32_t* seq_of_token = seq_of.data();
   const SimdOps& ops = simd();
@@ -81,11 +90,13 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   // Contexts longer than chunk_keys are attended in chunks that different threads take (one
   // long sequence would otherwise keep only num_kv_heads threads busy): each chunk's scores
   // and softmax stats, then weights rescaled to the whole context's maximum and sum, times
-  // V per chunk, then the chunks' outputs summed in order. The chunks depend on the context
-  // length only, never on the batch, so a token's output is the same in any batch; a
+  // V per chunk, then the chunks' outputs summed in order. The chunks depend on the token's
+  // attended range only (its position, and the window), never on the batch, so a token's output is the same in any batch; a
   // context of one chunk is computed exactly as before.
   const int chunk_keys = std::max(1, 1024 / c.block_size) * c.block_size;
-  const auto ctx_of = [&](int64_t u) { return b.positions[u / units_per_token] + 1; };
+  // a unit attends to positions [first_of(u), first_of(u) + span_of(u))
+  const auto first_of = [&](int64_t u) { return first_position(b.positions[u / units_per_token], window); };
+  const auto span_of = [&](int64_t u) { return b.positions[u / units_per_token] + 1 - first_of(u); };
   // items: a unit's chunks (a short context is one item that does everything). A split
   // unit's scores [heads, ctx] live in `shared` across the phases, at scores_at[u].
   thread_local std::vector<int64_t> item_start;  // [units + 1]: first item of each unit
@@ -95,10 +106,10 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   item_start[0] = 0;
   int64_t split_floats = 0;
   for (int64_t u = 0; u < units; u++) {
-    const int64_t nc = (ctx_of(u) + chunk_keys - 1) / chunk_keys;
+    const int64_t nc = (span_of(u) + chunk_keys - 1) / chunk_keys;
     item_start[u + 1] = item_start[u] + nc;
     scores_at[u] = split_floats;
-    if (nc > 1) split_floats += static_cast<int64_t>(heads) * ctx_of(u);
+    if (nc > 1) split_floats += static_cast<int64_t>(heads) * span_of(u);
   }
   const int64_t items = item_start[units];
   const bool split = items > units;
@@ -124,6 +135,8 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
     job.blocks = b.block_tables + static_cast<int64_t>(seq_of_token[t]) * b.max_blocks_per_seq;
     job.block_size = c.block_size;
     job.ctx = b.positions[t] + 1;
+    job.first = first_position(b.positions[t], window);
+    job.softcap = softcap;
     job.kv_stride = static_cast<int64_t>(c.num_kv_heads) * d;
     job.head_offset = static_cast<int64_t>(h / group) * d;
     job.head_dim = d;
@@ -148,19 +161,19 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   const auto phase1 = [&](int64_t i0, int64_t i1) {
     thread_local std::vector<float> scratch;
     for_items(i0, i1, [&](int64_t u, int chunk, bool chunked) {
-      const int ctx = ctx_of(u);
-      const size_t need = static_cast<size_t>(heads) * (d + 2 + (chunked ? 0 : ctx));
+      const int first = first_of(u), span = span_of(u);
+      const size_t need = static_cast<size_t>(heads) * (d + 2 + (chunked ? 0 : span));
       if (scratch.size() < need) scratch.resize(need * 2);
       AttendHead job = job_for(u, scratch.data());
       if (!chunked) {
-        ops.attend_scores(job, 0, ctx);
+        ops.attend_scores(job, first, first + span);
         float* inv = job.stats + heads;  // Σ_g → 1/Σ_g in place
         for (int g = 0; g < heads; g++) inv[g] = 1.0f / inv[g];
-        return ops.attend_values(job, 0, ctx, inv, job.out);
+        return ops.attend_values(job, first, first + span, inv, job.out);
       }
       job.scores = split_scores + unit_scores[u];
       job.stats = item_stats + (first_item[u] + chunk) * 2 * heads;
-      ops.attend_scores(job, chunk * chunk_keys, std::min(ctx, (chunk + 1) * chunk_keys));
+      ops.attend_scores(job, first + chunk * chunk_keys, first + std::min(span, (chunk + 1) * chunk_keys));
     });
   };
   // between the phases, per split unit and head: each chunk's factor e^(max_chunk − max)/Σ,
@@ -193,8 +206,9 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
       AttendHead job = job_for(u, scratch.data());
       job.scores = split_scores + unit_scores[u];
       const int64_t i = first_item[u] + chunk;
-      ops.attend_values(job, chunk * chunk_keys, std::min(ctx_of(u), (chunk + 1) * chunk_keys), item_stats + i * 2 * heads,
-                        item_out + i * heads * d);
+      const int first = first_of(u);
+      ops.attend_values(job, first + chunk * chunk_keys, first + std::min(span_of(u), (chunk + 1) * chunk_keys),
+                        item_stats + i * 2 * heads, item_out + i * heads * d);
     });
   };
   const auto parallel = [&](const auto& fn) {

@@ -28,15 +28,20 @@ struct AttentionBatchView {
 };
 
 // Why a batch cannot be attended over (nullptr when it can): seq_starts not increasing from 0
-// to n_tokens, a negative position, or a block needed for positions 0..p that is missing or
-// outside the cache.
-const char* check_attention_batch(const AttentionBatchView& batch, int64_t n_tokens, int num_blocks, int block_size);
+// to n_tokens, a negative position, or a block needed for an attended position (0..p, or the
+// last `window` of them when window > 0) that is missing or outside the cache. Blocks wholly
+// before every token's window may be -1 (freed by a sliding-window pool).
+const char* check_attention_batch(const AttentionBatchView& batch, int64_t n_tokens, int num_blocks, int block_size,
+                                  int window = 0);
 
 // out, q: [n_tokens, num_heads * head_dim]. Token t of sequence s attends to positions
-// 0..positions[t] of s (causal; decode tokens and prefill chunks after cached context alike);
-// head h reads kv head h / (num_heads / num_kv_heads). For an f16 cache q and the softmax
-// weights are rounded to f16, as llama.cpp does. The batch must pass check_attention_batch.
+// first..positions[t] of s (causal; decode tokens and prefill chunks after cached context
+// alike), first = 0, or positions[t] − window + 1 when window > 0 (llama.cpp's standard
+// sliding window); head h reads kv head h / (num_heads / num_kv_heads). softcap > 0 turns
+// each score s = scale·q·k into softcap·tanh(s / softcap) (Gemma 2). For an f16 cache q and
+// the softmax weights are rounded to f16, as llama.cpp does. The batch must pass
+// check_attention_batch with the same window.
 void attention(float* out, const float* q, const KvCacheView& cache, const AttentionBatchView& batch, int64_t n_tokens,
-               int num_heads, float scale);
+               int num_heads, float scale, int window = 0, float softcap = 0.0f);
 
 }  // namespace loom

@@ -17,6 +17,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("rope", Napi::Function::New(env, Rope, "rope"));
   exports.Set("siluMul", Napi::Function::New(env, SiluMul, "siluMul"));
   exports.Set("gelu", Napi::Function::New(env, Gelu, "gelu"));
+  exports.Set("geluMul", Napi::Function::New(env, GeluMul, "geluMul"));
+  exports.Set("softcap", Napi::Function::New(env, Softcap, "softcap"));
   exports.Set("add", Napi::Function::New(env, Add, "add"));
   exports.Set("addBias", Napi::Function::New(env, AddBias, "addBias"));
   exports.Set("softmax", Napi::Function::New(env, Softmax, "softmax"));

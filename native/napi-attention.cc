@@ -57,7 +57,7 @@ Napi::Value WriteKv(const Napi::CallbackInfo& info) {
 }
 
 // (out, q, kc, vc, f16, numBlocks, blockSize, numKvHeads, headDim,
-//  seqStarts, positions, blockTables, maxBlocksPerSeq, numHeads, scale)
+//  seqStarts, positions, blockTables, maxBlocksPerSeq, numHeads, scale[, window, softcap])
 Napi::Value Attention(const Napi::CallbackInfo& info) {
   auto out = f32_array(info, 0, "out");
   auto q = f32_array(info, 1, "q");
@@ -68,6 +68,9 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
   const int64_t max_blocks = integer(info, 12, "maxBlocksPerSeq", 0);
   const int64_t heads = integer(info, 13, "numHeads", 1);
   const double scale = number(info, 14, "scale");
+  const int64_t window = info.Length() > 15 ? integer(info, 15, "window", 0) : 0;
+  const double softcap = info.Length() > 16 ? number(info, 16, "softcap") : 0.0;
+  if (!(softcap >= 0)) throw Napi::RangeError::New(info.Env(), "softcap must be >= 0");
   if (heads % c.num_kv_heads != 0) throw Napi::RangeError::New(info.Env(), "numHeads must be a multiple of numKvHeads");
   if (seq_starts.length < 1) throw Napi::RangeError::New(info.Env(), "seqStarts needs numSeqs + 1 entries");
   const int64_t num_seqs = static_cast<int64_t>(seq_starts.length) - 1;
@@ -76,9 +79,10 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
   need(info, q.length, n * heads * c.head_dim, "q");
   need(info, out.length, n * heads * c.head_dim, "out");
   AttentionBatchView b{seq_starts.data, static_cast<int>(num_seqs), positions.data, tables.data, static_cast<int>(max_blocks)};
-  if (const char* problem = check_attention_batch(b, n, c.num_blocks, c.block_size))
+  if (const char* problem = check_attention_batch(b, n, c.num_blocks, c.block_size, static_cast<int>(window)))
     throw Napi::RangeError::New(info.Env(), std::string("attention: ") + problem);
-  attention(out.data, q.data, c, b, n, static_cast<int>(heads), static_cast<float>(scale));
+  attention(out.data, q.data, c, b, n, static_cast<int>(heads), static_cast<float>(scale), static_cast<int>(window),
+            static_cast<float>(softcap));
   return info.Env().Undefined();
 }
 

@@ -130,6 +130,30 @@ Napi::Value Gelu(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// (out, gate, up, n)
+Napi::Value GeluMul(const Napi::CallbackInfo& info) {
+  auto out = f32_array(info, 0, "out");
+  auto gate = f32_array(info, 1, "gate");
+  auto up = f32_array(info, 2, "up");
+  const int64_t n = integer(info, 3, "n", 0, INT64_C(1) << 40);
+  need(info, out.length, n, "out");
+  need(info, gate.length, n, "gate");
+  need(info, up.length, n, "up");
+  gelu_mul(out.data, gate.data, up.data, n);
+  return info.Env().Undefined();
+}
+
+// (x, n, cap)
+Napi::Value Softcap(const Napi::CallbackInfo& info) {
+  auto x = f32_array(info, 0, "x");
+  const int64_t n = integer(info, 1, "n", 0, INT64_C(1) << 40);
+  const double cap = number(info, 2, "cap");
+  need(info, x.length, n, "x");
+  if (!(cap > 0)) throw Napi::RangeError::New(info.Env(), "softcap: cap must be > 0");
+  softcap(x.data, n, static_cast<float>(cap));
+  return info.Env().Undefined();
+}
+
 // (out, a, b, n)
 Napi::Value Add(const Napi::CallbackInfo& info) {
   auto out = f32_array(info, 0, "out");

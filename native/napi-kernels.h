@@ -16,6 +16,8 @@ Napi::Value LayerNorm(const Napi::CallbackInfo& info);
 Napi::Value Rope(const Napi::CallbackInfo& info);
 Napi::Value SiluMul(const Napi::CallbackInfo& info);
 Napi::Value Gelu(const Napi::CallbackInfo& info);
+Napi::Value GeluMul(const Napi::CallbackInfo& info);
+Napi::Value Softcap(const Napi::CallbackInfo& info);
 Napi::Value Add(const Napi::CallbackInfo& info);
 Napi::Value AddBias(const Napi::CallbackInfo& info);
 Napi::Value Softmax(const Napi::CallbackInfo& info);

@@ -7,7 +7,7 @@
 namespace loom {
 
 // One token's query heads 0..heads-1 that share one KV head (grouped-query attention), for
-// each: out = softmax(scale · q·K^T) · V over the positions 0..ctx-1 of one sequence. K/V
+// each: out = softmax(scale · q·K^T) · V over the positions first..ctx-1 of one sequence. K/V
 // rows of position p live at slot blocks[p / block_size] * block_size + p % block_size,
 // element kv_stride * slot + head_offset. Kernels that can read each K/V row once for all
 // the heads do (an f16 row's conversion costs as much as its dot product).
@@ -18,13 +18,15 @@ struct AttendHead {
   bool f16;              // cache dtype; q and the softmax weights are rounded to f16 as well
   const int32_t* blocks; // this sequence's block table row (already validated)
   int block_size;
-  int ctx;
+  int ctx;              // one past the last attended position (the query's position + 1)
+  int first;            // first attended position (0, or ctx - window for a sliding window)
+  float softcap;        // > 0: scores s become softcap · tanh(s / softcap) before softmax (Gemma 2)
   int64_t kv_stride;     // numKvHeads * headDim
   int64_t head_offset;   // kvHead * headDim
   int head_dim;
   int heads;
   float scale;
-  float* scores;         // scratch [heads, ctx]
+  float* scores;         // scratch [heads, ctx - first]: position p of head g at g·(ctx − first) + p − first
   float* q_scratch;      // scratch [heads, head_dim]
   float* stats;          // scratch [2, heads]: per head the maximum, then the sum
   float* out;            // [heads, head_dim]

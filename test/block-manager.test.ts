@@ -59,6 +59,36 @@ describe('BlockManager: allocation', () => {
   });
 });
 
+describe('BlockManager: releasing blocks behind a sliding window', () => {
+  it('releaseLeading frees leading blocks (never the last), forks and frees skip them, refcounts hold', () => {
+    const bm = manager(8, 4, false);
+    const a = owner();
+    bm.allocate(a, 14); // 4 blocks
+    const [b0, b1] = a.blockTable;
+    bm.releaseLeading(a, 2);
+    assert.deepEqual(a.blockTable.slice(0, 2), [-1, -1]);
+    assert.equal(bm.numFreeBlocks, 6);
+    bm.releaseLeading(a, 10); // clamps: the last block stays
+    assert.deepEqual(a.blockTable.map((b) => b >= 0), [false, false, false, true]);
+    const c = owner();
+    bm.fork(a, c);
+    bm.assertConsistent([a, c]);
+    bm.allocate(c, 15); // copy-on-write of the shared partial last block
+    bm.assertConsistent([a, c]);
+    bm.free(a);
+    bm.free(c);
+    assert.equal(bm.numFreeBlocks, 8);
+    bm.assertConsistent([]);
+    assert.ok(b0 !== undefined && b1 !== undefined);
+  });
+
+  it('refuses to release a block registered in the prefix cache', () => {
+    const bm = manager(8, 4, true);
+    const a = prefill(bm, range(10));
+    assert.throws(() => bm.releaseLeading(a, 1), /prefix cache/);
+  });
+});
+
 describe('BlockManager: prefix cache', () => {
   const P = range(10, 100); // 2.5 blocks of 4
 

@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { loadNativeKernels, nativeUnavailableReason } from '../src/kernels/native.js';
 import { PROJECT_ROOT } from './fixtures/index.js';
 
-const SUITE = join(PROJECT_ROOT, 'dist', 'test', 'kernels-conformance.test.js');
+const SUITE = ['kernels-conformance.test.js', 'sliding-window-kernels.test.js'].map((f) => join(PROJECT_ROOT, 'dist', 'test', f));
 const skip = loadNativeKernels() ? false : `native core unavailable (${nativeUnavailableReason()})`;
 
 describe('conformance on the narrower instruction sets', { skip }, () => {
@@ -18,7 +18,7 @@ describe('conformance on the narrower instruction sets', { skip }, () => {
       // a child `node --test` reports to a parent runner instead of printing when it sees
       // NODE_TEST_CONTEXT: drop it, so the child prints its own TAP
       const { NODE_TEST_CONTEXT: _, ...env } = process.env;
-      const r = spawnSync(process.execPath, ['--test', '--test-reporter=tap', SUITE], {
+      const r = spawnSync(process.execPath, ['--test', '--test-reporter=tap', ...SUITE], {
         encoding: 'utf8',
         timeout: 120_000,
         env: { ...env, LOOM_NO_SIMD: off },

@@ -19,7 +19,7 @@ import { modelVocab } from './model-vocab.js';
 import type { ModelVocab } from './model-vocab.js';
 
 export interface BenchShape {
-  readonly arch: 'llama' | 'qwen2' | 'phi3';
+  readonly arch: 'llama' | 'qwen2' | 'phi3' | 'gemma3';
   readonly name: string;
   readonly hidden: number;
   readonly layers: number;
@@ -39,6 +39,8 @@ export interface BenchShape {
   readonly ropeDim?: number;
   /** RoPE scaling as the real model's GGUF carries it: Llama 3's rope_freqs tensor, Phi's longrope factor pair */
   readonly rope?: 'llama3' | 'longrope';
+  /** Gemma 3: sliding window of 5 in 6 layers and their RoPE base */
+  readonly slidingWindow?: { readonly size: number; readonly ropeBase: number };
 }
 
 export const BENCH_SHAPES = {
@@ -60,15 +62,21 @@ export const BENCH_SHAPES = {
     arch: 'phi3', name: 'Phi-4-mini', hidden: 3072, layers: 32, heads: 24, kvHeads: 8, headDim: 128, ropeDim: 96, ffn: 8192,
     vocab: 200064, context: 131072, ropeBase: 10000, rmsEps: 1e-5, qkvBias: false, pre: 'llama-bpe', rope: 'longrope',
   },
+  // Gemma 3 1B's shape (a byte-level BPE vocabulary of its size stands in for its SentencePiece one)
+  'gemma3-1b': {
+    arch: 'gemma3', name: 'Gemma-3-1B', hidden: 1152, layers: 26, heads: 4, kvHeads: 1, headDim: 256, ffn: 6912,
+    vocab: 262144, context: 32768, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'smollm',
+    slidingWindow: { size: 512, ropeBase: 10000 },
+  },
 } as const satisfies Record<string, BenchShape>;
 
 export type BenchShapeName = keyof typeof BENCH_SHAPES;
-export const BENCH_TYPES = ['q8_0', 'q4_k', 'f16'] as const;
+export const BENCH_TYPES = ['q8_0', 'q4_k', 'f16', 'q4_0'] as const;
 export type BenchWeightType = (typeof BENCH_TYPES)[number];
 
-const MATRIX_TYPE: Record<BenchWeightType, GGMLType> = { q8_0: GGMLType.Q8_0, q4_k: GGMLType.Q4_K, f16: GGMLType.F16 };
-/** llama_ftype: MOSTLY_Q8_0, MOSTLY_Q4_K_S, MOSTLY_F16 */
-const FILE_TYPE: Record<BenchWeightType, number> = { q8_0: 7, q4_k: 14, f16: 1 };
+const MATRIX_TYPE: Record<BenchWeightType, GGMLType> = { q8_0: GGMLType.Q8_0, q4_k: GGMLType.Q4_K, f16: GGMLType.F16, q4_0: GGMLType.Q4_0 };
+/** llama_ftype: MOSTLY_Q8_0, MOSTLY_Q4_K_S, MOSTLY_F16, MOSTLY_Q4_0 */
+const FILE_TYPE: Record<BenchWeightType, number> = { q8_0: 7, q4_k: 14, f16: 1, q4_0: 2 };
 /** bump when the generator's output changes, so cached files are rebuilt */
 const GENERATOR_VERSION = 2;
 
@@ -130,9 +138,28 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   const q = s.heads * s.headDim;
   const kvw = s.kvHeads * s.headDim;
   const hidden = 1 / Math.sqrt(d);
-  matrix('token_embd.weight', d, s.vocab, 1);
+  const gemma = s.arch === 'gemma3';
+  // Gemma scales embeddings by √hidden: rows of std 1/√hidden keep the stream near unit scale
+  matrix('token_embd.weight', d, s.vocab, gemma ? hidden : 1);
   for (let i = 0; i < s.layers; i++) {
     const p = `blk.${i}.`;
+    if (gemma) {
+      // Gemma 3's block (norms stored as 1 + w, as converted)
+      vector(`${p}attn_norm.weight`, d, 0.1, 1);
+      matrix(`${p}attn_q.weight`, d, q, 2 * hidden);
+      matrix(`${p}attn_k.weight`, d, kvw, 2 * hidden);
+      matrix(`${p}attn_v.weight`, d, kvw, hidden);
+      vector(`${p}attn_q_norm.weight`, s.headDim, 0.1, 1);
+      vector(`${p}attn_k_norm.weight`, s.headDim, 0.1, 1);
+      matrix(`${p}attn_output.weight`, q, d, 1 / Math.sqrt(q));
+      vector(`${p}post_attention_norm.weight`, d, 0.1, 1);
+      vector(`${p}ffn_norm.weight`, d, 0.1, 1);
+      matrix(`${p}ffn_gate.weight`, d, s.ffn, hidden);
+      matrix(`${p}ffn_up.weight`, d, s.ffn, hidden);
+      matrix(`${p}ffn_down.weight`, s.ffn, d, 1 / Math.sqrt(s.ffn));
+      vector(`${p}post_ffw_norm.weight`, d, 0.1, 1);
+      continue;
+    }
     vector(`${p}attn_norm.weight`, d, 0.1, 1);
     if (s.arch === 'phi3') {
       matrix(`${p}attn_qkv.weight`, d, q + 2 * kvw, 2 * hidden);
@@ -210,6 +237,14 @@ function modelMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
           kv.u32(`${a}.rope.scaling.original_context_length`, PHI_ORIG_CONTEXT),
           kv.f32(`${a}.rope.scaling.attn_factor`, longropeAttnFactor(s.context, PHI_ORIG_CONTEXT)),
           kv.u32(`${a}.attention.sliding_window`, 0),
+        ]
+      : []),
+    ...(s.slidingWindow
+      ? [
+          kv.u32(`${a}.attention.key_length`, s.headDim),
+          kv.u32(`${a}.attention.value_length`, s.headDim),
+          kv.u32(`${a}.attention.sliding_window`, s.slidingWindow.size),
+          kv.f32(`${a}.rope.freq_base_swa`, s.slidingWindow.ropeBase),
         ]
       : []),
   ];

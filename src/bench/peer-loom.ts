@@ -31,6 +31,8 @@ class KernelClock {
       rope: timed(k.rope, 'other kernels'),
       siluMul: timed(k.siluMul, 'other kernels'),
       gelu: timed(k.gelu, 'other kernels'),
+      geluMul: timed(k.geluMul, 'other kernels'),
+      softcap: timed(k.softcap, 'other kernels'),
       add: timed(k.add, 'other kernels'),
       addBias: timed(k.addBias, 'other kernels'),
       softmax: timed(k.softmax, 'other kernels'),

@@ -8,6 +8,8 @@
 // and lookups verify the stored parent cid and ids, so a hash collision costs a hit, never wrong KV.
 // A registered block is full, never written again, and its cid names the exact prefix of every table
 // holding it (tables may share a block after different but identical-content blocks: same cid).
+// A sliding-window pool (swa-blocks.ts, prefix caching off) releases a table's leading blocks once
+// no window can reach them: their entries become NONE (-1) and keep the positions of the rest.
 
 import { hashBlock } from './block-hash.js';
 import type { BlockHashFn } from './block-hash.js';
@@ -195,8 +197,22 @@ export class BlockManager {
   fork(parent: BlockOwner, child: BlockOwner): void {
     if (child.blockTable.length !== 0) throw new Error('fork: child already holds blocks');
     for (const b of parent.blockTable) {
-      this.refCount[b]!++;
+      if (b !== NONE) this.refCount[b]!++;
       child.blockTable.push(b);
+    }
+  }
+
+  /** Releases owner's blocks at table indices < `count` (already released ones are NONE); never the
+   *  last block. Only for tables that are not registered in the prefix cache. */
+  releaseLeading(owner: BlockOwner, count: number): void {
+    const table = owner.blockTable;
+    const end = Math.min(count, table.length - 1);
+    for (let i = 0; i < end; i++) {
+      const b = table[i]!;
+      if (b === NONE) continue;
+      if (this.key[b] !== NONE) throw new Error(`releaseLeading: block ${b} is in the prefix cache`);
+      if (--this.refCount[b]! === 0) this.release(b);
+      table[i] = NONE;
     }
   }
 
@@ -205,6 +221,7 @@ export class BlockManager {
     const table = owner.blockTable;
     for (let i = table.length - 1; i >= 0; i--) {
       const b = table[i]!;
+      if (b === NONE) continue; // released by releaseLeading
       if (!(this.refCount[b]! > 0)) throw new Error(`free: block ${b} is not held`);
       if (--this.refCount[b]! > 0) continue;
       if (this.key[b] !== NONE) this.append(b);
@@ -265,6 +282,10 @@ export class BlockManager {
     for (const { blockTable: t } of owners) {
       for (let i = 0; i < t.length; i++) {
         const b = t[i]!;
+        if (b === NONE) {
+          if (i === t.length - 1) fail('a table ends in a released block');
+          continue;
+        }
         counts[b]!++;
         if (i < t.length - 1 && this.fill[b] !== this.blockSize) fail(`block ${b} is not full but not last`);
         if (this.cid[b] !== NONE && this.fill[b] !== this.blockSize) fail(`registered block ${b} is not full`);

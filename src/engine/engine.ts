@@ -14,6 +14,7 @@ import { KvEventRecorder } from './kv-events.js';
 import type { AddRequest, RequestDelta, StepOutput } from './protocol.js';
 import type { SamplingKernels } from './sampler.js';
 import { Scheduler } from './scheduler.js';
+import { SwaBlocks } from './swa-blocks.js';
 import type { SchedulerConfig, ScheduledChunk } from './scheduler.js';
 import { Sequence } from './sequence.js';
 import { RequestState } from './request-state.js';
@@ -21,6 +22,8 @@ import type { LogprobsMode } from './logprobs.js';
 
 export interface EngineConfig extends SchedulerConfig {
   readonly numBlocks: number;
+  /** blocks of the sliding-window layers' own pool (0: those layers use the global blocks) */
+  readonly swaBlocks?: number;
   readonly blockSize: number;
   readonly kvDtype: KvDtype;
   readonly logprobsMode: LogprobsMode;
@@ -35,6 +38,8 @@ export const now = (): number => performance.timeOrigin + performance.now();
 export class EngineCore {
   readonly runner: ModelRunner;
   readonly blocks: BlockManager;
+  /** the sliding-window layers' pool (models with sliding-window layers and config.swaBlocks > 0) */
+  readonly swaBlocks: SwaBlocks | undefined;
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
   private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels };
@@ -50,11 +55,15 @@ export class EngineCore {
     kernels: Kernels,
     readonly config: EngineConfig,
   ) {
-    const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype);
+    const window = model.config.slidingWindow?.size;
+    const swaBlocks = window !== undefined ? (config.swaBlocks ?? 0) : 0;
+    if (swaBlocks > 0 && config.enablePrefixCaching) throw new Error('prefix caching needs the sliding-window layers in the global blocks (swaBlocks 0)');
+    const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype, swaBlocks);
     this.runner = new ModelRunner(createArchitecture(model.config, model.tensors, config.maxModelLen), kv, kernels);
     this.kvEvents = config.kvEvents && config.enablePrefixCaching ? new KvEventRecorder(config.numBlocks, config.blockSize, config.kvEvents.hashSeed) : undefined;
     this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching, events: this.kvEvents });
-    this.scheduler = new Scheduler(config, this.blocks);
+    this.swaBlocks = swaBlocks > 0 ? new SwaBlocks(swaBlocks, config.blockSize, window!) : undefined;
+    this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks);
     this.stopConfig = { ...config, samplingKernels: kernels };
   }
 
@@ -100,11 +109,11 @@ export class EngineCore {
   /** One step; undefined when there was nothing to do. */
   step(): StepOutput | undefined {
     const start = now();
-    const { chunks, copyOps } = this.scheduler.schedule(start);
+    const { chunks, copyOps, swaCopyOps } = this.scheduler.schedule(start);
     let forwardMs = 0;
     const advanced: Sequence[] = [];
     if (chunks.length > 0) {
-      if (copyOps.length > 0) this.runner.kv.copyBlocks(copyOps);
+      if (copyOps.length > 0 || swaCopyOps.length > 0) this.runner.kv.copyBlocks(copyOps, swaCopyOps);
       const batchChunks = chunks.map((c) => this.toBatchChunk(c));
       const batch = buildBatch(batchChunks, this.config.blockSize);
       const t0 = performance.now();
@@ -131,6 +140,7 @@ export class EngineCore {
         const children = state.sample(seq, logitsRow, time);
         for (const child of children) {
           this.blocks.fork(seq, child);
+          this.swaBlocks?.fork(seq, child);
           this.scheduler.addRunning(child);
           advanced.push(child);
         }
@@ -156,7 +166,7 @@ export class EngineCore {
       stats: {
         numRunning: this.scheduler.numRunning,
         numWaiting: this.scheduler.numWaiting,
-        kvCacheUsage: this.blocks.usage(),
+        kvCacheUsage: Math.max(this.blocks.usage(), this.swaBlocks?.usage() ?? 0),
         prefixCacheQueries: this.blocks.stats.queries,
         prefixCacheHits: this.blocks.stats.hits,
         numPreemptions: this.scheduler.numPreemptions,
@@ -174,6 +184,7 @@ export class EngineCore {
       tokenIds: seq.tokens.slice(from, from + numTokens),
       startPos: from,
       blockTable: seq.blockTable,
+      ...(this.swaBlocks ? { swaBlockTable: seq.swa.blockTable } : {}),
       wantLogits,
       allLogits: this.requests.get(seq.requestId)?.wantsPromptLogprobs(seq) === true,
     };

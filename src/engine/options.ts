@@ -3,6 +3,7 @@ import { freemem } from 'node:os';
 import { InvalidArgumentError } from '../errors.js';
 import type { KvDtype } from '../kernels/index.js';
 import { KvCache } from '../model/kv-cache.js';
+import { SwaBlocks } from './swa-blocks.js';
 import type { ModelConfig } from '../model/weights.js';
 import type { EngineConfig } from './engine.js';
 import { LOGPROBS_MODES } from './logprobs.js';
@@ -23,6 +24,9 @@ export interface EngineOptions {
   readonly maxModelLen?: number;
   readonly enablePrefixCaching?: boolean;
   readonly logprobsMode?: LogprobsMode;
+  /** sliding-window layers (Gemma 2/3) in a pool of their own that keeps only the windows
+   *  (default); false keeps their whole context beside the global layers', for prefix caching */
+  readonly swaPool?: boolean;
   /** report prefix-cache changes as KV events (the server publishes them), hashes rooted at hashSeed */
   readonly kvEvents?: { readonly hashSeed: string };
 }
@@ -67,11 +71,14 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   }
   const maxNumSeqs = positiveInt('max-num-seqs', opts.maxNumSeqs ?? ENGINE_DEFAULTS.maxNumSeqs);
   const kvCacheDtype = opts.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype;
-  const bytesPerBlock = KvCache.bytesPerToken(model, kvCacheDtype) * blockSize;
-  const wanted = Math.floor(parseMemory(opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory) / bytesPerBlock);
+  const maxNumBatchedTokens = positiveInt('max-num-batched-tokens', opts.maxNumBatchedTokens ?? ENGINE_DEFAULTS.maxNumBatchedTokens);
+  const memory = parseMemory(opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory);
   // never more than every sequence at full length could use
   const useful = maxNumSeqs * Math.ceil(maxModelLen / blockSize);
-  const numBlocks = Math.min(wanted, useful);
+  const pooled = model.slidingWindow !== undefined && opts.swaPool !== false;
+  const { numBlocks, swaBlocks } = pooled
+    ? splitSwaPool(model, kvCacheDtype, blockSize, memory, useful, maxNumSeqs, maxNumBatchedTokens)
+    : { numBlocks: Math.min(Math.floor(memory / (KvCache.bytesPerToken(model, kvCacheDtype) * blockSize)), useful), swaBlocks: 0 };
   if (numBlocks < Math.ceil(maxModelLen / blockSize) && numBlocks < 2) {
     throw new InvalidArgumentError(`--kv-cache-memory holds ${numBlocks} blocks of ${blockSize} tokens: too few to run`);
   }
@@ -79,14 +86,44 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   if (!LOGPROBS_MODES.includes(logprobsMode)) throw new InvalidArgumentError(`--logprobs-mode must be one of ${LOGPROBS_MODES.join(', ')}`);
   return {
     numBlocks,
+    swaBlocks,
     blockSize,
     kvDtype: kvCacheDtype,
     maxModelLen,
     maxNumSeqs,
-    maxNumBatchedTokens: positiveInt('max-num-batched-tokens', opts.maxNumBatchedTokens ?? ENGINE_DEFAULTS.maxNumBatchedTokens),
-    enablePrefixCaching: opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching,
+    maxNumBatchedTokens,
+    // a cached prefix would need its last window in the sliding-window pool, which it does not keep
+    enablePrefixCaching: pooled ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),
     logprobsMode,
     eosTokenIds,
     ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),
   };
+}
+
+/**
+ * Splits the KV memory between the global layers' blocks (N, every token of every sequence)
+ * and the sliding-window layers' pool (S blocks, only the windows): S is what maxNumSeqs
+ * sequences past their windows plus one step's new tokens can hold at once, and never more
+ * than N (a sequence never holds more there than in the global pool). N·(global bytes) +
+ * S·(sliding bytes) fits the memory.
+ */
+function splitSwaPool(
+  model: ModelConfig,
+  dtype: KvDtype,
+  blockSize: number,
+  memory: number,
+  useful: number,
+  maxNumSeqs: number,
+  maxNumBatchedTokens: number,
+): { numBlocks: number; swaBlocks: number } {
+  const sw = model.slidingWindow!;
+  const numSwa = sw.layers.filter(Boolean).length;
+  const layerBlock = KvCache.bytesPerLayerToken(model, dtype) * blockSize;
+  const globalBlock = layerBlock * (model.numLayers - numSwa);
+  const swaBlock = layerBlock * numSwa;
+  const swaNeed = maxNumSeqs * (SwaBlocks.blocksPerSequence(sw.size, blockSize) + 1) + Math.ceil(maxNumBatchedTokens / blockSize);
+  // both pools the same size while that stays under swaNeed
+  let numBlocks = Math.min(Math.floor(memory / (globalBlock + swaBlock)), useful);
+  if (numBlocks > swaNeed && globalBlock > 0) numBlocks = Math.min(Math.floor((memory - swaNeed * swaBlock) / globalBlock), useful);
+  return { numBlocks, swaBlocks: Math.max(1, Math.min(numBlocks, swaNeed)) };
 }

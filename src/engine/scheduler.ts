@@ -4,6 +4,7 @@
 // its blocks are freed and it is recomputed later from its tokens, nothing lost.
 import { BlockManager } from './block-manager.js';
 import type { CopyOp } from './block-manager.js';
+import type { SwaBlocks } from './swa-blocks.js';
 import type { Sequence } from './sequence.js';
 import type { FinishReason } from './protocol.js';
 
@@ -26,6 +27,8 @@ export interface SchedulerOutput {
   readonly chunks: ScheduledChunk[];
   /** copy-on-write block copies to do before the forward pass */
   readonly copyOps: CopyOp[];
+  /** the same in the sliding-window pool */
+  readonly swaCopyOps: CopyOp[];
 }
 
 export class Scheduler {
@@ -43,7 +46,23 @@ export class Scheduler {
   constructor(
     readonly config: SchedulerConfig,
     readonly blocks: BlockManager,
+    /** the sliding-window layers' pool, when the model has one: a sequence runs only when both pools have room */
+    readonly swa?: SwaBlocks,
   ) {}
+
+  private canAllocate(seq: Sequence, numTokens: number, cached: readonly number[] = []): boolean {
+    return this.blocks.canAllocate(seq, numTokens, cached) && (this.swa?.canAllocate(seq, numTokens) ?? true);
+  }
+
+  private allocate(seq: Sequence, numTokens: number, copyOps: CopyOp[], swaCopyOps: CopyOp[], cached: readonly number[] = []): void {
+    copyOps.push(...this.blocks.allocate(seq, numTokens, cached));
+    if (this.swa) swaCopyOps.push(...this.swa.allocate(seq, numTokens));
+  }
+
+  private freeBlocks(seq: Sequence): void {
+    this.blocks.free(seq);
+    this.swa?.free(seq);
+  }
 
   get numWaiting(): number {
     return this.numWaitingLive;
@@ -78,7 +97,7 @@ export class Scheduler {
     seq.status = 'finished';
     seq.finishReason = reason;
     seq.stopTokenId = stopTokenId;
-    this.blocks.free(seq);
+    this.freeBlocks(seq);
     this.finishedEvents.push(seq);
   }
 
@@ -92,6 +111,7 @@ export class Scheduler {
   schedule(now: number): SchedulerOutput {
     const chunks: ScheduledChunk[] = [];
     const copyOps: CopyOp[] = [];
+    const swaCopyOps: CopyOp[] = [];
     let budget = this.config.maxNumBatchedTokens;
     const running: Sequence[] = [];
     // finished sequences leave the running list here, as it is walked for this step anyway
@@ -101,10 +121,10 @@ export class Scheduler {
     for (; next < end && budget > 0; next++) {
       const seq = queue[next]!;
       const numTokens = Math.min(seq.numUncomputed, budget);
-      let admitted = this.blocks.canAllocate(seq, seq.numComputed + numTokens);
+      let admitted = this.canAllocate(seq, seq.numComputed + numTokens);
       while (!admitted && end > next + 1) {
         this.preempt(queue[--end]!);
-        admitted = this.blocks.canAllocate(seq, seq.numComputed + numTokens);
+        admitted = this.canAllocate(seq, seq.numComputed + numTokens);
       }
       if (!admitted) {
         if (running.length === 0) {
@@ -115,7 +135,7 @@ export class Scheduler {
         }
         continue;
       }
-      copyOps.push(...this.blocks.allocate(seq, seq.numComputed + numTokens));
+      this.allocate(seq, seq.numComputed + numTokens, copyOps, swaCopyOps);
       chunks.push({ seq, numTokens });
       running.push(seq);
       budget -= numTokens;
@@ -123,7 +143,7 @@ export class Scheduler {
     for (; next < end; next++) running.push(queue[next]!); // budget spent: still running, not scheduled this step
     this.running = running;
     this.admitWaiting(chunks, budget, now);
-    return { chunks, copyOps };
+    return { chunks, copyOps, swaCopyOps };
   }
 
   private admitWaiting(chunks: ScheduledChunk[], budget: number, now: number): void {
@@ -136,10 +156,10 @@ export class Scheduler {
       const cached = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0 ? this.blocks.findCachedPrefix(seq.tokens, seq.prefixRoot) : [];
       const numComputed = cached.length * this.blocks.blockSize;
       const numTokens = Math.min(seq.tokens.length - numComputed, budget);
-      if (!this.blocks.canAllocate(seq, numComputed + numTokens, cached)) break;
+      if (!this.canAllocate(seq, numComputed + numTokens, cached)) break;
       this.waiting.shift();
       this.numWaitingLive--;
-      this.blocks.allocate(seq, numComputed + numTokens, cached);
+      this.allocate(seq, numComputed + numTokens, [], [], cached);
       if (seq.firstScheduledTime === undefined) {
         seq.firstScheduledTime = now;
         seq.numCachedPrompt = numComputed;
@@ -155,7 +175,7 @@ export class Scheduler {
 
   /** Frees a running sequence's blocks and puts it first in line to be recomputed. */
   private preempt(seq: Sequence): void {
-    this.blocks.free(seq);
+    this.freeBlocks(seq);
     seq.numComputed = 0;
     seq.status = 'waiting';
     this.numRunningLive--;

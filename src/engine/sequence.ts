@@ -7,6 +7,8 @@ export type SequenceStatus = 'waiting' | 'running' | 'finished';
 
 export class Sequence implements BlockOwner {
   readonly blockTable: number[] = [];
+  /** its table in the sliding-window pool (engine/swa-blocks.ts), when the model has one */
+  readonly swa: BlockOwner = { blockTable: [] };
   /** prompt, then generated tokens */
   readonly tokens: number[];
   readonly promptLength: number;

@@ -42,8 +42,12 @@ export interface AttentionShape {
   readonly numHeads: number;
   readonly numKvHeads: number;
   readonly headDim: number;
-  /** multiplies q·k before softmax (1/sqrt(headDim) for every family here) */
+  /** multiplies q·k before softmax (1/sqrt(headDim) for most families; Gemma scales q instead and passes 1) */
   readonly scale: number;
+  /** sliding window: a token at position p attends to p - window + 1 .. p only; 0 or absent = all of 0..p */
+  readonly window?: number;
+  /** attention logit soft-cap (Gemma 2): scores s = scale·q·k become cap·tanh(s / cap) before softmax; 0 or absent = off */
+  readonly softcap?: number;
 }
 
 export interface Kernels {
@@ -88,6 +92,12 @@ export interface Kernels {
 
   /** out[i] = gelu(x[i]) (tanh approximation, as GPT-2 and ggml use). out may alias x. */
   gelu(out: Float32Array, x: Float32Array, n: number): void;
+
+  /** out[i] = gelu(gate[i]) * up[i] (ggml's geglu: the same f16 GELU as gelu). out may alias gate. */
+  geluMul(out: Float32Array, gate: Float32Array, up: Float32Array, n: number): void;
+
+  /** x[i] = cap · tanh(x[i] / cap) in f32 for i < n (Gemma 2's final-logit soft-cap), in place */
+  softcap(x: Float32Array, n: number, cap: number): void;
 
   /** out[i] = a[i] + b[i]. out may alias either. */
   add(out: Float32Array, a: Float32Array, b: Float32Array, n: number): void;

@@ -50,6 +50,8 @@ interface NativeAddon {
     scaling?: Float64Array, freqFactors?: F32 | null): void;
   siluMul(out: F32, gate: F32, up: F32, n: number): void;
   gelu(out: F32, x: F32, n: number): void;
+  geluMul(out: F32, gate: F32, up: F32, n: number): void;
+  softcap(x: F32, n: number, cap: number): void;
   add(out: F32, a: F32, b: F32, n: number): void;
   addBias(x: F32, bias: F32, rows: number): void;
   softmax(x: F32, rows: number, n: number): void;
@@ -61,7 +63,7 @@ interface NativeAddon {
     k: F32, v: F32, slotMapping: Int32Array): void;
   attention(out: F32, q: F32, kc: Cache, vc: Cache, f16: boolean, numBlocks: number, blockSize: number, numKvHeads: number,
     headDim: number, seqStarts: Int32Array, positions: Int32Array, blockTables: Int32Array, maxBlocksPerSeq: number,
-    numHeads: number, scale: number): void;
+    numHeads: number, scale: number, window: number, softcap: number): void;
   /** absent when the addon was built without native/matmul.cc */
   matmul?(out: F32, x: F32, rows: number, data: Uint8Array, type: number, inFeatures: number, outFeatures: number): void;
   embedRows?(out: F32, data: Uint8Array, type: number, dim: number, nRows: number, ids: Int32Array): void;
@@ -183,6 +185,8 @@ function wrap(a: NativeAddon): Kernels {
         : a.rope(x, positions, numHeads, headDim, ropeDim, base, style === 'neox'),
     siluMul: a.siluMul,
     gelu: a.gelu,
+    geluMul: a.geluMul,
+    softcap: a.softcap,
     add: a.add,
     addBias: a.addBias,
     softmax: a.softmax,
@@ -197,7 +201,7 @@ function wrap(a: NativeAddon): Kernels {
         throw new RangeError(`attention: heads ${shape.numKvHeads}x${shape.headDim} do not match the cache's ${c.numKvHeads}x${c.headDim}`);
       }
       a.attention(out, q, layer.k, layer.v, c.dtype === 'f16', c.numBlocks, c.blockSize, c.numKvHeads, c.headDim,
-        b.seqStarts, b.positions, b.blockTables, b.maxBlocksPerSeq, shape.numHeads, shape.scale);
+        b.seqStarts, b.positions, b.blockTables, b.maxBlocksPerSeq, shape.numHeads, shape.scale, shape.window ?? 0, shape.softcap ?? 0);
     },
   };
 }

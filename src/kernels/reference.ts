@@ -151,6 +151,21 @@ function gelu(out: Float32Array, x: Float32Array, n: number): void {
   }
 }
 
+function geluMul(out: Float32Array, gate: Float32Array, up: Float32Array, n: number): void {
+  gelu(out, gate, n);
+  for (let i = 0; i < n; i++) out[i] = out[i]! * up[i]!;
+}
+
+/** ggml's scale(1/cap) → tanh → scale(cap), each rounded to f32 */
+function capScore(x: number, inv: number, cap: number): number {
+  return Math.fround(Math.fround(Math.tanh(Math.fround(x * inv))) * cap);
+}
+
+function softcap(x: Float32Array, n: number, cap: number): void {
+  const inv = Math.fround(1 / cap);
+  for (let i = 0; i < n; i++) x[i] = capScore(x[i]!, inv, cap);
+}
+
 function add(out: Float32Array, a: Float32Array, b: Float32Array, n: number): void {
   for (let i = 0; i < n; i++) out[i] = a[i]! + b[i]!;
 }
@@ -252,6 +267,9 @@ function attention(
   shape: AttentionShape,
 ): void {
   const { numHeads, numKvHeads, headDim, scale } = shape;
+  const window = shape.window ?? 0;
+  const cap = shape.softcap ?? 0;
+  const inv = Math.fround(1 / cap);
   const groupSize = numHeads / numKvHeads;
   const kvWidth = numKvHeads * headDim;
   const half = cache.dtype === 'f16'; // llama.cpp feeds q and the softmax weights to f16 K/V as f16
@@ -264,24 +282,26 @@ function attention(
       return block * cache.blockSize + (pos % cache.blockSize);
     };
     for (let t = batch.seqStarts[s]!; t < batch.seqStarts[s + 1]!; t++) {
-      const ctx = batch.positions[t]! + 1; // causal: positions 0..p
-      const scores = new Float32Array(ctx);
+      const ctx = batch.positions[t]! + 1; // causal: positions first..p
+      const first = window > 0 ? Math.max(0, ctx - window) : 0;
+      const scores = new Float32Array(ctx - first);
       for (let h = 0; h < numHeads; h++) {
         const qBase = (t * numHeads + h) * headDim;
         const kvHead = Math.floor(h / groupSize);
-        for (let p = 0; p < ctx; p++) {
+        for (let p = first; p < ctx; p++) {
           const kBase = slotOf(p) * kvWidth + kvHead * headDim;
           let dot = 0;
           for (let i = 0; i < headDim; i++) {
             const qi = half ? roundToF16(q[qBase + i]!) : q[qBase + i]!;
             dot += qi * load(layer.k, kBase + i);
           }
-          scores[p] = dot * scale;
+          const s = Math.fround(dot * scale);
+          scores[p - first] = cap > 0 ? capScore(s, inv, cap) : s;
         }
-        softmax(scores, 1, ctx);
+        softmax(scores, 1, ctx - first);
         for (let i = 0; i < headDim; i++) out[qBase + i] = 0;
-        for (let p = 0; p < ctx; p++) {
-          const weight = half ? roundToF16(scores[p]!) : scores[p]!;
+        for (let p = first; p < ctx; p++) {
+          const weight = half ? roundToF16(scores[p - first]!) : scores[p - first]!;
           const vBase = slotOf(p) * kvWidth + kvHead * headDim;
           for (let i = 0; i < headDim; i++) out[qBase + i]! += weight * load(layer.v, vBase + i);
         }
@@ -299,6 +319,8 @@ export const referenceKernels: Kernels = {
   rope,
   siluMul,
   gelu,
+  geluMul,
+  softcap,
   add,
   addBias,
   softmax,

@@ -12,6 +12,17 @@ export interface ForwardBatch extends AttentionBatch {
   readonly slotMapping: Int32Array;
   /** [numLogits] batch rows whose next-token logits are wanted (usually each sequence's last token) */
   readonly logitIndices: Int32Array;
+  /** the sliding-window pool's tables and slots, when the cache has one (KvCache.swa) */
+  readonly swa?: SwaTables;
+}
+
+/** Block tables of the sliding-window pool: -1 for blocks wholly outside every window (freed). */
+export interface SwaTables {
+  /** [numSeqs, maxBlocksPerSeq] */
+  readonly blockTables: Int32Array;
+  readonly maxBlocksPerSeq: number;
+  /** [numTokens] */
+  readonly slotMapping: Int32Array;
 }
 
 /** Checks the invariants the kernels rely on; cheap next to a forward pass. */
@@ -30,6 +41,8 @@ export interface SequenceChunk {
   readonly startPos: number;
   /** the sequence's block ids, covering positions up to startPos + tokenIds.length - 1 */
   readonly blockTable: ArrayLike<number>;
+  /** its table in the sliding-window pool (-1 where released), when the cache has one */
+  readonly swaBlockTable?: ArrayLike<number>;
   /** whether the logits after this chunk's last token are wanted */
   readonly wantLogits: boolean;
   /** logits after every token of the chunk (prompt logprobs), in token order */
@@ -63,5 +76,24 @@ export function buildBatch(chunks: readonly SequenceChunk[], blockSize: number):
     else if (chunk.wantLogits && n > 0) logitIndices.push(t - 1);
   });
   seqStarts[chunks.length] = t;
-  return { tokenIds, positions, slotMapping, seqStarts, blockTables, maxBlocksPerSeq, logitIndices: Int32Array.from(logitIndices) };
+  const swa = chunks.some((c) => c.swaBlockTable) ? buildSwaTables(chunks, blockSize, positions, seqStarts) : undefined;
+  return { tokenIds, positions, slotMapping, seqStarts, blockTables, maxBlocksPerSeq, logitIndices: Int32Array.from(logitIndices), ...(swa ? { swa } : {}) };
+}
+
+function buildSwaTables(chunks: readonly SequenceChunk[], blockSize: number, positions: Int32Array, seqStarts: Int32Array): SwaTables {
+  const maxBlocksPerSeq = Math.max(1, ...chunks.map((c) => c.swaBlockTable?.length ?? 0));
+  const blockTables = new Int32Array(chunks.length * maxBlocksPerSeq).fill(-1);
+  const slotMapping = new Int32Array(positions.length);
+  chunks.forEach((chunk, s) => {
+    const table = chunk.swaBlockTable;
+    if (!table) throw new Error(`sequence ${s} has no sliding-window block table`);
+    for (let b = 0; b < table.length; b++) blockTables[s * maxBlocksPerSeq + b] = table[b]!;
+    for (let t = seqStarts[s]!; t < seqStarts[s + 1]!; t++) {
+      const pos = positions[t]!;
+      const block = table[Math.floor(pos / blockSize)];
+      if (block === undefined || block < 0) throw new Error(`sequence ${s} has no sliding-window block for position ${pos}`);
+      slotMapping[t] = block * blockSize + (pos % blockSize);
+    }
+  });
+  return { blockTables, maxBlocksPerSeq, slotMapping };
 }

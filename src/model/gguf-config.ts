@@ -1,5 +1,5 @@
 // GGUF metadata → ModelConfig, with llama.cpp's key names and defaults.
-import { UnsupportedModelError } from '../errors.js';
+import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { MetadataReader } from './gguf-metadata.js';
 import type { GGUFMetadata } from './gguf-metadata.js';
 import { ggufRopeScaling } from './gguf-rope.js';
@@ -12,9 +12,11 @@ const ROPE_STYLE: Record<ArchName, RopeStyle> = {
   gpt2: 'normal', // unused: gpt2 has learned positions, no RoPE
   phi3: 'neox',
   smollm3: 'normal', // converted as llama (permuted q/k)
+  gemma2: 'neox',
+  gemma3: 'neox',
 };
 
-export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3'];
+export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3'];
 
 /** llama.cpp's smollm3: every 4th layer (il + 1 ≡ 0 mod 4) skips RoPE */
 export const SMOLLM3_NO_ROPE_STEP = 4;
@@ -42,6 +44,7 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
   const ropeScaling = arch === 'gpt2' ? undefined : ggufRopeScaling(meta, tensors, { arch, ropeDim, ropeBase, contextLength });
   const noRopeLayers =
     arch === 'smollm3' ? Array.from({ length: numLayers }, (_, i) => i).filter((i) => (i + 1) % SMOLLM3_NO_ROPE_STEP === 0) : undefined;
+  const gemma = arch === 'gemma2' || arch === 'gemma3' ? gemmaParams(meta, arch, { hiddenSize, numHeads, headDim, numLayers, ropeBase }) : {};
   return {
     arch,
     vocabSize: meta.number(key('vocab_size'), embedding.dims[1] ?? 0),
@@ -62,5 +65,54 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     tiedEmbeddings: !tensors.has('output.weight'),
     ...(ropeScaling ? { ropeScaling } : {}),
     ...(noRopeLayers ? { noRopeLayers } : {}),
+    ...gemma,
+  };
+}
+
+interface GemmaShape {
+  hiddenSize: number;
+  numHeads: number;
+  headDim: number;
+  numLayers: number;
+  ropeBase: number;
+}
+
+/**
+ * Gemma 2/3 as llama.cpp's load_arch_hparams reads them: the window (Gemma 2 default 4096;
+ * Gemma 3 only when the key is there), the pattern (every 2nd / 6th layer global unless
+ * `attention.sliding_window_pattern` says otherwise), the soft-caps (Gemma 2 defaults 50 and
+ * 30; Gemma 3 none unless given), the local RoPE base (Gemma 2 = global, Gemma 3 default
+ * 10000), and the query scale llama.cpp derives from the layer count (27B: hidden / heads).
+ */
+function gemmaParams(meta: MetadataReader, arch: 'gemma2' | 'gemma3', s: GemmaShape): Pick<ModelConfig, 'slidingWindow' | 'gemma'> {
+  const key = (k: string): string => `${arch}.${k}`;
+  const is27B = s.numLayers === (arch === 'gemma2' ? 46 : 62);
+  const queryScale = 1 / Math.sqrt(is27B ? s.hiddenSize / s.numHeads : s.headDim);
+  const window = meta.optionalNumber(key('attention.sliding_window')) ?? (arch === 'gemma2' ? 4096 : 0);
+  const pattern = meta.metadata.get(key('attention.sliding_window_pattern'));
+  let layers: boolean[];
+  if (Array.isArray(pattern)) {
+    // one flag per layer (llama_model_base::load_swa_pattern's array form)
+    if (pattern.length !== s.numLayers || !pattern.every((x) => typeof x === 'boolean')) {
+      throw new ModelFormatError(meta.file, `${key('attention.sliding_window_pattern')} should hold ${s.numLayers} booleans`);
+    }
+    layers = pattern as boolean[];
+  } else {
+    const period = meta.optionalNumber(key('attention.sliding_window_pattern')) ?? (arch === 'gemma2' ? 2 : 6);
+    // llama_hparams::set_swa_pattern: layer il slides unless il % period is period - 1 (period 0: all slide)
+    layers = Array.from({ length: s.numLayers }, (_, il) => period === 0 || il % period < period - 1);
+  }
+  const slidingWindow =
+    window > 0 && layers.some(Boolean)
+      ? { size: window, layers, ropeBase: meta.number(key('rope.freq_base_swa'), arch === 'gemma2' ? s.ropeBase : 10000) }
+      : undefined;
+  return {
+    ...(slidingWindow ? { slidingWindow } : {}),
+    gemma: {
+      queryScale,
+      attnSoftcap: arch === 'gemma2' ? meta.number(key('attn_logit_softcapping'), 50) : 0,
+      finalSoftcap: meta.number(key('final_logit_softcapping'), arch === 'gemma2' ? 30 : 0),
+      normOffset: 0,
+    },
   };
 }

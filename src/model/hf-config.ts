@@ -5,12 +5,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
+import { Fields } from './hf-fields.js';
+import { gemmaConfig } from './hf-config-gemma.js';
 import type { ArchName, ModelConfig } from './weights.js';
 import { hfRopeScaling } from './hf-rope.js';
 
 export const CONFIG_FILE = 'config.json';
 
-type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3';
+type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3';
 
 const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   LlamaForCausalLM: 'llama',
@@ -20,10 +22,12 @@ const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   GPT2LMHeadModel: 'gpt2',
   Phi3ForCausalLM: 'phi3',
   SmolLM3ForCausalLM: 'smollm3',
+  Gemma2ForCausalLM: 'gemma2',
+  Gemma3ForCausalLM: 'gemma3',
 };
-const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3'];
+const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3'];
 /** Mistral runs as llama (llama.cpp converts it to a llama GGUF and attends to the whole context) */
-const ARCH_OF: Readonly<Record<Family, ArchName>> = {
+const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3'>, ArchName>> = {
   llama: 'llama',
   mistral: 'llama',
   qwen2: 'qwen2',
@@ -59,6 +63,7 @@ export function parseHFConfig(file: string, json: unknown): ModelConfig {
   }
   const c = new Fields(file, json as Record<string, unknown>);
   const family = familyOf(c);
+  if (family === 'gemma2' || family === 'gemma3') return gemmaConfig(c, family);
   return family === 'gpt2' ? gpt2Config(c) : llamaLikeConfig(c, family);
 }
 
@@ -75,7 +80,8 @@ function familyOf(c: Fields): Family {
     }
     return family;
   }
-  const type = c.raw('model_type');
+  const raw = c.raw('model_type');
+  const type = raw === 'gemma3_text' ? 'gemma3' : raw;
   const family = FAMILIES.find((f) => f === type);
   if (!family) {
     throw new UnsupportedModelError(c.file, `model_type ${JSON.stringify(type)} is not supported (loom runs ${FAMILIES.join(', ')})`);
@@ -83,7 +89,7 @@ function familyOf(c: Fields): Family {
   return family;
 }
 
-function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2'>): ModelConfig {
+function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3'>): ModelConfig {
   const hiddenSize = c.count('hidden_size');
   const numHeads = c.count('num_attention_heads');
   const numKvHeads = c.count('num_key_value_heads', () => numHeads);
@@ -159,7 +165,7 @@ function checkSlidingWindow(c: Fields, family: Family, contextLength: number): v
 }
 
 /** rope_theta, from the classic fields or transformers' newer `rope_parameters`. */
-function ropeOf(c: Fields): { theta: number } {
+export function ropeOf(c: Fields): { theta: number } {
   const params = c.raw('rope_parameters');
   const fromParams = params && typeof params === 'object' ? (params as Record<string, unknown>)['rope_theta'] : undefined;
   if (c.raw('rope_theta') === undefined && typeof fromParams === 'number') return { theta: fromParams };
@@ -195,55 +201,4 @@ function gpt2Config(c: Fields): ModelConfig {
     ropeStyle: 'normal',
     tiedEmbeddings: c.bool('tie_word_embeddings', true),
   };
-}
-
-/** Typed reads of config fields; errors name the file and the field. null counts as absent. */
-class Fields {
-  constructor(
-    readonly file: string,
-    readonly json: Record<string, unknown>,
-  ) {}
-
-  raw(key: string): unknown {
-    return this.json[key];
-  }
-
-  bad(key: string, want: string): ModelFormatError {
-    return new ModelFormatError(this.file, `"${key}" should be ${want}, got ${JSON.stringify(this.json[key])}`);
-  }
-
-  /** a positive integer from the first of `keys` present; else `fallback()`, or an error when none */
-  count(keys: string | readonly string[], fallback?: () => number): number {
-    const list = typeof keys === 'string' ? [keys] : keys;
-    const key = list.find((k) => this.json[k] !== undefined && this.json[k] !== null);
-    if (key === undefined) {
-      if (fallback) return fallback();
-      throw new ModelFormatError(this.file, `missing "${list.join('" or "')}"`);
-    }
-    const v = this.json[key];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v <= 0) throw this.bad(key, 'a positive integer');
-    return v;
-  }
-
-  num(key: string, fallback: number): number {
-    const v = this.json[key];
-    if (v === undefined || v === null) return fallback;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) throw this.bad(key, 'a positive number');
-    return v;
-  }
-
-  bool(key: string, fallback: boolean): boolean {
-    const v = this.json[key];
-    if (v === undefined || v === null) return fallback;
-    if (typeof v !== 'boolean') throw this.bad(key, 'true or false');
-    return v;
-  }
-
-  /** checks a derived size is a whole number (e.g. hidden / heads) */
-  whole(key: string, value: number): number {
-    if (!Number.isInteger(value)) {
-      throw new ModelFormatError(this.file, `"${key}" does not divide evenly by the number of attention heads`);
-    }
-    return value;
-  }
 }

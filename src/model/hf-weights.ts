@@ -44,6 +44,14 @@ const PHI3_BLOCK: Readonly<Record<string, string>> = {
   ffn_up: 'mlp.gate_up_proj',
 };
 
+/** Gemma's four norms per block: HF's post_attention_layernorm is the post-attention norm here */
+const GEMMA_BLOCK: Readonly<Record<string, string>> = {
+  ...LLAMA_BLOCK,
+  post_attention_norm: 'post_attention_layernorm',
+  ffn_norm: 'pre_feedforward_layernorm',
+  post_ffw_norm: 'post_feedforward_layernorm',
+};
+
 const GPT2_GLOBAL: Readonly<Record<string, string>> = {
   'token_embd.weight': 'wte.weight',
   'position_embd.weight': 'wpe.weight',
@@ -78,7 +86,8 @@ export function hfLocation(arch: ArchName, numLayers: number, canonical: string)
   if (arch !== 'gpt2') {
     const global = LLAMA_GLOBAL[canonical];
     if (global) return { names: [global], conv: false };
-    const path = m ? (arch === 'phi3' ? PHI3_BLOCK : LLAMA_BLOCK)[m[2]!] : undefined;
+    const block = arch === 'phi3' ? PHI3_BLOCK : arch === 'gemma2' || arch === 'gemma3' ? GEMMA_BLOCK : LLAMA_BLOCK;
+    const path = m ? block[m[2]!] : undefined;
     return path ? { names: [`model.layers.${layer}.${path}.${m![3]}`], conv: false } : undefined;
   }
   if (canonical === 'output.weight') return { names: ['lm_head.weight'], conv: false };

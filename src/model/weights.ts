@@ -15,7 +15,7 @@ export interface WeightTensor {
   readonly data: Uint8Array;
 }
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3';
+export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3';
 
 /** How RoPE pairs dimensions: `normal` rotates (x[2i], x[2i+1]) (llama.cpp's llama layout);
  *  `neox` rotates (x[i], x[i + ropeDim/2]) (HF rotate_half, Qwen, GPT-NeoX). */
@@ -44,6 +44,30 @@ export interface ModelConfig {
   readonly ropeScaling?: ModelRopeScaling;
   /** layers that apply no RoPE at all (SmolLM3: every 4th) */
   readonly noRopeLayers?: readonly number[];
+  /** sliding-window attention (Gemma 2/3): layers flagged in `layers` attend to the last `size` positions only */
+  readonly slidingWindow?: SlidingWindow;
+  /** Gemma's extras (see arch/gemma.ts); absent for the other families */
+  readonly gemma?: GemmaParams;
+}
+
+export interface SlidingWindow {
+  /** a query at position p attends to keys at p - size + 1 .. p (llama.cpp's LLAMA_SWA_TYPE_STANDARD) */
+  readonly size: number;
+  /** [numLayers] true for a sliding-window layer, false for a global one */
+  readonly layers: readonly boolean[];
+  /** RoPE base of the sliding-window layers (Gemma 3: 10000 while global layers use ropeBase) */
+  readonly ropeBase: number;
+}
+
+export interface GemmaParams {
+  /** q is multiplied by this before attention (1/sqrt(query_pre_attn_scalar)) */
+  readonly queryScale: number;
+  /** attention scores become cap·tanh(score/cap) before softmax (Gemma 2); 0 = off */
+  readonly attnSoftcap: number;
+  /** logits become cap·tanh(logit/cap) (Gemma 2); 0 = off */
+  readonly finalSoftcap: number;
+  /** added to every norm weight at load: 1 for HF checkpoints (Gemma's (1 + w) RMSNorm), 0 for GGUF (converted with + 1) */
+  readonly normOffset: number;
 }
 
 /**

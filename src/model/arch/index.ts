@@ -1,6 +1,7 @@
 import type { ModelConfig, TensorSource } from '../weights.js';
 import type { Architecture } from './architecture.js';
 import { Gpt2Architecture } from './gpt2.js';
+import { GemmaArchitecture } from './gemma.js';
 import { LlamaArchitecture } from './llama.js';
 
 export type { Architecture } from './architecture.js';
@@ -16,5 +17,8 @@ export function createArchitecture(config: ModelConfig, tensors: TensorSource, c
       return new LlamaArchitecture(config, tensors, contextLength);
     case 'gpt2':
       return new Gpt2Architecture(config, tensors);
+    case 'gemma2':
+    case 'gemma3':
+      return new GemmaArchitecture(config, tensors, contextLength);
   }
 }

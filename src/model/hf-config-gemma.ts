@@ -1,0 +1,71 @@
+// config.json of Gemma2ForCausalLM / Gemma3ForCausalLM (model_type gemma2 / gemma3_text) →
+// ModelConfig, with transformers' Gemma2Config / Gemma3TextConfig defaults. Which layers
+// slide: `layer_types` when given, else Gemma 2 every even layer, Gemma 3 all but every
+// `sliding_window_pattern`-th (6) — the same layers llama.cpp's pattern picks.
+import { ModelFormatError, UnsupportedModelError } from '../errors.js';
+import type { Fields } from './hf-fields.js';
+import { ropeOf } from './hf-config.js';
+import { hfRopeScaling } from './hf-rope.js';
+import type { ModelConfig } from './weights.js';
+
+export function gemmaConfig(c: Fields, arch: 'gemma2' | 'gemma3'): ModelConfig {
+  const hiddenSize = c.count('hidden_size');
+  const numHeads = c.count('num_attention_heads');
+  const numKvHeads = c.count('num_key_value_heads', () => numHeads);
+  const headDim = c.count('head_dim', () => 256);
+  const numLayers = c.count('num_hidden_layers');
+  if (numHeads % numKvHeads !== 0) {
+    throw new ModelFormatError(c.file, `num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`);
+  }
+  const act = c.raw('hidden_activation') ?? c.raw('hidden_act') ?? 'gelu_pytorch_tanh';
+  if (act !== 'gelu_pytorch_tanh' && act !== 'gelu_new') {
+    throw new UnsupportedModelError(c.file, `hidden_activation ${JSON.stringify(act)} is not supported (only the tanh GELU)`);
+  }
+  if (c.raw('attention_bias') === true) throw new UnsupportedModelError(c.file, 'attention_bias: true is not supported');
+  const rope = ropeOf(c);
+  const contextLength = c.count('max_position_embeddings');
+  // Gemma 3 4B+ scale the global layers' RoPE (linear ×8); the sliding ones keep theirs
+  const ropeScaling = hfRopeScaling({ file: c.file, json: c.json, headDim, ropeDim: headDim, ropeBase: rope.theta, contextLength });
+  const window = c.count('sliding_window', () => 4096);
+  const layers = slidingLayers(c, arch, numLayers);
+  const softcap = (key: string, fallback: number): number => (c.raw(key) === null ? 0 : c.num(key, fallback));
+  return {
+    arch,
+    vocabSize: c.count('vocab_size'),
+    hiddenSize,
+    numLayers,
+    numHeads,
+    numKvHeads,
+    headDim,
+    ffnSize: c.count('intermediate_size'),
+    contextLength,
+    normEps: c.num('rms_norm_eps', 1e-6),
+    ropeBase: rope.theta,
+    ropeDim: headDim,
+    ropeStyle: 'neox',
+    tiedEmbeddings: c.bool('tie_word_embeddings', true),
+    ...(ropeScaling ? { ropeScaling } : {}),
+    ...(layers.some(Boolean)
+      ? { slidingWindow: { size: window, layers, ropeBase: arch === 'gemma3' ? c.num('rope_local_base_freq', 10000) : rope.theta } }
+      : {}),
+    gemma: {
+      queryScale: 1 / Math.sqrt(c.num('query_pre_attn_scalar', 256)),
+      attnSoftcap: arch === 'gemma2' ? softcap('attn_logit_softcapping', 50) : 0,
+      finalSoftcap: softcap('final_logit_softcapping', arch === 'gemma2' ? 30 : 0),
+      normOffset: 1,
+    },
+  };
+}
+
+function slidingLayers(c: Fields, arch: 'gemma2' | 'gemma3', numLayers: number): boolean[] {
+  const types = c.raw('layer_types');
+  if (types !== undefined && types !== null) {
+    if (!Array.isArray(types) || types.length !== numLayers || !types.every((t) => t === 'sliding_attention' || t === 'full_attention')) {
+      throw c.bad('layer_types', `${numLayers} of "sliding_attention" / "full_attention"`);
+    }
+    return types.map((t) => t === 'sliding_attention');
+  }
+  if (arch === 'gemma2') return Array.from({ length: numLayers }, (_, i) => i % 2 === 0);
+  const pattern = c.count('sliding_window_pattern', () => 6);
+  return Array.from({ length: numLayers }, (_, i) => (i + 1) % pattern !== 0);
+}
