@@ -38,7 +38,7 @@ export interface SamplerContext {
   readonly kernels?: SamplingKernels;
 }
 
-export type SamplingKernels = Pick<Kernels, 'argmax' | 'expWeights' | 'sampleCandidates' | 'drawIndex'>;
+export type SamplingKernels = Pick<Kernels, 'argmax' | 'applyTokenMask' | 'expWeights' | 'sampleCandidates' | 'drawIndex'>;
 
 export class RequestSampler {
   readonly params: SamplingParams;
