@@ -3,6 +3,10 @@
 // Semantics follow vLLM's SamplingParams; names are camelCase, messages name the
 // parameter as the OpenAI API spells it.
 import { InvalidArgumentError } from '../errors.js';
+import { validateGrammarSpec } from './grammar/spec.js';
+import type { GrammarSpec } from './grammar/spec.js';
+
+export type { GrammarSpec } from './grammar/spec.js';
 
 /** Largest top-N of `logprobs` / `promptLogprobs` (OpenAI's and vLLM's cap). */
 export const MAX_LOGPROBS = 20;
@@ -42,6 +46,8 @@ export interface SamplingParamsInput {
   readonly logprobs?: number | null;
   /** null = none; 0..20 = each prompt token's logprob (from the 2nd) plus top-N */
   readonly promptLogprobs?: number | null;
+  /** null = unconstrained; else every sampled token keeps the output inside this grammar */
+  readonly grammar?: GrammarSpec | null;
 }
 
 export interface SamplingParams {
@@ -61,6 +67,7 @@ export interface SamplingParams {
   readonly n: number;
   readonly logprobs: number | null;
   readonly promptLogprobs: number | null;
+  readonly grammar: GrammarSpec | null;
 }
 
 export const DEFAULT_SAMPLING_PARAMS: SamplingParams = Object.freeze({
@@ -80,6 +87,7 @@ export const DEFAULT_SAMPLING_PARAMS: SamplingParams = Object.freeze({
   n: 1,
   logprobs: null,
   promptLogprobs: null,
+  grammar: null,
 });
 
 /** Fills defaults and validates; `vocabSize` (when known) bounds logit_bias and stop ids. */
@@ -102,6 +110,7 @@ export function resolveSamplingParams(input: SamplingParamsInput = {}, vocabSize
     n: input.n ?? d.n,
     logprobs: input.logprobs ?? d.logprobs,
     promptLogprobs: input.promptLogprobs ?? d.promptLogprobs,
+    grammar: input.grammar ? validateGrammarSpec(input.grammar) : null,
   };
   validateSamplingParams(p, vocabSize);
   return p;

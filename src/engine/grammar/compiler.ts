@@ -28,6 +28,11 @@ export class GrammarCompiler {
   readonly maskWords: number;
   readonly stats: CompileStats = { compiled: 0, cacheHits: 0, compileMs: 0 };
   private readonly compiler;
+  /**
+   * [maskWords] tokens free of raw control bytes (< 0x20): JSON never has them (loom's JSON
+   * is one line), yet xgrammar 0.1.27 lets some string rules take them
+   */
+  private readonly jsonSafe: Int32Array;
   /** grammar key → compiled grammar; insertion order is recency (LRU) */
   private readonly cache = new Map<string, CompiledGrammarHandle>();
 
@@ -49,6 +54,10 @@ export class GrammarCompiler {
     this.compiler = new xg.GrammarCompiler(info, 1, false);
     info.delete();
     this.maskWords = Math.ceil(vocabSize / 32);
+    this.jsonSafe = new Int32Array(this.maskWords).fill(-1);
+    tokens.forEach((bytes, id) => {
+      if (bytes.some((b) => b < 0x20)) this.jsonSafe[id >> 5]! &= ~(1 << (id & 31));
+    });
   }
 
   /** The compiled grammar of a (validated) spec, from the cache when it was compiled before. */
@@ -77,16 +86,18 @@ export class GrammarCompiler {
   /** A matcher at the grammar's start, for one sequence. */
   matcher(spec: GrammarSpec): SequenceGrammar {
     const compiled = this.compile(spec);
-    return new SequenceGrammar(this.xg, new this.xg.GrammarMatcher(compiled, undefined, false, -1), this.vocabSize);
+    const json = spec.type === 'json_schema' || spec.type === 'json_object';
+    return new SequenceGrammar(this.xg, new this.xg.GrammarMatcher(compiled, undefined, false, -1), this.vocabSize, json ? this.jsonSafe : undefined);
   }
 
   private compileUncached(spec: GrammarSpec): CompiledGrammarHandle {
     switch (spec.type) {
+      // JSON as json.dumps writes it on one line (", " and ": "): free whitespace lets a model
+      // pad forever; strict: no properties the schema does not list
       case 'json_object':
-        return this.compiler.CompileJSONSchema('{"type": "object"}', true, undefined, undefined, false, undefined);
+        return this.compiler.CompileJSONSchema('{"type": "object"}', false, undefined, undefined, false, undefined);
       case 'json_schema':
-        // any whitespace between tokens, as models write JSON; strict: no properties the schema lacks
-        return this.compiler.CompileJSONSchema(JSON.stringify(spec.schema), true, undefined, undefined, true, undefined);
+        return this.compiler.CompileJSONSchema(JSON.stringify(spec.schema), false, undefined, undefined, true, undefined);
       case 'regex':
         return this.compiler.CompileStructuralTag(JSON.stringify({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } }));
       case 'choice':
@@ -114,6 +125,8 @@ export class SequenceGrammar {
     private readonly xg: XGrammarBinding,
     private readonly handle: GrammarMatcherHandle,
     private readonly vocabSize: number,
+    /** [maskWords] ANDed into every mask, when given */
+    private readonly restrict?: Int32Array,
   ) {}
 
   /** Writes the allowed-next-token bitmask ([ceil(vocab / 32)] words, bit set = allowed). */
@@ -124,6 +137,8 @@ export class SequenceGrammar {
     } finally {
       vec.delete();
     }
+    const r = this.restrict;
+    if (r) for (let w = 0; w < out.length; w++) out[w]! &= r[w]!;
   }
 
   /** Advances by a sampled token; false when the grammar does not allow it (the state is unchanged). */
