@@ -79,6 +79,9 @@ function walk(node: unknown, path: string, root: unknown): string | undefined {
     if (key === 'pattern' && (s['minLength'] !== undefined || s['maxLength'] !== undefined || s['format'] !== undefined)) {
       return `"pattern" together with minLength, maxLength or format (at ${path}) is not supported`;
     }
+    if ((key === 'exclusiveMinimum' || key === 'exclusiveMaximum') && typeof value !== 'number') {
+      return `"${key}" (at ${at}) must be a number (draft-04's boolean form is not supported)`;
+    }
     if ((key === 'exclusiveMinimum' || key === 'exclusiveMaximum') && s['type'] !== 'integer') {
       return `"${key}" (at ${at}) is supported on integers only`;
     }
