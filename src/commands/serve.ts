@@ -91,7 +91,14 @@ async function runServe(flags: ServeFlags): Promise<void> {
       bodyLimitBytes: 8 * 2 ** 20,
     },
   });
-  await app.listen({ host: flags.host, port: flags.port });
+  try {
+    await app.listen({ host: flags.host, port: flags.port });
+  } catch (err) {
+    await engine.close();
+    const code = (err as { code?: string }).code;
+    const why = code === 'EADDRINUSE' ? 'the address is already in use' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : (err as Error).message;
+    throw new InvalidArgumentError(`cannot listen on ${flags.host}:${flags.port}: ${why} (--host, --port)`);
+  }
   const address = app.server.address();
   const where = typeof address === 'object' && address ? `${address.address}:${address.port}` : String(address);
   console.error(`loom: serving ${servedModelName} on http://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);

@@ -38,6 +38,11 @@ export class EngineCore {
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
   private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels; grammars?: GrammarCompiler };
+  /**
+   * Sees every logits row a token is sampled from ([vocab], valid only during the call):
+   * how agreement tests compare the serving engine's logits with llama.cpp's. In-process only.
+   */
+  logitsTap: ((requestId: string, index: number, row: Float32Array) => void) | undefined;
 
   constructor(
     /** tokenizer: the vocabulary grammars compile against (without one, grammars are refused) */
@@ -137,6 +142,7 @@ export class EngineCore {
       for (const [seq, logitsRow] of toSample) {
         if (seq.status !== 'running') continue; // aborted while its step ran
         const state = this.requests.get(seq.requestId)!;
+        this.logitsTap?.(seq.requestId, seq.index, logitsRow);
         const children = state.sample(seq, logitsRow, time);
         for (const child of children) {
           this.blocks.fork(seq, child);
