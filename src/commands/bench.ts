@@ -7,6 +7,7 @@ import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
 import { benchServeCommand } from './bench-serve.js';
 import { benchStandardCommand } from './bench-standard.js';
+import { benchStructuredCommand } from './bench-structured.js';
 
 export function benchCommand(): Command {
   return new Command('bench')
@@ -17,5 +18,6 @@ export function benchCommand(): Command {
     .addCommand(benchPeerCommand())
     .addCommand(benchMakeModelCommand())
     .addCommand(benchServeCommand())
-    .addCommand(benchStandardCommand());
+    .addCommand(benchStandardCommand())
+    .addCommand(benchStructuredCommand());
 }

@@ -22,7 +22,7 @@ export type GrammarSpec =
  */
 export function validateGrammarSpec(spec: GrammarSpec, what = 'grammar'): GrammarSpec {
   const bad = (msg: string): never => {
-    throw new InvalidArgumentError(`${what}: ${msg}`);
+    throw new InvalidArgumentError(msg, what);
   };
   switch (spec.type) {
     case 'json_object':

@@ -51,7 +51,11 @@ export interface XGrammarBinding {
   TokenizerInfo: new (vocab: Deletable, vocabType: 'RAW' | 'BYTE_FALLBACK' | 'BYTE_LEVEL', vocabSize: number, stopIds: Deletable | undefined, prependSpace: boolean) => TokenizerInfoHandle;
   GrammarCompiler: new (info: TokenizerInfoHandle, maxThreads: number, cacheEnabled: boolean) => GrammarCompilerHandle;
   GrammarMatcher: new (compiled: CompiledGrammarHandle, overrideStopTokens: Deletable | undefined, terminateWithoutStopToken: boolean, maxRollbackTokens: number) => GrammarMatcherHandle;
-  Grammar: { FromEBNF(ebnf: string, rootRule: string): GrammarHandle; FromJSONSchema(schema: string, anyWhitespace: boolean, indent: number | undefined, separators: undefined, strictMode: boolean, maxWhitespaceCnt: number | undefined, print: boolean): GrammarHandle };
+  Grammar: {
+    FromEBNF(ebnf: string, rootRule: string): GrammarHandle;
+    FromJSONSchema(schema: string, anyWhitespace: boolean, indent: number | undefined, separators: undefined, strictMode: boolean, maxWhitespaceCnt: number | undefined, print: boolean): GrammarHandle;
+    FromStructuralTag(json: string): GrammarHandle;
+  };
 }
 
 /** Thrown when xgrammar refuses a grammar; the message is xgrammar's own. */
