@@ -9,6 +9,7 @@ import type { LogprobsMode } from './logprobs.js';
 import type { AddRequest, FinishReason, RequestDelta } from './protocol.js';
 import { Sequence } from './sequence.js';
 import type { GrammarCompiler, SequenceGrammar } from './grammar/compiler.js';
+import { saltRoot } from './block-manager.js';
 
 export interface StopConfig {
   readonly maxModelLen: number;
@@ -38,6 +39,7 @@ export class RequestState {
     checkLogprobsRequest(config.logprobsMode, this.params);
     const first = new Sequence(req.id, 0, req.promptIds, req.arrivalTime);
     first.noPrefixCache = this.params.promptLogprobs !== null;
+    first.prefixRoot = saltRoot(this.params.cacheSalt ?? undefined);
     this.sequences = [first];
     if (this.params.grammar) {
       if (!config.grammars) throw new Error('constrained decoding is unavailable: this engine has no grammar compiler');
@@ -60,6 +62,7 @@ export class RequestState {
         child.numComputed = seq.numComputed;
         child.numCachedPrompt = seq.numCachedPrompt;
         child.firstScheduledTime = seq.firstScheduledTime;
+        child.prefixRoot = seq.prefixRoot;
         this.samplers.set(child, this.samplerFor(i, seq.tokens));
         if (this.params.grammar) {
           // a fresh matcher at the start, as seq's was when its mask was made: the mask is shared

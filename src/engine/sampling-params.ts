@@ -52,6 +52,8 @@ export interface SamplingParamsInput {
   readonly badWords?: readonly (readonly number[])[];
   /** null = unconstrained; else every sampled token keeps the output inside this grammar */
   readonly grammar?: GrammarSpec | null;
+  /** prefix-cache namespace: requests with different salts share no cached blocks (vLLM's cache_salt; not sampling, but it travels with the request's parameters) */
+  readonly cacheSalt?: string | null;
 }
 
 export interface SamplingParams {
@@ -74,6 +76,7 @@ export interface SamplingParams {
   readonly allowedTokenIds: readonly number[] | null;
   readonly badWords: readonly (readonly number[])[];
   readonly grammar: GrammarSpec | null;
+  readonly cacheSalt: string | null;
 }
 
 export const DEFAULT_SAMPLING_PARAMS: SamplingParams = Object.freeze({
@@ -96,6 +99,7 @@ export const DEFAULT_SAMPLING_PARAMS: SamplingParams = Object.freeze({
   allowedTokenIds: null,
   badWords: [],
   grammar: null,
+  cacheSalt: null,
 });
 
 /** Fills defaults and validates; `vocabSize` (when known) bounds logit_bias and stop ids. */
@@ -121,6 +125,7 @@ export function resolveSamplingParams(input: SamplingParamsInput = {}, vocabSize
     allowedTokenIds: input.allowedTokenIds ?? d.allowedTokenIds,
     badWords: input.badWords ?? d.badWords,
     grammar: input.grammar ? validateGrammarSpec(input.grammar) : null,
+    cacheSalt: input.cacheSalt ?? d.cacheSalt,
   };
   validateSamplingParams(p, vocabSize);
   return p;

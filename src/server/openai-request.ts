@@ -97,6 +97,7 @@ function commonSpec(body: OpenAISampling, logprobs: number | null, promptLogprob
       promptLogprobs,
       allowedTokenIds: body.allowed_token_ids ?? null,
       grammar: structured?.grammar ?? null,
+      cacheSalt: body.cache_salt ?? null,
     },
     paramNames: { grammar: structured?.param ?? 'grammar' } as Record<string, string>,
     stop: body.stop ?? null,
