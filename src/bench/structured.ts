@@ -34,6 +34,9 @@ export interface StructuredRun {
   readonly tpotMs: number;
   readonly outputTokens: number;
   readonly durationMs: number;
+  readonly steps: number;
+  /** ms of the run's steps spent computing masks and advancing matchers (in the engine thread) */
+  readonly grammarMs: number;
 }
 
 export interface StructuredReport {
@@ -47,8 +50,13 @@ export interface StructuredReport {
   readonly runs: StructuredRun[];
   readonly tpotPlainMs: Summary;
   readonly tpotSchemaMs: Summary;
-  /** median schema TPOT / median plain TPOT − 1 */
+  /** median schema TPOT / median plain TPOT − 1 (noisy on a shared machine) */
   readonly tpotOverhead: number;
+  /** grammar work per decode step (masks + accepts, 16 sequences), ms, and as a share of the plain TPOT */
+  readonly grammarMsPerStep: number;
+  readonly grammarShareOfTpot: number;
+  /** one sequence's mask, µs */
+  readonly maskUs: number;
 }
 
 /** records of a few typed fields: strings, numbers, enums, nesting; at least 64 of them */
@@ -101,13 +109,17 @@ export async function runStructuredBench(opts: StructuredBenchOptions, log: (lin
   // one warm-up of each, then alternate so drift on a shared machine hits both alike
   for (let r = -1; r < opts.repeatRuns; r++) {
     for (const withGrammar of [false, true]) {
+      const before = { ...compiler.stats };
       const run = runOnce(engine, vocab, opts, withGrammar ? grammar : null, opts.seed + Math.max(r, 0));
+      Object.assign(run, { grammarMs: compiler.stats.maskMs + compiler.stats.acceptMs - before.maskMs - before.acceptMs });
       if (r >= 0) runs.push(run);
-      log(`${r < 0 ? 'warm-up' : `run ${r + 1}`} ${withGrammar ? 'schema' : 'plain '}: TPOT ${run.tpotMs.toFixed(2)} ms, ${run.outputTokens} tokens in ${run.durationMs.toFixed(0)} ms`);
+      log(`${r < 0 ? 'warm-up' : `run ${r + 1}`} ${withGrammar ? 'schema' : 'plain '}: TPOT ${run.tpotMs.toFixed(2)} ms, ${run.outputTokens} tokens in ${run.durationMs.toFixed(0)} ms, grammar ${run.grammarMs.toFixed(0)} ms`);
     }
   }
   const tpotPlainMs = summarize(runs.filter((r) => !r.grammar).map((r) => r.tpotMs));
   const tpotSchemaMs = summarize(runs.filter((r) => r.grammar).map((r) => r.tpotMs));
+  const schemaRuns = runs.filter((r) => r.grammar);
+  const grammarMsPerStep = schemaRuns.reduce((a, r) => a + r.grammarMs, 0) / schemaRuns.reduce((a, r) => a + r.steps, 0);
   return {
     settings: opts,
     loadMs,
@@ -118,6 +130,9 @@ export async function runStructuredBench(opts: StructuredBenchOptions, log: (lin
     tpotPlainMs,
     tpotSchemaMs,
     tpotOverhead: tpotSchemaMs.p50 / tpotPlainMs.p50 - 1,
+    grammarMsPerStep,
+    grammarShareOfTpot: grammarMsPerStep / tpotPlainMs.p50,
+    maskUs: (compiler.stats.maskMs / Math.max(compiler.stats.masks, 1)) * 1000,
   };
 }
 
@@ -132,7 +147,11 @@ function runOnce(engine: EngineCore, vocab: Int32Array, opts: StructuredBenchOpt
     if (refused) throw new Error(`the engine refused a request: ${refused.error}`);
     times.set(id, []);
   });
-  while (engine.hasWork) for (const d of engine.step()?.deltas ?? []) times.get(d.id)!.push(...d.times);
+  let steps = 0;
+  while (engine.hasWork) {
+    steps++;
+    for (const d of engine.step()?.deltas ?? []) times.get(d.id)!.push(...d.times);
+  }
   const durationMs = performance.now() - start;
   const tpots: number[] = [];
   let outputTokens = 0;
@@ -140,7 +159,7 @@ function runOnce(engine: EngineCore, vocab: Int32Array, opts: StructuredBenchOpt
     outputTokens += ts.length;
     if (ts.length > 1) tpots.push((ts[ts.length - 1]! - ts[0]!) / (ts.length - 1));
   }
-  return { grammar: grammar !== null, tpotMs: tpots.reduce((a, b) => a + b, 0) / Math.max(tpots.length, 1), outputTokens, durationMs };
+  return { grammar: grammar !== null, tpotMs: tpots.reduce((a, b) => a + b, 0) / Math.max(tpots.length, 1), outputTokens, durationMs, steps, grammarMs: 0 };
 }
 
 export function formatStructuredReport(r: StructuredReport): string {
@@ -153,6 +172,7 @@ export function formatStructuredReport(r: StructuredReport): string {
     `schema compile          ${ms(r.compileFirstMs)} ms first, ${r.compileCachedMs.toFixed(3)} ms cached`,
     `TPOT without grammar    p50 ${ms(r.tpotPlainMs.p50)} ms (mean ${ms(r.tpotPlainMs.mean)})`,
     `TPOT with JSON schema   p50 ${ms(r.tpotSchemaMs.p50)} ms (mean ${ms(r.tpotSchemaMs.mean)})`,
-    `TPOT overhead           ${(r.tpotOverhead * 100).toFixed(1)} %`,
+    `TPOT overhead           ${(r.tpotOverhead * 100).toFixed(1)} % (end to end; noisy on a shared machine)`,
+    `grammar work per step   ${ms(r.grammarMsPerStep)} ms = ${(r.grammarShareOfTpot * 100).toFixed(1)} % of the plain TPOT (one mask ${r.maskUs.toFixed(0)} µs)`,
   ].join('\n');
 }

@@ -19,6 +19,10 @@ export interface CompileStats {
   cacheHits: number;
   /** ms spent compiling (cache misses only) */
   compileMs: number;
+  /** next-token masks computed, and ms spent on them and on advancing the matchers */
+  masks: number;
+  maskMs: number;
+  acceptMs: number;
 }
 
 const CACHE_LIMIT = 256;
@@ -26,7 +30,7 @@ const CACHE_LIMIT = 256;
 export class GrammarCompiler {
   /** ceil(vocabSize / 32): the length of a token bitmask */
   readonly maskWords: number;
-  readonly stats: CompileStats = { compiled: 0, cacheHits: 0, compileMs: 0 };
+  readonly stats: CompileStats = { compiled: 0, cacheHits: 0, compileMs: 0, masks: 0, maskMs: 0, acceptMs: 0 };
   private readonly compiler;
   /**
    * [maskWords] tokens free of raw control bytes (< 0x20): JSON never has them (loom's JSON
@@ -87,7 +91,7 @@ export class GrammarCompiler {
   matcher(spec: GrammarSpec): SequenceGrammar {
     const compiled = this.compile(spec);
     const json = spec.type === 'json_schema' || spec.type === 'json_object';
-    return new SequenceGrammar(this.xg, new this.xg.GrammarMatcher(compiled, undefined, false, -1), this.vocabSize, json ? this.jsonSafe : undefined);
+    return new SequenceGrammar(this.xg, new this.xg.GrammarMatcher(compiled, undefined, false, -1), this.vocabSize, this.stats, json ? this.jsonSafe : undefined);
   }
 
   private compileUncached(spec: GrammarSpec): CompiledGrammarHandle {
@@ -125,12 +129,14 @@ export class SequenceGrammar {
     private readonly xg: XGrammarBinding,
     private readonly handle: GrammarMatcherHandle,
     private readonly vocabSize: number,
+    private readonly stats: CompileStats,
     /** [maskWords] ANDed into every mask, when given */
     private readonly restrict?: Int32Array,
   ) {}
 
   /** Writes the allowed-next-token bitmask ([ceil(vocab / 32)] words, bit set = allowed). */
   fillMask(out: Int32Array): void {
+    const t0 = performance.now();
     const vec = this.handle.GetNextTokenBitmask(this.vocabSize);
     try {
       out.set(this.xg.vecIntToView(vec));
@@ -139,11 +145,16 @@ export class SequenceGrammar {
     }
     const r = this.restrict;
     if (r) for (let w = 0; w < out.length; w++) out[w]! &= r[w]!;
+    this.stats.masks++;
+    this.stats.maskMs += performance.now() - t0;
   }
 
   /** Advances by a sampled token; false when the grammar does not allow it (the state is unchanged). */
   accept(id: number): boolean {
-    return this.handle.AcceptToken(id, false);
+    const t0 = performance.now();
+    const ok = this.handle.AcceptToken(id, false);
+    this.stats.acceptMs += performance.now() - t0;
+    return ok;
   }
 
   /** whether a stop token completed the grammar */
