@@ -15,6 +15,7 @@ import type { EngineOptions } from '../src/engine/options.js';
 import type { RequestDelta } from '../src/engine/protocol.js';
 import type { SamplingParamsInput } from '../src/engine/sampling-params.js';
 import { loadXGrammar } from '../src/engine/grammar/xgrammar-binding.js';
+import { WorkerEngineClient } from '../src/engine/worker-client.js';
 import { ggufFixturePath } from './fixtures/index.js';
 import { GGUF_FIXTURES } from './fixtures/recipe.js';
 
@@ -187,6 +188,33 @@ describe('constrained decoding in the engine', () => {
     assert.ok(allowedFirst.size >= 1);
     const sumP = (o: Outcome) => Math.exp(o.logprobs[0]!);
     assert.ok(sumP(processed) >= sumP(raw), 'masking can only raise the chosen token\'s probability');
+  });
+
+  it('in the worker thread: the first grammar request loads xgrammar there, messages keep their order', async () => {
+    const client = await WorkerEngineClient.start({ model: ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === FIXTURE)!), backend: 'reference', kvCacheMemory: '16MiB' });
+    try {
+      const streams = [
+        client.add('w0', prompt(50), { temperature: 0, maxTokens: 80, grammar: { type: 'json_schema', schema: SCHEMAS['person']! } }),
+        client.add('w1', prompt(51), { temperature: 0, maxTokens: 4, ignoreEos: true }),
+        client.add('w2', prompt(52), { temperature: 0, maxTokens: 20, grammar: { type: 'choice', choices: ['on', 'off'] } }),
+      ];
+      const outs = await Promise.all(
+        streams.map(async (st) => {
+          const o: Outcome = { tokens: [], logprobs: [], topIds: [] };
+          for await (const d of st) {
+            o.tokens.push(...d.tokenIds);
+            o.finishReason ??= d.finishReason;
+            o.error ??= d.error;
+          }
+          return o;
+        }),
+      );
+      assertValidJson(SCHEMAS['person']!, outs[0]!, 'w0');
+      assert.equal(outs[1]!.tokens.length, 4);
+      assert.ok(['on', 'off'].includes(text(outs[2]!.tokens)));
+    } finally {
+      await client.close();
+    }
   });
 
   it('refuses what it cannot enforce: an error naming the keyword, or xgrammar\'s message', () => {
