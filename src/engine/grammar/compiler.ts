@@ -4,12 +4,11 @@
 // text) go as empty strings, which xgrammar never allows, except the stop ids at the end.
 import { performance } from 'node:perf_hooks';
 import type { Tokenizer } from '../../tokenizer/tokenizer.js';
-import { callXGrammar, GrammarCompileError } from './xgrammar-binding.js';
+import { callXGrammar } from './xgrammar-binding.js';
 import type { CompiledGrammarHandle, GrammarMatcherHandle, XGrammarBinding } from './xgrammar-binding.js';
 import { choiceGrammar, grammarKey } from './spec.js';
 import type { GrammarSpec } from './spec.js';
 
-export { GrammarCompileError } from './xgrammar-binding.js';
 
 /** What the compiler needs of a tokenizer: token bytes, which are hidden, the stop ids. */
 export type GrammarVocab = Pick<Tokenizer, 'vocabSize' | 'stopIds' | 'isSpecial' | 'tokenBytes'>;
@@ -168,8 +167,4 @@ export class SequenceGrammar {
     this.closed = true;
     this.handle.delete();
   }
-}
-
-export function isCompileError(err: unknown): err is GrammarCompileError {
-  return err instanceof GrammarCompileError;
 }
