@@ -106,6 +106,24 @@ int64_t argmax(const float* x, int64_t n) {
   return 0;  // only NaNs
 }
 
+// A word at a time: all-ones words (most of a permissive mask) are skipped, all-zero words
+// (most of a strict one) are filled without testing bits.
+void apply_token_mask(float* row, int64_t n, const int32_t* mask) {
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t w = 0; w * 32 < n; w++) {
+    const uint32_t bits = static_cast<uint32_t>(mask[w]);
+    if (bits == 0xffffffffu) continue;
+    const int64_t base = w * 32;
+    const int64_t end = base + 32 < n ? base + 32 : n;
+    if (bits == 0) {
+      for (int64_t i = base; i < end; i++) row[i] = minus_inf;
+      continue;
+    }
+    for (int64_t i = base; i < end; i++)
+      if (((bits >> (i - base)) & 1u) == 0) row[i] = minus_inf;
+  }
+}
+
 int64_t sample_candidates(float* row, int64_t n, double scale, double log_min_p, int32_t* idx) {
   if (scale != 1.0)
     for (int64_t i = 0; i < n; i++) row[i] = static_cast<float>(static_cast<double>(row[i]) * scale);

@@ -27,6 +27,10 @@ void add_bias(float* x, const float* bias, int64_t rows, int dim);
 // softmax over each row of n, in place; x: [rows, n]
 void softmax(float* x, int64_t rows, int n);
 
+// Constrained decoding: row[i] = −∞ wherever bit i % 32 of mask[i / 32] is 0 (a grammar
+// disallows token i); mask holds ceil(n / 32) words.
+void apply_token_mask(float* row, int64_t n, const int32_t* mask);
+
 // index of the largest of x[0..n) (the lowest index among equals); 0 when n == 0
 int64_t argmax(const float* x, int64_t n);
 

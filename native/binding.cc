@@ -23,6 +23,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("addBias", Napi::Function::New(env, AddBias, "addBias"));
   exports.Set("softmax", Napi::Function::New(env, Softmax, "softmax"));
   exports.Set("argmax", Napi::Function::New(env, Argmax, "argmax"));
+  exports.Set("applyTokenMask", Napi::Function::New(env, ApplyTokenMask, "applyTokenMask"));
   exports.Set("expWeights", Napi::Function::New(env, ExpWeights, "expWeights"));
   exports.Set("sampleCandidates", Napi::Function::New(env, SampleCandidates, "sampleCandidates"));
   exports.Set("drawIndex", Napi::Function::New(env, DrawIndex, "drawIndex"));

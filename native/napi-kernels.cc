@@ -195,6 +195,15 @@ Napi::Value Argmax(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(argmax(x.data, static_cast<int64_t>(x.length))));
 }
 
+// (row, mask: Int32Array of ceil(row.length / 32) words)
+Napi::Value ApplyTokenMask(const Napi::CallbackInfo& info) {
+  auto row = f32_array(info, 0, "row");
+  auto mask = i32_array(info, 1, "mask");
+  need(info, mask.length, (static_cast<int64_t>(row.length) + 31) / 32, "mask");
+  apply_token_mask(row.data, static_cast<int64_t>(row.length), mask.data);
+  return info.Env().Undefined();
+}
+
 // (row, scale, logMinP (may be −∞), idx: Int32Array) → number of candidates
 Napi::Value SampleCandidates(const Napi::CallbackInfo& info) {
   auto row = f32_array(info, 0, "row");

@@ -22,6 +22,7 @@ Napi::Value Add(const Napi::CallbackInfo& info);
 Napi::Value AddBias(const Napi::CallbackInfo& info);
 Napi::Value Softmax(const Napi::CallbackInfo& info);
 Napi::Value Argmax(const Napi::CallbackInfo& info);
+Napi::Value ApplyTokenMask(const Napi::CallbackInfo& info);
 Napi::Value ExpWeights(const Napi::CallbackInfo& info);
 Napi::Value SampleCandidates(const Napi::CallbackInfo& info);
 Napi::Value DrawIndex(const Napi::CallbackInfo& info);

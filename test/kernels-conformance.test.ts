@@ -223,6 +223,21 @@ function conformance(k: Kernels): void {
     assert.throws(() => k.drawIndex(new Float64Array(2), 3, 0), RangeError);
   });
 
+  it('applyTokenMask: −∞ exactly where the bit is 0 (all-ones, all-zero and mixed words, ragged tail)', () => {
+    for (const n of [1, 31, 32, 33, 100, 4099]) {
+      const row = rngFor(`mask ${n}`).fill(n, 5);
+      const mask = new Int32Array(Math.ceil(n / 32));
+      for (let w = 0; w < mask.length; w++) mask[w] = w % 3 === 0 ? -1 : w % 3 === 1 ? 0 : (0x9e3779b9 * (w + n)) | 0;
+      const out = row.slice();
+      k.applyTokenMask(out, mask);
+      for (let i = 0; i < n; i++) {
+        const allowed = (mask[Math.floor(i / 32)]! & (1 << i % 32)) !== 0;
+        assert.equal(out[i], allowed ? row[i] : -Infinity, `token ${i} of ${n}`);
+      }
+    }
+    assert.throws(() => k.applyTokenMask(new Float32Array(33), new Int32Array(1)), RangeError);
+  });
+
   it('softmax rows, short and long; rows sum to 1', () => {
     for (const [rows, n] of [[1, 1], [3, 37], [17, 4099], [200, 300]] as const) {
       const x = rngFor(`softmax ${rows}x${n}`).fill(rows * n, 5);

@@ -37,6 +37,7 @@ class KernelClock {
       addBias: timed(k.addBias, 'other kernels'),
       softmax: timed(k.softmax, 'other kernels'),
       argmax: timed(k.argmax, 'sampling'),
+      applyTokenMask: timed(k.applyTokenMask, 'sampling'),
       expWeights: timed(k.expWeights, 'sampling'),
       sampleCandidates: timed(k.sampleCandidates, 'sampling'),
       drawIndex: timed(k.drawIndex, 'sampling'),

@@ -8,6 +8,7 @@ import { benchProtocolCommand } from './bench-protocol.js';
 import { benchScaleoutCommand } from './bench-scaleout.js';
 import { benchServeCommand } from './bench-serve.js';
 import { benchStandardCommand } from './bench-standard.js';
+import { benchStructuredCommand } from './bench-structured.js';
 
 export function benchCommand(): Command {
   return new Command('bench')
@@ -19,5 +20,6 @@ export function benchCommand(): Command {
     .addCommand(benchMakeModelCommand())
     .addCommand(benchServeCommand())
     .addCommand(benchStandardCommand())
-    .addCommand(benchScaleoutCommand());
+    .addCommand(benchScaleoutCommand())
+    .addCommand(benchStructuredCommand());
 }

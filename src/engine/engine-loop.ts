@@ -1,11 +1,14 @@
 // Drives an EngineCore: applies inbound messages between steps and keeps stepping while
 // there is work, yielding to the event loop after each step so new messages get in.
 import type { EngineCore } from './engine.js';
+import { loadXGrammar, xgrammarIfLoaded } from './grammar/xgrammar-binding.js';
 import type { EngineInbound, EngineOutbound, StepOutput } from './protocol.js';
 
 export class EngineLoop {
   private scheduled = false;
   private stopped = false;
+  /** messages held, in order, while the grammar engine loads (only the first grammar request waits) */
+  private held: EngineInbound[] | undefined;
 
   constructor(
     private readonly engine: EngineCore,
@@ -13,6 +16,20 @@ export class EngineLoop {
   ) {}
 
   handle(msg: EngineInbound): void {
+    if (!this.held && msg.type === 'add' && msg.params.grammar && !xgrammarIfLoaded()) {
+      const held: EngineInbound[] = (this.held = []);
+      // a failed load leaves xgrammar unloaded: the grammar requests then get an error delta
+      void loadXGrammar()
+        .catch((err: unknown) => process.stderr.write(`loom: the grammar engine did not load: ${String(err)}\n`))
+        .finally(() => {
+          this.held = undefined;
+          for (const m of held) this.handle(m);
+        });
+    }
+    if (this.held) {
+      this.held.push(msg);
+      return;
+    }
     switch (msg.type) {
       case 'add': {
         const refused = this.engine.add(msg);

@@ -19,6 +19,9 @@ import type { SchedulerConfig, ScheduledChunk } from './scheduler.js';
 import { Sequence } from './sequence.js';
 import { RequestState } from './request-state.js';
 import type { LogprobsMode } from './logprobs.js';
+import { GrammarCompiler } from './grammar/compiler.js';
+import type { GrammarVocab } from './grammar/compiler.js';
+import { xgrammarIfLoaded } from './grammar/xgrammar-binding.js';
 
 export interface EngineConfig extends SchedulerConfig {
   readonly numBlocks: number;
@@ -42,7 +45,7 @@ export class EngineCore {
   readonly swaBlocks: SwaBlocks | undefined;
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
-  private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels };
+  private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels; grammars?: GrammarCompiler };
   private readonly kvEvents: KvEventRecorder | undefined;
   /**
    * Sees every logits row a token is sampled from ([vocab], valid only during the call):
@@ -51,7 +54,8 @@ export class EngineCore {
   logitsTap: ((requestId: string, index: number, row: Float32Array) => void) | undefined;
 
   constructor(
-    readonly model: { readonly config: ModelConfig; readonly tensors: TensorSource },
+    /** tokenizer: the vocabulary grammars compile against (without one, grammars are refused) */
+    readonly model: { readonly config: ModelConfig; readonly tensors: TensorSource; readonly tokenizer?: GrammarVocab },
     kernels: Kernels,
     readonly config: EngineConfig,
   ) {
@@ -76,6 +80,7 @@ export class EngineCore {
     if (this.requests.has(req.id)) return errorDelta(req.id, `request id ${req.id} is already in use`);
     let state: RequestState;
     try {
+      if (req.params.grammar) this.grammarCompiler();
       state = new RequestState(req, this.model.config.vocabSize, this.stopConfig);
     } catch (err) {
       return errorDelta(req.id, err instanceof Error ? err.message : String(err));
@@ -102,6 +107,17 @@ export class EngineCore {
     }
   }
 
+  /** The grammar compiler for this model's tokenizer, made on first use (xgrammar must be loaded: EngineLoop does it). */
+  grammarCompiler(): GrammarCompiler {
+    if (this.stopConfig.grammars) return this.stopConfig.grammars;
+    const xg = xgrammarIfLoaded();
+    if (!xg) throw new Error('constrained decoding is unavailable: the grammar engine is not loaded');
+    if (!this.model.tokenizer) throw new Error('constrained decoding needs the model\'s tokenizer');
+    const stops = this.config.eosTokenIds.filter((id) => id < this.model.config.vocabSize);
+    this.stopConfig.grammars = new GrammarCompiler(xg, this.model.tokenizer, this.model.config.vocabSize, stops);
+    return this.stopConfig.grammars;
+  }
+
   resetPrefixCache(): boolean {
     return this.blocks.resetPrefixCache();
   }
@@ -115,6 +131,10 @@ export class EngineCore {
     if (chunks.length > 0) {
       if (copyOps.length > 0 || swaCopyOps.length > 0) this.runner.kv.copyBlocks(copyOps, swaCopyOps);
       const batchChunks = chunks.map((c) => this.toBatchChunk(c));
+      // grammar masks for the rows about to be sampled, before the matmuls start
+      chunks.forEach(({ seq }, i) => {
+        if (batchChunks[i]!.wantLogits) this.requests.get(seq.requestId)?.prepareMask(seq);
+      });
       const batch = buildBatch(batchChunks, this.config.blockSize);
       const t0 = performance.now();
       const logits = this.runner.execute(batch);
@@ -156,7 +176,13 @@ export class EngineCore {
     const finished = this.scheduler.drainFinished();
     for (const seq of finished) this.collect(seq, deltas);
     // forgotten only after every completion's last delta is out
-    for (const seq of finished) if (this.requests.get(seq.requestId)?.allFinished()) this.requests.delete(seq.requestId);
+    for (const seq of finished) {
+      const state = this.requests.get(seq.requestId);
+      if (state?.allFinished()) {
+        state.release();
+        this.requests.delete(seq.requestId);
+      }
+    }
     const kvEvents = this.kvEvents?.drain();
     if (chunks.length === 0 && deltas.length === 0 && !kvEvents?.length) return undefined;
     return {

@@ -8,6 +8,7 @@ import { checkLogprobsRequest, promptLogprobs, tokenLogprobs } from './logprobs.
 import type { LogprobsMode } from './logprobs.js';
 import type { AddRequest, FinishReason, RequestDelta } from './protocol.js';
 import { Sequence } from './sequence.js';
+import type { GrammarCompiler, SequenceGrammar } from './grammar/compiler.js';
 import { saltRoot } from './block-manager.js';
 
 export interface StopConfig {
@@ -16,6 +17,8 @@ export interface StopConfig {
   readonly logprobsMode: LogprobsMode;
   /** the kernels sampling runs on (default: the reference kernels) */
   readonly samplingKernels?: SamplingKernels;
+  /** compiles request grammars for this engine's tokenizer (absent: grammars are refused) */
+  readonly grammars?: GrammarCompiler | undefined;
 }
 
 export class RequestState {
@@ -23,6 +26,9 @@ export class RequestState {
   readonly sequences: Sequence[];
   private readonly samplers = new Map<Sequence, RequestSampler>();
   private readonly stopIds: ReadonlySet<number>;
+  /** per sequence: its grammar state and its next-token mask (requests with a grammar only) */
+  private readonly grammars = new Map<Sequence, SequenceGrammar>();
+  private readonly masks = new Map<Sequence, Int32Array>();
 
   constructor(
     req: AddRequest,
@@ -35,6 +41,10 @@ export class RequestState {
     first.noPrefixCache = this.params.promptLogprobs !== null;
     first.prefixRoot = saltRoot(this.params.cacheSalt ?? undefined);
     this.sequences = [first];
+    if (this.params.grammar) {
+      if (!config.grammars) throw new Error('constrained decoding is unavailable: this engine has no grammar compiler');
+      this.grammars.set(first, config.grammars.matcher(this.params.grammar));
+    }
     this.samplers.set(first, this.samplerFor(0, req.promptIds));
     this.stopIds = new Set([...this.params.stopTokenIds, ...(this.params.ignoreEos ? [] : config.eosTokenIds)]);
   }
@@ -54,6 +64,11 @@ export class RequestState {
         child.firstScheduledTime = seq.firstScheduledTime;
         child.prefixRoot = seq.prefixRoot;
         this.samplers.set(child, this.samplerFor(i, seq.tokens));
+        if (this.params.grammar) {
+          // a fresh matcher at the start, as seq's was when its mask was made: the mask is shared
+          this.grammars.set(child, this.config.grammars!.matcher(this.params.grammar));
+          this.masks.set(child, this.masks.get(seq)!);
+        }
         this.sequences.push(child);
         children.push(child);
       }
@@ -71,10 +86,41 @@ export class RequestState {
     });
   }
 
+  /** whether seq's sampling is constrained by a grammar */
+  hasGrammar(seq: Sequence): boolean {
+    return this.grammars.has(seq);
+  }
+
+  /** Computes seq's allowed-token mask for its next sample (call before the step's forward pass). */
+  prepareMask(seq: Sequence): void {
+    const grammar = this.grammars.get(seq);
+    if (!grammar || grammar.isTerminated) return;
+    let mask = this.masks.get(seq);
+    if (!mask || mask.length !== this.config.grammars!.maskWords || this.isShared(seq, mask)) {
+      mask = new Int32Array(this.config.grammars!.maskWords);
+      this.masks.set(seq, mask);
+    }
+    grammar.fillMask(mask);
+  }
+
+  /** Frees the grammar matchers (when the request is forgotten). */
+  release(): void {
+    for (const g of this.grammars.values()) g.close();
+    this.grammars.clear();
+    this.masks.clear();
+  }
+
+  private isShared(seq: Sequence, mask: Int32Array): boolean {
+    for (const [other, m] of this.masks) if (other !== seq && m === mask) return true;
+    return false;
+  }
+
   private sampleOne(seq: Sequence, logits: Float32Array, time: number): void {
     const sampler = this.samplers.get(seq)!;
     const wantLogprobs = this.params.logprobs !== null;
-    const token = sampler.sample(logits);
+    const grammar = this.grammars.get(seq);
+    const token = sampler.sample(logits, grammar ? this.masks.get(seq) : undefined);
+    if (grammar && !grammar.accept(token)) this.grammarBroken.add(seq);
     seq.tokens.push(token);
     seq.pending.times.push(time);
     seq.pending.tokens.push(token);
@@ -114,9 +160,15 @@ export class RequestState {
     this.prompt.topLogprobs.push(...cols.topLogprobs);
   }
 
+  /** sequences whose sampled token the grammar refused (an engine bug, not the user's): they end */
+  private readonly grammarBroken = new Set<Sequence>();
+
   /** Why seq should stop after its latest token, if it should. */
   finishReason(seq: Sequence): { reason: FinishReason; stopTokenId?: number } | undefined {
     const last = seq.tokens[seq.tokens.length - 1]!;
+    if (this.grammarBroken.has(seq)) return { reason: 'abort' };
+    // the grammar accepted a stop token: complete (even with ignore_eos, the grammar allows nothing more)
+    if (this.grammars.get(seq)?.isTerminated) return { reason: 'stop', stopTokenId: last };
     if (this.stopIds.has(last) && seq.numOutput > this.params.minTokens - 1) return { reason: 'stop', stopTokenId: last };
     if (this.params.maxTokens !== null && seq.numOutput >= this.params.maxTokens) return { reason: 'length' };
     if (seq.tokens.length >= this.config.maxModelLen) return { reason: 'length' };

@@ -38,7 +38,7 @@ export interface SamplerContext {
   readonly kernels?: SamplingKernels;
 }
 
-export type SamplingKernels = Pick<Kernels, 'argmax' | 'expWeights' | 'sampleCandidates' | 'drawIndex'>;
+export type SamplingKernels = Pick<Kernels, 'argmax' | 'applyTokenMask' | 'expWeights' | 'sampleCandidates' | 'drawIndex'>;
 
 export class RequestSampler {
   readonly params: SamplingParams;
@@ -94,14 +94,18 @@ export class RequestSampler {
    * Greedy: argmax after bias/penalties; else exactly one draw from this request's RNG.
    * The greedy path with nothing to apply neither copies nor allocates.
    */
-  sample(logits: Float32Array): number {
+  sample(logits: Float32Array, mask?: Int32Array): number {
     let row = logits;
-    if (!this.leavesRowUnchanged) {
+    if (mask || !this.leavesRowUnchanged) {
       row = processedRow(logits.length);
       row.set(logits);
+      // the grammar first: bias and penalties never bring back a token it forbids
+      if (mask) this.kernels.applyTokenMask(row, mask);
       if (this.modifiesLogits()) this.applyPenalties(row);
     }
-    const id = this.greedy ? this.kernels.argmax(row) : this.draw(row);
+    let id = this.greedy ? this.kernels.argmax(row) : this.draw(row);
+    // every allowed token suppressed (min_tokens against a grammar that must end): the grammar wins
+    if (mask && !isAllowed(mask, id)) id = bestAllowed(logits, mask);
     this.processed = row;
     this.accept(id);
     return id;
@@ -185,6 +189,17 @@ export class RequestSampler {
     }
     return idx[this.kernels.drawIndex(weight, n, this.rng.next() * total)]!;
   }
+}
+
+function isAllowed(mask: Int32Array, id: number): boolean {
+  return ((mask[id >> 5]! >>> (id & 31)) & 1) === 1;
+}
+
+/** the allowed token with the largest raw logit (lowest id among equals); 0 when none is allowed */
+function bestAllowed(logits: Float32Array, mask: Int32Array): number {
+  let best = -1;
+  for (let i = 0; i < logits.length; i++) if (isAllowed(mask, i) && (best < 0 || logits[i]! > logits[best]!)) best = i;
+  return Math.max(best, 0);
 }
 
 function allowedMask(ids: readonly number[]): Uint8Array {

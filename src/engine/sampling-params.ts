@@ -3,6 +3,10 @@
 // Semantics follow vLLM's SamplingParams; names are camelCase, messages name the
 // parameter as the OpenAI API spells it.
 import { InvalidArgumentError } from '../errors.js';
+import { validateGrammarSpec } from './grammar/spec.js';
+import type { GrammarSpec } from './grammar/spec.js';
+
+export type { GrammarSpec } from './grammar/spec.js';
 
 /** Largest top-N of `logprobs` / `promptLogprobs` (OpenAI's and vLLM's cap). */
 export const MAX_LOGPROBS = 20;
@@ -46,6 +50,8 @@ export interface SamplingParamsInput {
   readonly allowedTokenIds?: readonly number[] | null;
   /** token sequences never generated: a sequence's last token is banned wherever the output ends with the rest (vLLM's bad_words) */
   readonly badWords?: readonly (readonly number[])[];
+  /** null = unconstrained; else every sampled token keeps the output inside this grammar */
+  readonly grammar?: GrammarSpec | null;
   /** prefix-cache namespace: requests with different salts share no cached blocks (vLLM's cache_salt; not sampling, but it travels with the request's parameters) */
   readonly cacheSalt?: string | null;
 }
@@ -69,6 +75,7 @@ export interface SamplingParams {
   readonly promptLogprobs: number | null;
   readonly allowedTokenIds: readonly number[] | null;
   readonly badWords: readonly (readonly number[])[];
+  readonly grammar: GrammarSpec | null;
   readonly cacheSalt: string | null;
 }
 
@@ -91,6 +98,7 @@ export const DEFAULT_SAMPLING_PARAMS: SamplingParams = Object.freeze({
   promptLogprobs: null,
   allowedTokenIds: null,
   badWords: [],
+  grammar: null,
   cacheSalt: null,
 });
 
@@ -116,6 +124,7 @@ export function resolveSamplingParams(input: SamplingParamsInput = {}, vocabSize
     promptLogprobs: input.promptLogprobs ?? d.promptLogprobs,
     allowedTokenIds: input.allowedTokenIds ?? d.allowedTokenIds,
     badWords: input.badWords ?? d.badWords,
+    grammar: input.grammar ? validateGrammarSpec(input.grammar) : null,
     cacheSalt: input.cacheSalt ?? d.cacheSalt,
   };
   validateSamplingParams(p, vocabSize);

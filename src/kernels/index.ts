@@ -111,6 +111,9 @@ export interface Kernels {
   /** index of the largest value of row (the lowest index among equals): greedy sampling */
   argmax(row: Float32Array): number;
 
+  /** Constrained decoding: row[i] = −∞ where bit i % 32 of mask[i >> 5] is 0; mask: [ceil(row.length / 32)] */
+  applyTokenMask(row: Float32Array, mask: Int32Array): void;
+
   /**
    * Sampling weights: out[j] = e^(row[idx[j]] − max) for j < n (idx null: row[j]); returns
    * their sum. The reference computes them in f64, the native core in f32 (summed in f64).

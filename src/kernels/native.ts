@@ -56,6 +56,7 @@ interface NativeAddon {
   addBias(x: F32, bias: F32, rows: number): void;
   softmax(x: F32, rows: number, n: number): void;
   argmax(row: F32): number;
+  applyTokenMask(row: F32, mask: Int32Array): void;
   expWeights(out: Float64Array, row: F32, idx: Int32Array | null, n: number, max: number): number;
   sampleCandidates(row: F32, scale: number, logMinP: number, idx: Int32Array): number;
   drawIndex(weights: Float64Array, n: number, u: number): number;
@@ -191,6 +192,7 @@ function wrap(a: NativeAddon): Kernels {
     addBias: a.addBias,
     softmax: a.softmax,
     argmax: a.argmax,
+    applyTokenMask: a.applyTokenMask,
     expWeights: a.expWeights,
     sampleCandidates: a.sampleCandidates,
     drawIndex: a.drawIndex,

@@ -203,6 +203,11 @@ function argmax(row: Float32Array): number {
   return best;
 }
 
+function applyTokenMask(row: Float32Array, mask: Int32Array): void {
+  if (mask.length < Math.ceil(row.length / 32)) throw new RangeError(`applyTokenMask: ${mask.length} mask words for ${row.length} logits`);
+  for (let i = 0; i < row.length; i++) if (((mask[i >> 5]! >>> (i & 31)) & 1) === 0) row[i] = -Infinity;
+}
+
 function expWeights(out: Float64Array, row: Float32Array, idx: Int32Array | null, n: number, max: number): number {
   if (n > out.length || n > (idx ?? row).length) throw new RangeError(`expWeights: ${n} weights do not fit`);
   let total = 0;
@@ -325,6 +330,7 @@ export const referenceKernels: Kernels = {
   addBias,
   softmax,
   argmax,
+  applyTokenMask,
   expWeights,
   sampleCandidates,
   drawIndex,

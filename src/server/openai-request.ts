@@ -8,9 +8,11 @@ import { checkModel, noteIgnoredFields } from './context.js';
 import { HttpError } from './errors.js';
 import type { RequestSpec } from './request.js';
 import { chatBody, completionsBody } from './schemas.js';
+import { grammarOfBody } from './structured-output.js';
+import type { StructuredOutputFields } from './structured-output.js';
 
 /** Sampling and request fields both endpoints share (OpenAI + vLLM). */
-export interface OpenAISampling {
+export interface OpenAISampling extends StructuredOutputFields {
   model: string;
   max_tokens?: number | null;
   temperature?: number | null;
@@ -75,6 +77,7 @@ function commonSpec(body: OpenAISampling, logprobs: number | null, promptLogprob
     throw new HttpError(400, `Got priority ${body.priority} but priority scheduling is not enabled.`, 'invalid_request_error', 'priority');
   }
   const topK = body.top_k ?? 0;
+  const structured = grammarOfBody(body);
   return {
     sampling: {
       temperature: body.temperature ?? 1,
@@ -93,8 +96,10 @@ function commonSpec(body: OpenAISampling, logprobs: number | null, promptLogprob
       logprobs,
       promptLogprobs,
       allowedTokenIds: body.allowed_token_ids ?? null,
+      grammar: structured?.grammar ?? null,
       cacheSalt: body.cache_salt ?? null,
     },
+    paramNames: { grammar: structured?.param ?? 'grammar' } as Record<string, string>,
     stop: body.stop ?? null,
     badWords: body.bad_words ?? null,
     truncatePromptTokens: body.truncate_prompt_tokens ?? null,
@@ -132,6 +137,7 @@ export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpe
   if (!body.logprobs && body.top_logprobs != null && body.top_logprobs > 0) {
     throw new HttpError(400, 'when using `top_logprobs`, `logprobs` must be set to true', 'invalid_request_error', 'top_logprobs');
   }
+  const common = commonSpec(body, logprobs, null);
   const prompt = chatPrompt(ctx, body.messages, {
     addGenerationPrompt: body.add_generation_prompt ?? true,
     continueFinalMessage: body.continue_final_message ?? false,
@@ -141,7 +147,7 @@ export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpe
   const echoText = body.echo && last?.role === 'assistant' ? last.content : '';
   return {
     spec: {
-      ...commonSpec(body, logprobs, null),
+      ...common,
       prompts: [prompt],
       promptParam: 'messages',
       // the rendered template carries its own BOS where the model wants one (vLLM: add_special_tokens false for chat)
@@ -151,7 +157,7 @@ export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpe
       maxTokensParam: body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens',
       defaultMaxTokens: 'context',
       idPrefix: 'chatcmpl',
-      paramNames: { logprobs: 'logprobs' },
+      paramNames: { ...common.paramNames, logprobs: 'logprobs' },
     },
     echoText,
   };

@@ -7,6 +7,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import { checkLogprobsRequest } from '../engine/logprobs.js';
 import { resolveSamplingParams } from '../engine/sampling-params.js';
+import { checkGrammarCompiles } from '../engine/grammar/check.js';
 import type { SamplingParams, SamplingParamsInput } from '../engine/sampling-params.js';
 import type { ServerContext } from './context.js';
 import { HttpError } from './errors.js';
@@ -77,6 +78,15 @@ export async function resolveRequest(ctx: ServerContext, spec: RequestSpec): Pro
     const maxTokens = resolveMaxTokens(ctx, ids.length, spec.maxTokens, spec.defaultMaxTokens, spec.promptParam, spec.maxTokensParam);
     const params = resolveParams(ctx, { ...spec.sampling, maxTokens, badWords }, { max_tokens: spec.maxTokensParam, ...spec.paramNames });
     prompts.push({ ids, text: typeof p === 'string' ? p : ctx.tokenizer.decode(ids, { skipSpecial: false }), params: Object.freeze(params) });
+  }
+  const grammar = prompts[0]?.params.grammar;
+  if (grammar) {
+    try {
+      await checkGrammarCompiles(grammar);
+    } catch (err) {
+      if (!(err instanceof InvalidArgumentError)) throw err;
+      throw new HttpError(400, err.message, 'invalid_request_error', spec.paramNames?.['grammar'] ?? 'grammar');
+    }
   }
   return Object.freeze({
     id,

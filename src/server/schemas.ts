@@ -2,6 +2,7 @@
 // silent removal): a wrong type is a 400 naming the field. Unknown top-level fields are
 // accepted, as vLLM and LMDeploy accept them, and reported once per name
 // (context.ts noteIgnoredFields); nested objects stay strict.
+import { structuredOutputSchemas } from './structured-output.js';
 
 const stop = {
   anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, maxItems: 16 }, { type: 'null' }],
@@ -45,6 +46,7 @@ const sampling = {
   request_id: { type: ['string', 'null'], minLength: 1 },
   cache_salt: { type: ['string', 'null'], minLength: 1 },
   return_token_ids: { type: ['boolean', 'null'] },
+  ...structuredOutputSchemas,
   // OpenAI's, accepted and not used
   metadata: { type: ['object', 'null'] },
   store: { type: ['boolean', 'null'] },
@@ -114,6 +116,7 @@ export const chatBody = {
 export const generateBody = {
   type: 'object',
   properties: {
+    response_format: structuredOutputSchemas.response_format,
     session_id: { type: ['integer', 'null'] },
     prompt: { type: ['string', 'null'] },
     input_ids: { anyOf: [{ type: 'array', items: { type: 'integer' } }, { type: 'null' }] },

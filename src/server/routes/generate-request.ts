@@ -7,8 +7,12 @@ import { noteIgnoredFields } from '../context.js';
 import { HttpError } from '../errors.js';
 import type { RequestSpec } from '../request.js';
 import { generateBody } from '../schemas.js';
+import { grammarOfBody } from '../structured-output.js';
+import type { ResponseFormat } from '../structured-output.js';
 
 export interface GenerateBody {
+  /** OpenAI's json_object / json_schema, or LMDeploy's regex_schema */
+  response_format?: ResponseFormat | null;
   session_id?: number | null;
   prompt?: string | null;
   input_ids?: number[] | null;
@@ -88,12 +92,13 @@ export function generateRequest(ctx: ServerContext, body: GenerateBody): Generat
         seed: body.seed ?? null,
         n: 1,
         logprobs: body.return_logprob ? 0 : null,
+        grammar: grammarOfBody({ response_format: body.response_format ?? null })?.grammar ?? null,
       },
       stop: body.stop ?? null,
       includeStopStrInOutput: body.include_stop_str_in_output ?? false,
       skipSpecialTokens: body.skip_special_tokens ?? true,
       idPrefix: 'gen',
-      paramNames: { logprobs: 'return_logprob' },
+      paramNames: { logprobs: 'return_logprob', grammar: 'response_format' },
     },
   };
 }

@@ -1,0 +1,170 @@
+// Grammars compiled for one tokenizer, cached by grammar; and the per-sequence matcher.
+// The vocabulary goes to xgrammar as each token's decoded bytes (vocab type "raw"), so the
+// grammar sees exactly the text loom's detokenizer produces; special tokens (hidden from
+// text) go as empty strings, which xgrammar never allows, except the stop ids at the end.
+import { performance } from 'node:perf_hooks';
+import type { Tokenizer } from '../../tokenizer/tokenizer.js';
+import { callXGrammar } from './xgrammar-binding.js';
+import type { CompiledGrammarHandle, GrammarMatcherHandle, XGrammarBinding } from './xgrammar-binding.js';
+import { choiceGrammar, grammarKey } from './spec.js';
+import type { GrammarSpec } from './spec.js';
+
+
+/** What the compiler needs of a tokenizer: token bytes, which are hidden, the stop ids. */
+export type GrammarVocab = Pick<Tokenizer, 'vocabSize' | 'stopIds' | 'isSpecial' | 'tokenBytes'>;
+
+export interface CompileStats {
+  compiled: number;
+  cacheHits: number;
+  /** ms spent compiling (cache misses only) */
+  compileMs: number;
+  /** next-token masks computed, and ms spent on them and on advancing the matchers */
+  masks: number;
+  maskMs: number;
+  acceptMs: number;
+}
+
+const CACHE_LIMIT = 256;
+
+export class GrammarCompiler {
+  /** ceil(vocabSize / 32): the length of a token bitmask */
+  readonly maskWords: number;
+  readonly stats: CompileStats = { compiled: 0, cacheHits: 0, compileMs: 0, masks: 0, maskMs: 0, acceptMs: 0 };
+  private readonly compiler;
+  /**
+   * [maskWords] tokens free of raw control bytes (< 0x20): JSON never has them (loom's JSON
+   * is one line), yet xgrammar 0.1.27 lets some string rules take them
+   */
+  private readonly jsonSafe: Int32Array;
+  /** grammar key → compiled grammar; insertion order is recency (LRU) */
+  private readonly cache = new Map<string, CompiledGrammarHandle>();
+
+  /** `vocabSize`: the logits row length (may exceed the tokenizer's, padded ids are never allowed) */
+  constructor(
+    private readonly xg: XGrammarBinding,
+    vocab: GrammarVocab,
+    readonly vocabSize: number,
+    readonly stopIds: readonly number[] = [...vocab.stopIds],
+  ) {
+    const tokens: Uint8Array[] = [];
+    const empty = new Uint8Array(0);
+    for (let id = 0; id < vocabSize; id++) tokens.push(id < vocab.vocabSize && !vocab.isSpecial(id) ? vocab.tokenBytes(id) : empty);
+    const vec = xg.vecStringFromJSArray(tokens);
+    const stops = xg.vecIntFromJSArray(this.stopIds);
+    const info = new xg.TokenizerInfo(vec, 'RAW', vocabSize, stops, false);
+    vec.delete();
+    stops.delete();
+    this.compiler = new xg.GrammarCompiler(info, 1, false);
+    info.delete();
+    this.maskWords = Math.ceil(vocabSize / 32);
+    this.jsonSafe = new Int32Array(this.maskWords).fill(-1);
+    tokens.forEach((bytes, id) => {
+      if (bytes.some((b) => b < 0x20)) this.jsonSafe[id >> 5]! &= ~(1 << (id & 31));
+    });
+  }
+
+  /** The compiled grammar of a (validated) spec, from the cache when it was compiled before. */
+  compile(spec: GrammarSpec): CompiledGrammarHandle {
+    const key = grammarKey(spec);
+    const hit = this.cache.get(key);
+    if (hit) {
+      this.stats.cacheHits++;
+      this.cache.delete(key);
+      this.cache.set(key, hit);
+      return hit;
+    }
+    const t0 = performance.now();
+    const compiled = callXGrammar(`the ${spec.type === 'grammar' ? 'grammar' : spec.type.replace('_', ' ')} could not be compiled`, () => this.compileUncached(spec));
+    this.stats.compileMs += performance.now() - t0;
+    this.stats.compiled++;
+    this.cache.set(key, compiled);
+    if (this.cache.size > CACHE_LIMIT) {
+      const [oldest, handle] = this.cache.entries().next().value!;
+      this.cache.delete(oldest);
+      handle.delete();
+    }
+    return compiled;
+  }
+
+  /** A matcher at the grammar's start, for one sequence. */
+  matcher(spec: GrammarSpec): SequenceGrammar {
+    const compiled = this.compile(spec);
+    const json = spec.type === 'json_schema' || spec.type === 'json_object';
+    return new SequenceGrammar(this.xg, new this.xg.GrammarMatcher(compiled, undefined, false, -1), this.vocabSize, this.stats, json ? this.jsonSafe : undefined);
+  }
+
+  private compileUncached(spec: GrammarSpec): CompiledGrammarHandle {
+    switch (spec.type) {
+      // JSON as json.dumps writes it on one line (", " and ": "): free whitespace lets a model
+      // pad forever; strict: no properties the schema does not list
+      case 'json_object':
+        return this.compiler.CompileJSONSchema('{"type": "object"}', false, undefined, undefined, false, undefined);
+      case 'json_schema':
+        return this.compiler.CompileJSONSchema(JSON.stringify(spec.schema), false, undefined, undefined, true, undefined);
+      case 'regex':
+        return this.compiler.CompileStructuralTag(JSON.stringify({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } }));
+      case 'choice':
+        return this.fromEbnf(choiceGrammar(spec.choices));
+      case 'grammar':
+        return this.fromEbnf(spec.grammar);
+    }
+  }
+
+  private fromEbnf(ebnf: string): CompiledGrammarHandle {
+    const grammar = this.xg.Grammar.FromEBNF(ebnf, 'root');
+    try {
+      return this.compiler.CompileGrammar(grammar);
+    } finally {
+      grammar.delete();
+    }
+  }
+}
+
+/** One sequence's position in its grammar: the mask of allowed next tokens, and advancing. */
+export class SequenceGrammar {
+  private closed = false;
+
+  constructor(
+    private readonly xg: XGrammarBinding,
+    private readonly handle: GrammarMatcherHandle,
+    private readonly vocabSize: number,
+    private readonly stats: CompileStats,
+    /** [maskWords] ANDed into every mask, when given */
+    private readonly restrict?: Int32Array,
+  ) {}
+
+  /** Writes the allowed-next-token bitmask ([ceil(vocab / 32)] words, bit set = allowed). */
+  fillMask(out: Int32Array): void {
+    const t0 = performance.now();
+    const vec = this.handle.GetNextTokenBitmask(this.vocabSize);
+    try {
+      out.set(this.xg.vecIntToView(vec));
+    } finally {
+      vec.delete();
+    }
+    const r = this.restrict;
+    if (r) for (let w = 0; w < out.length; w++) out[w]! &= r[w]!;
+    this.stats.masks++;
+    this.stats.maskMs += performance.now() - t0;
+  }
+
+  /** Advances by a sampled token; false when the grammar does not allow it (the state is unchanged). */
+  accept(id: number): boolean {
+    const t0 = performance.now();
+    const ok = this.handle.AcceptToken(id, false);
+    this.stats.acceptMs += performance.now() - t0;
+    return ok;
+  }
+
+  /** whether a stop token completed the grammar */
+  get isTerminated(): boolean {
+    return this.handle.IsTerminated();
+  }
+
+  /** Frees the matcher (idempotent). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.handle.delete();
+  }
+}
