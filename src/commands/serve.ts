@@ -4,10 +4,16 @@ import { ENGINE_DEFAULTS } from '../engine/options.js';
 import type { EngineOptions } from '../engine/options.js';
 import { LOGPROBS_MODES } from '../engine/logprobs.js';
 import type { LogprobsMode } from '../engine/logprobs.js';
-import { WorkerEngineClient } from '../engine/worker-client.js';
+import { SUPERVISOR_DEFAULTS, SupervisedEngineClient } from '../engine/supervisor.js';
+import { DEFAULT_STEP_TIMEOUT_MS } from '../engine/worker-client.js';
 import { InvalidArgumentError } from '../errors.js';
 import { loadModel } from '../model/load.js';
 import { buildApp } from '../server/app.js';
+import { Connections } from '../server/connections.js';
+import { NETWORK_DEFAULTS } from '../server/network.js';
+import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { installShutdown } from './serve-shutdown.js';
 import { resolveModelPath } from '../model/hub.js';
 import { numberOption } from './parse.js';
 
@@ -29,6 +35,16 @@ interface ServeFlags {
   logprobsMode: LogprobsMode;
   maxPendingRequests: number;
   shutdownTimeout: number;
+  maxEngineRestarts: number;
+  engineRestartWindow: number;
+  engineStepTimeout: number;
+  headerTimeout: number;
+  requestTimeout: number;
+  maxHeaderSize: number;
+  sslKeyfile?: string;
+  sslCertfile?: string;
+  allowedOrigins: string[];
+  disableLogRequests?: boolean;
   offline?: boolean;
   cacheDir?: string;
 }
@@ -56,6 +72,24 @@ export function serveCommand(): Command {
     .addOption(new Option('--logprobs-mode <mode>', 'what logprobs report').choices([...LOGPROBS_MODES]).default(ENGINE_DEFAULTS.logprobsMode))
     .addOption(new Option('--max-pending-requests <n>', 'requests in flight beyond which new ones get 429').default(1024).argParser(n('max-pending-requests', true)))
     .addOption(new Option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM').default(30).argParser(n('shutdown-timeout', false)))
+    .addOption(
+      new Option('--max-engine-restarts <n>', 'engine failures tolerated within --engine-restart-window; one more exits with code 1')
+        .default(SUPERVISOR_DEFAULTS.maxRestarts)
+        .argParser(n('max-engine-restarts', true)),
+    )
+    .addOption(new Option('--engine-restart-window <s>', 'seconds over which engine failures are counted').default(SUPERVISOR_DEFAULTS.restartWindowMs / 1000).argParser(n('engine-restart-window', false)))
+    .addOption(
+      new Option('--engine-step-timeout <s>', 'an engine step longer than this counts as a hung engine (0: no watchdog)')
+        .default(DEFAULT_STEP_TIMEOUT_MS / 1000)
+        .argParser(n('engine-step-timeout', false)),
+    )
+    .addOption(new Option('--header-timeout <s>', 'seconds a client has to send its request headers').default(NETWORK_DEFAULTS.headersTimeoutMs / 1000).argParser(n('header-timeout', false)))
+    .addOption(new Option('--request-timeout <s>', 'seconds a client has to send its whole request, body included').default(NETWORK_DEFAULTS.requestTimeoutMs / 1000).argParser(n('request-timeout', false)))
+    .addOption(new Option('--max-header-size <bytes>', 'largest request head (request line and headers)').default(NETWORK_DEFAULTS.maxHeaderBytes).argParser(n('max-header-size', true)))
+    .option('--ssl-keyfile <path>', 'PEM private key: serve HTTPS (with --ssl-certfile)')
+    .option('--ssl-certfile <path>', 'PEM certificate chain')
+    .option('--allowed-origins <list>', 'CORS: origins browsers may call from, comma-separated or a JSON list ("*" for any; default none)', parseOrigins, [])
+    .option('--disable-log-requests', 'no log line per request (the default line never carries prompt text)')
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
     .action((flags: ServeFlags) => runServe(flags));
@@ -77,9 +111,24 @@ async function runServe(flags: ServeFlags): Promise<void> {
     enablePrefixCaching: flags.enablePrefixCaching,
     logprobsMode: flags.logprobsMode,
   };
-  const engine = await WorkerEngineClient.start(engineOptions);
+  if ((flags.sslKeyfile === undefined) !== (flags.sslCertfile === undefined)) throw new InvalidArgumentError('--ssl-keyfile and --ssl-certfile go together');
+  const tls = flags.sslKeyfile && flags.sslCertfile ? { key: readPem(flags.sslKeyfile, 'ssl-keyfile'), cert: readPem(flags.sslCertfile, 'ssl-certfile') } : undefined;
+  const log = (line: string): void => console.error(`loom: ${line}`);
+  let app: { close(): Promise<unknown> } | undefined;
+  const engine = await SupervisedEngineClient.start(engineOptions, {
+    ...SUPERVISOR_DEFAULTS,
+    maxRestarts: flags.maxEngineRestarts,
+    restartWindowMs: flags.engineRestartWindow * 1000,
+    stepTimeoutMs: flags.engineStepTimeout * 1000,
+    log,
+    onGiveUp: (reason) => {
+      log(`${reason}: giving up`);
+      setTimeout(() => process.exit(1), 1000).unref();
+      void app?.close().finally(() => process.exit(1));
+    },
+  });
   const servedModelName = flags.servedModelName ?? defaultModelName(flags.model);
-  const { app, ctx } = buildApp({
+  const built = buildApp({
     engine,
     tokenizer: model.tokenizer,
     options: {
@@ -89,12 +138,18 @@ async function runServe(flags: ServeFlags): Promise<void> {
       maxPendingRequests: flags.maxPendingRequests,
       slowClientTimeoutMs: 30_000,
       bodyLimitBytes: 8 * 2 ** 20,
+      network: { tls, headersTimeoutMs: flags.headerTimeout * 1000, requestTimeoutMs: flags.requestTimeout * 1000, maxHeaderBytes: flags.maxHeaderSize },
+      allowedOrigins: flags.allowedOrigins,
+      logRequests: !flags.disableLogRequests,
     },
   });
-  await app.listen({ host: flags.host, port: flags.port });
-  const address = app.server.address();
+  const ctx = built.ctx;
+  app = built.app;
+  const connections = new Connections(built.app.server as Server);
+  await built.app.listen({ host: flags.host, port: flags.port });
+  const address = built.app.server.address();
   const where = typeof address === 'object' && address ? `${address.address}:${address.port}` : String(address);
-  console.error(`loom: serving ${servedModelName} on http://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
+  console.error(`loom: serving ${servedModelName} on ${tls ? 'https' : 'http'}://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
 
   // one line every 10 s while busy
   let lastLog = Date.now();
@@ -111,20 +166,26 @@ async function runServe(flags: ServeFlags): Promise<void> {
   }, 10_000);
   ticker.unref();
 
-  let stopping = false;
-  const shutdown = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    console.error(`loom: ${signal}: no new requests; ${ctx.inFlight} in flight get ${flags.shutdownTimeout}s to finish`);
-    const deadline = setTimeout(() => void engine.close(), flags.shutdownTimeout * 1000); // aborts what is left
-    deadline.unref();
-    await app.close(); // stops accepting, waits for in-flight responses
-    clearTimeout(deadline);
-    await engine.close();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  installShutdown({ app: built.app, engine, connections, timeoutMs: flags.shutdownTimeout * 1000, inFlight: () => ctx.inFlight, log });
+}
+
+function readPem(path: string, flag: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new InvalidArgumentError(`--${flag} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** `a,b` or `["a", "b"]` (vLLM's form) */
+function parseOrigins(value: string): string[] {
+  const text = value.trim();
+  if (text.startsWith('[')) {
+    const list: unknown = JSON.parse(text);
+    if (!Array.isArray(list) || !list.every((o) => typeof o === 'string')) throw new InvalidArgumentError('--allowed-origins: expected a JSON list of strings');
+    return list;
+  }
+  return text.split(',').map((o) => o.trim()).filter((o) => o.length > 0);
 }
 
 function defaultModelName(model: string): string {

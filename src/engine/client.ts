@@ -21,6 +21,8 @@ export interface EngineClient {
   resetPrefixCache(): Promise<boolean>;
   /** called after every step (metrics) */
   onStep(listener: (step: StepOutput) => void): void;
+  /** called each time a fresh engine replaced a dead one (supervised clients only) */
+  onRestart?(listener: () => void): void;
   close(): Promise<void>;
 }
 

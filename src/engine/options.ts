@@ -70,8 +70,15 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   // never more than every sequence at full length could use
   const useful = maxNumSeqs * Math.ceil(maxModelLen / blockSize);
   const numBlocks = Math.min(wanted, useful);
-  if (numBlocks < Math.ceil(maxModelLen / blockSize) && numBlocks < 2) {
-    throw new InvalidArgumentError(`--kv-cache-memory holds ${numBlocks} blocks of ${blockSize} tokens: too few to run`);
+  // one request may grow to the whole context: a cache that cannot hold that would cut it short
+  const blocksPerContext = Math.ceil(maxModelLen / blockSize);
+  if (numBlocks < blocksPerContext) {
+    const mib = (blocks: number) => `${((blocks * bytesPerBlock) / 2 ** 20).toFixed(1)} MiB`;
+    throw new InvalidArgumentError(
+      `the KV cache holds ${numBlocks * blockSize} tokens (${mib(numBlocks)} from --kv-cache-memory ${opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory}), ` +
+        `fewer than one context of ${maxModelLen} tokens (${mib(blocksPerContext)}): raise --kv-cache-memory to at least ${mib(blocksPerContext)} ` +
+        `or lower --max-model-len to at most ${numBlocks * blockSize}`,
+    );
   }
   const logprobsMode = opts.logprobsMode ?? ENGINE_DEFAULTS.logprobsMode;
   if (!LOGPROBS_MODES.includes(logprobsMode)) throw new InvalidArgumentError(`--logprobs-mode must be one of ${LOGPROBS_MODES.join(', ')}`);

@@ -7,6 +7,8 @@ import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { ServerContext, ServerOptions } from './context.js';
 import { toOpenAIError } from './errors.js';
 import { ServerMetrics } from './metrics.js';
+import { fastifyNetworkOptions } from './network.js';
+import { secureApp } from './security.js';
 import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { generateRoute } from './routes/generate.js';
@@ -19,18 +21,13 @@ export interface AppParts {
   readonly logger?: boolean;
 }
 
-/** paths anyone may read without the API key */
-const OPEN_PATHS = new Set(['/health', '/metrics']);
-
 export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerContext } {
   const { options } = parts;
   const app = Fastify({
     logger: parts.logger ?? false,
     bodyLimit: options.bodyLimitBytes,
-    // a client that sends its request too slowly is cut off
-    requestTimeout: 30_000,
-    connectionTimeout: 0,
-    keepAliveTimeout: 5_000,
+    // read timeouts, header size, TLS
+    ...fastifyNetworkOptions(options.network ?? {}),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
   });
   const ctx: ServerContext = {
@@ -40,17 +37,7 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
     metrics: new ServerMetrics(options.servedModelName, parts.engine),
     inFlight: 0,
   };
-  if (options.apiKey) {
-    const expected = `Bearer ${options.apiKey}`;
-    app.addHook('onRequest', async (req, reply) => {
-      if (OPEN_PATHS.has(req.url.split('?')[0]!)) return;
-      if (req.headers.authorization !== expected) {
-        const { body } = toOpenAIError(Object.assign(new Error('invalid or missing API key'), { statusCode: 401, code: 'invalid_api_key' }));
-        body.error.type = 'authentication_error';
-        await reply.code(401).send(body);
-      }
-    });
-  }
+  secureApp(app, options);
   app.setErrorHandler(async (err, _req, reply) => {
     const { status, body } = toOpenAIError(err);
     if (status >= 500) app.log.error(err);

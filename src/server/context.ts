@@ -4,6 +4,7 @@ import type { SamplingParamsInput } from '../engine/sampling-params.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { HttpError } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
+import type { NetworkOptions } from './network.js';
 
 export interface ServerOptions {
   /** the name clients use in `model` */
@@ -15,6 +16,12 @@ export interface ServerOptions {
   /** a streaming client that does not read for this long is dropped */
   readonly slowClientTimeoutMs: number;
   readonly bodyLimitBytes: number;
+  /** TLS, read timeouts, header size (network.ts) */
+  readonly network?: NetworkOptions | undefined;
+  /** CORS origins ("*" for any); none by default */
+  readonly allowedOrigins?: readonly string[] | undefined;
+  /** one line per request on stderr, without its text */
+  readonly logRequests?: boolean | undefined;
 }
 
 export interface ServerContext {

@@ -66,6 +66,10 @@ export class ServerMetrics {
     for (const twin of [this.promptTokens, this.generationTokens, this.prefixQueries, this.prefixHits, this.preemptions]) twin.each((c) => c.inc(this.labels, 0));
     for (const reason of ['stop', 'length', 'abort']) this.success.each((c) => c.inc({ ...this.labels, finished_reason: reason }, 0));
     engine.onStep((step) => this.onStep(step));
+    // loom's own: vLLM exits instead of restarting its engine
+    const restarts = new Counter({ name: 'loom:engine_restarts_total', help: 'Fresh engines started after the engine died or hung.', labelNames: ['model_name'], registers: reg });
+    restarts.inc(this.labels, 0);
+    engine.onRestart?.(() => restarts.inc(this.labels));
   }
 
   get contentType(): string {
