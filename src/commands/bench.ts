@@ -6,6 +6,7 @@ import { benchMakeModelCommand } from './bench-make-model.js';
 import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
 import { benchServeCommand } from './bench-serve.js';
+import { benchSoakCommand } from './bench-soak.js';
 import { benchStandardCommand } from './bench-standard.js';
 
 export function benchCommand(): Command {
@@ -17,5 +18,6 @@ export function benchCommand(): Command {
     .addCommand(benchPeerCommand())
     .addCommand(benchMakeModelCommand())
     .addCommand(benchServeCommand())
-    .addCommand(benchStandardCommand());
+    .addCommand(benchStandardCommand())
+    .addCommand(benchSoakCommand());
 }

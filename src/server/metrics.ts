@@ -1,6 +1,6 @@
 // Prometheus metrics with vLLM's names, under both `vllm:` (so existing dashboards work)
 // and `loom:`, labelled with model_name. Latencies come from the engine's token times.
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EngineClient } from '../engine/client.js';
 import { now } from '../engine/engine.js';
 import type { StepOutput } from '../engine/protocol.js';
@@ -69,6 +69,8 @@ export class ServerMetrics {
     // loom's own: vLLM exits instead of restarting its engine
     const restarts = new Counter({ name: 'loom:engine_restarts_total', help: 'Fresh engines started after the engine died or hung.', labelNames: ['model_name'], registers: reg });
     restarts.inc(this.labels, 0);
+    // process_resident_memory_bytes, nodejs_heap_size_used_bytes, … (what `loom bench soak` watches)
+    collectDefaultMetrics({ register: this.registry });
     engine.onRestart?.(() => restarts.inc(this.labels));
   }
 
