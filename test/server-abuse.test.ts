@@ -69,11 +69,13 @@ function mutate(rng: Rng, baseBody: object): string {
   return JSON.stringify(body);
 }
 
-function assertOpenAIError(status: number, text: string, what: string): void {
-  const body = JSON.parse(text) as { error?: { message?: unknown; type?: unknown; param?: unknown; code?: unknown } };
-  assert.ok(body.error && typeof body.error.message === 'string' && body.error.message.length > 0 && typeof body.error.type === 'string', `${status} not in OpenAI's shape for ${what}: ${text}`);
-  assert.ok('param' in body.error && 'code' in body.error, `param/code missing for ${what}: ${text}`);
-  assert.doesNotMatch(body.error.message as string, /\n\s+at /, 'no stack traces');
+/** OpenAI's {"error": {message, type, param, code}}, or LMDeploy's flat {"object": "error", …} on /generate */
+function assertOpenAIError(status: number, text: string, what: string, lmdeploy = false): void {
+  const body = JSON.parse(text) as { object?: unknown; error?: Record<string, unknown> } & Record<string, unknown>;
+  const e = lmdeploy && body.object === 'error' ? body : body.error;
+  assert.ok(e && typeof e.message === 'string' && e.message.length > 0 && typeof e.type === 'string', `${status} not in the error shape for ${what}: ${text}`);
+  assert.ok('param' in e && 'code' in e, `param/code missing for ${what}: ${text}`);
+  assert.doesNotMatch(e.message as string, /\n\s+at /, 'no stack traces');
 }
 
 describe('server under abuse', () => {
@@ -104,12 +106,12 @@ describe('server under abuse', () => {
             const text = await r.text();
             statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
             assert.ok(r.status < 500, `${r.status} for ${b}: ${text}`);
-            if (r.status >= 400) assertOpenAIError(r.status, text, b);
+            if (r.status >= 400) assertOpenAIError(r.status, text, b, endpoint === '/generate');
             else assert.doesNotMatch(text, /"type":"server_error"/, `a stream failed for ${b}`);
           }),
         );
       }
-      assert.ok((statuses.get(200) ?? 0) > 10 && (statuses.get(400) ?? 0) > 50, `a mix of accepted and refused: ${JSON.stringify([...statuses])}`);
+      assert.ok((statuses.get(200) ?? 0) >= 5 && (statuses.get(400) ?? 0) > 50, `a mix of accepted and refused: ${JSON.stringify([...statuses])}`);
       assert.equal((await fetch(`${base}/health`)).status, 200);
       assert.deepEqual(await settled(), { running: 0, waiting: 0, kv: 0 });
     });

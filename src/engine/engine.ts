@@ -35,6 +35,11 @@ export class EngineCore {
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
   private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels };
+  /**
+   * Sees every logits row a token is sampled from ([vocab], valid only during the call):
+   * how agreement tests compare the serving engine's logits with llama.cpp's. In-process only.
+   */
+  logitsTap: ((requestId: string, index: number, row: Float32Array) => void) | undefined;
 
   constructor(
     readonly model: { readonly config: ModelConfig; readonly tensors: TensorSource },
@@ -117,6 +122,7 @@ export class EngineCore {
       for (const [seq, logitsRow] of toSample) {
         if (seq.status !== 'running') continue; // aborted while its step ran
         const state = this.requests.get(seq.requestId)!;
+        this.logitsTap?.(seq.requestId, seq.index, logitsRow);
         const children = state.sample(seq, logitsRow, time);
         for (const child of children) {
           this.blocks.fork(seq, child);

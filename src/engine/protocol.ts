@@ -1,6 +1,7 @@
 // Messages between the frontend (main thread) and the engine core (worker). Plain
 // objects; typed arrays travel as transferables. Out of the engine, each step carries
 // only what is new per request: never a request's whole sequence.
+import type { LogprobsMode } from './logprobs.js';
 import type { SamplingParamsInput } from './sampling-params.js';
 
 export type FinishReason = 'stop' | 'length' | 'abort';
@@ -45,6 +46,8 @@ export interface RequestDelta {
   readonly topLogprobs?: Float32Array;
   /** [promptLength - 1 or fewer] prompt logprobs, once, with the first delta, when asked */
   readonly promptLogprobs?: Float32Array;
+  /** [promptLength - 1] each prompt token's rank (1 = the most likely), with promptLogprobs */
+  readonly promptRanks?: Int32Array;
   readonly promptTopIds?: Int32Array;
   readonly promptTopLogprobs?: Float32Array;
   /** [k] engine clock (performance.timeOrigin + now(), ms) when each token was sampled */
@@ -85,6 +88,7 @@ export interface EngineReady {
   readonly blockSize: number;
   readonly maxModelLen: number;
   readonly vocabSize: number;
+  readonly logprobsMode: LogprobsMode;
 }
 
 export interface EngineError {
@@ -103,7 +107,7 @@ export type EngineOutbound = StepOutput | EngineReady | EngineError | PrefixCach
 export function transferables(out: StepOutput): ArrayBuffer[] {
   const buffers = new Set<ArrayBuffer>();
   for (const d of out.deltas) {
-    for (const a of [d.tokenIds, d.logprobs, d.topIds, d.topLogprobs, d.promptLogprobs, d.promptTopIds, d.promptTopLogprobs, d.times]) {
+    for (const a of [d.tokenIds, d.logprobs, d.topIds, d.topLogprobs, d.promptLogprobs, d.promptRanks, d.promptTopIds, d.promptTopLogprobs, d.times]) {
       if (a && a.buffer instanceof ArrayBuffer) buffers.add(a.buffer);
     }
   }

@@ -84,7 +84,7 @@ export class RequestState {
   }
 
   /** prompt logprobs so far: [count] values and [count, topN] alternatives */
-  private readonly prompt = { logprobs: [] as number[], topIds: [] as number[], topLogprobs: [] as number[] };
+  private readonly prompt = { logprobs: [] as number[], ranks: [] as number[], topIds: [] as number[], topLogprobs: [] as number[] };
 
   /** whether seq's next prefill chunk must return logits at every position */
   wantsPromptLogprobs(seq: Sequence): boolean {
@@ -106,6 +106,7 @@ export class RequestState {
       this.params.promptLogprobs ?? 0,
     );
     this.prompt.logprobs.push(...cols.logprobs);
+    this.prompt.ranks.push(...cols.ranks);
     this.prompt.topIds.push(...cols.topIds);
     this.prompt.topLogprobs.push(...cols.topLogprobs);
   }
@@ -143,6 +144,7 @@ export class RequestState {
         seq.index === 0 &&
         this.params.promptLogprobs !== null && {
           promptLogprobs: Float32Array.from(this.prompt.logprobs),
+          promptRanks: Int32Array.from(this.prompt.ranks),
           promptTopIds: Int32Array.from(this.prompt.topIds),
           promptTopLogprobs: Float32Array.from(this.prompt.topLogprobs),
         }),

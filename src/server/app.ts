@@ -36,6 +36,9 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
     options,
     metrics: new ServerMetrics(options.servedModelName, parts.engine),
     inFlight: 0,
+    requests: new Map(),
+    sessions: new Map(),
+    ignoredFields: new Set(),
   };
   secureApp(app, options);
   app.setErrorHandler(async (err, _req, reply) => {

@@ -1,9 +1,10 @@
 // The small endpoints: /v1/models, /tokenize, /detokenize, /health, /metrics.
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { checkModel, checkTokenIds } from '../context.js';
+import { checkModel } from '../context.js';
+import { chatPrompt } from '../openai-request.js';
+import { checkTokenIds } from '../request.js';
 import { detokenizeBody, tokenizeBody } from '../schemas.js';
-import { chatPromptIds } from './chat.js';
 
 interface TokenizeBody {
   model?: string;
@@ -24,7 +25,7 @@ export function miscRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const body = req.body;
     checkModel(ctx, body.model);
     const tokens = body.messages
-      ? chatPromptIds(ctx, body.messages, body.add_generation_prompt ?? true)
+      ? ctx.tokenizer.encode(chatPrompt(ctx, body.messages, { addGenerationPrompt: body.add_generation_prompt ?? true }), { addSpecial: false, parseSpecial: true })
       : ctx.tokenizer.encode(body.prompt ?? '', { addSpecial: body.add_special_tokens ?? true });
     return { tokens, count: tokens.length, max_model_len: ctx.options.maxModelLen };
   });
