@@ -9,6 +9,8 @@ export interface EngineInfo {
   readonly blockSize: number;
   readonly maxModelLen: number;
   readonly vocabSize: number;
+  /** most sequences running at once (an n > 1 request needs n) */
+  readonly maxNumSeqs: number;
   /** what logprobs report ('none': the engine refuses logprobs) */
   readonly logprobsMode: LogprobsMode;
 }
