@@ -119,19 +119,27 @@ describe('server under abuse', () => {
 
   it('a disconnect storm leaves nothing running or waiting and the KV cache at its baseline', async () => {
     const rng = new Rng(4242);
-    const body = (i: number) => JSON.stringify({ model: 'fixture', prompt: `story ${i}: once`, max_tokens: 200, temperature: 0.8, seed: i, ignore_eos: true, stream: true, n: 1 + (i % 3) });
+    const body = (i: number) => JSON.stringify({ model: 'fixture', prompt: `story ${i}: once`, max_tokens: 200, temperature: 0.8, seed: i, ignore_eos: true, stream: true, n: i % 6 === 0 ? 2 : 1 });
     let cut = 0;
-    for (let wave = 0; wave < 25; wave++) {
+    let cutAfterHeaders = 0;
+    const counters = async () => {
+      const text = await (await fetch(`${base}/metrics`)).text();
+      const get = (re: RegExp) => Number(re.exec(text)?.[1] ?? 0); // a histogram appears with its first observation
+      return { aborts: get(/^vllm:request_success_total\{[^}]*finished_reason="abort"[^}]*\} (\S+)$/m), e2e: get(/^vllm:e2e_request_latency_seconds_count\{[^}]*\} (\S+)$/m), prompt: get(/^vllm:prompt_tokens_total\{[^}]*\} (\S+)$/m) };
+    };
+    const before = await counters();
+    for (let wave = 0; wave < 35; wave++) {
       await Promise.all(
-        Array.from({ length: MAX_PENDING }, async (_, k) => {
+        Array.from({ length: 6 }, async (_, k) => {
           const controller = new AbortController();
           const chunksBeforeCut = Math.floor(rng.next() * 6); // 0: cut before any token
           try {
-            const r = await post('/v1/completions', body(wave * MAX_PENDING + k), controller.signal);
+            const r = await post('/v1/completions', body(wave * 6 + k), controller.signal);
             const reader = r.body!.getReader();
             for (let c = 0; c < chunksBeforeCut; c++) if ((await reader.read()).done) return;
             controller.abort();
             cut++;
+            if (r.status === 200) cutAfterHeaders++;
           } catch {
             cut++; // aborted before the response
           }
@@ -140,6 +148,10 @@ describe('server under abuse', () => {
     }
     assert.ok(cut > 150, `${cut} streams cut`);
     assert.deepEqual(await settled(), { running: 0, waiting: 0, kv: 0 });
+    // every cut stream is counted as an abort finish, with its latency and prompt tokens
+    const end = await counters();
+    assert.ok(end.aborts - before.aborts >= cutAfterHeaders, `${end.aborts - before.aborts} aborts counted for ${cutAfterHeaders} streams cut`);
+    assert.ok(end.e2e - before.e2e >= cutAfterHeaders && end.prompt > before.prompt, JSON.stringify({ before, end }));
     assert.equal(ctx.inFlight, 0);
     assert.equal((await post('/v1/completions', JSON.stringify({ model: 'fixture', prompt: 'hi', max_tokens: 3 }))).status, 200);
   });
