@@ -149,6 +149,30 @@ describe('server on a network', () => {
     assert.match(lines[0]!, /^loom: POST \/v1\/completions 200 \d+ms$/);
   });
 
+  it('limits n, stop strings and logit_bias entries per request, configurably', async () => {
+    const tight = await serve({ limits: { maxN: 2, maxStopStrings: 2, maxLogitBias: 3 } });
+    const loose = await serve();
+    try {
+      const post = async (url: string, extra: object) => {
+        const r = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'fixture', prompt: 'hi', max_tokens: 2, ...extra }) });
+        return { status: r.status, text: await r.text() };
+      };
+      const bias = (k: number) => Object.fromEntries(Array.from({ length: k }, (_, i) => [String(i + 3), 1]));
+      assert.equal((await post(tight.url, { n: 2, stop: ['a', 'b'], logit_bias: bias(3) })).status, 200);
+      for (const [extra, param, flag] of [[{ n: 3 }, 'n', '--max-n'], [{ stop: ['a', 'b', 'c'] }, 'stop', '--max-stop-strings'], [{ logit_bias: bias(4) }, 'logit_bias', '--max-logit-bias']] as const) {
+        const r = await post(tight.url, extra);
+        assert.equal(r.status, 400, r.text);
+        assert.ok(r.text.includes(`"param":"${param}"`) && r.text.includes(flag), r.text);
+      }
+      assert.match((await post(loose.url, { n: 17 })).text, /n must be at most 16 on this server \(--max-n\)/);
+      assert.match((await post(loose.url, { stop: Array.from({ length: 17 }, (_, i) => `s${i}`) })).text, /at most 16 stop strings/);
+      assert.equal((await post(loose.url, { logit_bias: bias(100) })).status, 200);
+      assert.match((await post(loose.url, { logit_bias: bias(1025) })).text, /at most 1024 logit_bias entries/);
+    } finally {
+      await Promise.all([tight.app.close(), loose.app.close()]);
+    }
+  });
+
   it('refuses an oversized request head with 431 and closes a slow one after the header timeout', async () => {
     const s = await serve({ network: { maxHeaderBytes: 4096, headersTimeoutMs: 400 } });
     try {

@@ -10,6 +10,7 @@ import { InvalidArgumentError } from '../errors.js';
 import { loadModel } from '../model/load.js';
 import { buildApp } from '../server/app.js';
 import { Connections } from '../server/connections.js';
+import { LIMIT_DEFAULTS } from '../server/limits.js';
 import { NETWORK_DEFAULTS } from '../server/network.js';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -45,6 +46,9 @@ interface ServeFlags {
   sslCertfile?: string;
   allowedOrigins: string[];
   disableLogRequests?: boolean;
+  maxN: number;
+  maxStopStrings: number;
+  maxLogitBias: number;
   offline?: boolean;
   cacheDir?: string;
 }
@@ -89,6 +93,9 @@ export function serveCommand(): Command {
     .option('--ssl-keyfile <path>', 'PEM private key: serve HTTPS (with --ssl-certfile)')
     .option('--ssl-certfile <path>', 'PEM certificate chain')
     .option('--allowed-origins <list>', 'CORS: origins browsers may call from, comma-separated or a JSON list ("*" for any; default none)', parseOrigins, [])
+    .addOption(new Option('--max-n <n>', 'most completions (n) per prompt').default(LIMIT_DEFAULTS.maxN).argParser(n('max-n', true)))
+    .addOption(new Option('--max-stop-strings <n>', 'most stop strings per request').default(LIMIT_DEFAULTS.maxStopStrings).argParser(n('max-stop-strings', true)))
+    .addOption(new Option('--max-logit-bias <n>', 'most logit_bias entries per request').default(LIMIT_DEFAULTS.maxLogitBias).argParser(n('max-logit-bias', true)))
     .option('--disable-log-requests', 'no log line per request (the default line never carries prompt text)')
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
@@ -141,6 +148,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
       network: { tls, headersTimeoutMs: flags.headerTimeout * 1000, requestTimeoutMs: flags.requestTimeout * 1000, maxHeaderBytes: flags.maxHeaderSize },
       allowedOrigins: flags.allowedOrigins,
       logRequests: !flags.disableLogRequests,
+      limits: { maxN: flags.maxN, maxStopStrings: flags.maxStopStrings, maxLogitBias: flags.maxLogitBias },
     },
   });
   const ctx = built.ctx;

@@ -3,6 +3,7 @@ import type { EngineClient } from '../engine/client.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { HttpError } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
+import type { RequestLimits } from './limits.js';
 import type { NetworkOptions } from './network.js';
 
 export interface ServerOptions {
@@ -21,6 +22,8 @@ export interface ServerOptions {
   readonly allowedOrigins?: readonly string[] | undefined;
   /** one line per request on stderr, without its text */
   readonly logRequests?: boolean | undefined;
+  /** n, stop strings, logit_bias entries per request (limits.ts) */
+  readonly limits?: Partial<RequestLimits> | undefined;
   /** where notices go (a request field loom ignores, once per name); default stderr */
   readonly log?: (line: string) => void;
 }

@@ -10,6 +10,7 @@ import { resolveSamplingParams } from '../engine/sampling-params.js';
 import type { SamplingParams, SamplingParamsInput } from '../engine/sampling-params.js';
 import type { ServerContext } from './context.js';
 import { HttpError } from './errors.js';
+import { checkLimits } from './limits.js';
 
 export type PromptInput = string | readonly number[];
 
@@ -65,6 +66,7 @@ export function contextLimit(ctx: ServerContext): number {
 }
 
 export async function resolveRequest(ctx: ServerContext, spec: RequestSpec): Promise<ResolvedRequest> {
+  checkLimits(ctx.options.limits, spec);
   const id = requestIdFor(ctx, spec);
   const stop = stopStrings(spec.stop);
   const badWords = (spec.badWords ?? []).flatMap((w) => badWordIds(ctx, w));
