@@ -46,11 +46,16 @@ describe('admission counts prompts × n', () => {
   let ctx: ServerContext;
   let base = '';
   let close: () => Promise<void>;
+  let longestEncoded = 0;
   before(async () => {
     engine = await WorkerEngineClient.start({ model: path(), kvCacheMemory: '16MiB', maxNumSeqs: 6 });
+    // the longest text the server ever tokenizes
+    const tokenizer = loadModel(path()).tokenizer;
+    const encode = tokenizer.encode.bind(tokenizer);
+    tokenizer.encode = (text, opts) => ((longestEncoded = Math.max(longestEncoded, text.length)), encode(text, opts));
     const built = buildApp({
       engine,
-      tokenizer: loadModel(path()).tokenizer,
+      tokenizer,
       options: { servedModelName: 'fixture', maxModelLen: engine.info.maxModelLen, maxPendingRequests: 8, slowClientTimeoutMs: 5_000, bodyLimitBytes: 1 << 20 },
     });
     ctx = built.ctx;
@@ -89,5 +94,17 @@ describe('admission counts prompts × n', () => {
     assert.ok(results.every((r) => r.status === 200 || r.status === 429));
     assert.ok(most <= 8, `${most} sequences in flight`);
     assert.equal(ctx.inFlight, 0);
+  });
+
+  it('a prompt whose bytes prove it too long is refused without tokenizing it', async () => {
+    const huge = await complete({ prompt: 'once upon a time '.repeat(48 * 1024) }); // 816 KiB
+    assert.equal(huge.status, 400);
+    assert.match(await huge.text(), /maximum context length is \d+ tokens\. However, your request has at least \d+ input tokens \(835584 bytes\).*"code":"context_length_exceeded"/);
+    assert.ok(longestEncoded < 100_000, `${longestEncoded} characters were tokenized`);
+    // one the bytes cannot prove too long is tokenized and refused by its token count
+    const long = await complete({ prompt: 'hello '.repeat(600) });
+    assert.equal(long.status, 400);
+    assert.match(await long.text(), /However, your request has \d+ input tokens\. Please/);
+    assert.equal(longestEncoded, 3600);
   });
 });

@@ -11,6 +11,7 @@ import type { SamplingParams, SamplingParamsInput } from '../engine/sampling-par
 import type { ServerContext } from './context.js';
 import { HttpError } from './errors.js';
 import { checkLimits } from './limits.js';
+import { checkPromptBytes } from './prompt-bytes.js';
 
 export type PromptInput = string | readonly number[];
 
@@ -72,6 +73,7 @@ export async function resolveRequest(ctx: ServerContext, spec: RequestSpec): Pro
   const badWords = (spec.badWords ?? []).flatMap((w) => badWordIds(ctx, w));
   const prompts: ResolvedPrompt[] = [];
   for (const p of spec.prompts) {
+    if (typeof p === 'string' && spec.truncatePromptTokens == null) checkPromptBytes(ctx.tokenizer, p, contextLimit(ctx), spec.promptParam);
     let ids = typeof p === 'string' ? ctx.tokenizer.encode(p, { addSpecial: spec.addSpecialTokens, parseSpecial: spec.parseSpecial ?? true }) : [...p];
     checkTokenIds(ctx, ids, spec.promptParam);
     if (ids.length === 0) throw new HttpError(400, 'The prompt must not be empty', 'invalid_request_error', spec.promptParam);
