@@ -159,7 +159,7 @@ describe('OpenAI API through the openai client', () => {
       assert.match(metrics, new RegExp(`^vllm:${name}`, 'm'));
       assert.match(metrics, new RegExp(`^loom:${name}`, 'm'));
     }
-    assert.match(metrics, /vllm:request_success_total\{model_name="fixture",finished_reason="length"\} [1-9]/);
+    assert.match(metrics, /vllm:request_success_total\{model_name="fixture",engine="0",finished_reason="length"\} [1-9]/);
   });
 
   it('/generate, /tokenize and /detokenize', async () => {

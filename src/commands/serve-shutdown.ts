@@ -13,6 +13,10 @@ export interface ShutdownParts {
   readonly timeoutMs: number;
   readonly inFlight: () => number;
   readonly log: (line: string) => void;
+  /** at the first signal (e.g. /health turns 503 so balancers stop sending) */
+  readonly onStop?: () => void;
+  /** after the engine closed, before exit (e.g. the KV-event publisher) */
+  readonly afterEngine?: () => Promise<void>;
 }
 
 /** time the error events and 503s of the cut requests get before the sockets go */
@@ -36,6 +40,7 @@ export function installShutdown(parts: ShutdownParts): void {
 
 async function shutdown(parts: ShutdownParts, signal: string): Promise<void> {
   const { app, engine, connections, timeoutMs, log } = parts;
+  parts.onStop?.();
   log(`${signal}: no new requests; ${parts.inFlight()} in flight get ${timeoutMs / 1000}s to finish`);
   setTimeout(() => {
     log('shutdown overran its timeout: exiting');
@@ -51,6 +56,7 @@ async function shutdown(parts: ShutdownParts, signal: string): Promise<void> {
     connections.destroyAll();
   }
   await engine.close();
+  await parts.afterEngine?.().catch(() => undefined);
   process.exit(0);
 }
 

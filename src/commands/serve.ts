@@ -17,6 +17,8 @@ import type { Server } from 'node:http';
 import { installShutdown } from './serve-shutdown.js';
 import { resolveModelPath } from '../model/hub.js';
 import { numberOption } from './parse.js';
+import { publishKvEvents } from '../server/kv-events-publisher.js';
+import { hostname } from 'node:os';
 
 interface ServeFlags {
   model: string;
@@ -51,6 +53,10 @@ interface ServeFlags {
   maxLogitBias: number;
   offline?: boolean;
   cacheDir?: string;
+  kvEventsEndpoint?: string;
+  kvEventsTopic?: string;
+  kvEventsReplayEndpoint?: string;
+  kvEventsHashSeed: string;
 }
 
 export function serveCommand(): Command {
@@ -99,6 +105,10 @@ export function serveCommand(): Command {
     .option('--disable-log-requests', 'no log line per request (the default line never carries prompt text)')
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
+    .option('--kv-events-endpoint <url>', "publish prefix-cache events over ZeroMQ in vLLM's format (tcp://*:5557 binds, tcp://host:port connects)")
+    .option('--kv-events-topic <topic>', 'ZeroMQ topic of the KV events (default: kv@HOSTNAME@MODEL, as llm-d expects)')
+    .option('--kv-events-replay-endpoint <url>', 'ZeroMQ ROUTER address that replays missed KV event batches')
+    .option('--kv-events-hash-seed <seed>', "seed of the KV events' block hashes; set the router's hashSeed to the same (default: $PYTHONHASHSEED or empty)", process.env.PYTHONHASHSEED ?? '')
     .action((flags: ServeFlags) => runServe(flags));
 }
 
@@ -117,6 +127,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     ...(flags.maxModelLen !== undefined && { maxModelLen: flags.maxModelLen }),
     enablePrefixCaching: flags.enablePrefixCaching,
     logprobsMode: flags.logprobsMode,
+    ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
   };
   if ((flags.sslKeyfile === undefined) !== (flags.sslCertfile === undefined)) throw new InvalidArgumentError('--ssl-keyfile and --ssl-certfile go together');
   const tls = flags.sslKeyfile && flags.sslCertfile ? { key: readPem(flags.sslKeyfile, 'ssl-keyfile'), cert: readPem(flags.sslCertfile, 'ssl-certfile') } : undefined;
@@ -135,6 +146,11 @@ async function runServe(flags: ServeFlags): Promise<void> {
     },
   });
   const servedModelName = flags.servedModelName ?? defaultModelName(flags.model);
+  const kvEvents = flags.kvEventsEndpoint === undefined ? undefined : await publishKvEvents(engine, {
+    endpoint: flags.kvEventsEndpoint,
+    topic: flags.kvEventsTopic ?? `kv@${hostname()}@${servedModelName}`,
+    ...(flags.kvEventsReplayEndpoint !== undefined && { replayEndpoint: flags.kvEventsReplayEndpoint }),
+  });
   const built = buildApp({
     engine,
     tokenizer: model.tokenizer,
@@ -154,7 +170,14 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const ctx = built.ctx;
   app = built.app;
   const connections = new Connections(built.app.server as Server);
-  await built.app.listen({ host: flags.host, port: flags.port });
+  try {
+    await built.app.listen({ host: flags.host, port: flags.port });
+  } catch (err) {
+    await engine.close();
+    const code = (err as { code?: string }).code;
+    const why = code === 'EADDRINUSE' ? 'the address is already in use' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : (err as Error).message;
+    throw new InvalidArgumentError(`cannot listen on ${flags.host}:${flags.port}: ${why} (--host, --port)`);
+  }
   const address = built.app.server.address();
   const where = typeof address === 'object' && address ? `${address.address}:${address.port}` : String(address);
   console.error(`loom: serving ${servedModelName} on ${tls ? 'https' : 'http'}://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
@@ -174,7 +197,16 @@ async function runServe(flags: ServeFlags): Promise<void> {
   }, 10_000);
   ticker.unref();
 
-  installShutdown({ app: built.app, engine, connections, timeoutMs: flags.shutdownTimeout * 1000, inFlight: () => ctx.inFlight, log });
+  installShutdown({
+    app: built.app,
+    engine,
+    connections,
+    timeoutMs: flags.shutdownTimeout * 1000,
+    inFlight: () => ctx.inFlight,
+    log,
+    onStop: () => (ctx.draining = true),
+    afterEngine: async () => await kvEvents?.close(),
+  });
 }
 
 function readPem(path: string, flag: string): Buffer {

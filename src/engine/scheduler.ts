@@ -139,7 +139,7 @@ export class Scheduler {
       }
       // an n > 1 request starts only when all n completions fit under --max-num-seqs
       if (this.numRunningLive + seq.slots > this.config.maxNumSeqs) break;
-      const cached = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0 ? this.blocks.findCachedPrefix(seq.tokens) : [];
+      const cached = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0 ? this.blocks.findCachedPrefix(seq.tokens, seq.prefixRoot) : [];
       const numComputed = cached.length * this.blocks.blockSize;
       const numTokens = Math.min(seq.tokens.length - numComputed, budget);
       if (!this.blocks.canAllocate(seq, numComputed + numTokens, cached)) break;

@@ -54,7 +54,7 @@ export function generateRoute(app: FastifyInstance, ctx: ServerContext): void {
         ...(g.repetitionNgram && { repetitionNgram: g.repetitionNgram }),
       },
       summary,
-      ctx.metrics.observer(),
+      ctx.metrics.observer(prompt.params),
     );
     const logprobs = body.return_logprob === true;
     // LMDeploy: a stop token is neither in output_ids nor counted; completion_tokens = output_ids so far

@@ -27,7 +27,7 @@ export function runPrompt(ctx: ServerContext, r: ResolvedRequest, i: number, sig
       registry: ctx.requests,
     },
     summary,
-    ctx.metrics.observer(),
+    ctx.metrics.observer(p.params),
   );
 }
 
