@@ -109,7 +109,7 @@ export class ServerMetrics {
     for (const reason of ['stop', 'length', 'abort']) this.success.each((c) => c.inc({ ...this.labels, finished_reason: reason }, 0));
     engine.onStep((step) => this.onStep(step));
     // loom's own: vLLM exits instead of restarting its engine
-    const restarts = new Counter({ name: 'loom:engine_restarts_total', help: 'Fresh engines started after the engine died or hung.', labelNames: ['model_name'], registers: reg });
+    const restarts = new Counter({ name: 'loom:engine_restarts_total', help: 'Fresh engines started after the engine died or hung.', labelNames: Object.keys(this.labels), registers: reg });
     restarts.inc(this.labels, 0);
     // process_resident_memory_bytes, nodejs_heap_size_used_bytes, … (what `loom bench soak` watches)
     collectDefaultMetrics({ register: this.registry });
