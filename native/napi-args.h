@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace loom::napi {
@@ -66,6 +67,17 @@ inline bool boolean(const Napi::CallbackInfo& info, size_t i, const char* name) 
   const Napi::Value v = info[i];
   if (!v.IsBoolean()) throw Napi::TypeError::New(info.Env(), std::string(name) + " must be a boolean");
   return v.As<Napi::Boolean>().Value();
+}
+
+// a · b · … of sizes the caller took from JavaScript, or RangeError when it passes 2^53 (no
+// typed array is that long; a wrapped product would let a short buffer pass `need`)
+inline int64_t product(const Napi::CallbackInfo& info, std::initializer_list<int64_t> factors, const char* name) {
+  int64_t p = 1;
+  for (const int64_t f : factors) {
+    if (f < 0 || __builtin_mul_overflow(p, f, &p) || p > (INT64_C(1) << 53))
+      throw Napi::RangeError::New(info.Env(), std::string(name) + " is too large");
+  }
+  return p;
 }
 
 // throws RangeError unless `have` ≥ `need` elements

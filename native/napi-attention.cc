@@ -16,7 +16,7 @@ KvCacheView cache_args(const Napi::CallbackInfo& info, size_t i) {
   c.block_size = static_cast<int>(integer(info, i + 4, "blockSize", 1));
   c.num_kv_heads = static_cast<int>(integer(info, i + 5, "numKvHeads", 1));
   c.head_dim = static_cast<int>(integer(info, i + 6, "headDim", 1));
-  const int64_t size = static_cast<int64_t>(c.num_blocks) * c.block_size * c.num_kv_heads * c.head_dim;
+  const int64_t size = product(info, {c.num_blocks, c.block_size, c.num_kv_heads, c.head_dim}, "the KV cache");
   if (c.f16) {
     auto k = u16_array(info, i, "cache k (f16)");
     auto v = u16_array(info, i + 1, "cache v (f16)");
@@ -44,10 +44,10 @@ Napi::Value WriteKv(const Napi::CallbackInfo& info) {
   auto v = f32_array(info, 8, "v");
   auto slots = i32_array(info, 9, "slotMapping");
   const int64_t n = static_cast<int64_t>(slots.length);
-  const int64_t width = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
-  need(info, k.length, n * width, "k");
-  need(info, v.length, n * width, "v");
-  const int64_t capacity = static_cast<int64_t>(c.num_blocks) * c.block_size;
+  const int64_t kv_size = product(info, {n, c.num_kv_heads, c.head_dim}, "k");
+  need(info, k.length, kv_size, "k");
+  need(info, v.length, kv_size, "v");
+  const int64_t capacity = product(info, {c.num_blocks, c.block_size}, "the KV cache");
   for (int64_t t = 0; t < n; t++)
     if (slots.data[t] < 0 || slots.data[t] >= capacity)
       throw Napi::RangeError::New(info.Env(), "KV slot " + std::to_string(slots.data[t]) + " outside the cache (" +
@@ -75,9 +75,10 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
   if (seq_starts.length < 1) throw Napi::RangeError::New(info.Env(), "seqStarts needs numSeqs + 1 entries");
   const int64_t num_seqs = static_cast<int64_t>(seq_starts.length) - 1;
   const int64_t n = static_cast<int64_t>(positions.length);
-  need(info, tables.length, num_seqs * max_blocks, "blockTables");
-  need(info, q.length, n * heads * c.head_dim, "q");
-  need(info, out.length, n * heads * c.head_dim, "out");
+  need(info, tables.length, product(info, {num_seqs, max_blocks}, "blockTables"), "blockTables");
+  const int64_t q_size = product(info, {n, heads, c.head_dim}, "q");
+  need(info, q.length, q_size, "q");
+  need(info, out.length, q_size, "out");
   AttentionBatchView b{seq_starts.data, static_cast<int>(num_seqs), positions.data, tables.data, static_cast<int>(max_blocks)};
   if (const char* problem = check_attention_batch(b, n, c.num_blocks, c.block_size, static_cast<int>(window)))
     throw Napi::RangeError::New(info.Env(), std::string("attention: ") + problem);

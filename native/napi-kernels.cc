@@ -47,7 +47,7 @@ Napi::Value RmsNorm(const Napi::CallbackInfo& info) {
   const int64_t rows = integer(info, 3, "rows", 0);
   const int64_t dim = integer(info, 4, "dim", 1);
   const double eps = number(info, 5, "eps");
-  need(info, x.length, rows * dim, "x");
+  need(info, x.length, product(info, {rows, dim}, "x"), "x");
   need(info, out.length, rows * dim, "out");
   need(info, w.length, dim, "weight");
   rms_norm(out.data, x.data, w.data, rows, static_cast<int>(dim), eps);
@@ -63,7 +63,7 @@ Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
   const int64_t rows = integer(info, 4, "rows", 0);
   const int64_t dim = integer(info, 5, "dim", 1);
   const double eps = number(info, 6, "eps");
-  need(info, x.length, rows * dim, "x");
+  need(info, x.length, product(info, {rows, dim}, "x"), "x");
   need(info, out.length, rows * dim, "out");
   need(info, w.length, dim, "weight");
   need(info, bias.length, dim, "bias");
@@ -84,7 +84,7 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {
   if (rope_dim % 2 != 0) throw Napi::RangeError::New(info.Env(), "ropeDim must be even");
   if (base <= 0) throw Napi::RangeError::New(info.Env(), "base must be > 0");
   const int64_t n = static_cast<int64_t>(positions.length);
-  need(info, x.length, n * heads * head_dim, "x");
+  need(info, x.length, product(info, {n, heads, head_dim}, "x"), "x");
   RopeScaling scaling;
   if (info.Length() > 7 && !info[7].IsUndefined()) {
     auto p = f64_array(info, 7, "scaling");
@@ -174,7 +174,7 @@ Napi::Value AddBias(const Napi::CallbackInfo& info) {
   const int64_t rows = integer(info, 2, "rows", 0);
   const int64_t dim = static_cast<int64_t>(bias.length);
   if (dim > INT32_MAX) throw Napi::RangeError::New(info.Env(), "bias is too long");
-  need(info, x.length, rows * dim, "x");
+  need(info, x.length, product(info, {rows, dim}, "x"), "x");
   add_bias(x.data, bias.data, rows, static_cast<int>(dim));
   return info.Env().Undefined();
 }
@@ -184,7 +184,7 @@ Napi::Value Softmax(const Napi::CallbackInfo& info) {
   auto x = f32_array(info, 0, "x");
   const int64_t rows = integer(info, 1, "rows", 0);
   const int64_t n = integer(info, 2, "n", 0);
-  need(info, x.length, rows * n, "x");
+  need(info, x.length, product(info, {rows, n}, "x"), "x");
   softmax(x.data, rows, static_cast<int>(n));
   return info.Env().Undefined();
 }
@@ -192,6 +192,7 @@ Napi::Value Softmax(const Napi::CallbackInfo& info) {
 // (row) → index of the largest value
 Napi::Value Argmax(const Napi::CallbackInfo& info) {
   auto x = f32_array(info, 0, "row");
+  if (x.length == 0) throw Napi::RangeError::New(info.Env(), "row is empty");
   return Napi::Number::New(info.Env(), static_cast<double>(argmax(x.data, static_cast<int64_t>(x.length))));
 }
 
@@ -279,9 +280,9 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   const int type = static_cast<int>(integer(info, 4, "type", 0, 255));
   const int64_t in = integer(info, 5, "inFeatures", 1);
   const int64_t outF = integer(info, 6, "outFeatures", 1);
-  need(info, w.length, checked_row_bytes(info, type, in) * outF, "weight data");
-  need(info, x.length, rows * in, "x");
-  need(info, out.length, rows * outF, "out");
+  need(info, w.length, product(info, {checked_row_bytes(info, type, in), outF}, "weight data"), "weight data");
+  need(info, x.length, product(info, {rows, in}, "x"), "x");
+  need(info, out.length, product(info, {rows, outF}, "out"), "out");
   matmul(out.data, x.data, static_cast<int>(rows), w.data, type, static_cast<int>(in), static_cast<int>(outF));
   return info.Env().Undefined();
 }
@@ -294,8 +295,8 @@ Napi::Value EmbedRows(const Napi::CallbackInfo& info) {
   const int64_t dim = integer(info, 3, "dim", 1);
   const int64_t n_rows = integer(info, 4, "nRows", 1);
   auto ids = i32_array(info, 5, "ids");
-  need(info, table.length, checked_row_bytes(info, type, dim) * n_rows, "table data");
-  need(info, out.length, static_cast<int64_t>(ids.length) * dim, "out");
+  need(info, table.length, product(info, {checked_row_bytes(info, type, dim), n_rows}, "table data"), "table data");
+  need(info, out.length, product(info, {static_cast<int64_t>(ids.length), dim}, "out"), "out");
   for (size_t t = 0; t < ids.length; t++)
     if (ids.data[t] < 0 || ids.data[t] >= n_rows)
       throw Napi::RangeError::New(info.Env(), "token id " + std::to_string(ids.data[t]) + " outside the table (" +

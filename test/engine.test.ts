@@ -97,7 +97,7 @@ describe('engine correctness under batching', () => {
 
   it('preempted requests are recomputed and still give their tokens', () => {
     // 20 blocks of 4 tokens (1 KiB of K/V a token) hold one request to its end, not both
-    const e = engine({ kvCacheMemory: 20 * 4 * 1024, blockSize: 4 });
+    const e = engine({ kvCacheMemory: 20 * 4 * 1024, blockSize: 4, maxModelLen: 80 });
     const ids = goldens().map((g) => add(e, g.promptIds, greedy(g.tokens.length)));
     const out = runToEnd(e);
     goldens().forEach((g, i) => assert.deepEqual(out.get(`${ids[i]}#0`)!.tokens, g.tokens));
@@ -155,6 +155,15 @@ describe('engine correctness under batching', () => {
     assert.match(refused?.error ?? '', /64 tokens/);
     const ok = add(e, noise(4), greedy(3));
     assert.equal(runToEnd(e).get(`${ok}#0`)!.tokens.length, 3);
+  });
+
+  it('refuses at start a KV cache smaller than one context, naming both sizes and the options', () => {
+    // 1 KiB of K/V per token (as above): 160 tokens of cache against a 512-token context
+    assert.throws(
+      () => engine({ kvCacheMemory: 160 * 1024, blockSize: 16 }),
+      /the KV cache holds 160 tokens .*--kv-cache-memory 163840.*fewer than one context of 512 tokens.*raise --kv-cache-memory to at least 0\.5 MiB or lower --max-model-len to at most 160/,
+    );
+    assert.equal(engine({ kvCacheMemory: 160 * 1024, blockSize: 16, maxModelLen: 160 }).config.numBlocks, 10);
   });
 });
 

@@ -54,7 +54,7 @@ describe('KV events over ZeroMQ', () => {
   const model = loadModel(ggufFixturePath(fixture));
   const blockSize = 4;
   // 24 blocks: the prompts below need more, so older blocks are evicted and reported removed
-  const config = resolveEngineConfig({ model: '', kvCacheMemory: 24 * blockSize * KvCache.bytesPerToken(model.config, 'f16'), blockSize, kvEvents: { hashSeed: 'loom' } }, model.config, [...model.tokenizer.stopIds]);
+  const config = resolveEngineConfig({ model: '', kvCacheMemory: 24 * blockSize * KvCache.bytesPerToken(model.config, 'f16'), blockSize, maxModelLen: 24 * blockSize, kvEvents: { hashSeed: 'loom' } }, model.config, [...model.tokenizer.stopIds]);
   const client = new InProcessEngineClient(new EngineCore(model, referenceKernels, config));
   after(() => client.close());
 

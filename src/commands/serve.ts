@@ -4,7 +4,8 @@ import { ENGINE_DEFAULTS } from '../engine/options.js';
 import type { EngineOptions } from '../engine/options.js';
 import { LOGPROBS_MODES } from '../engine/logprobs.js';
 import type { LogprobsMode } from '../engine/logprobs.js';
-import { WorkerEngineClient } from '../engine/worker-client.js';
+import { SUPERVISOR_DEFAULTS, SupervisedEngineClient } from '../engine/supervisor.js';
+import { DEFAULT_STEP_TIMEOUT_MS } from '../engine/worker-client.js';
 import { InvalidArgumentError } from '../errors.js';
 import { describeModel } from '../model/describe.js';
 import { loadModel } from '../model/load.js';
@@ -13,6 +14,12 @@ import { buildApp } from '../server/app.js';
 import { offlineFromEnv } from '../model/hub.js';
 import { resolveModelArg } from '../model/model-arg.js';
 import { withEnvAndConfig } from './config.js';
+import { Connections } from '../server/connections.js';
+import { LIMIT_DEFAULTS } from '../server/limits.js';
+import { NETWORK_DEFAULTS } from '../server/network.js';
+import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { installShutdown } from './serve-shutdown.js';
 import { numberOption } from './parse.js';
 import { publishKvEvents } from '../server/kv-events-publisher.js';
 import { hostname } from 'node:os';
@@ -35,6 +42,19 @@ interface ServeFlags {
   logprobsMode: LogprobsMode;
   maxPendingRequests: number;
   shutdownTimeout: number;
+  maxEngineRestarts: number;
+  engineRestartWindow: number;
+  engineStepTimeout: number;
+  headerTimeout: number;
+  requestTimeout: number;
+  maxHeaderSize: number;
+  sslKeyfile?: string;
+  sslCertfile?: string;
+  allowedOrigins: string[];
+  disableLogRequests?: boolean;
+  maxN: number;
+  maxStopStrings: number;
+  maxLogitBias: number;
   offline?: boolean;
   cacheDir?: string;
   webui: boolean;
@@ -67,6 +87,27 @@ export function serveCommand(): Command {
     .addOption(new Option('--logprobs-mode <mode>', 'what logprobs report').choices([...LOGPROBS_MODES]).default(ENGINE_DEFAULTS.logprobsMode))
     .addOption(new Option('--max-pending-requests <n>', 'requests in flight beyond which new ones get 429').default(1024).argParser(n('max-pending-requests', true)))
     .addOption(new Option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM').default(30).argParser(n('shutdown-timeout', false)))
+    .addOption(
+      new Option('--max-engine-restarts <n>', 'engine failures tolerated within --engine-restart-window; one more exits with code 1')
+        .default(SUPERVISOR_DEFAULTS.maxRestarts)
+        .argParser(n('max-engine-restarts', true)),
+    )
+    .addOption(new Option('--engine-restart-window <s>', 'seconds over which engine failures are counted').default(SUPERVISOR_DEFAULTS.restartWindowMs / 1000).argParser(n('engine-restart-window', false)))
+    .addOption(
+      new Option('--engine-step-timeout <s>', 'an engine step longer than this counts as a hung engine (0: no watchdog)')
+        .default(DEFAULT_STEP_TIMEOUT_MS / 1000)
+        .argParser(n('engine-step-timeout', false)),
+    )
+    .addOption(new Option('--header-timeout <s>', 'seconds a client has to send its request headers').default(NETWORK_DEFAULTS.headersTimeoutMs / 1000).argParser(n('header-timeout', false)))
+    .addOption(new Option('--request-timeout <s>', 'seconds a client has to send its whole request, body included').default(NETWORK_DEFAULTS.requestTimeoutMs / 1000).argParser(n('request-timeout', false)))
+    .addOption(new Option('--max-header-size <bytes>', 'largest request head (request line and headers)').default(NETWORK_DEFAULTS.maxHeaderBytes).argParser(n('max-header-size', true)))
+    .option('--ssl-keyfile <path>', 'PEM private key: serve HTTPS (with --ssl-certfile)')
+    .option('--ssl-certfile <path>', 'PEM certificate chain')
+    .option('--allowed-origins <list>', 'CORS: origins browsers may call from, comma-separated or a JSON list ("*" for any; default none)', parseOrigins, [])
+    .addOption(new Option('--max-n <n>', 'most completions (n) per prompt').default(LIMIT_DEFAULTS.maxN).argParser(n('max-n', true)))
+    .addOption(new Option('--max-stop-strings <n>', 'most stop strings per request').default(LIMIT_DEFAULTS.maxStopStrings).argParser(n('max-stop-strings', true)))
+    .addOption(new Option('--max-logit-bias <n>', 'most logit_bias entries per request').default(LIMIT_DEFAULTS.maxLogitBias).argParser(n('max-logit-bias', true)))
+    .option('--disable-log-requests', 'no log line per request (the default line never carries prompt text)')
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
     .option('--no-webui', 'no chat page at /')
@@ -96,14 +137,29 @@ async function runServe(flags: ServeFlags): Promise<void> {
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
   };
-  const engine = await WorkerEngineClient.start(engineOptions);
+  if ((flags.sslKeyfile === undefined) !== (flags.sslCertfile === undefined)) throw new InvalidArgumentError('--ssl-keyfile and --ssl-certfile go together');
+  const tls = flags.sslKeyfile && flags.sslCertfile ? { key: readPem(flags.sslKeyfile, 'ssl-keyfile'), cert: readPem(flags.sslCertfile, 'ssl-certfile') } : undefined;
+  const log = (line: string): void => console.error(`loom: ${line}`);
+  let app: { close(): Promise<unknown> } | undefined;
+  const engine = await SupervisedEngineClient.start(engineOptions, {
+    ...SUPERVISOR_DEFAULTS,
+    maxRestarts: flags.maxEngineRestarts,
+    restartWindowMs: flags.engineRestartWindow * 1000,
+    stepTimeoutMs: flags.engineStepTimeout * 1000,
+    log,
+    onGiveUp: (reason) => {
+      log(`${reason}: giving up`);
+      setTimeout(() => process.exit(1), 1000).unref();
+      void app?.close().finally(() => process.exit(1));
+    },
+  });
   const servedModelName = flags.servedModelName ?? resolved.name;
   const kvEvents = flags.kvEventsEndpoint === undefined ? undefined : await publishKvEvents(engine, {
     endpoint: flags.kvEventsEndpoint,
     topic: flags.kvEventsTopic ?? `kv@${hostname()}@${servedModelName}`,
     ...(flags.kvEventsReplayEndpoint !== undefined && { replayEndpoint: flags.kvEventsReplayEndpoint }),
   });
-  const { app, ctx } = buildApp({
+  const built = buildApp({
     engine,
     tokenizer: model.tokenizer,
     options: {
@@ -115,20 +171,27 @@ async function runServe(flags: ServeFlags): Promise<void> {
       bodyLimitBytes: 8 * 2 ** 20,
       webui: flags.webui,
       description: describeModel(model),
+      network: { tls, headersTimeoutMs: flags.headerTimeout * 1000, requestTimeoutMs: flags.requestTimeout * 1000, maxHeaderBytes: flags.maxHeaderSize },
+      allowedOrigins: flags.allowedOrigins,
+      logRequests: !flags.disableLogRequests,
+      limits: { maxN: flags.maxN, maxStopStrings: flags.maxStopStrings, maxLogitBias: flags.maxLogitBias },
     },
   });
+  const ctx = built.ctx;
+  app = built.app;
+  const connections = new Connections(built.app.server as Server);
   try {
-    await app.listen({ host: flags.host, port: flags.port });
+    await built.app.listen({ host: flags.host, port: flags.port });
   } catch (err) {
     await engine.close();
     const code = (err as { code?: string }).code;
     const why = code === 'EADDRINUSE' ? 'the address is already in use' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : (err as Error).message;
     throw new InvalidArgumentError(`cannot listen on ${flags.host}:${flags.port}: ${why} (--host, --port)`);
   }
-  const address = app.server.address();
+  const address = built.app.server.address();
   const where = typeof address === 'object' && address ? `${address.address}:${address.port}` : String(address);
-  console.error(`loom: serving ${servedModelName} on http://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
-  console.error(`loom: ${addressesLine(address, flags.webui)}`);
+  console.error(`loom: serving ${servedModelName} on ${tls ? 'https' : 'http'}://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
+  console.error(`loom: ${addressesLine(address, flags.webui, tls ? 'https' : 'http')}`);
 
   // one line every 10 s while busy
   let lastLog = Date.now();
@@ -145,28 +208,41 @@ async function runServe(flags: ServeFlags): Promise<void> {
   }, 10_000);
   ticker.unref();
 
-  let stopping = false;
-  const shutdown = async (signal: string): Promise<void> => {
-    if (stopping) return;
-    stopping = true;
-    ctx.draining = true;
-    console.error(`loom: ${signal}: no new requests; ${ctx.inFlight} in flight get ${flags.shutdownTimeout}s to finish`);
-    const deadline = setTimeout(() => void engine.close(), flags.shutdownTimeout * 1000); // aborts what is left
-    deadline.unref();
-    await app.close(); // stops accepting, waits for in-flight responses
-    clearTimeout(deadline);
-    await engine.close();
-    await kvEvents?.close();
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  installShutdown({
+    app: built.app,
+    engine,
+    connections,
+    timeoutMs: flags.shutdownTimeout * 1000,
+    inFlight: () => ctx.inFlight,
+    log,
+    onStop: () => (ctx.draining = true),
+    afterEngine: async () => await kvEvents?.close(),
+  });
+}
+
+function readPem(path: string, flag: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new InvalidArgumentError(`--${flag} ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** `a,b` or `["a", "b"]` (vLLM's form) */
+function parseOrigins(value: string): string[] {
+  const text = value.trim();
+  if (text.startsWith('[')) {
+    const list: unknown = JSON.parse(text);
+    if (!Array.isArray(list) || !list.every((o) => typeof o === 'string')) throw new InvalidArgumentError('--allowed-origins: expected a JSON list of strings');
+    return list;
+  }
+  return text.split(',').map((o) => o.trim()).filter((o) => o.length > 0);
 }
 
 /** where people point a browser and their clients */
-function addressesLine(address: ReturnType<FastifyInstance['server']['address']>, webui: boolean): string {
+function addressesLine(address: ReturnType<FastifyInstance['server']['address']>, webui: boolean, scheme: 'http' | 'https'): string {
   if (typeof address !== 'object' || !address) return `listening on ${String(address)}`;
   const host = address.address === '0.0.0.0' || address.address === '::' ? 'localhost' : address.address.includes(':') ? `[${address.address}]` : address.address;
-  const base = `http://${host}:${address.port}`;
+  const base = `${scheme}://${host}:${address.port}`;
   return `OpenAI API at ${base}/v1, Ollama API at ${base}/api${webui ? `, web chat at ${base}/` : ''}`;
 }

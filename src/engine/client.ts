@@ -9,6 +9,8 @@ export interface EngineInfo {
   readonly blockSize: number;
   readonly maxModelLen: number;
   readonly vocabSize: number;
+  /** most sequences running at once (an n > 1 request needs n) */
+  readonly maxNumSeqs: number;
   /** what logprobs report ('none': the engine refuses logprobs) */
   readonly logprobsMode: LogprobsMode;
 }
@@ -24,6 +26,8 @@ export interface EngineClient {
   resetPrefixCache(): Promise<boolean>;
   /** called after every step (metrics) */
   onStep(listener: (step: StepOutput) => void): void;
+  /** called each time a fresh engine replaced a dead one (supervised clients only) */
+  onRestart?(listener: () => void): void;
   close(): Promise<void>;
 }
 

@@ -19,5 +19,6 @@ export function engineInfo(engine: EngineCore): EngineInfo {
     maxModelLen: engine.config.maxModelLen,
     vocabSize: engine.model.config.vocabSize,
     logprobsMode: engine.config.logprobsMode,
+    maxNumSeqs: engine.config.maxNumSeqs,
   };
 }

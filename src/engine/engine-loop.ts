@@ -38,6 +38,8 @@ export class EngineLoop {
       }
       case 'abort':
         this.engine.abort(msg.ids);
+        // an abort that leaves nothing to run produces no step: report the freed state here
+        if (!this.engine.hasWork) this.post(this.stepOf([]));
         break;
       case 'reset-prefix-cache':
         this.post({ type: 'reset', ok: this.engine.resetPrefixCache() });

@@ -93,7 +93,10 @@ export class EngineCore {
     for (const id of req.promptIds) {
       if (id < 0 || id >= this.model.config.vocabSize) return errorDelta(req.id, `prompt token id ${id} is outside the vocabulary`);
     }
+    const n = state.params.n;
+    if (n > this.config.maxNumSeqs) return errorDelta(req.id, `n = ${n} completions cannot run at once under --max-num-seqs ${this.config.maxNumSeqs}`);
     this.requests.set(req.id, state);
+    state.sequences[0]!.slots = n;
     this.scheduler.add(state.sequences[0]!);
     return undefined;
   }
@@ -161,9 +164,9 @@ export class EngineCore {
         for (const child of children) {
           this.blocks.fork(seq, child);
           this.swaBlocks?.fork(seq, child);
-          this.scheduler.addRunning(child);
           advanced.push(child);
         }
+        if (children.length > 0) this.scheduler.addForks(seq, children);
         advanced.push(seq);
         for (const s of [seq, ...children]) {
           const finish = state.finishReason(s);

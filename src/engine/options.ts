@@ -79,8 +79,16 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   const { numBlocks, swaBlocks } = pooled
     ? splitSwaPool(model, kvCacheDtype, blockSize, memory, useful, maxNumSeqs, maxNumBatchedTokens)
     : { numBlocks: Math.min(Math.floor(memory / (KvCache.bytesPerToken(model, kvCacheDtype) * blockSize)), useful), swaBlocks: 0 };
-  if (numBlocks < Math.ceil(maxModelLen / blockSize) && numBlocks < 2) {
-    throw new InvalidArgumentError(`--kv-cache-memory holds ${numBlocks} blocks of ${blockSize} tokens: too few to run`);
+  // one request may grow to the whole context: a cache that cannot hold that would cut it short
+  const blocksPerContext = Math.ceil(maxModelLen / blockSize);
+  if (numBlocks < blocksPerContext) {
+    // what one context needs in every layer's cache (a sliding-window pool needs less: this is the bound to quote)
+    const mib = (blocks: number) => `${((blocks * KvCache.bytesPerToken(model, kvCacheDtype) * blockSize) / 2 ** 20).toFixed(1)} MiB`;
+    throw new InvalidArgumentError(
+      `the KV cache holds ${numBlocks * blockSize} tokens (from --kv-cache-memory ${opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory}), ` +
+        `fewer than one context of ${maxModelLen} tokens: raise --kv-cache-memory to at least ${mib(blocksPerContext)} ` +
+        `or lower --max-model-len to at most ${numBlocks * blockSize}`,
+    );
   }
   const logprobsMode = opts.logprobsMode ?? ENGINE_DEFAULTS.logprobsMode;
   if (!LOGPROBS_MODES.includes(logprobsMode)) throw new InvalidArgumentError(`--logprobs-mode must be one of ${LOGPROBS_MODES.join(', ')}`);

@@ -92,6 +92,7 @@ export interface EngineReady {
   readonly maxModelLen: number;
   readonly vocabSize: number;
   readonly logprobsMode: LogprobsMode;
+  readonly maxNumSeqs: number;
 }
 
 export interface EngineError {

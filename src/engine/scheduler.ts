@@ -2,6 +2,7 @@
 // (a decode token each, or the next chunk of a prefill), then waiting ones fill the token
 // budget (chunked prefill). When blocks run out the newest running sequence is preempted:
 // its blocks are freed and it is recomputed later from its tokens, nothing lost.
+import assert from 'node:assert/strict';
 import { BlockManager } from './block-manager.js';
 import type { CopyOp } from './block-manager.js';
 import type { SwaBlocks } from './swa-blocks.js';
@@ -82,18 +83,21 @@ export class Scheduler {
     this.numWaitingLive++;
   }
 
-  /** A running sequence (a fork of one already admitted) joins without waiting. */
-  addRunning(seq: Sequence): void {
-    seq.status = 'running';
-    this.numRunningLive++;
-    this.running.push(seq);
+  /** The other completions of parent's request join it, in the slots parent held for them. */
+  addForks(parent: Sequence, children: readonly Sequence[]): void {
+    assert(parent.slots === children.length + 1, `${parent.key} holds ${parent.slots} slots for ${children.length + 1} completions`);
+    parent.slots = 1;
+    for (const seq of children) {
+      seq.status = 'running';
+      this.running.push(seq);
+    }
   }
 
   /** Ends a sequence now: its blocks are free before the next step. */
   finish(seq: Sequence, reason: FinishReason, stopTokenId?: number): void {
     if (seq.status === 'finished') return;
     if (seq.status === 'waiting') this.numWaitingLive--;
-    if (seq.status === 'running') this.numRunningLive--;
+    if (seq.status === 'running') this.numRunningLive -= seq.slots;
     seq.status = 'finished';
     seq.finishReason = reason;
     seq.stopTokenId = stopTokenId;
@@ -153,6 +157,8 @@ export class Scheduler {
         this.waiting.shift();
         continue;
       }
+      // an n > 1 request starts only when all n completions fit under --max-num-seqs
+      if (this.numRunningLive + seq.slots > this.config.maxNumSeqs) break;
       const cached = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0 ? this.blocks.findCachedPrefix(seq.tokens, seq.prefixRoot) : [];
       const numComputed = cached.length * this.blocks.blockSize;
       const numTokens = Math.min(seq.tokens.length - numComputed, budget);
@@ -166,7 +172,7 @@ export class Scheduler {
       }
       seq.numComputed = numComputed;
       seq.status = 'running';
-      this.numRunningLive++;
+      this.numRunningLive += seq.slots;
       this.running.push(seq);
       chunks.push({ seq, numTokens });
       budget -= numTokens;
@@ -178,7 +184,7 @@ export class Scheduler {
     this.freeBlocks(seq);
     seq.numComputed = 0;
     seq.status = 'waiting';
-    this.numRunningLive--;
+    this.numRunningLive -= seq.slots;
     this.waiting.unshift(seq);
     this.numWaitingLive++;
     this.numPreemptions++;

@@ -32,6 +32,8 @@ export class Sequence implements BlockOwner {
   announced = false;
   /** never take prompt blocks from the prefix cache (prompt logprobs need every position computed) */
   noPrefixCache = false;
+  /** running slots it holds (--max-num-seqs): n for the first completion of an n > 1 request until it forks, else 1 */
+  slots = 1;
   /** where its prefix-cache chain starts (a cache salt's root; 0 = shared) */
   prefixRoot = 0;
 

@@ -70,8 +70,8 @@ interface NativeAddon {
   embedRows?(out: F32, data: Uint8Array, type: number, dim: number, nRows: number, ids: Int32Array): void;
 }
 
-/** dist/src/kernels/ → the project root */
-const ADDON_PATH = resolve(dirname(fileURLToPath(import.meta.url)), '../../../build/Release/loom_native.node');
+/** dist/src/kernels/ → the project root; LOOM_NATIVE_ADDON loads another build (the sanitizer build) */
+const ADDON_PATH = process.env.LOOM_NATIVE_ADDON ?? resolve(dirname(fileURLToPath(import.meta.url)), '../../../build/Release/loom_native.node');
 
 let state: { addon: NativeAddon; kernels: Kernels } | { error: string } | undefined;
 

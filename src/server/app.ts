@@ -7,12 +7,14 @@ import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { ServerContext, ServerOptions } from './context.js';
 import { toOpenAIError } from './errors.js';
 import { ServerMetrics } from './metrics.js';
+import { fastifyNetworkOptions } from './network.js';
+import { secureApp } from './security.js';
 import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { generateRoute } from './routes/generate.js';
 import { miscRoutes } from './routes/misc.js';
 import { ollamaRoutes } from './routes/ollama.js';
-import { WEBUI_PATHS, webuiRoute } from './routes/webui.js';
+import { webuiRoute } from './routes/webui.js';
 
 export interface AppParts {
   readonly engine: EngineClient;
@@ -21,18 +23,13 @@ export interface AppParts {
   readonly logger?: boolean;
 }
 
-/** paths anyone may read without the API key (the chat page asks for the key itself) */
-const OPEN_PATHS = new Set(['/health', '/metrics', ...WEBUI_PATHS]);
-
 export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerContext } {
   const { options } = parts;
   const app = Fastify({
     logger: parts.logger ?? false,
     bodyLimit: options.bodyLimitBytes,
-    // a client that sends its request too slowly is cut off
-    requestTimeout: 30_000,
-    connectionTimeout: 0,
-    keepAliveTimeout: 5_000,
+    // read timeouts, header size, TLS
+    ...fastifyNetworkOptions(options.network ?? {}),
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allErrors: false } },
   });
   const ctx: ServerContext = {
@@ -46,17 +43,7 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
     sessions: new Map(),
     ignoredFields: new Set(),
   };
-  if (options.apiKey) {
-    const expected = `Bearer ${options.apiKey}`;
-    app.addHook('onRequest', async (req, reply) => {
-      if (OPEN_PATHS.has(req.url.split('?')[0]!)) return;
-      if (req.headers.authorization !== expected) {
-        const { body } = toOpenAIError(Object.assign(new Error('invalid or missing API key'), { statusCode: 401, code: 'invalid_api_key' }));
-        body.error.type = 'authentication_error';
-        await reply.code(401).send(body);
-      }
-    });
-  }
+  secureApp(app, options);
   app.setErrorHandler(async (err, _req, reply) => {
     const { status, body } = toOpenAIError(err);
     if (status >= 500) app.log.error(err);

@@ -4,6 +4,8 @@ import type { EngineClient } from '../engine/client.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { HttpError } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
+import type { RequestLimits } from './limits.js';
+import type { NetworkOptions } from './network.js';
 
 export interface ServerOptions {
   /** the name clients use in `model` */
@@ -19,6 +21,14 @@ export interface ServerOptions {
   readonly webui?: boolean;
   /** what the model is, for Ollama's /api/tags, /api/show, /api/ps */
   readonly description?: ModelDescription;
+  /** TLS, read timeouts, header size (network.ts) */
+  readonly network?: NetworkOptions | undefined;
+  /** CORS origins ("*" for any); none by default */
+  readonly allowedOrigins?: readonly string[] | undefined;
+  /** one line per request on stderr, without its text */
+  readonly logRequests?: boolean | undefined;
+  /** n, stop strings, logit_bias entries per request (limits.ts) */
+  readonly limits?: Partial<RequestLimits> | undefined;
   /** where notices go (a request field loom ignores, once per name); default stderr */
   readonly log?: (line: string) => void;
 }

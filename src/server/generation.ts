@@ -69,6 +69,8 @@ class CompletionText {
   readonly stops: StopStringMatcher;
   done = false;
   tokens = 0;
+  /** its finish went to the observer */
+  counted = false;
   /** output ids, kept only for the repetition early stop */
   readonly output: number[] | undefined;
 
@@ -120,12 +122,17 @@ export async function* generate(
   const texts = Array.from({ length: n }, () => new CompletionText(tokenizer, req, req.includeStopStrInOutput ?? false));
   let open = n;
   let firstTokens = true;
+  /** refused by the engine (never ran): not a finish to count */
+  let refused = false;
   const onAbort = (): void => void stream.return();
   req.signal.addEventListener('abort', onAbort, { once: true });
   summary.promptTokens = req.promptIds.length;
   try {
     for await (const delta of stream) {
-      if (delta.error) throw new HttpError(400, delta.error);
+      if (delta.error) {
+        refused = true;
+        throw new HttpError(400, delta.error);
+      }
       const t = texts[delta.index];
       if (!t || t.done) continue;
       summary.cachedTokens = delta.cachedPromptTokens ?? summary.cachedTokens;
@@ -144,12 +151,16 @@ export async function* generate(
       if (event.finishReason) {
         open--;
         summary.completionTokens += t.tokens;
+        t.counted = true;
         observer.onFinish?.(event.finishReason, req.promptIds.length, t.tokens);
       }
       yield event;
       if (open === 0) break; // every completion done (a stop string may end one before the engine does)
     }
   } finally {
+    // a client gone, a consumer that stopped reading, a dead engine: what did not finish
+    // is an abort, counted with the tokens it had
+    if (!refused) for (const t of texts) if (!t.counted) observer.onFinish?.('abort', req.promptIds.length, t.tokens);
     req.registry?.delete(req.id);
     req.signal.removeEventListener('abort', onAbort);
     await stream.return(); // no-op when the engine already finished it

@@ -130,5 +130,7 @@ export async function publishKvEvents(engine: EngineClient, opts: KvEventsPublis
   engine.onStep((step) => {
     if (step.kvEvents) publisher.publish(step.kvEvents);
   });
+  // a fresh engine after a fault starts with an empty cache
+  engine.onRestart?.(() => publisher.publish([{ type: 'cleared' }]));
   return publisher;
 }

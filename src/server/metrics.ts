@@ -1,6 +1,6 @@
 // Prometheus metrics with vLLM's names, under both `vllm:` (so existing dashboards work)
 // and `loom:`, labelled with model_name. Latencies come from the engine's token times.
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EngineClient } from '../engine/client.js';
 import { now } from '../engine/engine.js';
 import type { StepOutput } from '../engine/protocol.js';
@@ -108,6 +108,12 @@ export class ServerMetrics {
     for (const twin of [this.promptTokens, this.generationTokens, this.prefixQueries, this.prefixHits, this.preemptions]) twin.each((c) => c.inc(this.labels, 0));
     for (const reason of ['stop', 'length', 'abort']) this.success.each((c) => c.inc({ ...this.labels, finished_reason: reason }, 0));
     engine.onStep((step) => this.onStep(step));
+    // loom's own: vLLM exits instead of restarting its engine
+    const restarts = new Counter({ name: 'loom:engine_restarts_total', help: 'Fresh engines started after the engine died or hung.', labelNames: Object.keys(this.labels), registers: reg });
+    restarts.inc(this.labels, 0);
+    // process_resident_memory_bytes, nodejs_heap_size_used_bytes, … (what `loom bench soak` watches)
+    collectDefaultMetrics({ register: this.registry });
+    engine.onRestart?.(() => restarts.inc(this.labels));
   }
 
   get contentType(): string {

@@ -11,6 +11,8 @@ import { checkGrammarCompiles } from '../engine/grammar/check.js';
 import type { SamplingParams, SamplingParamsInput } from '../engine/sampling-params.js';
 import type { ServerContext } from './context.js';
 import { HttpError } from './errors.js';
+import { checkLimits } from './limits.js';
+import { checkPromptBytes } from './prompt-bytes.js';
 
 export type PromptInput = string | readonly number[];
 
@@ -66,11 +68,13 @@ export function contextLimit(ctx: ServerContext): number {
 }
 
 export async function resolveRequest(ctx: ServerContext, spec: RequestSpec): Promise<ResolvedRequest> {
+  checkLimits(ctx.options.limits, spec);
   const id = requestIdFor(ctx, spec);
   const stop = stopStrings(spec.stop);
   const badWords = (spec.badWords ?? []).flatMap((w) => badWordIds(ctx, w));
   const prompts: ResolvedPrompt[] = [];
   for (const p of spec.prompts) {
+    if (typeof p === 'string' && spec.truncatePromptTokens == null) checkPromptBytes(ctx.tokenizer, p, contextLimit(ctx), spec.promptParam);
     let ids = typeof p === 'string' ? ctx.tokenizer.encode(p, { addSpecial: spec.addSpecialTokens, parseSpecial: spec.parseSpecial ?? true }) : [...p];
     checkTokenIds(ctx, ids, spec.promptParam);
     if (ids.length === 0) throw new HttpError(400, 'The prompt must not be empty', 'invalid_request_error', spec.promptParam);

@@ -5,7 +5,7 @@
 import { structuredOutputSchemas } from './structured-output.js';
 
 const stop = {
-  anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, maxItems: 16 }, { type: 'null' }],
+  anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }, { type: 'null' }],
 } as const;
 const tokenIds = { type: 'array', items: { type: 'integer', minimum: 0 } } as const;
 
@@ -16,7 +16,7 @@ const sampling = {
   top_p: { type: ['number', 'null'], exclusiveMinimum: 0, maximum: 1 },
   top_k: { type: ['integer', 'null'], minimum: -1 },
   min_p: { type: ['number', 'null'], minimum: 0, maximum: 1 },
-  n: { type: ['integer', 'null'], minimum: 1, maximum: 16 },
+  n: { type: ['integer', 'null'], minimum: 1 }, // the cap is --max-n (limits.ts)
   stop,
   stop_token_ids: { anyOf: [tokenIds, { type: 'null' }] },
   seed: { type: ['integer', 'null'] },

@@ -26,7 +26,7 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
     const created = Math.floor(Date.now() / 1000);
     const n = prompt.params.n;
     const tokenIds = body.return_token_ids === true;
-    const release = admit(ctx);
+    const release = admit(ctx, reply, r.prompts);
     const summary = newSummary();
     const events = runPrompt(ctx, r, 0, disconnectSignal(reply), summary);
     const base = { id, object: 'chat.completion.chunk', created, model: body.model };

@@ -22,7 +22,7 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
     const created = Math.floor(Date.now() / 1000);
     const n = prompts[0]!.params.n;
     const topN = body.logprobs ?? null;
-    const release = admit(ctx);
+    const release = admit(ctx, reply, r.prompts);
     const summaries: GenerationSummary[] = prompts.map(newSummary);
     const events = runAll(ctx, r, disconnectSignal(reply), summaries);
     const choiceIndex = (prompt: number, e: CompletionEvent): number => prompt * n + e.index;

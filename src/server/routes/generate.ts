@@ -35,7 +35,7 @@ export function generateRoute(app: FastifyInstance, ctx: ServerContext): void {
     const g = generateRequest(ctx, body);
     const r = await resolveRequest(ctx, g.spec);
     const prompt = r.prompts[0]!;
-    const release = admit(ctx);
+    const release = admit(ctx, reply, r.prompts);
     // occupied from here (no await until the engine has the request) until it ends
     if (g.sessionId !== undefined) ctx.sessions.set(g.sessionId, r.id);
     const summary = newSummary();

@@ -58,7 +58,7 @@ type Shape = (text: string) => Record<string, unknown>;
 /** Runs one resolved request and answers it as Ollama does, streamed or whole. */
 async function answer(ctx: ServerContext, reply: FastifyReply, r: ResolvedRequest, stream: boolean, model: string, shape: Shape, context?: readonly number[]): Promise<unknown> {
   const started = performance.now();
-  const release = admit(ctx);
+  const release = admit(ctx, reply, r.prompts);
   const summary = newSummary();
   const events = runPrompt(ctx, r, 0, disconnectSignal(reply), summary);
   const prompt = r.prompts[0]!;
