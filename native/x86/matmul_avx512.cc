@@ -131,7 +131,12 @@ bool avx512_gemm_supports(int type, int K) {
     case kQ8_0:
     case kQ4_0:
     case kQ4_K:
-    case kQ6_K: return true;
+    case kQ6_K:
+    case kQ5_0:
+    case kIQ4_NL:
+    case kQ3_K:
+    case kQ5_K:
+    case kIQ4_XS: return true;  // Q4_1, Q5_1, Q2_K (a min per 16 values): dot kernels
     case kBF16: return K % 2 == 0;
     default: return false;
   }
