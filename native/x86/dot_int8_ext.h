@@ -27,7 +27,8 @@ inline __m256i dot_s8(__m256i w, __m256i x) {
 // ---- blocks of 32 with Q8_0 rows ----
 // Kind: the u8 (or s8) values of one block in order, its d, and what the dot adds:
 //   Q5_0: u = q (0..31), Σ (q−16)·x = dpbusd(u, x) − 16·Σx
-//   Q4_1 / Q5_1: u = q, value d·q + m: d·dx·Σ q·x + m·dx·Σx
+//   Q4_1 / Q5_1: u = q, value d·q + m = d·(q − c) + (m + c·d), c = 8 / 16:
+//                d·dx·(Σ q·x − c·Σx) + (m + c·d)·dx·Σx
 //   IQ4_NL: s8 levels, sign trick
 enum class Q32 { kQ4_1, kQ5_0, kQ5_1, kIQ4_NL };
 
@@ -39,6 +40,8 @@ constexpr int q32_bytes() {
 template <int R, Q32 T>
 void dot_q32_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
   constexpr int kB = q32_bytes<T>();
+  // q taken as q − centre, plus (m + centre·d) for Q4_1/Q5_1: centred sums lose no digits to cancellation
+  constexpr int kCentre = T == Q32::kQ4_1 ? 8 : 16;
   __m256 acc[2][R];
   float bias[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) {
@@ -61,10 +64,9 @@ void dot_q32_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
       const __m256i xv = loadu256(x[r].q + 32 * b);
       __m256i p;
       if (T == Q32::kIQ4_NL) p = dot_s8(q, xv);
-      else if (T == Q32::kQ5_0) p = dpbusd(_mm256_castsi128_si256(_mm_cvtsi32_si128(-16 * x[r].s[b])), q, xv);
-      else p = dpbusd(_mm256_setzero_si256(), q, xv);
+      else p = dpbusd(_mm256_castsi128_si256(_mm_cvtsi32_si128(-kCentre * x[r].s[b])), q, xv);
       acc[u][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * x[r].d[b]), acc[u][r]);
-      if (T == Q32::kQ4_1 || T == Q32::kQ5_1) bias[r] += f16_scalar(blk + 2) * x[r].d[b] * static_cast<float>(x[r].s[b]);
+      if (T == Q32::kQ4_1 || T == Q32::kQ5_1) bias[r] += (f16_scalar(blk + 2) + kCentre * dw) * x[r].d[b] * static_cast<float>(x[r].s[b]);
     }
   }
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r])) + bias[r];

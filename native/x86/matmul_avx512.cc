@@ -88,14 +88,18 @@ void avx512_prepare_row(int type, const float* x, int K, uint8_t* dst) { avx2_pr
 void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K,
                 int o0, int o1, float* out, int N) {
   switch (type) {
-    case kQ8_0:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_0_view, dot_q_0_rows512<1, false>,
-                      dot_q_0_rows512<2, false>, dot_q_0_rows512<3, false>, dot_q_0_rows512<4, false>);
-      return;
-    case kQ4_0:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_0_view, dot_q_0_rows512<1, true>,
-                      dot_q_0_rows512<2, true>, dot_q_0_rows512<3, true>, dot_q_0_rows512<4, true>);
-      return;
+#define LOOM_Q0(TYPE, KIND)                                                                                        \
+  case TYPE:                                                                                                       \
+    dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_0_view, dot_q_0_rows512<1, KIND>,        \
+                    dot_q_0_rows512<2, KIND>, dot_q_0_rows512<3, KIND>, dot_q_0_rows512<4, KIND>);                 \
+    return;
+    LOOM_Q0(kQ8_0, Q0::kQ8_0)
+    LOOM_Q0(kQ4_0, Q0::kQ4_0)
+    LOOM_Q0(kIQ4_NL, Q0::kIQ4_NL)
+    LOOM_Q0(kQ5_0, Q0::kQ5_0)
+    LOOM_Q0(kQ4_1, Q0::kQ4_1)
+    LOOM_Q0(kQ5_1, Q0::kQ5_1)
+#undef LOOM_Q0
     case kQ4_K:
       dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q4_k_rows512<1>,
                       dot_q4_k_rows512<2>, dot_q4_k_rows512<3>, dot_q4_k_rows512<4>);
