@@ -31,5 +31,12 @@ export class UnsupportedModelError extends LoomError {
 /** A prompt plus requested tokens does not fit the model's context. */
 export class ContextLengthExceededError extends LoomError {}
 
-/** A caller passed a value we cannot use (bad CLI option, bad sampling parameter). */
-export class InvalidArgumentError extends LoomError {}
+/** A caller passed a value we cannot use (bad CLI option, bad sampling parameter); `param` names it as the API spells it. */
+export class InvalidArgumentError extends LoomError {
+  constructor(
+    message: string,
+    readonly param: string | null = null,
+  ) {
+    super(message);
+  }
+}

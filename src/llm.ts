@@ -6,6 +6,7 @@ import { InProcessEngineClient } from './engine/in-process-client.js';
 import { createEngineCore } from './engine/create.js';
 import type { EngineClient } from './engine/client.js';
 import type { EngineOptions } from './engine/options.js';
+import { resolveSamplingParams } from './engine/sampling-params.js';
 import type { SamplingParamsInput } from './engine/sampling-params.js';
 import { WorkerEngineClient } from './engine/worker-client.js';
 import { ContextLengthExceededError } from './errors.js';
@@ -73,7 +74,8 @@ export class LLM {
       {
         id: `llm-${nextId++}`,
         promptIds: ids,
-        params: { ...sampling, n: 1, maxTokens: Math.min(maxTokens ?? room, room) },
+        // resolved and checked here, before the engine sees it (it only asserts)
+        params: resolveSamplingParams({ ...sampling, n: 1, maxTokens: Math.min(maxTokens ?? room, room) }, this.model.tokenizer.vocabSize),
         stop,
         skipSpecialTokens,
         signal: signal ?? new AbortController().signal,

@@ -8,14 +8,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { generateTokens } from '../src/engine/generate.js';
-import { GREEDY } from '../src/engine/sampler.js';
+import { runGreedy } from './fixtures/engine-run.js';
 import type { Kernels } from '../src/kernels/index.js';
 import { loadNativeKernels, nativeUnavailableReason } from '../src/kernels/native.js';
-import { createArchitecture } from '../src/model/arch/index.js';
-import { KvCache } from '../src/model/kv-cache.js';
 import { loadModel } from '../src/model/load.js';
-import { ModelRunner } from '../src/model/runner.js';
 import { GOLDEN_DIR, PROJECT_ROOT, SHARED_MODELS, ggufFixturePath, sha256File } from './fixtures/index.js';
 import { readGolden, SHARED_MODEL_CASES } from './fixtures/golden.js';
 import { GGUF_FIXTURES } from './fixtures/recipe.js';
@@ -34,25 +30,16 @@ function checkFile(kernels: Kernels, name: string, path: string, tolerance: numb
   for (const g of golden.prompts) {
     const promptIds = model.tokenizer.encode(g.prompt, { addSpecial: true });
     assert.deepEqual(promptIds, g.promptIds);
-    const length = promptIds.length + g.tokens.length;
-    const kv = KvCache.forModel(model.config, Math.ceil(length / 16), 16);
-    const runner = new ModelRunner(createArchitecture(model.config, model.tensors), kv, kernels);
-    const stream = generateTokens(runner, promptIds, {
-      maxTokens: g.tokens.length,
-      sampling: GREEDY,
-      stopIds: model.tokenizer.stopIds,
-      ignoreEos: true,
-      contextLength: length,
-    });
-    let step = 0;
-    for (const token of stream) {
+    const run = runGreedy(model, kernels, promptIds, g.tokens.length);
+    run.tokens.forEach((id, step) => {
       const ref = g.steps[step]!;
+      const logits = run.logits[step]!;
       const scale = Math.max(...ref.values.map(Math.abs));
-      const error = Math.max(...ref.ids.map((id, i) => Math.abs(token.logits[id]! - ref.values[i]!))) / scale;
+      const error = Math.max(...ref.ids.map((i, k) => Math.abs(logits[i]! - ref.values[k]!))) / scale;
       assert.ok(error <= tolerance, `"${g.prompt}" step ${step}: logits differ by ${error.toExponential(2)} (allowed ${tolerance})`);
-      assert.equal(token.id, g.tokens[step], `"${g.prompt}" greedy token ${step} (llama.cpp's top-2 gap there: ${g.margins[step]})`);
-      step++;
-    }
+      assert.equal(id, g.tokens[step], `"${g.prompt}" greedy token ${step} (llama.cpp's top-2 gap there: ${g.margins[step]})`);
+    });
+    const step = run.tokens.length;
     assert.equal(step, g.tokens.length);
   }
 }

@@ -1,7 +1,9 @@
 // `loom serve` as a process: it starts, serves, and on SIGTERM stops taking requests,
 // lets the one in flight finish, and exits 0.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -41,5 +43,33 @@ describe('loom serve', () => {
     const [code] = (await once(child, 'exit')) as [number | null];
     assert.equal(code, 0, log);
     await assert.rejects(fetch(`${url}/health`), 'no longer listening');
+  });
+
+  it('a busy port is one line naming the address, and exit 1', async () => {
+    const model = ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'gpt2-q8_0')!);
+    const blocker = createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as AddressInfo).port;
+    try {
+      const child = spawn(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'serve', '--model', model, '--port', String(port), '--backend', 'reference', '--kv-cache-memory', '16MiB'], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let log = '';
+      child.stderr.setEncoding('utf8');
+      child.stderr.on('data', (chunk: string) => (log += chunk));
+      const [code] = (await once(child, 'exit')) as [number | null];
+      assert.equal(code, 1);
+      assert.equal(log.trim().split('\n').length, 1, log);
+      assert.match(log, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}: the address is already in use`));
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it('option errors name the option', () => {
+    const model = ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'gpt2-q8_0')!);
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'generate', '-m', model, '-p', 'hello', '--max-tokens', '0'], { encoding: 'utf8' });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /--max-tokens must be at least 1, got 0/);
   });
 });

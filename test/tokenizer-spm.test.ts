@@ -136,8 +136,8 @@ describe('tokenizerFromGGUF errors and defaults', () => {
 
   it('an unknown tokenizer model is refused by name', () => {
     const md = fixtureGGUFMetadata(spmFixtureVocab(), 'spm');
-    md.set('tokenizer.ggml.model', 'bert');
-    assert.throws(() => tokenizerFromGGUF('m.gguf', md), (e: unknown) => e instanceof UnsupportedModelError && /m\.gguf: .*"bert"/.test(e.message));
+    md.set('tokenizer.ggml.model', 't5');
+    assert.throws(() => tokenizerFromGGUF('m.gguf', md), (e: unknown) => e instanceof UnsupportedModelError && /m\.gguf: .*"t5"/.test(e.message));
   });
 
   it("uses llama.cpp's SPM defaults when keys are absent", () => {

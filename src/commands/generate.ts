@@ -1,16 +1,16 @@
+// `loom generate`: one prompt's completion, printed as it is produced, by the engine that
+// serves (EngineCore on this thread) and the server's text pipeline (stop ids, detokenizer).
 import { Command, Option } from 'commander';
 import { numberOption } from './parse.js';
 import { InvalidArgumentError } from '../errors.js';
-import { generateTokens } from '../engine/generate.js';
-import type { FinishReason } from '../engine/generate.js';
-import { selectKernels } from '../kernels/select.js';
-import { createArchitecture } from '../model/arch/index.js';
-import { KvCache } from '../model/kv-cache.js';
+import { createEngineCore } from '../engine/create.js';
+import { InProcessEngineClient } from '../engine/in-process-client.js';
+import { resolveSamplingParams } from '../engine/sampling-params.js';
 import { resolveModelPath } from '../model/hub.js';
 import { loadModel } from '../model/load.js';
-import { ModelRunner } from '../model/runner.js';
+import { generate } from '../server/generation.js';
+import type { GenerationSummary } from '../server/generation.js';
 import { renderChat } from '../tokenizer/chat-template.js';
-import { IncrementalDetokenizer } from '../tokenizer/detokenizer.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 
 interface GenerateFlags {
@@ -64,43 +64,60 @@ function promptIdsFor(tokenizer: Tokenizer, flags: GenerateFlags): number[] {
 }
 
 async function runGenerate(flags: GenerateFlags): Promise<void> {
-  if (flags.maxTokens < 0) throw new InvalidArgumentError('--max-tokens must be ≥ 0');
-  if (flags.threads !== undefined && flags.threads < 1) throw new InvalidArgumentError('--threads must be ≥ 1');
-  const kernels = selectKernels(flags.backend ?? 'auto', flags.threads);
-  const model = loadModel(await resolveModelPath(flags.model, { offline: flags.offline ?? false, cacheDir: flags.cacheDir }));
+  if (flags.maxTokens < 1) throw new InvalidArgumentError(`--max-tokens must be at least 1, got ${flags.maxTokens}`);
+  if (flags.threads !== undefined && flags.threads < 1) throw new InvalidArgumentError(`--threads must be at least 1, got ${flags.threads}`);
+  const path = await resolveModelPath(flags.model, { offline: flags.offline ?? false, cacheDir: flags.cacheDir });
+  const model = loadModel(path);
   const { config, tokenizer } = model;
   const contextLength = Math.min(flags.ctxSize ?? config.contextLength, config.contextLength);
   const promptIds = promptIdsFor(tokenizer, flags);
-  const needed = Math.min(contextLength, promptIds.length + flags.maxTokens);
-  const blockSize = 16;
-  const kv = KvCache.forModel(config, Math.max(1, Math.ceil(needed / blockSize)), blockSize);
-  const runner = new ModelRunner(createArchitecture(config, model.tensors), kv, kernels);
-  const detok = new IncrementalDetokenizer(tokenizer, { prefixIds: promptIds, skipSpecial: true });
+  if (promptIds.length >= contextLength) {
+    const option = flags.ctxSize !== undefined ? '--ctx-size' : "the model's context length";
+    throw new InvalidArgumentError(`--prompt has ${promptIds.length} tokens; ${option} (${contextLength}) leaves no room to generate`);
+  }
+  // the engine that serves, on this thread, sized for this one sequence
+  const maxModelLen = Math.min(contextLength, promptIds.length + flags.maxTokens);
+  const engine = new InProcessEngineClient(
+    createEngineCore(
+      {
+        model: path,
+        backend: flags.backend ?? 'auto',
+        ...(flags.threads !== undefined && { threads: flags.threads }),
+        maxModelLen,
+        maxNumSeqs: 1,
+        maxNumBatchedTokens: Math.max(2048, promptIds.length),
+        enablePrefixCaching: false,
+      },
+      model,
+    ),
+  );
+  const seed = flags.seed ?? Math.floor(Math.random() * 2 ** 31);
+  const params = resolveSamplingParams(
+    { temperature: flags.temperature, topK: flags.topK, topP: flags.topP, minP: flags.minP, seed, ignoreEos: flags.ignoreEos ?? false, maxTokens: maxModelLen - promptIds.length },
+    tokenizer.vocabSize,
+  );
+  const summary: GenerationSummary = { promptTokens: 0, completionTokens: 0, cachedTokens: 0, firstScheduledTime: undefined };
   const outputIds: number[] = [];
   let text = '';
-  let finishReason: FinishReason = 'length';
-  const seed = flags.seed ?? Math.floor(Math.random() * 2 ** 31);
-  const sampling = { temperature: flags.temperature, topK: flags.topK, topP: flags.topP, minP: flags.minP, seed };
-  const tokens = generateTokens(runner, promptIds, {
-    maxTokens: flags.maxTokens,
-    sampling,
-    stopIds: tokenizer.stopIds,
-    ignoreEos: flags.ignoreEos ?? false,
-    contextLength: needed,
-  });
-  for (const token of tokens) {
-    if (token.finishReason) finishReason = token.finishReason;
-    if (token.finishReason === 'stop') break; // a stop token is not part of the output
-    outputIds.push(token.id);
-    const piece = detok.push([token.id]);
-    text += piece;
-    if (!flags.json) process.stdout.write(piece);
+  let finishReason: string = 'length';
+  const stop = new AbortController();
+  const onSigint = (): void => stop.abort();
+  process.once('SIGINT', onSigint);
+  try {
+    const events = generate(engine, tokenizer, { id: 'generate', promptIds, params, stop: [], skipSpecialTokens: true, signal: stop.signal }, summary);
+    for await (const e of events) {
+      outputIds.push(...e.tokenIds);
+      text += e.text;
+      if (!flags.json) process.stdout.write(e.text);
+      if (e.finishReason) finishReason = e.finishReason;
+    }
+  } finally {
+    process.off('SIGINT', onSigint);
+    await engine.close();
   }
-  const rest = detok.flush();
-  text += rest;
   if (flags.json) {
     process.stdout.write(JSON.stringify({ prompt_ids: promptIds, output_ids: outputIds, text, finish_reason: finishReason }) + '\n');
   } else {
-    process.stdout.write(rest + '\n');
+    process.stdout.write('\n');
   }
 }

@@ -1,4 +1,5 @@
 // The one interface the server sees, whatever runs the engine (this thread or a worker).
+import type { LogprobsMode } from './logprobs.js';
 import type { SamplingParamsInput } from './sampling-params.js';
 import type { StepOutput, StepStats } from './protocol.js';
 import { EngineDeadError, RequestStream } from './request-stream.js';
@@ -8,6 +9,8 @@ export interface EngineInfo {
   readonly blockSize: number;
   readonly maxModelLen: number;
   readonly vocabSize: number;
+  /** what logprobs report ('none': the engine refuses logprobs) */
+  readonly logprobsMode: LogprobsMode;
 }
 
 export interface EngineClient {

@@ -18,5 +18,6 @@ export function engineInfo(engine: EngineCore): EngineInfo {
     blockSize: engine.config.blockSize,
     maxModelLen: engine.config.maxModelLen,
     vocabSize: engine.model.config.vocabSize,
+    logprobsMode: engine.config.logprobsMode,
   };
 }

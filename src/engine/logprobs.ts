@@ -29,7 +29,7 @@ export function parseLogprobsMode(value: string): LogprobsMode {
 export function checkLogprobsRequest(mode: LogprobsMode, p: Pick<SamplingParams, 'logprobs' | 'promptLogprobs'>): void {
   if (mode !== 'none') return;
   const asked = p.logprobs !== null ? 'logprobs' : p.promptLogprobs !== null ? 'prompt_logprobs' : null;
-  if (asked) throw new InvalidArgumentError(`${asked} is not available: this engine runs with --logprobs-mode none`);
+  if (asked) throw new InvalidArgumentError(`${asked} is not available: this engine runs with --logprobs-mode none`, asked);
 }
 
 /** Whether the mode reports the processed row (sampler.lastProcessedLogits()) rather than the model's. */

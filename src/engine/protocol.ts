@@ -1,9 +1,11 @@
 // Messages between the frontend (main thread) and the engine core (worker). Plain
 // objects; typed arrays travel as transferables. Out of the engine, each step carries
 // only what is new per request: never a request's whole sequence.
+import type { LogprobsMode } from './logprobs.js';
 import type { SamplingParamsInput } from './sampling-params.js';
 
 export type FinishReason = 'stop' | 'length' | 'abort';
+import type { KvEvent } from './kv-events.js';
 
 export interface AddRequest {
   readonly type: 'add';
@@ -45,6 +47,8 @@ export interface RequestDelta {
   readonly topLogprobs?: Float32Array;
   /** [promptLength - 1 or fewer] prompt logprobs, once, with the first delta, when asked */
   readonly promptLogprobs?: Float32Array;
+  /** [promptLength - 1] each prompt token's rank (1 = the most likely), with promptLogprobs */
+  readonly promptRanks?: Int32Array;
   readonly promptTopIds?: Int32Array;
   readonly promptTopLogprobs?: Float32Array;
   /** [k] engine clock (performance.timeOrigin + now(), ms) when each token was sampled */
@@ -77,6 +81,8 @@ export interface StepOutput {
   readonly type: 'step';
   readonly deltas: RequestDelta[];
   readonly stats: StepStats;
+  /** prefix-cache changes since the last step, when KV events are on (see kv-events.ts) */
+  readonly kvEvents?: KvEvent[];
 }
 
 export interface EngineReady {
@@ -85,6 +91,7 @@ export interface EngineReady {
   readonly blockSize: number;
   readonly maxModelLen: number;
   readonly vocabSize: number;
+  readonly logprobsMode: LogprobsMode;
 }
 
 export interface EngineError {
@@ -103,7 +110,7 @@ export type EngineOutbound = StepOutput | EngineReady | EngineError | PrefixCach
 export function transferables(out: StepOutput): ArrayBuffer[] {
   const buffers = new Set<ArrayBuffer>();
   for (const d of out.deltas) {
-    for (const a of [d.tokenIds, d.logprobs, d.topIds, d.topLogprobs, d.promptLogprobs, d.promptTopIds, d.promptTopLogprobs, d.times]) {
+    for (const a of [d.tokenIds, d.logprobs, d.topIds, d.topLogprobs, d.promptLogprobs, d.promptRanks, d.promptTopIds, d.promptTopLogprobs, d.times]) {
       if (a && a.buffer instanceof ArrayBuffer) buffers.add(a.buffer);
     }
   }

@@ -8,6 +8,7 @@ import { checkLogprobsRequest, promptLogprobs, tokenLogprobs } from './logprobs.
 import type { LogprobsMode } from './logprobs.js';
 import type { AddRequest, FinishReason, RequestDelta } from './protocol.js';
 import { Sequence } from './sequence.js';
+import { saltRoot } from './block-manager.js';
 
 export interface StopConfig {
   readonly maxModelLen: number;
@@ -32,6 +33,7 @@ export class RequestState {
     checkLogprobsRequest(config.logprobsMode, this.params);
     const first = new Sequence(req.id, 0, req.promptIds, req.arrivalTime);
     first.noPrefixCache = this.params.promptLogprobs !== null;
+    first.prefixRoot = saltRoot(this.params.cacheSalt ?? undefined);
     this.sequences = [first];
     this.samplers.set(first, this.samplerFor(0, req.promptIds));
     this.stopIds = new Set([...this.params.stopTokenIds, ...(this.params.ignoreEos ? [] : config.eosTokenIds)]);
@@ -50,6 +52,7 @@ export class RequestState {
         child.numComputed = seq.numComputed;
         child.numCachedPrompt = seq.numCachedPrompt;
         child.firstScheduledTime = seq.firstScheduledTime;
+        child.prefixRoot = seq.prefixRoot;
         this.samplers.set(child, this.samplerFor(i, seq.tokens));
         this.sequences.push(child);
         children.push(child);
@@ -84,7 +87,7 @@ export class RequestState {
   }
 
   /** prompt logprobs so far: [count] values and [count, topN] alternatives */
-  private readonly prompt = { logprobs: [] as number[], topIds: [] as number[], topLogprobs: [] as number[] };
+  private readonly prompt = { logprobs: [] as number[], ranks: [] as number[], topIds: [] as number[], topLogprobs: [] as number[] };
 
   /** whether seq's next prefill chunk must return logits at every position */
   wantsPromptLogprobs(seq: Sequence): boolean {
@@ -106,6 +109,7 @@ export class RequestState {
       this.params.promptLogprobs ?? 0,
     );
     this.prompt.logprobs.push(...cols.logprobs);
+    this.prompt.ranks.push(...cols.ranks);
     this.prompt.topIds.push(...cols.topIds);
     this.prompt.topLogprobs.push(...cols.topLogprobs);
   }
@@ -143,6 +147,7 @@ export class RequestState {
         seq.index === 0 &&
         this.params.promptLogprobs !== null && {
           promptLogprobs: Float32Array.from(this.prompt.logprobs),
+          promptRanks: Int32Array.from(this.prompt.ranks),
           promptTopIds: Int32Array.from(this.prompt.topIds),
           promptTopLogprobs: Float32Array.from(this.prompt.topLogprobs),
         }),

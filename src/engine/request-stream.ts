@@ -106,6 +106,7 @@ export function mergeDeltas(a: RequestDelta, b: RequestDelta): RequestDelta {
     topLogprobs: concat(a.topLogprobs, b.topLogprobs),
     times: concat(a.times, b.times)!,
     promptLogprobs: a.promptLogprobs ?? b.promptLogprobs,
+    promptRanks: a.promptRanks ?? b.promptRanks,
     promptTopIds: a.promptTopIds ?? b.promptTopIds,
     promptTopLogprobs: a.promptTopLogprobs ?? b.promptTopLogprobs,
     cachedPromptTokens: a.cachedPromptTokens ?? b.cachedPromptTokens,

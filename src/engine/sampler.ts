@@ -57,6 +57,10 @@ export class RequestSampler {
   private readonly counts: Map<number, number> | null;
   private processed: Float32Array = new Float32Array(0);
   private readonly kernels: SamplingKernels;
+  /** [vocab] 1 where a token may be sampled; null = any */
+  private readonly allowed: Uint8Array | null;
+  /** output so far, kept only for bad_words matching */
+  private readonly output: number[] | null;
 
   constructor(params: SamplingParamsInput, ctx: SamplerContext = {}) {
     const p = resolveSamplingParams(params, ctx.vocabSize);
@@ -71,6 +75,8 @@ export class RequestSampler {
     this.suppressIds = p.minTokens > 0 ? Int32Array.from(suppress) : new Int32Array(0);
     this.seen = p.repetitionPenalty !== 1 ? new Set(Array.from(ctx.promptIds ?? [])) : null;
     this.counts = p.frequencyPenalty !== 0 || p.presencePenalty !== 0 ? new Map() : null;
+    this.allowed = p.allowedTokenIds ? allowedMask(p.allowedTokenIds) : null;
+    this.output = p.badWords.length > 0 ? [] : null;
   }
 
   /** output tokens accepted so far */
@@ -114,12 +120,13 @@ export class RequestSampler {
   /** Records a token as generated (sample() does this itself): O(1). */
   accept(id: number): void {
     this.generated++;
+    this.output?.push(id);
     this.seen?.add(id);
     if (this.counts) this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
   }
 
   private modifiesLogits(): boolean {
-    return this.biasIds.length > 0 || this.seen !== null || this.counts !== null || this.generated < this.params.minTokens;
+    return this.biasIds.length > 0 || this.seen !== null || this.counts !== null || this.allowed !== null || this.output !== null || this.generated < this.params.minTokens;
   }
 
   /** bias, min_tokens and penalties, in place: O(#bias + #stop + #distinct seen tokens) */
@@ -139,6 +146,8 @@ export class RequestSampler {
       const pres = p.presencePenalty;
       for (const [id, count] of this.counts) row[id]! -= f * count + pres;
     }
+    if (this.allowed) for (let id = 0; id < row.length; id++) if (this.allowed[id] !== 1) row[id] = -Infinity;
+    if (this.output) for (const word of p.badWords) if (endsWith(this.output, word, word.length - 1)) row[word[word.length - 1]!] = -Infinity;
   }
 
   /** temperature → min-p → top-k → top-p → one draw; O(vocab) plus expected O(candidates) selection */
@@ -176,6 +185,19 @@ export class RequestSampler {
     }
     return idx[this.kernels.drawIndex(weight, n, this.rng.next() * total)]!;
   }
+}
+
+function allowedMask(ids: readonly number[]): Uint8Array {
+  const mask = new Uint8Array(Math.max(...ids) + 1);
+  for (const id of ids) mask[id] = 1;
+  return mask;
+}
+
+/** whether `out` ends with word[0..len) */
+function endsWith(out: readonly number[], word: readonly number[], len: number): boolean {
+  if (len > out.length) return false;
+  for (let i = 0; i < len; i++) if (out[out.length - len + i] !== word[i]) return false;
+  return true;
 }
 
 /** The single-sequence sampler `loom generate` uses: a RequestSampler without prompt context. */

@@ -42,6 +42,12 @@ export interface SamplingParamsInput {
   readonly logprobs?: number | null;
   /** null = none; 0..20 = each prompt token's logprob (from the 2nd) plus top-N */
   readonly promptLogprobs?: number | null;
+  /** null = any token; else only these ids may be sampled (vLLM's allowed_token_ids) */
+  readonly allowedTokenIds?: readonly number[] | null;
+  /** token sequences never generated: a sequence's last token is banned wherever the output ends with the rest (vLLM's bad_words) */
+  readonly badWords?: readonly (readonly number[])[];
+  /** prefix-cache namespace: requests with different salts share no cached blocks (vLLM's cache_salt; not sampling, but it travels with the request's parameters) */
+  readonly cacheSalt?: string | null;
 }
 
 export interface SamplingParams {
@@ -61,6 +67,9 @@ export interface SamplingParams {
   readonly n: number;
   readonly logprobs: number | null;
   readonly promptLogprobs: number | null;
+  readonly allowedTokenIds: readonly number[] | null;
+  readonly badWords: readonly (readonly number[])[];
+  readonly cacheSalt: string | null;
 }
 
 export const DEFAULT_SAMPLING_PARAMS: SamplingParams = Object.freeze({
@@ -80,6 +89,9 @@ export const DEFAULT_SAMPLING_PARAMS: SamplingParams = Object.freeze({
   n: 1,
   logprobs: null,
   promptLogprobs: null,
+  allowedTokenIds: null,
+  badWords: [],
+  cacheSalt: null,
 });
 
 /** Fills defaults and validates; `vocabSize` (when known) bounds logit_bias and stop ids. */
@@ -102,6 +114,9 @@ export function resolveSamplingParams(input: SamplingParamsInput = {}, vocabSize
     n: input.n ?? d.n,
     logprobs: input.logprobs ?? d.logprobs,
     promptLogprobs: input.promptLogprobs ?? d.promptLogprobs,
+    allowedTokenIds: input.allowedTokenIds ?? d.allowedTokenIds,
+    badWords: input.badWords ?? d.badWords,
+    cacheSalt: input.cacheSalt ?? d.cacheSalt,
   };
   validateSamplingParams(p, vocabSize);
   return p;
@@ -110,7 +125,7 @@ export function resolveSamplingParams(input: SamplingParamsInput = {}, vocabSize
 /** Throws InvalidArgumentError naming the first bad parameter. */
 export function validateSamplingParams(p: SamplingParams, vocabSize?: number): void {
   const bad = (name: string, want: string, got: unknown): never => {
-    throw new InvalidArgumentError(`${name} must be ${want}, got ${String(got)}`);
+    throw new InvalidArgumentError(`${name} must be ${want}, got ${String(got)}`, name);
   };
   const isInt = Number.isSafeInteger;
   if (!(p.temperature >= 0 && Number.isFinite(p.temperature))) bad('temperature', 'a finite number ≥ 0', p.temperature);
@@ -132,6 +147,14 @@ export function validateSamplingParams(p: SamplingParams, vocabSize?: number): v
   if (p.maxTokens !== null && (!isInt(p.maxTokens) || p.maxTokens < 1)) bad('max_tokens', 'an integer ≥ 1', p.maxTokens);
   if (p.maxTokens !== null && p.minTokens > p.maxTokens) bad('min_tokens', `≤ max_tokens (${p.maxTokens})`, p.minTokens);
   if (!isInt(p.n) || p.n < 1) bad('n', 'an integer ≥ 1', p.n);
+  if (p.allowedTokenIds !== null) {
+    if (p.allowedTokenIds.length === 0) bad('allowed_token_ids', 'a non-empty list', '[]');
+    for (const id of p.allowedTokenIds) if (!isTokenId(id, vocabSize)) bad('allowed_token_ids', `token ids${vocabSize ? ` in [0, ${vocabSize})` : ''}`, id);
+  }
+  for (const word of p.badWords) {
+    if (word.length === 0) bad('bad_words', 'words of at least one token', '""');
+    for (const id of word) if (!isTokenId(id, vocabSize)) bad('bad_words', `token ids${vocabSize ? ` in [0, ${vocabSize})` : ''}`, id);
+  }
   for (const [name, v] of [['logprobs', p.logprobs], ['prompt_logprobs', p.promptLogprobs]] as const) {
     if (v !== null && (!isInt(v) || v < 0 || v > MAX_LOGPROBS)) bad(name, `null or an integer in [0, ${MAX_LOGPROBS}]`, v);
   }
@@ -157,7 +180,7 @@ function toBiasMap(bias: SamplingParamsInput['logitBias']): ReadonlyMap<number, 
   const out = new Map<number, number>();
   for (const [key, value] of Object.entries(bias)) {
     const id = /^\d+$/.test(key) ? Number(key) : NaN;
-    if (Number.isNaN(id)) throw new InvalidArgumentError(`logit_bias must be keyed by token ids, got key "${key}"`);
+    if (Number.isNaN(id)) throw new InvalidArgumentError(`logit_bias must be keyed by token ids, got key "${key}"`, 'logit_bias');
     out.set(id, value);
   }
   return out;

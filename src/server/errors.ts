@@ -30,7 +30,8 @@ export function toOpenAIError(err: unknown): { status: number; body: OpenAIError
 function classify(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
   if (err instanceof ContextLengthExceededError) return new HttpError(400, err.message, 'invalid_request_error', 'messages', 'context_length_exceeded');
-  if (err instanceof InvalidArgumentError || err instanceof ChatTemplateError) return new HttpError(400, err.message);
+  if (err instanceof InvalidArgumentError) return new HttpError(400, err.message, 'invalid_request_error', err.param);
+  if (err instanceof ChatTemplateError) return new HttpError(400, err.message, 'invalid_request_error', 'messages');
   if (err instanceof EngineDeadError) return new HttpError(503, err.message, 'server_error', null, 'engine_unavailable');
   if (err instanceof LoomError) return new HttpError(400, err.message);
   const fastify = err as { statusCode?: number; code?: string; message?: string; validation?: { instancePath: string; params?: { missingProperty?: string; additionalProperty?: string } }[] };

@@ -3,20 +3,28 @@
 // A stop-string hit, or every completion done, or the client gone, aborts it in the engine.
 import type { EngineClient } from '../engine/client.js';
 import type { FinishReason, RequestDelta } from '../engine/protocol.js';
-import type { SamplingParamsInput } from '../engine/sampling-params.js';
+import type { SamplingParams } from '../engine/sampling-params.js';
 import { IncrementalDetokenizer } from '../tokenizer/detokenizer.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { HttpError } from './errors.js';
 import { StopStringMatcher } from './stop-strings.js';
 
 export interface GenerationRequest {
+  /** the engine's request id */
   readonly id: string;
   readonly promptIds: readonly number[];
-  readonly params: SamplingParamsInput;
+  /** resolved and checked (server/request.ts): the engine only asserts */
+  readonly params: SamplingParams;
   readonly stop: readonly string[];
+  /** a matched stop string stays at the end of the text (vLLM's include_stop_str_in_output) */
+  readonly includeStopStrInOutput?: boolean;
   readonly skipSpecialTokens: boolean;
   /** aborts the request (client disconnected) */
   readonly signal: AbortSignal;
+  /** LMDeploy's repetition early stop: stop once the last `size` tokens have occurred `threshold` times */
+  readonly repetitionNgram?: { readonly size: number; readonly threshold: number };
+  /** where the running request is registered (for /abort_request) while the engine has it */
+  readonly registry?: Map<string, { abort(): void }>;
 }
 
 export interface TokenLogprob {
@@ -51,7 +59,7 @@ export interface GenerationSummary {
   completionTokens: number;
   cachedTokens: number;
   /** prompt tokens' logprobs (from the second token on), when asked: [P-1] and [P-1, topN] */
-  promptLogprobs?: { logprobs: Float32Array; topIds: Int32Array; topLogprobs: Float32Array };
+  promptLogprobs?: { logprobs: Float32Array; ranks: Int32Array; topIds: Int32Array; topLogprobs: Float32Array };
   /** engine clock of when the request was first scheduled */
   firstScheduledTime: number | undefined;
 }
@@ -61,10 +69,37 @@ class CompletionText {
   readonly stops: StopStringMatcher;
   done = false;
   tokens = 0;
+  /** output ids, kept only for the repetition early stop */
+  readonly output: number[] | undefined;
 
-  constructor(tokenizer: Tokenizer, req: GenerationRequest) {
+  constructor(
+    tokenizer: Tokenizer,
+    req: GenerationRequest,
+    readonly includeStop: boolean,
+  ) {
     this.detok = new IncrementalDetokenizer(tokenizer, { prefixIds: req.promptIds, skipSpecial: req.skipSpecialTokens });
     this.stops = new StopStringMatcher(req.stop);
+    this.ngram = req.repetitionNgram;
+    this.output = this.ngram ? [] : undefined;
+  }
+
+  readonly ngram: GenerationRequest['repetitionNgram'];
+
+  /** whether the latest tokens end in an n-gram repeated `threshold` times (in the last 1024 tokens, as LMDeploy) */
+  repeats(ids: readonly number[]): boolean {
+    if (!this.ngram || !this.output) return false;
+    const { size, threshold } = this.ngram;
+    for (const id of ids) this.output.push(id);
+    const out = this.output.length > 1024 ? this.output.slice(-1024) : this.output;
+    if (out.length < size) return false;
+    const last = out.length - size;
+    let count = 0;
+    for (let at = 0; at <= last; at++) {
+      let same = true;
+      for (let k = 0; k < size && same; k++) same = out[at + k] === out[last + k];
+      if (same) count++;
+    }
+    return count >= threshold;
   }
 }
 
@@ -79,9 +114,10 @@ export async function* generate(
   summary: GenerationSummary,
   observer: GenerationObserver = {},
 ): AsyncGenerator<CompletionEvent> {
-  const n = req.params.n ?? 1;
+  const n = req.params.n;
   const stream = engine.add(req.id, req.promptIds, req.params);
-  const texts = Array.from({ length: n }, () => new CompletionText(tokenizer, req));
+  req.registry?.set(req.id, { abort: () => engine.abort(req.id) });
+  const texts = Array.from({ length: n }, () => new CompletionText(tokenizer, req, req.includeStopStrInOutput ?? false));
   let open = n;
   let firstTokens = true;
   const onAbort = (): void => void stream.return();
@@ -94,7 +130,7 @@ export async function* generate(
       if (!t || t.done) continue;
       summary.cachedTokens = delta.cachedPromptTokens ?? summary.cachedTokens;
       if (delta.promptLogprobs) {
-        summary.promptLogprobs = { logprobs: delta.promptLogprobs, topIds: delta.promptTopIds ?? new Int32Array(0), topLogprobs: delta.promptTopLogprobs ?? new Float32Array(0) };
+        summary.promptLogprobs = { logprobs: delta.promptLogprobs, ranks: delta.promptRanks ?? new Int32Array(delta.promptLogprobs.length), topIds: delta.promptTopIds ?? new Int32Array(0), topLogprobs: delta.promptTopLogprobs ?? new Float32Array(0) };
       }
       if (summary.firstScheduledTime === undefined && delta.firstScheduledTime !== undefined) {
         summary.firstScheduledTime = delta.firstScheduledTime;
@@ -114,6 +150,7 @@ export async function* generate(
       if (open === 0) break; // every completion done (a stop string may end one before the engine does)
     }
   } finally {
+    req.registry?.delete(req.id);
     req.signal.removeEventListener('abort', onAbort);
     await stream.return(); // no-op when the engine already finished it
   }
@@ -126,12 +163,16 @@ function advance(t: CompletionText, delta: RequestDelta): CompletionEvent {
   let text = pushed.text;
   let finishReason: CompletionEvent['finishReason'] = delta.finishReason;
   let stopReason: string | number | undefined = delta.stopTokenId;
-  if (pushed.stopped) {
+  if (!pushed.stopped && !finishReason && t.repeats(tokenIds)) {
+    finishReason = 'stop';
+    text += t.stops.push(t.detok.flush()).text + t.stops.flush();
+  } else if (pushed.stopped) {
     finishReason = 'stop';
     stopReason = pushed.stop;
+    if (t.includeStop) text += pushed.stop ?? '';
   } else if (finishReason) {
     const tail = t.stops.push(t.detok.flush());
-    text += tail.text + (tail.stopped ? '' : t.stops.flush());
+    text += tail.text + (tail.stopped ? (t.includeStop ? (tail.stop ?? '') : '') : t.stops.flush());
     if (tail.stopped) {
       finishReason = 'stop';
       stopReason = tail.stop;

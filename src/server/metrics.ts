@@ -10,6 +10,25 @@ const PREFIXES = ['vllm:', 'loom:'] as const;
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
 const ITL_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
 const E2E_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680];
+const ITERATION_BUCKETS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384];
+const PARAMS_N_BUCKETS = [1, 2, 5, 10, 20];
+
+/** vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50… up to max */
+export function buckets125(max: number): number[] {
+  const out: number[] = [];
+  for (let exp = 1; ; exp *= 10) {
+    for (const m of [1, 2, 5]) {
+      if (m * exp > max) return out;
+      out.push(m * exp);
+    }
+  }
+}
+
+/** what a request asked for, for the request_params_* histograms */
+export interface RequestShape {
+  readonly n: number;
+  readonly maxTokens: number | null;
+}
 
 /** one metric registered under every prefix, updated together */
 class Twin<T extends Counter<string> | Gauge<string> | Histogram<string>> {
@@ -21,7 +40,8 @@ class Twin<T extends Counter<string> | Gauge<string> | Histogram<string>> {
 
 export class ServerMetrics {
   readonly registry = new Registry();
-  private readonly labels: { model_name: string };
+  /** vLLM v1 labels every family with the model and the engine index (loom runs one engine) */
+  private readonly labels: { model_name: string; engine: string };
   private readonly ttft: Twin<Histogram<string>>;
   private readonly itl: Twin<Histogram<string>>;
   private readonly e2e: Twin<Histogram<string>>;
@@ -35,19 +55,27 @@ export class ServerMetrics {
   private readonly prefixQueries: Twin<Counter<string>>;
   private readonly prefixHits: Twin<Counter<string>>;
   private readonly preemptions: Twin<Counter<string>>;
+  private readonly requestPromptTokens: Twin<Histogram<string>>;
+  private readonly requestGenerationTokens: Twin<Histogram<string>>;
+  private readonly iterationTokens: Twin<Histogram<string>>;
+  private readonly prefillTime: Twin<Histogram<string>>;
+  private readonly decodeTime: Twin<Histogram<string>>;
+  private readonly inferenceTime: Twin<Histogram<string>>;
+  private readonly paramsN: Twin<Histogram<string>>;
+  private readonly paramsMaxTokens: Twin<Histogram<string>>;
   /** engine counters are cumulative; the Prometheus counters advance by the difference */
   private last = { queries: 0, hits: 0, preemptions: 0 };
   /** generated tokens since the last busy-log line */
   tokensSinceLog = 0;
 
   constructor(modelName: string, engine: EngineClient) {
-    this.labels = { model_name: modelName };
+    this.labels = { model_name: modelName, engine: '0' };
     const reg = [this.registry];
     const histogram = (name: string, help: string, buckets: number[], extra: string[] = []) =>
-      new Twin(PREFIXES.map((p) => new Histogram({ name: p + name, help, buckets, labelNames: ['model_name', ...extra], registers: reg })));
-    const gauge = (name: string, help: string) => new Twin(PREFIXES.map((p) => new Gauge({ name: p + name, help, labelNames: ['model_name'], registers: reg })));
+      new Twin(PREFIXES.map((p) => new Histogram({ name: p + name, help, buckets, labelNames: ['model_name', 'engine', ...extra], registers: reg })));
+    const gauge = (name: string, help: string) => new Twin(PREFIXES.map((p) => new Gauge({ name: p + name, help, labelNames: ['model_name', 'engine'], registers: reg })));
     const counter = (name: string, help: string, extra: string[] = []) =>
-      new Twin(PREFIXES.map((p) => new Counter({ name: p + name, help, labelNames: ['model_name', ...extra], registers: reg })));
+      new Twin(PREFIXES.map((p) => new Counter({ name: p + name, help, labelNames: ['model_name', 'engine', ...extra], registers: reg })));
     this.ttft = histogram('time_to_first_token_seconds', 'Time to first token in seconds.', TTFT_BUCKETS);
     this.itl = histogram('inter_token_latency_seconds', 'Time between consecutive output tokens in seconds.', ITL_BUCKETS);
     this.e2e = histogram('e2e_request_latency_seconds', 'End-to-end request latency in seconds.', E2E_BUCKETS);
@@ -61,6 +89,20 @@ export class ServerMetrics {
     this.prefixQueries = counter('prefix_cache_queries_total', 'Prefix-cache queries, in tokens.');
     this.prefixHits = counter('prefix_cache_hits_total', 'Prefix-cache hits, in tokens.');
     this.preemptions = counter('num_preemptions_total', 'Preemptions.');
+    const tokenBuckets = buckets125(engine.info.maxModelLen);
+    this.requestPromptTokens = histogram('request_prompt_tokens', 'Number of prefill tokens processed.', tokenBuckets);
+    this.requestGenerationTokens = histogram('request_generation_tokens', 'Number of generation tokens processed.', tokenBuckets);
+    this.iterationTokens = histogram('iteration_tokens_total', 'Histogram of number of tokens per engine_step.', ITERATION_BUCKETS);
+    this.prefillTime = histogram('request_prefill_time_seconds', 'Histogram of time spent in PREFILL phase for request.', E2E_BUCKETS);
+    this.decodeTime = histogram('request_decode_time_seconds', 'Histogram of time spent in DECODE phase for request.', E2E_BUCKETS);
+    this.inferenceTime = histogram('request_inference_time_seconds', 'Histogram of time spent in RUNNING phase for request.', E2E_BUCKETS);
+    this.paramsN = histogram('request_params_n', 'Histogram of the n request parameter.', PARAMS_N_BUCKETS);
+    this.paramsMaxTokens = histogram('request_params_max_tokens', 'Histogram of the max_tokens request parameter.', tokenBuckets);
+    // vLLM's cache_config_info: the KV cache's configuration as labels, value 1
+    for (const p of PREFIXES) {
+      const info = { block_size: String(engine.info.blockSize), num_gpu_blocks: String(engine.info.numBlocks) };
+      new Gauge({ name: `${p}cache_config_info`, help: 'Information of the LLMEngine CacheConfig', labelNames: ['model_name', 'engine', ...Object.keys(info)], registers: reg }).set({ ...this.labels, ...info }, 1);
+    }
     // every series exists from the start, at zero, as dashboards expect
     for (const twin of [this.running, this.waiting, this.kvUsage]) twin.each((g) => g.set(this.labels, 0));
     for (const twin of [this.promptTokens, this.generationTokens, this.prefixQueries, this.prefixHits, this.preemptions]) twin.each((c) => c.inc(this.labels, 0));
@@ -80,6 +122,7 @@ export class ServerMetrics {
     this.running.each((g) => g.set(this.labels, stats.numRunning));
     this.waiting.each((g) => g.set(this.labels, stats.numWaiting));
     this.kvUsage.each((g) => g.set(this.labels, stats.kvCacheUsage));
+    if (stats.scheduledTokens > 0) this.iterationTokens.each((h) => h.observe(this.labels, stats.scheduledTokens));
     const inc = (twin: Twin<Counter<string>>, by: number) => by > 0 && twin.each((c) => c.inc(this.labels, by));
     inc(this.prefixQueries, stats.prefixCacheQueries - this.last.queries);
     inc(this.prefixHits, stats.prefixCacheHits - this.last.hits);
@@ -88,14 +131,22 @@ export class ServerMetrics {
   }
 
   /** Records one request's latencies and counts; create it when the request arrives. */
-  observer(): GenerationObserver {
+  observer(shape?: RequestShape): GenerationObserver {
     const arrival = now();
     let lastTokenTime: number | undefined;
+    let scheduled: number | undefined;
+    let firstTokenTime: number | undefined;
     let promptCounted = false;
+    let shapeCounted = false;
+    const seconds = (ms: number): number => Math.max(0, ms) / 1000;
     return {
-      onScheduled: (time) => this.queue.each((h) => h.observe(this.labels, Math.max(0, time - arrival) / 1000)),
+      onScheduled: (time) => {
+        scheduled = time;
+        this.queue.each((h) => h.observe(this.labels, Math.max(0, time - arrival) / 1000));
+      },
       onTokens: (times, first) => {
         if (times.length === 0) return;
+        firstTokenTime ??= times[0]!;
         if (first) this.ttft.each((h) => h.observe(this.labels, Math.max(0, times[0]! - arrival) / 1000));
         for (const t of times) {
           if (lastTokenTime !== undefined) this.itl.each((h) => h.observe(this.labels, Math.max(0, t - lastTokenTime!) / 1000));
@@ -109,6 +160,19 @@ export class ServerMetrics {
         promptCounted = true;
         this.generationTokens.each((c) => c.inc(this.labels, outputTokens));
         this.success.each((c) => c.inc({ ...this.labels, finished_reason: reason }));
+        this.requestPromptTokens.each((h) => h.observe(this.labels, promptTokens));
+        this.requestGenerationTokens.each((h) => h.observe(this.labels, outputTokens));
+        if (scheduled !== undefined && firstTokenTime !== undefined && lastTokenTime !== undefined) {
+          const [start, first, last] = [scheduled, firstTokenTime, lastTokenTime];
+          this.prefillTime.each((h) => h.observe(this.labels, seconds(first - start)));
+          this.decodeTime.each((h) => h.observe(this.labels, seconds(last - first)));
+          this.inferenceTime.each((h) => h.observe(this.labels, seconds(last - start)));
+        }
+        if (shape && !shapeCounted) {
+          shapeCounted = true;
+          this.paramsN.each((h) => h.observe(this.labels, shape.n));
+          if (shape.maxTokens !== null) this.paramsMaxTokens.each((h) => h.observe(this.labels, shape.maxTokens!));
+        }
       },
     };
   }

@@ -1,5 +1,7 @@
 // JSON schemas of the request bodies (validated by fastify's ajv with no coercion and no
-// silent removal: a wrong type or an unknown field is a 400 naming the field).
+// silent removal): a wrong type is a 400 naming the field. Unknown top-level fields are
+// accepted, as vLLM and LMDeploy accept them, and reported once per name
+// (context.ts noteIgnoredFields); nested objects stay strict.
 
 const stop = {
   anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, maxItems: 16 }, { type: 'null' }],
@@ -32,12 +34,25 @@ const sampling = {
   },
   user: { type: ['string', 'null'] },
   model: { type: 'string' },
+  // vLLM's extra sampling and request fields (entrypoints/openai/*/protocol.py)
+  include_stop_str_in_output: { type: ['boolean', 'null'] },
+  spaces_between_special_tokens: { type: ['boolean', 'null'] },
+  truncate_prompt_tokens: { type: ['integer', 'null'], minimum: -1 },
+  allowed_token_ids: { anyOf: [tokenIds, { type: 'null' }] },
+  bad_words: { anyOf: [{ type: 'array', items: { type: 'string' } }, { type: 'null' }] },
+  add_special_tokens: { type: ['boolean', 'null'] },
+  priority: { type: ['integer', 'null'] },
+  request_id: { type: ['string', 'null'], minLength: 1 },
+  cache_salt: { type: ['string', 'null'], minLength: 1 },
+  return_token_ids: { type: ['boolean', 'null'] },
+  // OpenAI's, accepted and not used
+  metadata: { type: ['object', 'null'] },
+  store: { type: ['boolean', 'null'] },
 } as const;
 
 export const completionsBody = {
   type: 'object',
   required: ['model', 'prompt'],
-  additionalProperties: false,
   properties: {
     ...sampling,
     prompt: {
@@ -66,7 +81,6 @@ const contentPart = {
 export const chatBody = {
   type: 'object',
   required: ['model', 'messages'],
-  additionalProperties: false,
   properties: {
     ...sampling,
     messages: {
@@ -87,33 +101,67 @@ export const chatBody = {
     logprobs: { type: ['boolean', 'null'] },
     top_logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
     add_generation_prompt: { type: ['boolean', 'null'] },
+    continue_final_message: { type: ['boolean', 'null'] },
+    echo: { type: ['boolean', 'null'] },
     chat_template_kwargs: { type: ['object', 'null'] },
   },
 } as const;
 
-/** LMDeploy's native /generate */
+/**
+ * LMDeploy's /generate (lmdeploy/serve/openai/protocol.py GenerateReqInput): types only;
+ * the ranges are checked in routes/generate-request.ts with LMDeploy's own messages.
+ */
 export const generateBody = {
   type: 'object',
-  additionalProperties: false,
   properties: {
-    prompt: { type: 'string' },
-    input_ids: { ...tokenIds, minItems: 1 },
-    max_tokens: { type: 'integer', minimum: 1 },
+    session_id: { type: ['integer', 'null'] },
+    prompt: { type: ['string', 'null'] },
+    input_ids: { anyOf: [{ type: 'array', items: { type: 'integer' } }, { type: 'null' }] },
+    image_data: {},
+    return_logprob: { type: ['boolean', 'null'] },
+    max_tokens: { type: 'integer' },
     stop,
-    stop_token_ids: tokenIds,
-    temperature: { type: 'number', minimum: 0, maximum: 2 },
-    top_p: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
-    top_k: { type: 'integer', minimum: -1 },
-    min_p: { type: 'number', minimum: 0, maximum: 1 },
-    repetition_penalty: { type: 'number', exclusiveMinimum: 0 },
-    ignore_eos: { type: 'boolean' },
-    skip_special_tokens: { type: 'boolean' },
-    return_logprob: { type: 'boolean' },
-    stream: { type: 'boolean' },
-    seed: { type: 'integer' },
-    session_id: { type: 'integer' },
+    stop_token_ids: { anyOf: [{ type: 'array', items: { type: 'integer' } }, { type: 'null' }] },
+    stream: { type: ['boolean', 'null'] },
+    temperature: { type: ['number', 'null'] },
+    repetition_penalty: { type: ['number', 'null'] },
+    ignore_eos: { type: ['boolean', 'null'] },
+    top_p: { type: ['number', 'null'] },
+    top_k: { type: ['integer', 'null'] },
+    min_p: { type: ['number', 'null'] },
+    skip_special_tokens: { type: ['boolean', 'null'] },
+    spaces_between_special_tokens: { type: ['boolean', 'null'] },
+    include_stop_str_in_output: { type: ['boolean', 'null'] },
+    return_routed_experts: { type: ['boolean', 'null'] },
+    repetition_ngram_size: { type: 'integer', minimum: 0 },
+    repetition_ngram_threshold: { type: 'integer', minimum: 0 },
+    media_io_kwargs: { type: ['object', 'null'] },
+    mm_processor_kwargs: { type: ['object', 'null'] },
+    // loom's own
+    seed: { type: ['integer', 'null'] },
   },
-  oneOf: [{ required: ['prompt'] }, { required: ['input_ids'] }],
+} as const;
+
+/** LMDeploy's /abort_request (AbortRequest) */
+export const abortBody = {
+  type: 'object',
+  properties: {
+    abort_all: { type: 'boolean' },
+    finished_reason: { type: ['object', 'null'] },
+    abort_message: { type: ['string', 'null'] },
+    session_id: { type: ['integer', 'null'] },
+  },
+} as const;
+
+/** LMDeploy's /v1/encode (EncodeRequest) */
+export const encodeBody = {
+  type: 'object',
+  required: ['input'],
+  properties: {
+    input: { anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' } }] },
+    do_preprocess: { type: ['boolean', 'null'] },
+    add_bos: { type: ['boolean', 'null'] },
+  },
 } as const;
 
 export const tokenizeBody = {

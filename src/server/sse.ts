@@ -1,5 +1,7 @@
 // Server-sent events on a raw response, with backpressure: a client that stops reading
 // for longer than the timeout is dropped (and its request aborted) rather than buffered.
+// The status line goes out with the first event, so a request that fails before it has
+// anything to say still gets a plain HTTP error status.
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 
@@ -19,21 +21,35 @@ export class SseWriter {
   ) {
     reply.hijack();
     this.res = reply.raw;
-    this.res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no',
-    });
   }
 
   get closed(): boolean {
     return this.res.destroyed || this.res.writableEnded;
   }
 
+  /** whether the 200 status line and any event have been sent */
+  get started(): boolean {
+    return this.res.headersSent;
+  }
+
+  /** Answers with a plain HTTP error instead of a stream (only before the first event). */
+  fail(status: number, body: unknown): void {
+    if (this.closed || this.started) return;
+    this.res.writeHead(status, { 'content-type': 'application/json; charset=utf-8' });
+    this.res.end(JSON.stringify(body));
+  }
+
   /** `data: <json>\n\n` (or the literal [DONE]); waits while the client's buffer is full. */
   async send(data: unknown): Promise<void> {
     if (this.closed) throw new ClientGoneError();
+    if (!this.started) {
+      this.res.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+    }
     const line = `data: ${data === '[DONE]' ? '[DONE]' : JSON.stringify(data)}\n\n`;
     if (this.res.write(line)) return;
     await new Promise<void>((resolve, reject) => {
@@ -76,17 +92,20 @@ export function disconnectSignal(reply: FastifyReply): AbortSignal {
 }
 
 /**
- * Runs a streamed response: its events, then [DONE]. An error after the stream started
- * becomes an OpenAI error event (the status line is long gone); a vanished client ends it quietly.
+ * Runs a streamed response: its events, then [DONE]. An error before the first event is a
+ * plain HTTP error; after it, an error event (the status line is gone); a vanished client
+ * ends it quietly.
  */
-export async function runStream(sse: SseWriter, events: () => Promise<void>, toError: (err: unknown) => unknown): Promise<void> {
+export async function runStream(sse: SseWriter, events: () => Promise<void>, toError: (err: unknown) => { status: number; body: unknown }): Promise<void> {
   try {
     await events();
     await sse.send('[DONE]');
   } catch (err) {
     if (err instanceof ClientGoneError || sse.closed) return;
+    const { status, body } = toError(err);
+    if (!sse.started) return sse.fail(status, body);
     try {
-      await sse.send(toError(err));
+      await sse.send(body);
       await sse.send('[DONE]');
     } catch {
       // the client left meanwhile

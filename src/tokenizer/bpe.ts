@@ -1,7 +1,9 @@
-// GGUF `tokenizer.ggml.model = "gpt2"`: byte-level BPE as llama.cpp implements it.
+// GGUF `tokenizer.ggml.model = "gpt2"` (and "gemma4"): BPE as llama.cpp implements it.
 // Per raw-text fragment: pre-tokenize (regexes per `tokenizer.ggml.pre`), map each
-// pre-token's UTF-8 bytes through GPT-2's byte→unicode table, then merge adjacent symbols
-// by merge rank (lowest first, ties to the leftmost).
+// pre-token's UTF-8 bytes through GPT-2's byte→unicode table (or, SentencePiece-style as
+// Gemma 4: spaces as ▁ and raw UTF-8), then merge adjacent symbols by merge rank (lowest
+// first, ties to the leftmost). A symbol left that is not a token falls back to tokens of
+// its single bytes (GPT-2: one-char texts; SentencePiece-style: <0xXX>), or to nothing.
 import { Heap } from './heap.js';
 import { compilePreTokenizer } from './pre-tokenizers.js';
 import type { PreTokenizerSpec } from './pre-tokenizers.js';
@@ -51,6 +53,9 @@ export class BpeTokenizer extends VocabTokenizer {
   readonly stripLeadingSpace = false;
   private readonly ranks = new Map<string, number>();
   private readonly ignoreMerges: boolean;
+  private readonly spmStyle: boolean;
+  /** [256] id of the <0xXX> token (SentencePiece-style byte fallback), -1 when absent */
+  private readonly byteIds = new Int32Array(256).fill(-1);
   private readonly preTokenize: (text: string) => string[];
   /** byte-encoded pre-token → ids */
   private readonly cache = new Map<string, readonly number[]>();
@@ -64,12 +69,15 @@ export class BpeTokenizer extends VocabTokenizer {
       if (!this.ranks.has(key)) this.ranks.set(key, rank);
     });
     this.ignoreMerges = spec.preTokenizer.ignoreMerges;
+    this.spmStyle = spec.preTokenizer.spmStyle;
+    for (let b = 0; b < 256; b++) this.byteIds[b] = this.idOf(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`) ?? -1;
     this.preTokenize = compilePreTokenizer(spec.preTokenizer);
   }
 
   protected encodeFragment(text: string, _afterSpecial: boolean, out: number[]): void {
-    for (const word of this.preTokenize(text)) {
-      const encoded = byteEncode(word);
+    const input = this.spmStyle ? text.replaceAll(' ', '\u2581') : text;
+    for (const word of this.preTokenize(input)) {
+      const encoded = this.spmStyle ? word : byteEncode(word);
       let ids = this.cache.get(encoded);
       if (ids === undefined) {
         ids = this.encodeWord(encoded);
@@ -80,14 +88,15 @@ export class BpeTokenizer extends VocabTokenizer {
     }
   }
 
-  /** merge one byte-encoded pre-token (every char is one symbol: the table maps to the BMP) */
+  /** merge one (byte-encoded) pre-token; symbols start as its code points */
   private encodeWord(word: string): number[] {
-    if (this.ignoreMerges) {
+    // Gemma 4 takes a newline run whole when it is a token (its merges do not build them all)
+    if (this.ignoreMerges || (this.spmStyle && /^\n+$/.test(word))) {
       const whole = this.idOf(word);
       if (whole !== undefined) return [whole];
     }
-    const n = word.length;
     const sym = Array.from(word);
+    const n = sym.length;
     const prev = sym.map((_, i) => i - 1);
     const next = sym.map((_, i) => (i + 1 < n ? i + 1 : -1));
     const queue = new Heap<Bigram>(lowerRankFirst);
@@ -115,10 +124,10 @@ export class BpeTokenizer extends VocabTokenizer {
         ids.push(id);
         continue;
       }
-      for (const ch of sym[i]!) {
-        const cid = this.idOf(ch);
-        if (cid !== undefined) ids.push(cid);
-        else if (this.unkId !== undefined) ids.push(this.unkId);
+      // llama.cpp looks each UTF-8 byte up and drops the bytes that are no token
+      for (const b of utf8(sym[i]!)) {
+        const bid = this.spmStyle ? this.byteIds[b]! : b < 0x80 ? (this.idOf(String.fromCharCode(b)) ?? -1) : -1;
+        if (bid >= 0) ids.push(bid);
       }
     }
     return ids;
@@ -127,6 +136,7 @@ export class BpeTokenizer extends VocabTokenizer {
   protected pieceBytes(_id: number, type: number, text: string): Uint8Array {
     switch (type) {
       case TokenType.NORMAL: {
+        if (this.spmStyle) return utf8(text.replaceAll('\u2581', ' '));
         const out: number[] = [];
         for (const ch of text) {
           const b = UNICODE_TO_BYTE.get(ch.charCodeAt(0));

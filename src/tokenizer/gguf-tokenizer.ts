@@ -1,5 +1,6 @@
-// The tokenizer stored in a GGUF file's metadata: dispatch on tokenizer.ggml.model, with
-// llama.cpp's defaults where keys are absent (llama_vocab::load).
+// The tokenizer stored in a GGUF file's metadata: dispatch on tokenizer.ggml.model ("llama"
+// SentencePiece BPE, "gpt2" byte-level BPE, "gemma4" SentencePiece-style BPE, "bert"
+// WordPiece), with llama.cpp's defaults where keys are absent (llama_vocab::load).
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { MetadataReader } from '../model/gguf-metadata.js';
 import type { GGUFMetadata } from '../model/gguf-metadata.js';
@@ -9,6 +10,9 @@ import { SpmTokenizer } from './spm.js';
 import { TokenType } from './tokenizer.js';
 import type { Tokenizer } from './tokenizer.js';
 import type { VocabSpec } from './vocab-base.js';
+import { WpmTokenizer } from './wpm.js';
+
+const MODELS = ['llama', 'gpt2', 'gemma4', 'bert'];
 
 /** token texts llama.cpp treats as end-of-generation wherever they appear in a vocab */
 const EOG_TEXTS = new Set([
@@ -22,14 +26,18 @@ const EOG_TEXTS = new Set([
   '_<EOT>',
   '<|end_of_text|>',
   '<｜end▁of▁sentence｜>',
+  // Gemma 4
+  '<eos>',
+  '<turn|>',
+  '<|tool_response>',
 ]);
 
 export function tokenizerFromGGUF(file: string, metadata: GGUFMetadata): Tokenizer {
   const md = new MetadataReader(file, metadata);
   const model = md.optionalString('tokenizer.ggml.model');
   if (model === undefined) throw new ModelFormatError(file, 'has no tokenizer (tokenizer.ggml.model missing)');
-  if (model !== 'llama' && model !== 'gpt2') {
-    throw new UnsupportedModelError(file, `tokenizer model "${model}" is not supported (loom reads "llama" and "gpt2")`);
+  if (!MODELS.includes(model)) {
+    throw new UnsupportedModelError(file, `tokenizer model "${model}" is not supported (loom reads ${MODELS.map((m) => `"${m}"`).join(', ')})`);
   }
   const tokens = md.strings('tokenizer.ggml.tokens');
   if (tokens === undefined || tokens.length === 0) throw new ModelFormatError(file, 'tokenizer.ggml.tokens is missing or empty');
@@ -38,15 +46,19 @@ export function tokenizerFromGGUF(file: string, metadata: GGUFMetadata): Tokeniz
     throw new ModelFormatError(file, `tokenizer.ggml.token_type has ${types.length} entries for ${tokens.length} tokens`);
   }
   const spm = model === 'llama';
-  const pre = spm ? undefined : md.string('tokenizer.ggml.pre', 'default');
+  const bert = model === 'bert';
+  // gemma4 names its pre-tokenizer by its model; SPM and WordPiece have none
+  const pre = spm || bert ? undefined : model === 'gemma4' ? 'gemma4' : md.string('tokenizer.ggml.pre', 'default');
   const preSpec = pre === undefined ? undefined : preTokenizerSpec(pre);
   if (pre !== undefined && preSpec === undefined) {
     throw new UnsupportedModelError(file, `unknown pre-tokenizer "${pre}" (tokenizer.ggml.pre); known: ${knownPreTokenizers().join(', ')}`);
   }
   const id = (key: string, fallback: number | undefined): number | undefined => md.optionalNumber(key) ?? fallback;
-  // llama.cpp defaults: SPM bos 1 / eos 2 / unk 0, add_bos; GPT-2 BPE bos = eos = 11, add_bos per pre type
-  const bosId = id('tokenizer.ggml.bos_token_id', spm ? 1 : 11);
-  const eosId = id('tokenizer.ggml.eos_token_id', spm ? 2 : 11);
+  // llama.cpp defaults: SPM bos 1 / eos 2 / unk 0, add_bos; GPT-2 BPE bos = eos = 11, add_bos
+  // per pre type; gemma4 none; BERT [CLS] 101 as bos, [UNK] 100, [SEP] 102
+  const defaults = spm ? [1, 2, 0] : bert ? [101, undefined, 100] : model === 'gemma4' ? [undefined, undefined, undefined] : [11, 11, undefined];
+  const bosId = id('tokenizer.ggml.bos_token_id', defaults[0]);
+  const eosId = id('tokenizer.ggml.eos_token_id', defaults[1]);
   const eotId = id('tokenizer.ggml.eot_token_id', undefined);
   const eomId = id('tokenizer.ggml.eom_token_id', undefined);
   const stopIds = new Set<number>();
@@ -60,8 +72,9 @@ export function tokenizerFromGGUF(file: string, metadata: GGUFMetadata): Tokeniz
     types: types ?? undefined,
     bosId,
     eosId,
-    unkId: id('tokenizer.ggml.unknown_token_id', spm ? 0 : undefined),
-    addBos: md.bool('tokenizer.ggml.add_bos_token', spm ? true : (preSpec?.addBosDefault ?? false)),
+    unkId: id('tokenizer.ggml.unknown_token_id', defaults[2]),
+    // Gemma 4 always adds BOS (llama.cpp overrides a false add_bos_token); WordPiece always adds [CLS]
+    addBos: model === 'gemma4' || bert || md.bool('tokenizer.ggml.add_bos_token', spm ? true : (preSpec?.addBosDefault ?? false)),
     addEos: md.bool('tokenizer.ggml.add_eos_token', false),
     stopIds,
     chatTemplate: md.optionalString('tokenizer.chat_template'),
@@ -73,7 +86,16 @@ export function tokenizerFromGGUF(file: string, metadata: GGUFMetadata): Tokeniz
     }
     return new SpmTokenizer({ ...base, scores, addSpacePrefix: md.bool('tokenizer.ggml.add_space_prefix', true) });
   }
+  if (bert) {
+    const lowercase = md.bool('tokenizer.ggml.normalizer.lowercase', true);
+    return new WpmTokenizer({
+      ...base,
+      lowercase,
+      stripAccents: md.bool('tokenizer.ggml.normalizer.strip_accents', lowercase),
+      sepId: id('tokenizer.ggml.seperator_token_id', 102),
+    });
+  }
   const merges = md.strings('tokenizer.ggml.merges');
-  if (merges === undefined) throw new ModelFormatError(file, 'tokenizer.ggml.merges is missing (needed by a gpt2 tokenizer)');
+  if (merges === undefined) throw new ModelFormatError(file, `tokenizer.ggml.merges is missing (needed by a ${model} tokenizer)`);
   return new BpeTokenizer({ ...base, merges, preTokenizer: preSpec! });
 }

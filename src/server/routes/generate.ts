@@ -1,96 +1,142 @@
-// POST /generate: LMDeploy's native endpoint (prompt or input_ids in; text, output_ids and
-// meta_info out), streaming incremental chunks or whole.
-import type { FastifyInstance } from 'fastify';
+// LMDeploy's native surface: POST /generate (prompt or input_ids in; text, output_ids and
+// meta_info out, streamed as incremental chunks or whole), POST /abort_request and
+// POST /v1/encode, in LMDeploy's shapes (lmdeploy/serve/openai/endpoints/generate.py,
+// management.py, auxiliary.py). Errors are LMDeploy's ErrorResponse:
+// {object: "error", message, type, code, param}.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { checkTokenIds, requestId, resolveMaxTokens, samplingParams, stopStrings } from '../context.js';
 import { toOpenAIError } from '../errors.js';
+import type { CompletionEvent } from '../generation.js';
 import { generate } from '../generation.js';
-import type { CompletionEvent, GenerationSummary } from '../generation.js';
-import { generateBody } from '../schemas.js';
+import { chatPrompt } from '../openai-request.js';
+import { resolveRequest } from '../request.js';
+import { abortBody, encodeBody, generateBody } from '../schemas.js';
 import { SseWriter, disconnectSignal, runStream } from '../sse.js';
 import { admit } from './admission.js';
 import { jsonLogprob } from './format.js';
+import { generateRequest } from './generate-request.js';
+import type { GenerateBody } from './generate-request.js';
+import { newSummary } from './run.js';
 
-interface GenerateBody {
-  prompt?: string;
-  input_ids?: number[];
-  max_tokens?: number;
-  stop?: string | string[] | null;
-  stop_token_ids?: number[];
-  temperature?: number;
-  top_p?: number;
-  top_k?: number;
-  min_p?: number;
-  repetition_penalty?: number;
-  ignore_eos?: boolean;
-  skip_special_tokens?: boolean;
-  return_logprob?: boolean;
-  stream?: boolean;
-  seed?: number;
+/** LMDeploy's error shape (protocol.py ErrorResponse) for any error */
+export function lmdeployError(err: unknown): { status: number; body: object } {
+  const { status, body } = toOpenAIError(err);
+  return { status, body: { object: 'error', message: body.error.message, type: body.error.type, code: status, param: body.error.param } };
 }
 
+const errorHandler = async (err: unknown, _req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  const { status, body } = lmdeployError(err);
+  await reply.code(status).send(body);
+};
+
 export function generateRoute(app: FastifyInstance, ctx: ServerContext): void {
-  app.post<{ Body: GenerateBody }>('/generate', { schema: { body: generateBody } }, async (req, reply) => {
+  app.post<{ Body: GenerateBody }>('/generate', { schema: { body: generateBody }, errorHandler }, async (req, reply) => {
     const body = req.body;
-    const promptIds = body.input_ids ?? ctx.tokenizer.encode(body.prompt ?? '', { addSpecial: true });
-    checkTokenIds(ctx, promptIds, 'input_ids');
-    const maxTokens = resolveMaxTokens(ctx, promptIds.length, body.max_tokens);
+    const g = generateRequest(ctx, body);
+    const r = await resolveRequest(ctx, g.spec);
+    const prompt = r.prompts[0]!;
     const release = admit(ctx);
-    const summary: GenerationSummary = { promptTokens: 0, completionTokens: 0, cachedTokens: 0, firstScheduledTime: undefined };
+    // occupied from here (no await until the engine has the request) until it ends
+    if (g.sessionId !== undefined) ctx.sessions.set(g.sessionId, r.id);
+    const summary = newSummary();
     const events = generate(
       ctx.engine,
       ctx.tokenizer,
       {
-        id: requestId('gen'),
-        promptIds,
-        params: samplingParams(body, maxTokens, body.return_logprob ? 0 : null),
-        stop: stopStrings(body.stop),
-        skipSpecialTokens: body.skip_special_tokens ?? true,
+        id: r.id,
+        promptIds: prompt.ids,
+        params: prompt.params,
+        stop: r.stop,
+        includeStopStrInOutput: r.includeStopStrInOutput,
+        skipSpecialTokens: r.skipSpecialTokens,
         signal: disconnectSignal(reply),
+        registry: ctx.requests,
+        ...(g.repetitionNgram && { repetitionNgram: g.repetitionNgram }),
       },
       summary,
-      ctx.metrics.observer(),
+      ctx.metrics.observer(prompt.params),
     );
-    const piece = (e: CompletionEvent, finished: boolean) => ({
+    const logprobs = body.return_logprob === true;
+    // LMDeploy: a stop token is neither in output_ids nor counted; completion_tokens = output_ids so far
+    let generated = 0;
+    const piece = (e: CompletionEvent, ids: number[], lps: [number, number][]) => ({
       text: e.text,
-      output_ids: e.tokenIds,
+      output_ids: ids,
       meta_info: {
-        prompt_tokens: summary.promptTokens,
-        completion_tokens: summary.completionTokens,
-        finish_reason: finished && e.finishReason ? { type: e.finishReason, ...(e.stopReason !== undefined && { matched: e.stopReason }) } : null,
-        ...(body.return_logprob && { output_token_logprobs: (e.logprobs ?? []).map((lp) => [jsonLogprob(lp.logprob), lp.id]) }),
+        prompt_tokens: prompt.ids.length,
+        completion_tokens: generated,
+        finish_reason: e.finishReason ? { type: e.finishReason } : null,
+        output_token_logprobs: logprobs && lps.length > 0 ? lps : null,
+        routed_experts: null,
       },
     });
+    const pairs = (e: CompletionEvent): [number, number][] => (e.logprobs ?? []).map((lp) => [jsonLogprob(lp.logprob), lp.id]);
     try {
       if (body.stream) {
         const sse = new SseWriter(reply, ctx.options.slowClientTimeoutMs);
-        let sent = 0;
         await runStream(
           sse,
           async () => {
             for await (const e of events) {
-              sent += e.tokenIds.length;
-              await sse.send({ ...piece(e, true), meta_info: { ...piece(e, true).meta_info, completion_tokens: sent } });
+              generated += e.tokenIds.length;
+              await sse.send(piece(e, e.tokenIds, pairs(e)));
             }
           },
-          (err) => toOpenAIError(err).body,
+          (err) => {
+            const { status, body: b } = lmdeployError(err);
+            return { status, body: sse.started ? { error: b } : b };
+          },
         );
         return reply;
       }
       let text = '';
       const ids: number[] = [];
-      const logprobs: [number, number][] = [];
-      let last: CompletionEvent | undefined;
+      const lps: [number, number][] = [];
+      let last: CompletionEvent = { index: 0, text: '', tokenIds: [] };
       for await (const e of events) {
         text += e.text;
         ids.push(...e.tokenIds);
-        for (const lp of e.logprobs ?? []) logprobs.push([jsonLogprob(lp.logprob), lp.id]);
+        lps.push(...pairs(e));
         last = e;
       }
-      const meta = piece(last ?? { index: 0, text: '', tokenIds: [] }, true).meta_info;
-      return { text, output_ids: ids, meta_info: { ...meta, ...(body.return_logprob && { output_token_logprobs: logprobs }) } };
+      generated = ids.length;
+      return { ...piece(last, ids, lps), text };
     } finally {
+      if (g.sessionId !== undefined && ctx.sessions.get(g.sessionId) === r.id) ctx.sessions.delete(g.sessionId);
       release();
     }
   });
+
+  // on by default, behind the API key like every route (LMDeploy needs --enable-abort-handling)
+  app.post<{ Body: { abort_all?: boolean; session_id?: number | null } }>('/abort_request', { schema: { body: abortBody }, errorHandler }, async (req, reply) => {
+    const body = req.body;
+    if (body.abort_all) {
+      for (const active of [...ctx.requests.values()]) active.abort();
+      return reply.code(200).send();
+    }
+    const sessionId = body.session_id ?? -1;
+    const id = ctx.sessions.get(sessionId);
+    if (id === undefined) return errorHandler(Object.assign(new Error(`Session ${sessionId} not found.`), { statusCode: 400 }), req, reply);
+    ctx.sessions.delete(sessionId);
+    ctx.engine.abort(id);
+    return reply.code(200).send();
+  });
+
+  app.post<{ Body: { input: string | string[]; do_preprocess?: boolean | null; add_bos?: boolean | null } }>(
+    '/v1/encode',
+    { schema: { body: encodeBody }, errorHandler },
+    async (req) => {
+      const { input, do_preprocess: pre, add_bos: addBos } = req.body;
+      const encode = (text: string): number[] => {
+        const prompt = pre ? chatPrompt(ctx, [{ role: 'user', content: text }], { addGenerationPrompt: true }) : text;
+        return ctx.tokenizer.encode(prompt, { addSpecial: addBos ?? true, parseSpecial: true });
+      };
+      if (typeof input === 'string') {
+        const ids = encode(input);
+        return { input_ids: ids, length: ids.length };
+      }
+      const all = input.map(encode);
+      return { input_ids: all, length: all.map((ids) => ids.length) };
+    },
+  );
 }

@@ -1,9 +1,10 @@
-// The small endpoints: /v1/models, /tokenize, /detokenize, /health, /metrics.
+// The small endpoints: /v1/models, /tokenize, /detokenize, /health, /ready, /metrics.
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { checkModel, checkTokenIds } from '../context.js';
+import { checkModel } from '../context.js';
+import { chatPrompt } from '../openai-request.js';
+import { checkTokenIds } from '../request.js';
 import { detokenizeBody, tokenizeBody } from '../schemas.js';
-import { chatPromptIds } from './chat.js';
 
 interface TokenizeBody {
   model?: string;
@@ -24,7 +25,7 @@ export function miscRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const body = req.body;
     checkModel(ctx, body.model);
     const tokens = body.messages
-      ? chatPromptIds(ctx, body.messages, body.add_generation_prompt ?? true)
+      ? ctx.tokenizer.encode(chatPrompt(ctx, body.messages, { addGenerationPrompt: body.add_generation_prompt ?? true }), { addSpecial: false, parseSpecial: true })
       : ctx.tokenizer.encode(body.prompt ?? '', { addSpecial: body.add_special_tokens ?? true });
     return { tokens, count: tokens.length, max_model_len: ctx.options.maxModelLen };
   });
@@ -38,6 +39,14 @@ export function miscRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/health', async (_req, reply) => {
     if (!ctx.engine.healthy) return reply.code(503).send({ status: 'unhealthy', reason: 'the engine is not running' });
     return { status: 'ok' };
+  });
+
+  // readiness, apart from liveness (/health): the model is loaded (the server listens only
+  // after that), the engine is running, and the server is not draining for shutdown
+  app.get('/ready', async (_req, reply) => {
+    if (ctx.draining) return reply.code(503).send({ status: 'draining', reason: 'the server is shutting down' });
+    if (!ctx.engine.healthy) return reply.code(503).send({ status: 'unready', reason: 'the engine is not running' });
+    return { status: 'ready' };
   });
 
   app.get('/metrics', async (_req, reply) => {

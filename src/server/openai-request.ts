@@ -1,0 +1,191 @@
+// OpenAI request bodies (with vLLM's extra fields) as RequestSpecs: field names, defaults
+// and vLLM's rules (entrypoints/openai/completion/protocol.py, chat_completion/protocol.py).
+// Everything is checked here or in request.ts before a response starts.
+import { renderChat } from '../tokenizer/chat-template.js';
+import type { ChatMessage } from '../tokenizer/chat-template.js';
+import type { ServerContext } from './context.js';
+import { checkModel, noteIgnoredFields } from './context.js';
+import { HttpError } from './errors.js';
+import type { RequestSpec } from './request.js';
+import { chatBody, completionsBody } from './schemas.js';
+
+/** Sampling and request fields both endpoints share (OpenAI + vLLM). */
+export interface OpenAISampling {
+  model: string;
+  max_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  top_k?: number | null;
+  min_p?: number | null;
+  n?: number | null;
+  stop?: string | string[] | null;
+  stop_token_ids?: number[] | null;
+  seed?: number | null;
+  presence_penalty?: number | null;
+  frequency_penalty?: number | null;
+  repetition_penalty?: number | null;
+  logit_bias?: Record<string, number> | null;
+  ignore_eos?: boolean | null;
+  min_tokens?: number | null;
+  skip_special_tokens?: boolean | null;
+  stream?: boolean | null;
+  stream_options?: { include_usage?: boolean | null; continuous_usage_stats?: boolean | null } | null;
+  include_stop_str_in_output?: boolean | null;
+  spaces_between_special_tokens?: boolean | null;
+  truncate_prompt_tokens?: number | null;
+  allowed_token_ids?: number[] | null;
+  bad_words?: string[] | null;
+  add_special_tokens?: boolean | null;
+  priority?: number | null;
+  request_id?: string | null;
+  cache_salt?: string | null;
+  return_token_ids?: boolean | null;
+}
+
+export interface CompletionsBody extends OpenAISampling {
+  prompt: string | string[] | number[] | number[][];
+  echo?: boolean | null;
+  logprobs?: number | null;
+  best_of?: number | null;
+  suffix?: string | null;
+  prompt_logprobs?: number | null;
+}
+
+export interface ChatBody extends OpenAISampling {
+  messages: { role: string; content: string | { type: 'text'; text: string }[]; name?: string }[];
+  max_completion_tokens?: number | null;
+  logprobs?: boolean | null;
+  top_logprobs?: number | null;
+  add_generation_prompt?: boolean | null;
+  continue_final_message?: boolean | null;
+  echo?: boolean | null;
+  chat_template_kwargs?: Record<string, unknown> | null;
+}
+
+const COMPLETIONS_FIELDS = new Set(Object.keys(completionsBody.properties));
+const CHAT_FIELDS = new Set(Object.keys(chatBody.properties));
+
+/** OpenAI's default max_tokens for completions (vLLM's CompletionRequest too) */
+const DEFAULT_COMPLETION_MAX_TOKENS = 16;
+
+function commonSpec(body: OpenAISampling, logprobs: number | null, promptLogprobs: number | null) {
+  // vLLM schedules first-come-first-served unless started with --scheduling-policy priority,
+  // and then refuses a non-zero priority; loom's scheduler is FCFS
+  if (body.priority != null && body.priority !== 0) {
+    throw new HttpError(400, `Got priority ${body.priority} but priority scheduling is not enabled.`, 'invalid_request_error', 'priority');
+  }
+  const topK = body.top_k ?? 0;
+  return {
+    sampling: {
+      temperature: body.temperature ?? 1,
+      topP: body.top_p ?? 1,
+      topK: topK < 0 ? 0 : topK, // vLLM: -1 (or 0) disables top-k
+      minP: body.min_p ?? 0,
+      n: body.n ?? 1,
+      stopTokenIds: body.stop_token_ids ?? [],
+      seed: body.seed ?? null,
+      presencePenalty: body.presence_penalty ?? 0,
+      frequencyPenalty: body.frequency_penalty ?? 0,
+      repetitionPenalty: body.repetition_penalty ?? 1,
+      logitBias: body.logit_bias ?? null,
+      ignoreEos: body.ignore_eos ?? false,
+      minTokens: body.min_tokens ?? 0,
+      logprobs,
+      promptLogprobs,
+      allowedTokenIds: body.allowed_token_ids ?? null,
+      cacheSalt: body.cache_salt ?? null,
+    },
+    stop: body.stop ?? null,
+    badWords: body.bad_words ?? null,
+    truncatePromptTokens: body.truncate_prompt_tokens ?? null,
+    includeStopStrInOutput: body.include_stop_str_in_output ?? false,
+    skipSpecialTokens: body.skip_special_tokens ?? true,
+    clientRequestId: body.request_id ?? null,
+  };
+}
+
+export function completionsSpec(ctx: ServerContext, body: CompletionsBody): RequestSpec {
+  checkModel(ctx, body.model);
+  noteIgnoredFields(ctx, body, COMPLETIONS_FIELDS, '/v1/completions');
+  if (body.suffix) throw new HttpError(400, 'suffix is not supported', 'invalid_request_error', 'suffix');
+  if (body.best_of != null && body.best_of !== (body.n ?? 1)) throw new HttpError(400, 'best_of other than n is not supported', 'invalid_request_error', 'best_of');
+  // echo with logprobs reports the prompt's tokens too, as OpenAI's API does
+  const promptLogprobs = body.prompt_logprobs ?? (body.echo && body.logprobs != null ? body.logprobs : null);
+  return {
+    ...commonSpec(body, body.logprobs ?? null, promptLogprobs),
+    prompts: normalizePrompts(body.prompt),
+    promptParam: 'prompt',
+    addSpecialTokens: body.add_special_tokens ?? true,
+    parseSpecial: true,
+    maxTokens: body.max_tokens,
+    maxTokensParam: 'max_tokens',
+    defaultMaxTokens: DEFAULT_COMPLETION_MAX_TOKENS,
+    idPrefix: 'cmpl',
+  };
+}
+
+/** The chat's spec and the text an `echo` repeats (the final message, when it is the assistant's). */
+export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpec; echoText: string } {
+  checkModel(ctx, body.model);
+  noteIgnoredFields(ctx, body, CHAT_FIELDS, '/v1/chat/completions');
+  const logprobs = body.logprobs ? (body.top_logprobs ?? 0) : null;
+  if (!body.logprobs && body.top_logprobs != null && body.top_logprobs > 0) {
+    throw new HttpError(400, 'when using `top_logprobs`, `logprobs` must be set to true', 'invalid_request_error', 'top_logprobs');
+  }
+  const prompt = chatPrompt(ctx, body.messages, {
+    addGenerationPrompt: body.add_generation_prompt ?? true,
+    continueFinalMessage: body.continue_final_message ?? false,
+    ...(body.chat_template_kwargs && { extra: body.chat_template_kwargs }),
+  });
+  const last = chatMessages(body.messages).at(-1);
+  const echoText = body.echo && last?.role === 'assistant' ? last.content : '';
+  return {
+    spec: {
+      ...commonSpec(body, logprobs, null),
+      prompts: [prompt],
+      promptParam: 'messages',
+      // the rendered template carries its own BOS where the model wants one (vLLM: add_special_tokens false for chat)
+      addSpecialTokens: body.add_special_tokens ?? false,
+      parseSpecial: true,
+      maxTokens: body.max_completion_tokens ?? body.max_tokens,
+      maxTokensParam: body.max_completion_tokens != null ? 'max_completion_tokens' : 'max_tokens',
+      defaultMaxTokens: 'context',
+      idPrefix: 'chatcmpl',
+      paramNames: { logprobs: 'logprobs' },
+    },
+    echoText,
+  };
+}
+
+export function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
+  return messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('') }));
+}
+
+export interface ChatPromptOptions {
+  readonly addGenerationPrompt: boolean;
+  /** leave the final (assistant) message open so the model continues it (vLLM / HF transformers) */
+  readonly continueFinalMessage?: boolean;
+  readonly extra?: Record<string, unknown>;
+}
+
+/** The chat rendered by the model's template, as text (tokenized with parseSpecial). */
+export function chatPrompt(ctx: ServerContext, messages: ChatBody['messages'], opts: ChatPromptOptions): string {
+  const list = chatMessages(messages);
+  if (!opts.continueFinalMessage) return renderChat(ctx.tokenizer, list, { addGenerationPrompt: opts.addGenerationPrompt, ...(opts.extra && { extra: opts.extra }) });
+  if (opts.addGenerationPrompt) {
+    throw new HttpError(400, 'Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'invalid_request_error', 'continue_final_message');
+  }
+  const final = list.at(-1)!;
+  const text = renderChat(ctx.tokenizer, list, { addGenerationPrompt: false, ...(opts.extra && { extra: opts.extra }) });
+  // as transformers' apply_chat_template: cut the rendering right after the final message's content
+  const content = final.content.trim();
+  const at = content ? text.lastIndexOf(content) : -1;
+  if (at < 0) throw new HttpError(400, 'continue_final_message: the final message does not appear in the rendered chat template', 'invalid_request_error', 'messages');
+  return text.slice(0, at + content.length);
+}
+
+function normalizePrompts(prompt: CompletionsBody['prompt']): (string | number[])[] {
+  if (typeof prompt === 'string') return [prompt];
+  if (prompt.length > 0 && typeof prompt[0] === 'number') return [prompt as number[]];
+  return prompt as (string | number[])[];
+}

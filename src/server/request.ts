@@ -1,0 +1,167 @@
+// The request pipeline's one resolver. Every API surface (OpenAI, LMDeploy's /generate,
+// Ollama's) parses its body into a RequestSpec; resolveRequest checks it completely (the
+// prompt against the vocabulary and the context, every sampling field, stop and bias ids,
+// bad words) and returns one frozen ResolvedRequest, before the engine sees it or a byte
+// of the response is written. Every refusal is an HttpError naming the field (`param`);
+// the engine re-checks only as an assertion.
+import { InvalidArgumentError } from '../errors.js';
+import { checkLogprobsRequest } from '../engine/logprobs.js';
+import { resolveSamplingParams } from '../engine/sampling-params.js';
+import type { SamplingParams, SamplingParamsInput } from '../engine/sampling-params.js';
+import type { ServerContext } from './context.js';
+import { HttpError } from './errors.js';
+
+export type PromptInput = string | readonly number[];
+
+export interface RequestSpec {
+  /** one or more prompts, as text or token ids (chat: the rendered template, as text) */
+  readonly prompts: readonly PromptInput[];
+  /** the field the prompts came in (`prompt`, `input_ids`, `messages`) */
+  readonly promptParam: string;
+  /** add BOS/EOS to text prompts where the model wants them */
+  readonly addSpecialTokens: boolean;
+  /** special-token text in a text prompt becomes its id (a rendered chat template) */
+  readonly parseSpecial?: boolean;
+  /** the requested limit, and the field it came in */
+  readonly maxTokens: number | null | undefined;
+  readonly maxTokensParam: string;
+  /** when maxTokens is absent: a fixed default, or whatever the context has left */
+  readonly defaultMaxTokens: number | 'context';
+  readonly sampling: Omit<SamplingParamsInput, 'maxTokens' | 'badWords'>;
+  readonly stop?: string | readonly string[] | null;
+  /** words (text) never generated: tokenized with and without a leading space, as vLLM does */
+  readonly badWords?: readonly string[] | null;
+  /** keep only the last k prompt tokens (vLLM's truncate_prompt_tokens; -1 = the context) */
+  readonly truncatePromptTokens?: number | null;
+  readonly includeStopStrInOutput?: boolean;
+  readonly skipSpecialTokens?: boolean;
+  /** the response id: the surface's prefix, plus the client's id when it gave one */
+  readonly idPrefix: string;
+  /** how this surface names a sampling field, where it differs from OpenAI's (e.g. logprobs → return_logprob) */
+  readonly paramNames?: Readonly<Record<string, string>>;
+  readonly clientRequestId?: string | null;
+}
+
+export interface ResolvedPrompt {
+  readonly ids: readonly number[];
+  /** the prompt as text (token-id prompts decoded), for echo */
+  readonly text: string;
+  /** the engine's parameters for this prompt (max_tokens may differ per prompt) */
+  readonly params: SamplingParams;
+}
+
+export interface ResolvedRequest {
+  readonly id: string;
+  readonly prompts: readonly ResolvedPrompt[];
+  readonly stop: readonly string[];
+  readonly includeStopStrInOutput: boolean;
+  readonly skipSpecialTokens: boolean;
+}
+
+/** Tokens a prompt plus its completion may use: the served length, within the KV cache. */
+export function contextLimit(ctx: ServerContext): number {
+  const { numBlocks, blockSize } = ctx.engine.info;
+  return Math.min(ctx.options.maxModelLen, numBlocks * blockSize);
+}
+
+export async function resolveRequest(ctx: ServerContext, spec: RequestSpec): Promise<ResolvedRequest> {
+  const id = requestIdFor(ctx, spec);
+  const stop = stopStrings(spec.stop);
+  const badWords = (spec.badWords ?? []).flatMap((w) => badWordIds(ctx, w));
+  const prompts: ResolvedPrompt[] = [];
+  for (const p of spec.prompts) {
+    let ids = typeof p === 'string' ? ctx.tokenizer.encode(p, { addSpecial: spec.addSpecialTokens, parseSpecial: spec.parseSpecial ?? true }) : [...p];
+    checkTokenIds(ctx, ids, spec.promptParam);
+    if (ids.length === 0) throw new HttpError(400, 'The prompt must not be empty', 'invalid_request_error', spec.promptParam);
+    ids = truncate(ctx, ids, spec.truncatePromptTokens);
+    const maxTokens = resolveMaxTokens(ctx, ids.length, spec.maxTokens, spec.defaultMaxTokens, spec.promptParam, spec.maxTokensParam);
+    const params = resolveParams(ctx, { ...spec.sampling, maxTokens, badWords }, { max_tokens: spec.maxTokensParam, ...spec.paramNames });
+    prompts.push({ ids, text: typeof p === 'string' ? p : ctx.tokenizer.decode(ids, { skipSpecial: false }), params: Object.freeze(params) });
+  }
+  return Object.freeze({
+    id,
+    prompts: Object.freeze(prompts),
+    stop: Object.freeze(stop),
+    includeStopStrInOutput: spec.includeStopStrInOutput ?? false,
+    skipSpecialTokens: spec.skipSpecialTokens ?? true,
+  });
+}
+
+/** Defaults filled and every field checked against the vocabulary; errors name the field. */
+function resolveParams(ctx: ServerContext, input: SamplingParamsInput, names: Readonly<Record<string, string>>): SamplingParams {
+  try {
+    const params = resolveSamplingParams(input, ctx.tokenizer.vocabSize);
+    checkLogprobsRequest(ctx.engine.info.logprobsMode, params);
+    return params;
+  } catch (err) {
+    if (!(err instanceof InvalidArgumentError)) throw err;
+    const param = err.param !== null ? (names[err.param] ?? err.param) : null;
+    throw new HttpError(400, err.message, 'invalid_request_error', param);
+  }
+}
+
+export function checkTokenIds(ctx: ServerContext, ids: readonly number[], param: string): void {
+  const vocab = ctx.tokenizer.vocabSize;
+  const bad = ids.find((id) => !(Number.isSafeInteger(id) && id >= 0 && id < vocab));
+  if (bad !== undefined) throw new HttpError(400, `token id ${bad} is outside the vocabulary (${vocab})`, 'invalid_request_error', param);
+}
+
+function truncate(ctx: ServerContext, ids: number[], k: number | null | undefined): number[] {
+  if (k == null) return ids;
+  const limit = contextLimit(ctx);
+  if (k === -1) k = limit;
+  if (k < 1 || k > limit) {
+    throw new HttpError(400, `truncate_prompt_tokens must be -1 or in [1, ${limit}] (the context), got ${k}`, 'invalid_request_error', 'truncate_prompt_tokens');
+  }
+  return ids.length > k ? ids.slice(ids.length - k) : ids; // the last k, as vLLM's left truncation
+}
+
+/** The completion's token limit: the request's, within what the context has left. */
+export function resolveMaxTokens(ctx: ServerContext, promptTokens: number, requested: number | null | undefined, fallback: number | 'context', promptParam: string, maxParam: string): number {
+  const max = contextLimit(ctx);
+  if (promptTokens >= max) {
+    throw new HttpError(
+      400,
+      `This model's maximum context length is ${max} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input.`,
+      'invalid_request_error',
+      promptParam,
+      'context_length_exceeded',
+    );
+  }
+  if (requested != null && promptTokens + requested > max) {
+    throw new HttpError(
+      400,
+      `This model's maximum context length is ${max} tokens. However, you requested ${promptTokens + requested} tokens (${promptTokens} in the input, ${requested} in the completion). Please reduce the length of the input or completion.`,
+      'invalid_request_error',
+      maxParam,
+      'context_length_exceeded',
+    );
+  }
+  if (requested != null) return requested;
+  return fallback === 'context' ? max - promptTokens : Math.min(fallback, max - promptTokens);
+}
+
+export function stopStrings(stop: string | readonly string[] | null | undefined): string[] {
+  if (stop == null) return [];
+  return (typeof stop === 'string' ? [stop] : [...stop]).filter((s) => s.length > 0);
+}
+
+/** vLLM's bad_words: the word's tokens, with and without a leading space (deduplicated) */
+function badWordIds(ctx: ServerContext, word: string): number[][] {
+  const variants = [word, ` ${word.trimStart()}`].map((w) => ctx.tokenizer.encode(w, { addSpecial: false, parseSpecial: false }));
+  const seen = new Set<string>();
+  return variants.filter((ids) => ids.length > 0 && !seen.has(ids.join(',')) && seen.add(ids.join(',')));
+}
+
+let counter = 0;
+export function newRequestId(prefix: string): string {
+  counter = (counter + 1) % 1e9;
+  return `${prefix}-${Date.now().toString(36)}${counter.toString(36)}${Math.random().toString(36).slice(2, 8)}`;
+}
+
+function requestIdFor(ctx: ServerContext, spec: RequestSpec): string {
+  if (spec.clientRequestId == null) return newRequestId(spec.idPrefix);
+  const id = `${spec.idPrefix}-${spec.clientRequestId}`;
+  if (ctx.requests.has(id) || ctx.requests.has(`${id}-0`)) throw new HttpError(400, `request_id ${spec.clientRequestId} is already in use`, 'invalid_request_error', 'request_id');
+  return id;
+}
