@@ -22,6 +22,7 @@ inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbus
 
 #include "dot_int8.h"
 #include "dot_int8_avx512.h"
+#include "dot_int8_avx512_ext.h"
 #include "gemm_avx512_pack.h"
 #include "gemm_avx512.h"
 
@@ -107,6 +108,14 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
     case kQ6_K:
       dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q6_k_rows512<1>,
                       dot_q6_k_rows512<2>, dot_q6_k_rows512<3>, dot_q6_k_rows512<4>);
+      return;
+    case kQ3_K:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q3_k_rows512<1>,
+                      dot_q3_k_rows512<2>, dot_q3_k_rows512<3>, dot_q3_k_rows512<4>);
+      return;
+    case kQ2_K:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q2_k_rows512<1>,
+                      dot_q2_k_rows512<2>, dot_q2_k_rows512<3>, dot_q2_k_rows512<4>);
       return;
     default: break;
   }
