@@ -40,6 +40,9 @@ describe('Q4_K_M / Q5_K_M mixes', () => {
     assert.equal(m('q5_k_m', 'blk.15.ffn_down.weight', 8192), T.Q6_K);
     assert.equal(mixType('q4_k_m', 'token_embd.weight', 2048, 16, false), T.Q4_K); // untied: not the output
     assert.equal(mixType('q4_k_m', 'output.weight', 2048, 16, false), T.Q6_K);
+    // a fused qkv (Phi-3) is its own category: Q5_K in Q4_K_M, Q6_K in Q5_K_M
+    assert.equal(mixType('q4_k_m', 'blk.3.attn_qkv.weight', 3072, 32, true), T.Q5_K);
+    assert.equal(mixType('q5_k_m', 'blk.3.attn_qkv.weight', 3072, 32, true), T.Q6_K);
   });
 
   it('make-model uses the mix for q4_k_m / q5_k_m and plain types otherwise', () => {

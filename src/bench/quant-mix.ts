@@ -1,6 +1,6 @@
 // Which type llama-quantize gives each tensor of a model for a file type, as
 // llama_tensor_get_type (llama.cpp src/llama-quant.cpp) decides it for llama/qwen2-style
-// models (no experts, no fused qkv, not Falcon, not 70B), so benchmark files have the
+// and phi3-style models (no experts, not Falcon, not 70B), so benchmark files have the
 // shape of the Q4_K_M / Q5_K_M files people download.
 import { GGMLType } from '../model/ggml-types.js';
 
@@ -24,7 +24,8 @@ export function fallbackType(type: GGMLType, rowLength: number): GGMLType {
  * The type of matrix `name` (GGUF naming: token_embd, output, blk.N.attn_v, …) with rows of
  * `rowLength` values, in a model of `layers` layers whose output is tied to token_embd when
  * `tied`. Q4_K_M: Q4_K, Q5_K_M: Q5_K, except the output (Q6_K; Q8_0 for rows that are not
- * whole 256-blocks) and attn_v / ffn_down of the use_more_bits layers (Q6_K); then the
+ * whole 256-blocks), attn_v / ffn_down of the use_more_bits layers (Q6_K) and a fused
+ * attn_qkv (Q5_K / Q6_K); then the
  * fallback for rows that are not whole 256-blocks (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0).
  */
 export function mixType(fileType: MixFileType, name: string, rowLength: number, layers: number, tied: boolean): GGMLType {
@@ -33,6 +34,7 @@ export function mixType(fileType: MixFileType, name: string, rowLength: number, 
     return rowLength % 256 !== 0 ? GGMLType.Q8_0 : GGMLType.Q6_K;
   }
   let type = base;
+  if (/\.attn_qkv\.weight$/.test(name)) type = fileType === 'q4_k_m' ? GGMLType.Q5_K : GGMLType.Q6_K;
   const m = /^blk\.(\d+)\.(attn_v|ffn_down)\.weight$/.exec(name);
   if (m && useMoreBits(Number(m[1]), layers)) type = GGMLType.Q6_K;
   return fallbackType(type, rowLength);
