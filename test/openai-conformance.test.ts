@@ -120,6 +120,19 @@ describe('OpenAI endpoints as vLLM: byte-level BPE (qwen3 fixture, ChatML)', () 
     assert.equal(truncated.choices[0]!.text, direct.choices[0]!.text);
   });
 
+  it('cache_salt: only requests with the same salt share prefix-cache blocks', async () => {
+    const prompt = 'The same long prompt, long enough to fill a few blocks of sixteen tokens each, again and again.';
+    const cached = async (salt?: string): Promise<number> => {
+      const r = (await complete({ prompt, max_tokens: 1, ...(salt && { cache_salt: salt }) })) as Completion & { usage: { prompt_tokens_details: { cached_tokens: number } } };
+      return r.usage.prompt_tokens_details.cached_tokens;
+    };
+    await cached();
+    assert.ok((await cached()) >= 16, 'unsalted repeats hit the cache');
+    assert.equal(await cached('tenant-a'), 0, 'a salt does not see unsalted blocks');
+    assert.ok((await cached('tenant-a')) >= 16, 'the same salt hits');
+    assert.equal(await cached('tenant-b'), 0, 'another salt does not');
+  });
+
   it('request_id names the response; priority 0 is accepted', async () => {
     const r = await complete({ request_id: 'abc-123', priority: 0, max_tokens: 1 });
     assert.equal(r.id, 'cmpl-abc-123');
@@ -149,6 +162,13 @@ describe('OpenAI endpoints as vLLM: byte-level BPE (qwen3 fixture, ChatML)', () 
     const content = body.choices[0]!.logprobs.content;
     assert.equal(content.map((t) => t.token).join(''), body.choices[0]!.message.content);
     assert.equal(Buffer.from(content.flatMap((t) => t.bytes)).toString('utf8'), body.choices[0]!.message.content);
+    // sampled, the chat's top_logprobs start with the sampled token, as vLLM's position dict does
+    const sampled = await s.post('/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 12, temperature: 2, seed: 5, logprobs: true, top_logprobs: 3 });
+    const steps = ((await sampled.json()) as { choices: { logprobs: { content: { token: string; logprob: number; top_logprobs: { token: string; logprob: number }[] }[] } }[] }).choices[0]!.logprobs.content;
+    for (const t of steps) {
+      assert.equal(t.top_logprobs.length, 3);
+      assert.deepEqual([t.top_logprobs[0]!.token, t.top_logprobs[0]!.logprob], [t.token, t.logprob]);
+    }
   });
 
   it('prompt_logprobs entries carry rank and decoded_token', async () => {
@@ -166,8 +186,15 @@ describe('OpenAI endpoints as vLLM: byte-level BPE (qwen3 fixture, ChatML)', () 
   });
 
   it("/metrics has vLLM's request families, types and buckets, with the engine label", async () => {
+    const scrape = async (): Promise<string> => (await fetch(`${s.url}/metrics`)).text();
+    const sample = (text: string, series: string): number => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1]);
+    const n1 = 'vllm:request_params_n_bucket{le="1",model_name="fixture",engine="0"}';
+    const n2 = 'vllm:request_params_n_bucket{le="2",model_name="fixture",engine="0"}';
+    const before = await scrape();
     await complete({ max_tokens: 5, n: 2, temperature: 1, seed: 1 });
-    const text = await (await fetch(`${s.url}/metrics`)).text();
+    const text = await scrape();
+    assert.equal(sample(text, n1), sample(before, n1), 'n = 2 is not in the le=1 bucket');
+    assert.equal(sample(text, n2), sample(before, n2) + 1, 'one request with n = 2, counted once');
     // vllm/v1/metrics/loggers.py PrometheusStatLogger
     const families: [string, string][] = [
       ['request_prompt_tokens', 'histogram'],
@@ -181,8 +208,6 @@ describe('OpenAI endpoints as vLLM: byte-level BPE (qwen3 fixture, ChatML)', () 
       ['cache_config_info', 'gauge'],
     ];
     for (const [name, type] of families) assert.match(text, new RegExp(`^# TYPE vllm:${name} ${type}$`, 'm'), name);
-    assert.match(text, /^vllm:request_params_n_bucket\{le="2",model_name="fixture",engine="0"\} 1$/m);
-    assert.match(text, /^vllm:request_params_n_bucket\{le="1",model_name="fixture",engine="0"\} 0$/m);
     for (const le of [1, 2, 5, 10, 20, 50, 100, 200]) assert.match(text, new RegExp(`^vllm:request_prompt_tokens_bucket\\{le="${le}",`, 'm'));
     assert.match(text, /^vllm:request_generation_tokens_sum\{model_name="fixture",engine="0"\} [1-9]/m);
     assert.match(text, new RegExp(`^vllm:cache_config_info\\{model_name="fixture",engine="0",block_size="16",num_gpu_blocks="${s.engine.info.numBlocks}"\\} 1$`, 'm'));

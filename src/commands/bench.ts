@@ -5,6 +5,7 @@ import { benchKernelsCommand } from './bench-kernels.js';
 import { benchMakeModelCommand } from './bench-make-model.js';
 import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
+import { benchScaleoutCommand } from './bench-scaleout.js';
 import { benchServeCommand } from './bench-serve.js';
 import { benchStandardCommand } from './bench-standard.js';
 
@@ -17,5 +18,6 @@ export function benchCommand(): Command {
     .addCommand(benchPeerCommand())
     .addCommand(benchMakeModelCommand())
     .addCommand(benchServeCommand())
-    .addCommand(benchStandardCommand());
+    .addCommand(benchStandardCommand())
+    .addCommand(benchScaleoutCommand());
 }

@@ -10,6 +10,8 @@ import { loadModel } from '../model/load.js';
 import { buildApp } from '../server/app.js';
 import { resolveModelPath } from '../model/hub.js';
 import { numberOption } from './parse.js';
+import { publishKvEvents } from '../server/kv-events-publisher.js';
+import { hostname } from 'node:os';
 
 interface ServeFlags {
   model: string;
@@ -31,6 +33,10 @@ interface ServeFlags {
   shutdownTimeout: number;
   offline?: boolean;
   cacheDir?: string;
+  kvEventsEndpoint?: string;
+  kvEventsTopic?: string;
+  kvEventsReplayEndpoint?: string;
+  kvEventsHashSeed: string;
 }
 
 export function serveCommand(): Command {
@@ -58,6 +64,10 @@ export function serveCommand(): Command {
     .addOption(new Option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM').default(30).argParser(n('shutdown-timeout', false)))
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
+    .option('--kv-events-endpoint <url>', "publish prefix-cache events over ZeroMQ in vLLM's format (tcp://*:5557 binds, tcp://host:port connects)")
+    .option('--kv-events-topic <topic>', 'ZeroMQ topic of the KV events (default: kv@HOSTNAME@MODEL, as llm-d expects)')
+    .option('--kv-events-replay-endpoint <url>', 'ZeroMQ ROUTER address that replays missed KV event batches')
+    .option('--kv-events-hash-seed <seed>', "seed of the KV events' block hashes; set the router's hashSeed to the same (default: $PYTHONHASHSEED or empty)", process.env.PYTHONHASHSEED ?? '')
     .action((flags: ServeFlags) => runServe(flags));
 }
 
@@ -76,9 +86,15 @@ async function runServe(flags: ServeFlags): Promise<void> {
     ...(flags.maxModelLen !== undefined && { maxModelLen: flags.maxModelLen }),
     enablePrefixCaching: flags.enablePrefixCaching,
     logprobsMode: flags.logprobsMode,
+    ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
   };
   const engine = await WorkerEngineClient.start(engineOptions);
   const servedModelName = flags.servedModelName ?? defaultModelName(flags.model);
+  const kvEvents = flags.kvEventsEndpoint === undefined ? undefined : await publishKvEvents(engine, {
+    endpoint: flags.kvEventsEndpoint,
+    topic: flags.kvEventsTopic ?? `kv@${hostname()}@${servedModelName}`,
+    ...(flags.kvEventsReplayEndpoint !== undefined && { replayEndpoint: flags.kvEventsReplayEndpoint }),
+  });
   const { app, ctx } = buildApp({
     engine,
     tokenizer: model.tokenizer,
@@ -122,12 +138,14 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;
+    ctx.draining = true;
     console.error(`loom: ${signal}: no new requests; ${ctx.inFlight} in flight get ${flags.shutdownTimeout}s to finish`);
     const deadline = setTimeout(() => void engine.close(), flags.shutdownTimeout * 1000); // aborts what is left
     deadline.unref();
     await app.close(); // stops accepting, waits for in-flight responses
     clearTimeout(deadline);
     await engine.close();
+    await kvEvents?.close();
     process.exit(0);
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));

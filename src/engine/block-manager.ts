@@ -11,12 +11,26 @@
 
 import { hashBlock } from './block-hash.js';
 import type { BlockHashFn } from './block-hash.js';
+import type { KvEventRecorder } from './kv-events.js';
 
 export type { BlockHashFn };
 
 export interface BlockOwner {
   /** block ids in position order; mutated only by the BlockManager */
   readonly blockTable: number[];
+  /** the content id its prefix chain starts from: 0 (shared by all), or a cache salt's (saltRoot) */
+  readonly prefixRoot?: number;
+}
+
+/**
+ * The chain root of a cache salt (vLLM's cache_salt): requests with different salts never
+ * share prefix blocks. A 53-bit hash of the salt in [2^52, 2^53), far above any cid the
+ * manager hands out, so a salted chain cannot meet an unsalted one.
+ */
+export function saltRoot(salt: string | undefined): number {
+  if (salt === undefined) return 0;
+  const codes = Array.from(salt, (c) => c.codePointAt(0)!);
+  return 2 ** 52 + (hashBlock(0x5a17, codes, 0, codes.length) % 2 ** 52);
 }
 /** copy-on-write: copy KV block src → dst (all layers) before writing dst */
 export interface CopyOp { readonly src: number; readonly dst: number }
@@ -46,7 +60,10 @@ export class BlockManager {
   private readonly cache = new Map<number, number>(); // key → mapped block
   private nextCid = 1;
 
-  constructor(opts: { numBlocks: number; blockSize: number; enablePrefixCaching: boolean; hash?: BlockHashFn }) {
+  /** told when blocks enter and leave the prefix cache (KV events for a router), if set */
+  private readonly events: KvEventRecorder | undefined;
+
+  constructor(opts: { numBlocks: number; blockSize: number; enablePrefixCaching: boolean; hash?: BlockHashFn; events?: KvEventRecorder }) {
     const { numBlocks, blockSize } = opts;
     if (!(Number.isInteger(numBlocks) && numBlocks > 0)) throw new RangeError(`numBlocks must be a positive integer, got ${numBlocks}`);
     if (!(Number.isInteger(blockSize) && blockSize > 0)) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
@@ -54,6 +71,7 @@ export class BlockManager {
     this.blockSize = blockSize;
     this.enablePrefixCaching = opts.enablePrefixCaching;
     this.hash = opts.hash ?? hashBlock;
+    this.events = opts.events;
     this.refCount = new Int32Array(numBlocks);
     this.fill = new Int32Array(numBlocks);
     this.freeStack = new Int32Array(numBlocks);
@@ -84,12 +102,12 @@ export class BlockManager {
 
   /** Longest prefix of `tokens` held in cached full blocks, leaving ≥ 1 token to compute: the blocks,
    *  not yet taken (pass them to canAllocate/allocate before any other allocate can evict them). */
-  findCachedPrefix(tokens: ArrayLike<number>): number[] {
+  findCachedPrefix(tokens: ArrayLike<number>, root = 0): number[] {
     const found: number[] = [];
     if (!this.enablePrefixCaching) return found;
     const bs = this.blockSize;
     const maxBlocks = Math.floor(Math.max(0, tokens.length - 1) / bs);
-    for (let i = 0, parent = 0; i < maxBlocks; i++) {
+    for (let i = 0, parent = root; i < maxBlocks; i++) {
       const b = this.lookup(parent, tokens, i * bs);
       if (b === NONE) break;
       found.push(b);
@@ -150,13 +168,14 @@ export class BlockManager {
     const numFull = Math.floor(computed / bs);
     let i = numFull; // walk back to the last registered block: its cid names our prefix up to it
     while (i > 0 && this.cid[table[i - 1]!] === NONE) i--;
-    let parent = i === 0 ? 0 : this.cid[table[i - 1]!]!;
+    let parent = i === 0 ? (owner.prefixRoot ?? 0) : this.cid[table[i - 1]!]!;
     for (; i < numFull; i++) {
       const b = table[i]!;
       const start = i * bs;
       const h = this.hash(parent, tokens, start, bs);
       const found = this.cache.get(h);
-      if (found === undefined) {
+      const entersCache = found === undefined;
+      if (entersCache) {
         this.cache.set(h, b);
         this.key[b] = h;
         this.parentCid[b] = parent;
@@ -167,6 +186,7 @@ export class BlockManager {
       } else {
         this.cid[b] = this.nextCid++; // hash collision: named (children can be cached) but unmapped
       }
+      this.events?.registered(b, i === 0 ? -1 : table[i - 1]!, tokens, start, entersCache);
       parent = this.cid[b]!;
     }
   }
@@ -208,6 +228,7 @@ export class BlockManager {
     for (const b of this.cache.values()) this.key[b] = NONE;
     this.cache.clear();
     this.cid.fill(NONE);
+    this.events?.cleared();
     return true;
   }
 
@@ -263,7 +284,7 @@ export class BlockManager {
     let needed = 0;
     if (cached.length > 0) {
       if (table.length !== 0) throw new Error('allocate: cached blocks can only start an empty table');
-      let parent = 0;
+      let parent = owner.prefixRoot ?? 0;
       for (const b of cached) { // a stale list (blocks evicted since findCachedPrefix) would share wrong KV
         if (this.key[b] === NONE || this.parentCid[b] !== parent) throw new Error(`allocate: cached block ${b} is no longer cached`);
         parent = this.cid[b]!;
@@ -299,6 +320,7 @@ export class BlockManager {
       b = this.next[this.numBlocks]!;
       if (b === this.numBlocks) throw new Error('BlockManager: out of blocks');
       this.unlink(b);
+      this.events?.removed(b);
       this.cache.delete(this.key[b]!);
       this.key[b] = NONE;
       this.cid[b] = NONE;

@@ -10,6 +10,7 @@ import type { KvDtype } from '../kernels/index.js';
 import { ModelRunner } from '../model/runner.js';
 import type { ModelConfig, TensorSource } from '../model/weights.js';
 import { BlockManager } from './block-manager.js';
+import { KvEventRecorder } from './kv-events.js';
 import type { AddRequest, RequestDelta, StepOutput } from './protocol.js';
 import type { SamplingKernels } from './sampler.js';
 import { Scheduler } from './scheduler.js';
@@ -25,6 +26,8 @@ export interface EngineConfig extends SchedulerConfig {
   readonly logprobsMode: LogprobsMode;
   /** the model's end-of-generation ids (tokenizer stop ids) */
   readonly eosTokenIds: readonly number[];
+  /** report prefix-cache changes as KV events, block hashes rooted at this seed */
+  readonly kvEvents?: { readonly hashSeed: string };
 }
 
 export const now = (): number => performance.timeOrigin + performance.now();
@@ -35,6 +38,7 @@ export class EngineCore {
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
   private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels };
+  private readonly kvEvents: KvEventRecorder | undefined;
   /**
    * Sees every logits row a token is sampled from ([vocab], valid only during the call):
    * how agreement tests compare the serving engine's logits with llama.cpp's. In-process only.
@@ -48,7 +52,8 @@ export class EngineCore {
   ) {
     const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype);
     this.runner = new ModelRunner(createArchitecture(model.config, model.tensors), kv, kernels);
-    this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching });
+    this.kvEvents = config.kvEvents && config.enablePrefixCaching ? new KvEventRecorder(config.numBlocks, config.blockSize, config.kvEvents.hashSeed) : undefined;
+    this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching, events: this.kvEvents });
     this.scheduler = new Scheduler(config, this.blocks);
     this.stopConfig = { ...config, samplingKernels: kernels };
   }
@@ -142,10 +147,12 @@ export class EngineCore {
     for (const seq of finished) this.collect(seq, deltas);
     // forgotten only after every completion's last delta is out
     for (const seq of finished) if (this.requests.get(seq.requestId)?.allFinished()) this.requests.delete(seq.requestId);
-    if (chunks.length === 0 && deltas.length === 0) return undefined;
+    const kvEvents = this.kvEvents?.drain();
+    if (chunks.length === 0 && deltas.length === 0 && !kvEvents?.length) return undefined;
     return {
       type: 'step',
       deltas,
+      ...(kvEvents?.length ? { kvEvents } : {}),
       stats: {
         numRunning: this.scheduler.numRunning,
         numWaiting: this.scheduler.numWaiting,

@@ -23,6 +23,8 @@ export interface EngineOptions {
   readonly maxModelLen?: number;
   readonly enablePrefixCaching?: boolean;
   readonly logprobsMode?: LogprobsMode;
+  /** report prefix-cache changes as KV events (the server publishes them), hashes rooted at hashSeed */
+  readonly kvEvents?: { readonly hashSeed: string };
 }
 
 export const ENGINE_DEFAULTS = {
@@ -85,5 +87,6 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     enablePrefixCaching: opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching,
     logprobsMode,
     eosTokenIds,
+    ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),
   };
 }

@@ -5,6 +5,7 @@ import type { LogprobsMode } from './logprobs.js';
 import type { SamplingParamsInput } from './sampling-params.js';
 
 export type FinishReason = 'stop' | 'length' | 'abort';
+import type { KvEvent } from './kv-events.js';
 
 export interface AddRequest {
   readonly type: 'add';
@@ -80,6 +81,8 @@ export interface StepOutput {
   readonly type: 'step';
   readonly deltas: RequestDelta[];
   readonly stats: StepStats;
+  /** prefix-cache changes since the last step, when KV events are on (see kv-events.ts) */
+  readonly kvEvents?: KvEvent[];
 }
 
 export interface EngineReady {

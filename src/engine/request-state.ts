@@ -8,6 +8,7 @@ import { checkLogprobsRequest, promptLogprobs, tokenLogprobs } from './logprobs.
 import type { LogprobsMode } from './logprobs.js';
 import type { AddRequest, FinishReason, RequestDelta } from './protocol.js';
 import { Sequence } from './sequence.js';
+import { saltRoot } from './block-manager.js';
 
 export interface StopConfig {
   readonly maxModelLen: number;
@@ -32,6 +33,7 @@ export class RequestState {
     checkLogprobsRequest(config.logprobsMode, this.params);
     const first = new Sequence(req.id, 0, req.promptIds, req.arrivalTime);
     first.noPrefixCache = this.params.promptLogprobs !== null;
+    first.prefixRoot = saltRoot(this.params.cacheSalt ?? undefined);
     this.sequences = [first];
     this.samplers.set(first, this.samplerFor(0, req.promptIds));
     this.stopIds = new Set([...this.params.stopTokenIds, ...(this.params.ignoreEos ? [] : config.eosTokenIds)]);
@@ -50,6 +52,7 @@ export class RequestState {
         child.numComputed = seq.numComputed;
         child.numCachedPrompt = seq.numCachedPrompt;
         child.firstScheduledTime = seq.firstScheduledTime;
+        child.prefixRoot = seq.prefixRoot;
         this.samplers.set(child, this.samplerFor(i, seq.tokens));
         this.sequences.push(child);
         children.push(child);

@@ -46,6 +46,8 @@ export interface SamplingParamsInput {
   readonly allowedTokenIds?: readonly number[] | null;
   /** token sequences never generated: a sequence's last token is banned wherever the output ends with the rest (vLLM's bad_words) */
   readonly badWords?: readonly (readonly number[])[];
+  /** prefix-cache namespace: requests with different salts share no cached blocks (vLLM's cache_salt; not sampling, but it travels with the request's parameters) */
+  readonly cacheSalt?: string | null;
 }
 
 export interface SamplingParams {
@@ -67,6 +69,7 @@ export interface SamplingParams {
   readonly promptLogprobs: number | null;
   readonly allowedTokenIds: readonly number[] | null;
   readonly badWords: readonly (readonly number[])[];
+  readonly cacheSalt: string | null;
 }
 
 export const DEFAULT_SAMPLING_PARAMS: SamplingParams = Object.freeze({
@@ -88,6 +91,7 @@ export const DEFAULT_SAMPLING_PARAMS: SamplingParams = Object.freeze({
   promptLogprobs: null,
   allowedTokenIds: null,
   badWords: [],
+  cacheSalt: null,
 });
 
 /** Fills defaults and validates; `vocabSize` (when known) bounds logit_bias and stop ids. */
@@ -112,6 +116,7 @@ export function resolveSamplingParams(input: SamplingParamsInput = {}, vocabSize
     promptLogprobs: input.promptLogprobs ?? d.promptLogprobs,
     allowedTokenIds: input.allowedTokenIds ?? d.allowedTokenIds,
     badWords: input.badWords ?? d.badWords,
+    cacheSalt: input.cacheSalt ?? d.cacheSalt,
   };
   validateSamplingParams(p, vocabSize);
   return p;

@@ -133,7 +133,7 @@ export class Scheduler {
         this.waiting.shift();
         continue;
       }
-      const cached = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0 ? this.blocks.findCachedPrefix(seq.tokens) : [];
+      const cached = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0 ? this.blocks.findCachedPrefix(seq.tokens, seq.prefixRoot) : [];
       const numComputed = cached.length * this.blocks.blockSize;
       const numTokens = Math.min(seq.tokens.length - numComputed, budget);
       if (!this.blocks.canAllocate(seq, numComputed + numTokens, cached)) break;

@@ -30,6 +30,8 @@ export class Sequence implements BlockOwner {
   announced = false;
   /** never take prompt blocks from the prefix cache (prompt logprobs need every position computed) */
   noPrefixCache = false;
+  /** where its prefix-cache chain starts (a cache salt's root; 0 = shared) */
+  prefixRoot = 0;
 
   constructor(
     readonly requestId: string,

@@ -39,6 +39,7 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
     options,
     metrics: new ServerMetrics(options.servedModelName, parts.engine),
     inFlight: 0,
+    draining: false,
     requests: new Map(),
     sessions: new Map(),
     ignoredFields: new Set(),

@@ -30,6 +30,8 @@ export interface ServerContext {
   readonly options: ServerOptions;
   readonly metrics: ServerMetrics;
   inFlight: number;
+  /** set when shutdown begins: /ready turns 503 so load balancers stop sending new work */
+  draining: boolean;
   /** requests in the engine, by engine request id */
   readonly requests: Map<string, ActiveRequest>;
   /** LMDeploy sessions running a /generate request: session_id → engine request id */

@@ -93,6 +93,7 @@ function commonSpec(body: OpenAISampling, logprobs: number | null, promptLogprob
       logprobs,
       promptLogprobs,
       allowedTokenIds: body.allowed_token_ids ?? null,
+      cacheSalt: body.cache_salt ?? null,
     },
     stop: body.stop ?? null,
     badWords: body.bad_words ?? null,

@@ -162,6 +162,6 @@ export function newRequestId(prefix: string): string {
 function requestIdFor(ctx: ServerContext, spec: RequestSpec): string {
   if (spec.clientRequestId == null) return newRequestId(spec.idPrefix);
   const id = `${spec.idPrefix}-${spec.clientRequestId}`;
-  if (ctx.requests.has(id)) throw new HttpError(400, `request_id ${spec.clientRequestId} is already in use`, 'invalid_request_error', 'request_id');
+  if (ctx.requests.has(id) || ctx.requests.has(`${id}-0`)) throw new HttpError(400, `request_id ${spec.clientRequestId} is already in use`, 'invalid_request_error', 'request_id');
   return id;
 }

@@ -89,7 +89,12 @@ export interface ChatLogprob {
 export function chatLogprobs(tokenizer: Tokenizer, lps: readonly TokenLogprob[]): ChatLogprob[] {
   // bytes: the token's own UTF-8 bytes (a byte-fallback token's single byte, not U+FFFD's)
   const entry = (id: number, logprob: number) => ({ token: tokenString(tokenizer, id), logprob: jsonLogprob(logprob), bytes: [...tokenizer.tokenBytes(id)] });
-  return lps.map((lp) => ({ ...entry(lp.id, lp.logprob), top_logprobs: lp.top.filter((t) => t.id >= 0).map((t) => entry(t.id, t.logprob)) }));
+  // vLLM's position dict holds the sampled token first, then the top N; top_logprobs are its first N entries
+  return lps.map((lp) => {
+    const seen = new Set<number>();
+    const top = [{ id: lp.id, logprob: lp.logprob }, ...lp.top].filter((t) => t.id >= 0 && !seen.has(t.id) && seen.add(t.id)).slice(0, lp.top.length);
+    return { ...entry(lp.id, lp.logprob), top_logprobs: top.map((t) => entry(t.id, t.logprob)) };
+  });
 }
 
 /** OpenAI's echo + logprobs: the prompt's tokens first, the first with a null logprob */

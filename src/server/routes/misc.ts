@@ -1,4 +1,4 @@
-// The small endpoints: /v1/models, /tokenize, /detokenize, /health, /metrics.
+// The small endpoints: /v1/models, /tokenize, /detokenize, /health, /ready, /metrics.
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { checkModel } from '../context.js';
@@ -39,6 +39,14 @@ export function miscRoutes(app: FastifyInstance, ctx: ServerContext): void {
   app.get('/health', async (_req, reply) => {
     if (!ctx.engine.healthy) return reply.code(503).send({ status: 'unhealthy', reason: 'the engine is not running' });
     return { status: 'ok' };
+  });
+
+  // readiness, apart from liveness (/health): the model is loaded (the server listens only
+  // after that), the engine is running, and the server is not draining for shutdown
+  app.get('/ready', async (_req, reply) => {
+    if (ctx.draining) return reply.code(503).send({ status: 'draining', reason: 'the server is shutting down' });
+    if (!ctx.engine.healthy) return reply.code(503).send({ status: 'unready', reason: 'the engine is not running' });
+    return { status: 'ready' };
   });
 
   app.get('/metrics', async (_req, reply) => {
