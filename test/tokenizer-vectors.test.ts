@@ -130,6 +130,11 @@ describe("Gemma 4's chat template", { skip }, () => {
     assert.equal(ids.filter((i) => i === 106).length, 3);
     assert.equal(tok.decode(ids, { skipSpecial: false }), prompt);
     assert.ok(tok.stopIds.has(106) && tok.stopIds.has(1), 'stops at <turn|> and <eos>');
+    // llama.cpp's detokenize without special tokens: end-of-generation texts are control tokens
+    // (hidden), the tool-call markers user-defined (kept)
+    const mixed = tok.encode('a<|tool_response>b<turn|>c<|tool_call>d<eos>e<|"|>f', { addSpecial: false });
+    assert.equal(tok.decode(mixed), 'abc<|tool_call>de<|"|>f');
+    assert.ok(tok.stopIds.has(50), '<|tool_response> ends generation');
     // with special tokens added, Gemma 4 starts with <bos> even where the file says not to
     assert.deepEqual(tok.encode('Hi').slice(0, 1), [2]);
   });
