@@ -71,7 +71,8 @@ Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// (x, positions, numHeads, headDim, ropeDim, base, neox)
+// (x, positions, numHeads, headDim, ropeDim, base, neox[, scaling: Float64Array [freqScale, extFactor,
+//  attnFactor, corrLow, corrHigh], freqFactors: Float32Array [ropeDim/2] | null])
 Napi::Value Rope(const Napi::CallbackInfo& info) {
   auto x = f32_array(info, 0, "x");
   auto positions = i32_array(info, 1, "positions");
@@ -84,7 +85,24 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {
   if (base <= 0) throw Napi::RangeError::New(info.Env(), "base must be > 0");
   const int64_t n = static_cast<int64_t>(positions.length);
   need(info, x.length, n * heads * head_dim, "x");
-  rope(x.data, positions.data, n, static_cast<int>(heads), static_cast<int>(head_dim), static_cast<int>(rope_dim), base, neox);
+  RopeScaling scaling;
+  if (info.Length() > 7 && !info[7].IsUndefined()) {
+    auto p = f64_array(info, 7, "scaling");
+    need(info, p.length, 5, "scaling");
+    scaling.freq_scale = static_cast<float>(p.data[0]);
+    scaling.ext_factor = static_cast<float>(p.data[1]);
+    scaling.attn_factor = static_cast<float>(p.data[2]);
+    scaling.corr_low = static_cast<float>(p.data[3]);
+    scaling.corr_high = static_cast<float>(p.data[4]);
+    if (!(scaling.freq_scale > 0)) throw Napi::RangeError::New(info.Env(), "scaling freqScale must be > 0");
+  }
+  if (info.Length() > 8 && !info[8].IsNull() && !info[8].IsUndefined()) {
+    auto f = f32_array(info, 8, "freqFactors");
+    need(info, f.length, rope_dim / 2, "freqFactors");
+    scaling.freq_factors = f.data;
+  }
+  rope(x.data, positions.data, n, static_cast<int>(heads), static_cast<int>(head_dim), static_cast<int>(rope_dim), base, neox,
+       scaling);
   return info.Env().Undefined();
 }
 

@@ -1,4 +1,4 @@
-// The package's public API: `import { LLM } from 'loom'`.
+// The package's public API: `import { LLM } from 'loom-llm'`.
 export { LLM } from './llm.js';
 export type { GenerateOptions, GenerateResult, LLMOptions, StreamPiece } from './llm.js';
 export type { EngineOptions } from './engine/options.js';

@@ -10,7 +10,9 @@ import { resolveSamplingParams } from './engine/sampling-params.js';
 import type { SamplingParamsInput } from './engine/sampling-params.js';
 import { WorkerEngineClient } from './engine/worker-client.js';
 import { ContextLengthExceededError } from './errors.js';
+import { offlineFromEnv } from './model/hub.js';
 import { loadModel } from './model/load.js';
+import { resolveModelArg } from './model/model-arg.js';
 import type { LoadedModel } from './model/load.js';
 import { generate as runGeneration } from './server/generation.js';
 import type { CompletionEvent, GenerationSummary } from './server/generation.js';
@@ -54,11 +56,16 @@ export class LLM {
     readonly model: LoadedModel,
   ) {}
 
-  static async load(path: string, opts: LLMOptions = {}): Promise<LLM> {
-    const model = loadModel(path);
+  /**
+   * `model`: a GGUF file, a Hugging Face folder, `hf:ORG/REPO[:FILE]`, or a cached model's
+   * name; omitted, the built-in stories260K (said in one line on stderr).
+   */
+  static async load(model?: string, opts: LLMOptions = {}): Promise<LLM> {
+    const { path } = await resolveModelArg(model, { offline: offlineFromEnv() });
+    const loaded = loadModel(path);
     const engineOptions: EngineOptions = { ...opts, model: path };
-    const engine = opts.worker === false ? new InProcessEngineClient(createEngineCore(engineOptions, model)) : await WorkerEngineClient.start(engineOptions);
-    return new LLM(engine, model);
+    const engine = opts.worker === false ? new InProcessEngineClient(createEngineCore(engineOptions, loaded)) : await WorkerEngineClient.start(engineOptions);
+    return new LLM(engine, loaded);
   }
 
   /** Streams the completion of a prompt (text, or token ids). */
@@ -111,10 +118,15 @@ export class LLM {
     return { text, tokenIds, finishReason, promptTokens, completionTokens: tokenIds.length };
   }
 
+  /** The prompt ids of a chat: the model's chat template applied to the messages. */
+  chatPromptIds(messages: readonly ChatMessage[]): number[] {
+    const text = renderChat(this.model.tokenizer, [...messages], { addGenerationPrompt: true });
+    return this.model.tokenizer.encode(text, { addSpecial: false, parseSpecial: true });
+  }
+
   /** A chat turn: the model's chat template applied to the messages. */
   chat(messages: readonly ChatMessage[], opts: GenerateOptions = {}): Promise<GenerateResult> {
-    const text = renderChat(this.model.tokenizer, [...messages], { addGenerationPrompt: true });
-    return this.generate(this.model.tokenizer.encode(text, { addSpecial: false, parseSpecial: true }), opts);
+    return this.generate(this.chatPromptIds(messages), opts);
   }
 
   close(): Promise<void> {

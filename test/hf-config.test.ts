@@ -170,13 +170,35 @@ describe('readHFConfig: errors name the config file and the problem', () => {
     throwsWith(() => readHFConfig(folder({ ...QWEN25_05B, use_sliding_window: true })), UnsupportedModelError, 'use_sliding_window');
   });
 
-  test('Llama 3.2-style llama3 rope_scaling is rejected', () => {
-    const dir = folder({ ...TINYLLAMA_CHAT, rope_scaling: LLAMA32_1B_ROPE_SCALING });
-    throwsWith(() => readHFConfig(dir), UnsupportedModelError, join(dir, 'config.json'), 'llama3');
+  test('Llama 3.2-style llama3 rope_scaling becomes per-pair frequency divisors', () => {
+    const c = readHFConfig(folder({ ...TINYLLAMA_CHAT, rope_theta: 500000, rope_scaling: LLAMA32_1B_ROPE_SCALING }));
+    assert.equal(c.ropeScaling?.type, 'llama3');
+    const f = c.ropeScaling!.scaling.freqFactors!;
+    assert.equal(f.length, c.ropeDim / 2);
+    // Llama 3.1's rule: wavelengths under 8192/4 keep their frequency, over 8192/1 are divided by factor 32,
+    // smoothly in between (so divisors only grow with the pair index)
+    assert.equal(f[0], 1);
+    assert.equal(f[f.length - 1], 32);
+    for (let i = 1; i < f.length; i++) assert.ok(f[i]! >= f[i - 1]!, `divisor ${i} ${f[i]} < ${f[i - 1]}`);
+    assert.ok(f.some((v) => v > 1 && v < 32), 'some pairs in the smooth band');
   });
 
-  test('old-style {type: "linear"} scaling is rejected', () => {
-    throwsWith(() => readHFConfig(folder({ ...TINYLLAMA_CHAT, rope_scaling: { type: 'linear', factor: 2 } })), UnsupportedModelError, 'linear');
+  test('old-style {type: "linear"} scaling squeezes angles by the factor', () => {
+    const c = readHFConfig(folder({ ...TINYLLAMA_CHAT, rope_scaling: { type: 'linear', factor: 2 } }));
+    assert.equal(c.ropeScaling?.type, 'linear');
+    assert.equal(c.ropeScaling?.scaling.freqScale, 0.5);
+  });
+
+  test('yarn: factor, original context, correction dims', () => {
+    const c = readHFConfig(folder({ ...TINYLLAMA_CHAT, rope_scaling: { rope_type: 'yarn', factor: 4, original_max_position_embeddings: 32768 } }));
+    assert.equal(c.ropeScaling?.type, 'yarn');
+    assert.equal(c.ropeScaling?.origContext, 32768);
+    assert.equal(c.ropeScaling?.scaling.freqScale, 0.25);
+    assert.equal(c.ropeScaling?.scaling.extFactor, 1);
+  });
+
+  test('dynamic NTK rope_scaling is refused by name', () => {
+    throwsWith(() => readHFConfig(folder({ ...TINYLLAMA_CHAT, rope_scaling: { type: 'dynamic', factor: 2 } })), UnsupportedModelError, 'dynamic');
   });
 
   test('unknown architecture', () => {
@@ -185,8 +207,8 @@ describe('readHFConfig: errors name the config file and the problem', () => {
   });
 
   test('unknown model_type without architectures', () => {
-    const { architectures: _a, ...rest } = { ...TINYLLAMA_CHAT, model_type: 'phi3' };
-    throwsWith(() => readHFConfig(folder(rest)), UnsupportedModelError, 'phi3');
+    const { architectures: _a, ...rest } = { ...TINYLLAMA_CHAT, model_type: 'mamba' };
+    throwsWith(() => readHFConfig(folder(rest)), UnsupportedModelError, 'mamba');
   });
 
   test('missing config.json', () => {

@@ -12,6 +12,8 @@ import { rowBytes } from '../src/model/ggml-types.js';
 import type { GGMLType } from '../src/model/ggml-types.js';
 import { ATTENTION_PLANS, MATMUL_IN, MATMUL_TYPES, RUN_SEED, attentionCase, randomWeight, relError, rngFor } from './kernel-cases.js';
 import type { MatmulType } from './kernel-cases.js';
+import { linearScaling, llama3FreqFactors, longropeAttnFactor, yarnScaling } from '../src/model/rope-scaling.js';
+import type { RopeScaling } from '../src/model/rope-scaling.js';
 
 /**
  * Bounds on max |impl − reference| / max |reference|. The reference sums in f64; native sums
@@ -70,6 +72,63 @@ function conformance(k: Kernels): void {
         close(out, expected, BOUND.rope, `rope ${style} heads ${heads}x${headDim} rot ${ropeDim}`);
         // untouched dims beyond ropeDim stay as they were
         for (let i = ropeDim; i < headDim; i++) assert.equal(out[i], x[i]);
+      }
+    }
+  });
+
+  it('rope with scaling: linear, YaRN, frequency factors, attention factor (awkward sizes)', () => {
+    const positions = Int32Array.from([0, 1, 3, 517, 4095, 30011, 131071]);
+    const cases: [number, number, number, number, RopeScaling][] = [
+      [3, 64, 64, 500000, linearScaling(8)],
+      [2, 96, 96, 10000, yarnScaling(4, 96, 10000, 4096)],
+      [1, 80, 48, 1e6, yarnScaling(2.5, 48, 1e6, 512, { attnFactor: 0.9, betaFast: 16, betaSlow: 2 })],
+      [2, 64, 64, 500000, { ...linearScaling(1), freqFactors: llama3FreqFactors(64, 500000, { factor: 32, lowFreqFactor: 1, highFreqFactor: 4, origContext: 8192 }) }],
+      [3, 96, 72, 10000, { ...linearScaling(1, longropeAttnFactor(131072, 4096)), freqFactors: rngFor('longrope').fill(36, 0.5, 2).map(Math.abs) }],
+    ];
+    for (const style of ['normal', 'neox'] as const) {
+      for (const [heads, headDim, ropeDim, base, scaling] of cases) {
+        const x = rngFor(`rope scaled ${style} ${headDim}`).fill(positions.length * heads * headDim, 1);
+        const expected = x.slice();
+        ref.rope(expected, positions, heads, headDim, ropeDim, base, style, scaling);
+        const out = x.slice();
+        k.rope(out, positions, heads, headDim, ropeDim, base, style, scaling);
+        close(out, expected, BOUND.rope, `scaled rope ${style} heads ${heads}x${headDim} rot ${ropeDim}`);
+        for (let i = ropeDim; i < headDim; i++) assert.equal(out[i], x[i]);
+      }
+    }
+  });
+
+  it('rope scaling invariants: linear = squeezed positions, factors = linear, YaRN ends, attention factor', () => {
+    const heads = 2, dim = 64, base = 10000;
+    const x = rngFor('rope invariants').fill(3 * heads * dim, 1);
+    const run = (pos: number[], s?: RopeScaling, style: 'normal' | 'neox' = 'neox'): Float32Array => {
+      const out = x.slice();
+      k.rope(out, Int32Array.from(pos), heads, dim, dim, base, style, s);
+      return out;
+    };
+    // linear ×4 at 4p is plain RoPE at p; divisors of 4 everywhere are the same thing
+    close(run([0, 8, 2000], linearScaling(4)), run([0, 2, 500]), 1e-6, 'linear ×4');
+    close(run([0, 8, 2000], { ...linearScaling(1), freqFactors: new Float32Array(dim / 2).fill(4) }), run([0, 2, 500]), 1e-6, 'factors 4');
+    // the attention factor scales the rotated vector
+    const scaled = run([5, 77, 901], linearScaling(1, 1.5));
+    close(scaled, run([5, 77, 901]).map((v) => 1.5 * v), 1e-6, 'attention factor');
+    // YaRN: pairs below the low correction dim keep the plain angle, pairs above the high one
+    // take the interpolated angle, both times 1 + 0.1·ln(factor)
+    const yarn = yarnScaling(8, dim, base, 4096);
+    const [low, high] = yarn.corrDims;
+    assert.ok(low > 1 && high < dim / 2 - 1, `corr dims ${low}..${high}`);
+    const m = 1 + 0.1 * Math.log(8);
+    const y = run([3, 100, 4000], yarn, 'normal');
+    const plain = run([3, 100, 4000], undefined, 'normal');
+    const interp = run([3, 100, 4000], linearScaling(8), 'normal');
+    for (let r = 0; r < 3 * heads; r++) {
+      for (let i = 0; i < dim / 2; i++) {
+        const want = i < low ? plain : i > high ? interp : undefined;
+        if (!want) continue;
+        for (const j of [2 * i, 2 * i + 1]) {
+          const at = r * dim + j;
+          assert.ok(Math.abs(y[at]! - m * want[at]!) < 1e-5, `yarn pair ${i} (corr ${low}..${high}): ${y[at]} vs ${m * want[at]!}`);
+        }
       }
     }
   });

@@ -1,14 +1,14 @@
 // The library API, imported by package name as a user would.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { LLM } from 'loom';
+import { LLM } from 'loom-llm';
 import { GOLDEN_DIR, ggufFixturePath } from './fixtures/index.js';
 import { readGolden } from './fixtures/golden.js';
 import { GGUF_FIXTURES } from './fixtures/recipe.js';
 
 const FIXTURE = 'llama-q4_k';
 
-describe("import { LLM } from 'loom'", () => {
+describe("import { LLM } from 'loom-llm'", () => {
   let llm: LLM;
   before(async () => {
     llm = await LLM.load(ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === FIXTURE)!), { backend: 'reference', kvCacheMemory: '16MiB' });

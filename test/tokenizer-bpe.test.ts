@@ -73,6 +73,11 @@ describe('pre-tokenizer splits (written by hand from the regexes)', () => {
   it('smollm: single digits first, then the GPT-2 rules', () => {
     assert.deepEqual(split('smollm', 'x 42 yz'), ['x', ' ', '4', '2', ' yz']);
   });
+  it('gpt-4o (Phi-4-mini): case-aware words, contractions kept, digits by three, punctuation takes newlines and slashes', () => {
+    assert.deepEqual(split('gpt-4o', "Hello World's HTTPServer camelCase 12345 ok!!\n\n/x"), [
+      'Hello', " World's", ' HTTPServer', ' camel', 'Case', ' ', '123', '45', ' ok', '!!\n\n/', 'x',
+    ]);
+  });
   it('default: punctuation runs split out first', () => {
     assert.deepEqual(split('default', 'a+b=c'), ['a', '+', 'b', '=', 'c']);
   });

@@ -159,3 +159,19 @@ describe('tokenizerFromGGUF errors and defaults', () => {
     assert.equal(t.decode(ids), 'the');
   });
 });
+
+describe("Phi-3 files: special tokens drop the whitespace after them (llama.cpp's RSTRIP by general.name)", () => {
+  const md = fixtureGGUFMetadata(spmFixtureVocab(), 'spm');
+  const plain = tokenizerFromGGUF('spm.gguf', md);
+  const phi = tokenizerFromGGUF('phi.gguf', new Map([...md, ['general.name', 'Phi 3 Mini (phi3)']]));
+
+  it('whitespace after </s> is dropped, as if it were not there', () => {
+    assert.deepEqual(phi.encode('x</s>  \n\t y', { addSpecial: false }), plain.encode('x</s>y', { addSpecial: false }));
+    assert.notDeepEqual(plain.encode('x</s>  \n\t y', { addSpecial: false }), plain.encode('x</s>y', { addSpecial: false }));
+  });
+
+  it('<s> and <unk> keep it; other files are untouched', () => {
+    assert.deepEqual(phi.encode('x<s>  y', { addSpecial: false }), plain.encode('x<s>  y', { addSpecial: false }));
+    assert.deepEqual(phi.encode('x<unk> y', { addSpecial: false }), plain.encode('x<unk> y', { addSpecial: false }));
+  });
+});

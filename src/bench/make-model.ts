@@ -12,13 +12,14 @@ import { Rng } from '../engine/rng.js';
 import { InvalidArgumentError } from '../errors.js';
 import { GGMLType } from '../model/ggml-types.js';
 import { quantize } from '../model/quant/quantize.js';
+import { llama3FreqFactors, longropeAttnFactor } from '../model/rope-scaling.js';
 import { entry as kv, writeGGUFStream } from './gguf-stream.js';
 import type { StreamEntry, StreamTensor } from './gguf-stream.js';
 import { modelVocab } from './model-vocab.js';
 import type { ModelVocab } from './model-vocab.js';
 
 export interface BenchShape {
-  readonly arch: 'llama' | 'qwen2';
+  readonly arch: 'llama' | 'qwen2' | 'phi3';
   readonly name: string;
   readonly hidden: number;
   readonly layers: number;
@@ -33,7 +34,11 @@ export interface BenchShape {
   /** q/k/v projections carry biases (Qwen2) */
   readonly qkvBias: boolean;
   /** GGUF tokenizer.ggml.pre */
-  readonly pre: 'smollm' | 'qwen2';
+  readonly pre: 'smollm' | 'qwen2' | 'llama-bpe';
+  /** rotated dims per head when not all (Phi-4-mini: 96 of 128) */
+  readonly ropeDim?: number;
+  /** RoPE scaling as the real model's GGUF carries it: Llama 3's rope_freqs tensor, Phi's longrope factor pair */
+  readonly rope?: 'llama3' | 'longrope';
 }
 
 export const BENCH_SHAPES = {
@@ -44,6 +49,16 @@ export const BENCH_SHAPES = {
   'qwen2.5-0.5b': {
     arch: 'qwen2', name: 'Qwen2.5-0.5B', hidden: 896, layers: 24, heads: 14, kvHeads: 2, headDim: 64, ffn: 4864,
     vocab: 151936, context: 32768, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: true, pre: 'qwen2',
+  },
+  'llama-3.2-1b': {
+    arch: 'llama', name: 'Llama-3.2-1B', hidden: 2048, layers: 16, heads: 32, kvHeads: 8, headDim: 64, ffn: 8192,
+    vocab: 128256, context: 131072, ropeBase: 500000, rmsEps: 1e-5, qkvBias: false, pre: 'llama-bpe', rope: 'llama3',
+  },
+  // fused qkv and gate|up as Phi-3 GGUFs store them; the real tokenizer's pre-tokenizer is gpt-4o,
+  // a byte-level BPE like the others (the benchmark measures the model, not the split regex)
+  'phi-4-mini': {
+    arch: 'phi3', name: 'Phi-4-mini', hidden: 3072, layers: 32, heads: 24, kvHeads: 8, headDim: 128, ropeDim: 96, ffn: 8192,
+    vocab: 200064, context: 131072, ropeBase: 10000, rmsEps: 1e-5, qkvBias: false, pre: 'llama-bpe', rope: 'longrope',
   },
 } as const satisfies Record<string, BenchShape>;
 
@@ -93,7 +108,7 @@ export function ensureBenchModel(dir: string, o: MakeModelOptions, log?: (line: 
 export function makeModel(path: string, o: MakeModelOptions, log?: (line: string) => void): void {
   const shape: BenchShape = BENCH_SHAPES[o.shape];
   if (!shape) throw new InvalidArgumentError(`unknown shape "${o.shape}" (known: ${Object.keys(BENCH_SHAPES).join(', ')})`);
-  const vocab = modelVocab(shape.vocab, shape.arch === 'llama');
+  const vocab = modelVocab(shape.vocab, shape.arch !== 'qwen2');
   log?.(`make-model: writing a ${shape.name}-shaped ${o.type} model, seed ${o.seed} …`);
   writeGGUFStream(path, [...modelMetadata(shape, o), ...tokenizerMetadata(shape, vocab)], benchTensors(shape, o));
 }
@@ -119,9 +134,13 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   for (let i = 0; i < s.layers; i++) {
     const p = `blk.${i}.`;
     vector(`${p}attn_norm.weight`, d, 0.1, 1);
-    matrix(`${p}attn_q.weight`, d, q, 2 * hidden);
-    matrix(`${p}attn_k.weight`, d, kvw, 2 * hidden);
-    matrix(`${p}attn_v.weight`, d, kvw, hidden);
+    if (s.arch === 'phi3') {
+      matrix(`${p}attn_qkv.weight`, d, q + 2 * kvw, 2 * hidden);
+    } else {
+      matrix(`${p}attn_q.weight`, d, q, 2 * hidden);
+      matrix(`${p}attn_k.weight`, d, kvw, 2 * hidden);
+      matrix(`${p}attn_v.weight`, d, kvw, hidden);
+    }
     if (s.qkvBias) {
       vector(`${p}attn_q.bias`, q, 0.2, 0);
       vector(`${p}attn_k.bias`, kvw, 0.2, 0);
@@ -129,13 +148,32 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
     }
     matrix(`${p}attn_output.weight`, q, d, 1 / Math.sqrt(q));
     vector(`${p}ffn_norm.weight`, d, 0.1, 1);
-    matrix(`${p}ffn_gate.weight`, d, s.ffn, hidden);
-    matrix(`${p}ffn_up.weight`, d, s.ffn, hidden);
+    if (s.arch === 'phi3') {
+      matrix(`${p}ffn_up.weight`, d, 2 * s.ffn, hidden);
+    } else {
+      matrix(`${p}ffn_gate.weight`, d, s.ffn, hidden);
+      matrix(`${p}ffn_up.weight`, d, s.ffn, hidden);
+    }
     matrix(`${p}ffn_down.weight`, s.ffn, d, 1 / Math.sqrt(s.ffn));
   }
   vector('output_norm.weight', d, 0.1, 1);
+  const f32 = (name: string, values: Float32Array): void => {
+    out.push({ name, type: GGMLType.F32, dims: [values.length], produce: () => new Uint8Array(values.buffer) });
+  };
+  const ropeDim = s.ropeDim ?? s.headDim;
+  if (s.rope === 'llama3') f32('rope_freqs.weight', llama3FreqFactors(ropeDim, s.ropeBase, LLAMA3_1_ROPE));
+  if (s.rope === 'longrope') {
+    // Phi-3.5/4-style: short factors near 1, long ones growing with the pair index
+    f32('rope_factors_long.weight', Float32Array.from({ length: ropeDim / 2 }, (_, i) => 1 + (i / (ropeDim / 2)) ** 2 * 40));
+    f32('rope_factors_short.weight', Float32Array.from({ length: ropeDim / 2 }, (_, i) => 1 + (i / (ropeDim / 2)) * 0.1));
+  }
   return out;
 }
+
+/** Llama 3.1/3.2's rope_scaling (config.json) */
+const LLAMA3_1_ROPE = { factor: 32, lowFreqFactor: 1, highFreqFactor: 4, origContext: 8192 };
+/** Phi-4-mini's original_max_position_embeddings */
+const PHI_ORIG_CONTEXT = 4096;
 
 /** n samples of mean + std·N(0, 1) (Box–Muller over sfc32), as f32 */
 function gaussian(n: number, std: number, mean: number, seed: number): Float32Array {
@@ -166,6 +204,14 @@ function modelMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
     kv.f32(`${a}.attention.layer_norm_rms_epsilon`, s.rmsEps),
     kv.f32(`${a}.rope.freq_base`, s.ropeBase),
     ...(a === 'llama' ? [kv.u32(`${a}.rope.dimension_count`, s.headDim), kv.u32(`${a}.vocab_size`, s.vocab)] : []),
+    ...(a === 'phi3'
+      ? [
+          kv.u32(`${a}.rope.dimension_count`, s.ropeDim ?? s.headDim),
+          kv.u32(`${a}.rope.scaling.original_context_length`, PHI_ORIG_CONTEXT),
+          kv.f32(`${a}.rope.scaling.attn_factor`, longropeAttnFactor(s.context, PHI_ORIG_CONTEXT)),
+          kv.u32(`${a}.attention.sliding_window`, 0),
+        ]
+      : []),
   ];
 }
 

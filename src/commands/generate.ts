@@ -6,7 +6,8 @@ import { InvalidArgumentError } from '../errors.js';
 import { createEngineCore } from '../engine/create.js';
 import { InProcessEngineClient } from '../engine/in-process-client.js';
 import { resolveSamplingParams } from '../engine/sampling-params.js';
-import { resolveModelPath } from '../model/hub.js';
+import { offlineFromEnv } from '../model/hub.js';
+import { resolveModelArg } from '../model/model-arg.js';
 import { loadModel } from '../model/load.js';
 import { generate } from '../server/generation.js';
 import type { GenerationSummary } from '../server/generation.js';
@@ -14,7 +15,7 @@ import { renderChat } from '../tokenizer/chat-template.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 
 interface GenerateFlags {
-  model: string;
+  model?: string;
   prompt: string;
   maxTokens: number;
   temperature: number;
@@ -37,7 +38,7 @@ const number = numberOption;
 export function generateCommand(): Command {
   return new Command('generate')
     .description('generate a completion for one prompt, printed as it is produced')
-    .requiredOption('-m, --model <path>', 'GGUF file, Hugging Face model folder, or hf:ORG/REPO[:FILE] from the Hub')
+    .option('-m, --model <path>', "GGUF file, Hugging Face model folder, hf:ORG/REPO[:FILE] from the Hub, or a cached model's name (default: the built-in stories260K)")
     .requiredOption('-p, --prompt <text>', 'the prompt')
     .addOption(new Option('-n, --max-tokens <n>', 'most tokens to generate').default(128).argParser(number('max-tokens', true)))
     .addOption(new Option('--temperature <t>', 'sampling temperature; 0 is greedy').default(0.8).argParser(number('temperature', false)))
@@ -66,7 +67,7 @@ function promptIdsFor(tokenizer: Tokenizer, flags: GenerateFlags): number[] {
 async function runGenerate(flags: GenerateFlags): Promise<void> {
   if (flags.maxTokens < 1) throw new InvalidArgumentError(`--max-tokens must be at least 1, got ${flags.maxTokens}`);
   if (flags.threads !== undefined && flags.threads < 1) throw new InvalidArgumentError(`--threads must be at least 1, got ${flags.threads}`);
-  const path = await resolveModelPath(flags.model, { offline: flags.offline ?? false, cacheDir: flags.cacheDir });
+  const { path } = await resolveModelArg(flags.model, { offline: flags.offline ?? offlineFromEnv(), cacheDir: flags.cacheDir });
   const model = loadModel(path);
   const { config, tokenizer } = model;
   const contextLength = Math.min(flags.ctxSize ?? config.contextLength, config.contextLength);

@@ -6,15 +6,19 @@ import { LOGPROBS_MODES } from '../engine/logprobs.js';
 import type { LogprobsMode } from '../engine/logprobs.js';
 import { WorkerEngineClient } from '../engine/worker-client.js';
 import { InvalidArgumentError } from '../errors.js';
+import { describeModel } from '../model/describe.js';
 import { loadModel } from '../model/load.js';
+import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../server/app.js';
-import { resolveModelPath } from '../model/hub.js';
+import { offlineFromEnv } from '../model/hub.js';
+import { resolveModelArg } from '../model/model-arg.js';
+import { withEnvAndConfig } from './config.js';
 import { numberOption } from './parse.js';
 import { publishKvEvents } from '../server/kv-events-publisher.js';
 import { hostname } from 'node:os';
 
 interface ServeFlags {
-  model: string;
+  model?: string;
   host: string;
   port: number;
   apiKey?: string;
@@ -33,6 +37,7 @@ interface ServeFlags {
   shutdownTimeout: number;
   offline?: boolean;
   cacheDir?: string;
+  webui: boolean;
   kvEventsEndpoint?: string;
   kvEventsTopic?: string;
   kvEventsReplayEndpoint?: string;
@@ -41,12 +46,12 @@ interface ServeFlags {
 
 export function serveCommand(): Command {
   const n = numberOption;
-  return new Command('serve')
+  const cmd = new Command('serve')
     .description('serve a model over an OpenAI-compatible HTTP API')
-    .requiredOption('-m, --model <path>', 'GGUF file, Hugging Face folder, or hf:ORG/REPO[:FILE] from the Hub')
+    .option('-m, --model <path>', 'GGUF file, Hugging Face folder, hf:ORG/REPO[:FILE] from the Hub, or a cached model\'s name (default: the built-in stories260K)')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .addOption(new Option('--port <port>', 'port').default(8000).argParser(n('port', true)))
-    .option('--api-key <key>', 'require "Authorization: Bearer <key>" (also LOOM_API_KEY)', process.env.LOOM_API_KEY)
+    .option('--api-key <key>', 'require "Authorization: Bearer <key>"')
     .option('--served-model-name <name>', 'the model name clients use (default: the file or repo name)')
     .addOption(new Option('--max-model-len <n>', "context length (default: the model's)").argParser(n('max-model-len', true)))
     .addOption(new Option('--backend <name>', 'kernels').choices(['auto', 'native', 'reference']).default(ENGINE_DEFAULTS.backend))
@@ -64,15 +69,18 @@ export function serveCommand(): Command {
     .addOption(new Option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM').default(30).argParser(n('shutdown-timeout', false)))
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
+    .option('--no-webui', 'no chat page at /')
     .option('--kv-events-endpoint <url>', "publish prefix-cache events over ZeroMQ in vLLM's format (tcp://*:5557 binds, tcp://host:port connects)")
     .option('--kv-events-topic <topic>', 'ZeroMQ topic of the KV events (default: kv@HOSTNAME@MODEL, as llm-d expects)')
     .option('--kv-events-replay-endpoint <url>', 'ZeroMQ ROUTER address that replays missed KV event batches')
     .option('--kv-events-hash-seed <seed>', "seed of the KV events' block hashes; set the router's hashSeed to the same (default: $PYTHONHASHSEED or empty)", process.env.PYTHONHASHSEED ?? '')
     .action((flags: ServeFlags) => runServe(flags));
+  return withEnvAndConfig(cmd);
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
-  const path = await resolveModelPath(flags.model, { offline: flags.offline ?? process.env.HF_HUB_OFFLINE === '1', cacheDir: flags.cacheDir });
+  const resolved = await resolveModelArg(flags.model, { offline: flags.offline ?? offlineFromEnv(), cacheDir: flags.cacheDir });
+  const path = resolved.path;
   const model = loadModel(path);
   const engineOptions: EngineOptions = {
     model: path,
@@ -89,7 +97,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
   };
   const engine = await WorkerEngineClient.start(engineOptions);
-  const servedModelName = flags.servedModelName ?? defaultModelName(flags.model);
+  const servedModelName = flags.servedModelName ?? resolved.name;
   const kvEvents = flags.kvEventsEndpoint === undefined ? undefined : await publishKvEvents(engine, {
     endpoint: flags.kvEventsEndpoint,
     topic: flags.kvEventsTopic ?? `kv@${hostname()}@${servedModelName}`,
@@ -105,6 +113,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
       maxPendingRequests: flags.maxPendingRequests,
       slowClientTimeoutMs: 30_000,
       bodyLimitBytes: 8 * 2 ** 20,
+      webui: flags.webui,
+      description: describeModel(model),
     },
   });
   try {
@@ -118,6 +128,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const address = app.server.address();
   const where = typeof address === 'object' && address ? `${address.address}:${address.port}` : String(address);
   console.error(`loom: serving ${servedModelName} on http://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
+  console.error(`loom: ${addressesLine(address, flags.webui)}`);
 
   // one line every 10 s while busy
   let lastLog = Date.now();
@@ -152,9 +163,10 @@ async function runServe(flags: ServeFlags): Promise<void> {
   process.once('SIGINT', () => void shutdown('SIGINT'));
 }
 
-function defaultModelName(model: string): string {
-  if (model.startsWith('hf:')) return model.slice(3).split(':')[0]!;
-  const base = model.replace(/\/+$/, '').split('/').pop() ?? model;
-  if (!base) throw new InvalidArgumentError('--model is empty');
-  return base.replace(/\.gguf$/i, '');
+/** where people point a browser and their clients */
+function addressesLine(address: ReturnType<FastifyInstance['server']['address']>, webui: boolean): string {
+  if (typeof address !== 'object' || !address) return `listening on ${String(address)}`;
+  const host = address.address === '0.0.0.0' || address.address === '::' ? 'localhost' : address.address.includes(':') ? `[${address.address}]` : address.address;
+  const base = `http://${host}:${address.port}`;
+  return `OpenAI API at ${base}/v1, Ollama API at ${base}/api${webui ? `, web chat at ${base}/` : ''}`;
 }

@@ -51,7 +51,7 @@ export class EngineCore {
     readonly config: EngineConfig,
   ) {
     const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype);
-    this.runner = new ModelRunner(createArchitecture(model.config, model.tensors), kv, kernels);
+    this.runner = new ModelRunner(createArchitecture(model.config, model.tensors, config.maxModelLen), kv, kernels);
     this.kvEvents = config.kvEvents && config.enablePrefixCaching ? new KvEventRecorder(config.numBlocks, config.blockSize, config.kvEvents.hashSeed) : undefined;
     this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching, events: this.kvEvents });
     this.scheduler = new Scheduler(config, this.blocks);

@@ -28,7 +28,9 @@ export class WorkerEngineClient implements EngineClient {
 
   /** Starts the worker and resolves once the model is loaded. */
   static start(opts: EngineOptions): Promise<WorkerEngineClient> {
-    const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: opts });
+    // a worker inherits node's flags; `--input-type` (node -e) stops it loading its file
+    const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
+    const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData: opts, execArgv });
     return new Promise((resolve, reject) => {
       const onMessage = (msg: EngineOutbound): void => {
         worker.off('message', onMessage);

@@ -2,6 +2,7 @@
 // `reference` (plain TypeScript, the test oracle) and, later, `native` (the C++ core).
 // All activations are row-major f32; weights stay in their file type (WeightTensor).
 import type { WeightTensor, RopeStyle } from '../model/weights.js';
+import type { RopeScaling } from '../model/rope-scaling.js';
 
 export type KvDtype = 'f16' | 'f32';
 
@@ -69,7 +70,8 @@ export interface Kernels {
     eps: number,
   ): void;
 
-  /** In place on x: [positions.length, numHeads * headDim]; rotates the first ropeDim dims of each head. */
+  /** In place on x: [positions.length, numHeads * headDim]; rotates the first ropeDim dims of each
+   *  head, with the angles and magnitudes `scaling` gives (ggml_rope_ext; absent = unscaled). */
   rope(
     x: Float32Array,
     positions: Int32Array,
@@ -78,6 +80,7 @@ export interface Kernels {
     ropeDim: number,
     base: number,
     style: RopeStyle,
+    scaling?: RopeScaling,
   ): void;
 
   /** out[i] = silu(gate[i]) * up[i] for i < n. out may alias gate. */

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer, Kernels } from './index.js';
 import { referenceKernels } from './reference.js';
 import type { RopeStyle, WeightTensor } from '../model/weights.js';
+import type { RopeScaling } from '../model/rope-scaling.js';
 
 /** CPU features the addon detected, and which instruction set its own kernels use. */
 export interface CpuFeatures {
@@ -45,7 +46,8 @@ interface NativeAddon {
   probeReadBandwidth?(bytes: number, seconds: number): number;
   rmsNorm(out: F32, x: F32, weight: F32, rows: number, dim: number, eps: number): void;
   layerNorm(out: F32, x: F32, weight: F32, bias: F32, rows: number, dim: number, eps: number): void;
-  rope(x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, neox: boolean): void;
+  rope(x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, neox: boolean,
+    scaling?: Float64Array, freqFactors?: F32 | null): void;
   siluMul(out: F32, gate: F32, up: F32, n: number): void;
   gelu(out: F32, x: F32, n: number): void;
   add(out: F32, a: F32, b: F32, n: number): void;
@@ -175,8 +177,10 @@ function wrap(a: NativeAddon): Kernels {
       : referenceKernels.embedRows,
     rmsNorm: a.rmsNorm,
     layerNorm: a.layerNorm,
-    rope: (x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, style: RopeStyle) =>
-      a.rope(x, positions, numHeads, headDim, ropeDim, base, style === 'neox'),
+    rope: (x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, style: RopeStyle, s?: RopeScaling) =>
+      s
+        ? a.rope(x, positions, numHeads, headDim, ropeDim, base, style === 'neox', ropeScalingArgs(s), s.freqFactors ?? null)
+        : a.rope(x, positions, numHeads, headDim, ropeDim, base, style === 'neox'),
     siluMul: a.siluMul,
     gelu: a.gelu,
     add: a.add,
@@ -196,4 +200,15 @@ function wrap(a: NativeAddon): Kernels {
         b.seqStarts, b.positions, b.blockTables, b.maxBlocksPerSeq, shape.numHeads, shape.scale);
     },
   };
+}
+
+/** The scalars of a RopeScaling as the addon takes them, built once per scaling object. */
+const scalingArgs = new WeakMap<RopeScaling, Float64Array>();
+function ropeScalingArgs(s: RopeScaling): Float64Array {
+  let args = scalingArgs.get(s);
+  if (!args) {
+    args = Float64Array.of(s.freqScale, s.extFactor, s.attnFactor, s.corrDims[0], s.corrDims[1]);
+    scalingArgs.set(s, args);
+  }
+  return args;
 }

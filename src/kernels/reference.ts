@@ -4,6 +4,8 @@
 // cache, GELU through f16), these round the same way, so that greedy tokens agree.
 import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer, Kernels } from './index.js';
 import type { RopeStyle, WeightTensor } from '../model/weights.js';
+import type { RopeScaling } from '../model/rope-scaling.js';
+import { NO_SCALING } from '../model/rope-scaling.js';
 import { dequantizeRow } from '../model/quant/dequantize.js';
 import { roundActivations } from '../model/quant/q8-activations.js';
 import { roundToF16, f16ToF32, f32ToF16 } from '../model/half.js';
@@ -84,21 +86,33 @@ function rope(
   ropeDim: number,
   base: number,
   style: RopeStyle,
+  scaling: RopeScaling = NO_SCALING,
 ): void {
   const half = ropeDim / 2;
   // (first, second) element offsets of rotation pair i within a head
   const pair = (i: number): [number, number] => (style === 'normal' ? [2 * i, 2 * i + 1] : [i, i + half]);
+  // ggml_rope_cache_init / rope_yarn: f32 parameters, every step rounded to f32 as ggml computes it
+  const f = Math.fround;
+  const { freqFactors } = scaling;
+  const [freqScale, extFactor, attnFactor, low, high] = [scaling.freqScale, scaling.extFactor, scaling.attnFactor, ...scaling.corrDims].map(f) as [number, number, number, number, number];
+  const yarnMscale = extFactor !== 0 ? f(attnFactor * f(1 + 0.1 * Math.log(1 / freqScale))) : attnFactor;
+  const thetaScale = Math.fround(Math.pow(base, -2 / ropeDim));
+  const cos = new Float64Array(half);
+  const sin = new Float64Array(half);
   for (let t = 0; t < positions.length; t++) {
-    const pos = positions[t]!;
     // ggml builds the angles in f32 by repeated multiplication; doing the same keeps
     // long positions within f32 rounding of llama.cpp.
-    const thetaScale = Math.fround(Math.pow(base, -2 / ropeDim));
-    const cos = new Float64Array(half);
-    const sin = new Float64Array(half);
-    let theta = Math.fround(pos);
+    let theta = Math.fround(positions[t]!);
     for (let i = 0; i < half; i++) {
-      cos[i] = Math.fround(Math.cos(theta));
-      sin[i] = Math.fround(Math.sin(theta));
+      const extrap = freqFactors ? f(theta / freqFactors[i]!) : theta;
+      let angle = f(freqScale * extrap);
+      if (extFactor !== 0) {
+        const y = f(f(i - low) / Math.max(0.001, f(high - low)));
+        const mix = f(f(1 - Math.min(1, Math.max(0, y))) * extFactor);
+        angle = f(f(angle * f(1 - mix)) + f(extrap * mix));
+      }
+      cos[i] = f(f(Math.cos(angle)) * yarnMscale);
+      sin[i] = f(f(Math.sin(angle)) * yarnMscale);
       theta = Math.fround(theta * thetaScale);
     }
     for (let h = 0; h < numHeads; h++) {

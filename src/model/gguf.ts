@@ -274,7 +274,8 @@ export class GGUFFile implements TensorSource {
     const info = this.tensorInfos.get(name);
     if (!info) throw new ModelFormatError(this.path, `no tensor named ${name}`);
     if (!COMPUTE_TYPES.has(info.type)) {
-      throw new UnsupportedModelError(this.path, `tensor ${name} has type ${typeName(info.type)}, which loom does not support`);
+      const runs = [...COMPUTE_TYPES].map(typeName).join(', ');
+      throw new UnsupportedModelError(this.path, `tensor ${name} has type ${typeName(info.type)}, which loom does not support; loom runs ${runs}`);
     }
     if (this.fd === undefined) throw new ModelFormatError(this.path, `file was closed before tensor ${name} was read`);
     if (info.byteLength > bufferConstants.MAX_LENGTH) {

@@ -6,10 +6,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import type { ArchName, ModelConfig } from './weights.js';
+import { hfRopeScaling } from './hf-rope.js';
 
 export const CONFIG_FILE = 'config.json';
 
-type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2';
+type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3';
 
 const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   LlamaForCausalLM: 'llama',
@@ -17,10 +18,20 @@ const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   Qwen2ForCausalLM: 'qwen2',
   Qwen3ForCausalLM: 'qwen3',
   GPT2LMHeadModel: 'gpt2',
+  Phi3ForCausalLM: 'phi3',
+  SmolLM3ForCausalLM: 'smollm3',
 };
-const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2'];
-/** Mistral runs as llama: same tensors and forward pass once sliding window is ruled out */
-const ARCH_OF: Readonly<Record<Family, ArchName>> = { llama: 'llama', mistral: 'llama', qwen2: 'qwen2', qwen3: 'qwen3', gpt2: 'gpt2' };
+const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3'];
+/** Mistral runs as llama (llama.cpp converts it to a llama GGUF and attends to the whole context) */
+const ARCH_OF: Readonly<Record<Family, ArchName>> = {
+  llama: 'llama',
+  mistral: 'llama',
+  qwen2: 'qwen2',
+  qwen3: 'qwen3',
+  gpt2: 'gpt2',
+  phi3: 'phi3',
+  smollm3: 'smollm3',
+};
 
 /** Reads `<dir>/config.json`. */
 export function readHFConfig(dir: string): ModelConfig {
@@ -95,11 +106,14 @@ function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2'>): ModelConfi
   if (!(partial > 0 && partial <= 1) || ropeDim % 2 !== 0) {
     throw new ModelFormatError(c.file, `partial_rotary_factor ${partial} does not give an even number of rotated dims of ${headDim}`);
   }
+  const ropeScaling = hfRopeScaling({ file: c.file, json: c.json, headDim, ropeDim, ropeBase: rope.theta, contextLength });
+  const numLayers = c.count('num_hidden_layers');
+  const noRopeLayers = family === 'smollm3' ? smollm3NoRopeLayers(c, numLayers) : undefined;
   return {
     arch: ARCH_OF[family],
     vocabSize: c.count('vocab_size'),
     hiddenSize,
-    numLayers: c.count('num_hidden_layers'),
+    numLayers,
     numHeads,
     numKvHeads,
     headDim,
@@ -109,9 +123,22 @@ function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2'>): ModelConfi
     ropeBase: rope.theta,
     ropeDim,
     ropeStyle: 'neox',
-    // LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config all default to false
-    tiedEmbeddings: c.bool('tie_word_embeddings', false),
+    // LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config and Phi3Config default to false, SmolLM3Config to true
+    tiedEmbeddings: c.bool('tie_word_embeddings', family === 'smollm3'),
+    ...(ropeScaling ? { ropeScaling } : {}),
+    ...(noRopeLayers ? { noRopeLayers } : {}),
   };
+}
+
+/** SmolLM3Config.no_rope_layers: 1 = RoPE on that layer, 0 = none; default every no_rope_layer_interval-th without. */
+function smollm3NoRopeLayers(c: Fields, numLayers: number): number[] {
+  const list = c.raw('no_rope_layers');
+  if (list === undefined || list === null) {
+    const interval = c.count('no_rope_layer_interval', () => 4);
+    return Array.from({ length: numLayers }, (_, i) => i).filter((i) => (i + 1) % interval === 0);
+  }
+  if (!Array.isArray(list) || list.length !== numLayers) throw c.bad('no_rope_layers', `a list of ${numLayers} 0/1 flags`);
+  return list.flatMap((use, i) => (use ? [] : [i]));
 }
 
 /** Mistral's sliding window (HF default 4096) matters only below the context length. */
@@ -126,7 +153,7 @@ function checkSlidingWindow(c: Fields, family: Family, contextLength: number): v
         `sliding-window attention (sliding_window ${window} < max_position_embeddings ${contextLength}, as in Mistral-7B-v0.1) is not supported`,
       );
     }
-  } else if ((family === 'qwen2' || family === 'qwen3') && c.raw('use_sliding_window') === true) {
+  } else if ((family === 'qwen2' || family === 'qwen3' || family === 'smollm3') && c.raw('use_sliding_window') === true) {
     throw new UnsupportedModelError(c.file, 'sliding-window attention (use_sliding_window: true) is not supported');
   }
 }
@@ -134,16 +161,6 @@ function checkSlidingWindow(c: Fields, family: Family, contextLength: number): v
 /** rope_theta, from the classic fields or transformers' newer `rope_parameters`. */
 function ropeOf(c: Fields): { theta: number } {
   const params = c.raw('rope_parameters');
-  const scaling = c.raw('rope_scaling') ?? params;
-  if (scaling !== undefined && scaling !== null) {
-    if (typeof scaling !== 'object' || Array.isArray(scaling)) throw c.bad('rope_scaling', 'an object or null');
-    const s = scaling as Record<string, unknown>;
-    const type = s['rope_type'] ?? s['type'] ?? 'default';
-    if (type !== 'default') {
-      const hint = type === 'llama3' ? ' (Llama 3.1/3.2-style frequency scaling is not implemented yet)' : '';
-      throw new UnsupportedModelError(c.file, `RoPE scaling ${JSON.stringify(type)} is not supported${hint}`);
-    }
-  }
   const fromParams = params && typeof params === 'object' ? (params as Record<string, unknown>)['rope_theta'] : undefined;
   if (c.raw('rope_theta') === undefined && typeof fromParams === 'number') return { theta: fromParams };
   return { theta: c.num('rope_theta', 10000) };
@@ -184,7 +201,7 @@ function gpt2Config(c: Fields): ModelConfig {
 class Fields {
   constructor(
     readonly file: string,
-    private readonly json: Record<string, unknown>,
+    readonly json: Record<string, unknown>,
   ) {}
 
   raw(key: string): unknown {

@@ -37,6 +37,13 @@ const LLAMA_BLOCK: Readonly<Record<string, string>> = {
   ffn_down: 'mlp.down_proj',
 };
 
+/** Phi-3 keeps q/k/v and gate/up fused, in the same row order as llama.cpp's attn_qkv and ffn_up */
+const PHI3_BLOCK: Readonly<Record<string, string>> = {
+  ...LLAMA_BLOCK,
+  attn_qkv: 'self_attn.qkv_proj',
+  ffn_up: 'mlp.gate_up_proj',
+};
+
 const GPT2_GLOBAL: Readonly<Record<string, string>> = {
   'token_embd.weight': 'wte.weight',
   'position_embd.weight': 'wpe.weight',
@@ -71,7 +78,7 @@ export function hfLocation(arch: ArchName, numLayers: number, canonical: string)
   if (arch !== 'gpt2') {
     const global = LLAMA_GLOBAL[canonical];
     if (global) return { names: [global], conv: false };
-    const path = m ? LLAMA_BLOCK[m[2]!] : undefined;
+    const path = m ? (arch === 'phi3' ? PHI3_BLOCK : LLAMA_BLOCK)[m[2]!] : undefined;
     return path ? { names: [`model.layers.${layer}.${path}.${m![3]}`], conv: false } : undefined;
   }
   if (canonical === 'output.weight') return { names: ['lm_head.weight'], conv: false };

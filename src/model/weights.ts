@@ -1,4 +1,5 @@
 import type { GGMLType } from './ggml-types.js';
+import type { ModelRopeScaling } from './rope-scaling.js';
 
 /**
  * One tensor as the kernels see it: raw bytes in the file's own type, never widened to
@@ -14,7 +15,7 @@ export interface WeightTensor {
   readonly data: Uint8Array;
 }
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2';
+export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3';
 
 /** How RoPE pairs dimensions: `normal` rotates (x[2i], x[2i+1]) (llama.cpp's llama layout);
  *  `neox` rotates (x[i], x[i + ropeDim/2]) (HF rotate_half, Qwen, GPT-NeoX). */
@@ -39,6 +40,10 @@ export interface ModelConfig {
   readonly ropeStyle: RopeStyle;
   /** output projection shares token_embd.weight */
   readonly tiedEmbeddings: boolean;
+  /** RoPE scaling (linear, YaRN, Llama 3 factors, longrope); absent = plain RoPE */
+  readonly ropeScaling?: ModelRopeScaling;
+  /** layers that apply no RoPE at all (SmolLM3: every 4th) */
+  readonly noRopeLayers?: readonly number[];
 }
 
 /**

@@ -11,6 +11,8 @@ import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { generateRoute } from './routes/generate.js';
 import { miscRoutes } from './routes/misc.js';
+import { ollamaRoutes } from './routes/ollama.js';
+import { WEBUI_PATHS, webuiRoute } from './routes/webui.js';
 
 export interface AppParts {
   readonly engine: EngineClient;
@@ -19,8 +21,8 @@ export interface AppParts {
   readonly logger?: boolean;
 }
 
-/** paths anyone may read without the API key */
-const OPEN_PATHS = new Set(['/health', '/metrics']);
+/** paths anyone may read without the API key (the chat page asks for the key itself) */
+const OPEN_PATHS = new Set(['/health', '/metrics', ...WEBUI_PATHS]);
 
 export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerContext } {
   const { options } = parts;
@@ -67,5 +69,7 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
   chatRoute(app, ctx);
   generateRoute(app, ctx);
   miscRoutes(app, ctx);
+  ollamaRoutes(app, ctx);
+  if (options.webui) webuiRoute(app);
   return { app, ctx };
 }

@@ -1,4 +1,5 @@
 // What every route needs: the engine, the tokenizer, limits and metrics.
+import type { ModelDescription } from '../model/describe.js';
 import type { EngineClient } from '../engine/client.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { HttpError } from './errors.js';
@@ -14,6 +15,10 @@ export interface ServerOptions {
   /** a streaming client that does not read for this long is dropped */
   readonly slowClientTimeoutMs: number;
   readonly bodyLimitBytes: number;
+  /** the chat page at / */
+  readonly webui?: boolean;
+  /** what the model is, for Ollama's /api/tags, /api/show, /api/ps */
+  readonly description?: ModelDescription;
   /** where notices go (a request field loom ignores, once per name); default stderr */
   readonly log?: (line: string) => void;
 }

@@ -12,12 +12,16 @@ export class ClientGoneError extends Error {
   }
 }
 
+/** `sse`: `data: <json>` events (OpenAI); `ndjson`: one JSON object a line (Ollama) */
+export type StreamFraming = 'sse' | 'ndjson';
+
 export class SseWriter {
   private readonly res: ServerResponse;
 
   constructor(
     reply: FastifyReply,
     private readonly slowClientTimeoutMs: number,
+    private readonly framing: StreamFraming = 'sse',
   ) {
     reply.hijack();
     this.res = reply.raw;
@@ -44,13 +48,13 @@ export class SseWriter {
     if (this.closed) throw new ClientGoneError();
     if (!this.started) {
       this.res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
+        'content-type': this.framing === 'sse' ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson',
         'cache-control': 'no-cache',
         connection: 'keep-alive',
         'x-accel-buffering': 'no',
       });
     }
-    const line = `data: ${data === '[DONE]' ? '[DONE]' : JSON.stringify(data)}\n\n`;
+    const line = this.framing === 'ndjson' ? `${JSON.stringify(data)}\n` : `data: ${data === '[DONE]' ? '[DONE]' : JSON.stringify(data)}\n\n`;
     if (this.res.write(line)) return;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {

@@ -8,6 +8,7 @@ import { BpeTokenizer } from './bpe.js';
 import { endOfGeneration } from './eog.js';
 import { knownPreTokenizers, preTokenizerSpec } from './pre-tokenizers.js';
 import { SpmTokenizer } from './spm.js';
+import { TokenType } from './tokenizer.js';
 import type { Tokenizer } from './tokenizer.js';
 import type { VocabSpec } from './vocab-base.js';
 import { WpmTokenizer } from './wpm.js';
@@ -55,6 +56,7 @@ export function tokenizerFromGGUF(file: string, metadata: GGUFMetadata): Tokeniz
     addEos: md.bool('tokenizer.ggml.add_eos_token', false),
     stopIds: eog.stopIds,
     chatTemplate: md.optionalString('tokenizer.chat_template'),
+    rstripIds: phi3Rstrip(md.optionalString('general.name'), tokens, eog.types),
   };
   if (spm) {
     const scores = md.numbers('tokenizer.ggml.scores');
@@ -75,4 +77,24 @@ export function tokenizerFromGGUF(file: string, metadata: GGUFMetadata): Tokeniz
   const merges = md.strings('tokenizer.ggml.merges');
   if (merges === undefined) throw new ModelFormatError(file, `tokenizer.ggml.merges is missing (needed by a ${model} tokenizer)`);
   return new BpeTokenizer({ ...base, merges, preTokenizer: preSpec! });
+}
+
+/**
+ * llama.cpp gives every special token of a model whose general.name says Phi-3 the RSTRIP
+ * attribute (whitespace after it is dropped when tokenizing), except <unk>, <s> and
+ * <|endoftext|>; </s> gets it too (llama_vocab::impl::load, "set attributes by model name").
+ */
+function phi3Rstrip(name: string | undefined, tokens: readonly string[], types: readonly number[] | undefined): ReadonlySet<number> | undefined {
+  const lower = name?.toLowerCase() ?? '';
+  if (!lower.includes('phi-3') && !lower.includes('phi3')) return undefined;
+  const out = new Set<number>();
+  tokens.forEach((t, i) => {
+    const ty = types?.[i] ?? TokenType.NORMAL;
+    if (ty === TokenType.CONTROL || ty === TokenType.USER_DEFINED || ty === TokenType.UNKNOWN || t === '</s>') out.add(i);
+  });
+  for (const keep of ['<unk>', '<s>', '<|endoftext|>']) {
+    const at = tokens.indexOf(keep);
+    if (at >= 0) out.delete(at);
+  }
+  return out;
 }

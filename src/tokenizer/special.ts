@@ -8,7 +8,12 @@ export type Fragment = { readonly text: string } | { readonly id: number };
 export interface SpecialToken {
   readonly text: string;
   readonly id: number;
+  /** whitespace right after the token is dropped (llama.cpp's LLAMA_TOKEN_ATTR_RSTRIP) */
+  readonly rstrip?: boolean;
 }
+
+/** C isspace */
+const isSpace = (c: string | undefined): boolean => c === ' ' || c === '\t' || c === '\n' || c === '\v' || c === '\f' || c === '\r';
 
 const byteLength = (s: string): number => Buffer.byteLength(s, 'utf8');
 
@@ -41,6 +46,7 @@ export class SpecialSplitter {
           if (at > from) next.push({ text: f.text.slice(from, at) });
           next.push({ id: tok.id });
           from = at + tok.text.length;
+          if (tok.rstrip) while (from < f.text.length && isSpace(f.text[from])) from++;
         }
         if (from < f.text.length) next.push(from === 0 ? f : { text: f.text.slice(from) });
       }

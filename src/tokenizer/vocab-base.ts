@@ -18,6 +18,8 @@ export interface VocabSpec {
   /** ids ending generation; eos is added if missing */
   readonly stopIds?: Iterable<number>;
   readonly chatTemplate?: string | undefined;
+  /** special tokens that drop the whitespace after them (llama.cpp's Phi-3 attribute) */
+  readonly rstripIds?: ReadonlySet<number>;
 }
 
 export abstract class VocabTokenizer implements Tokenizer {
@@ -65,8 +67,9 @@ export abstract class VocabTokenizer implements Tokenizer {
     const user = [];
     for (let id = 0; id < this.vocabSize; id++) {
       const t = this.types[id];
-      if (t === TokenType.CONTROL || t === TokenType.UNKNOWN || t === TokenType.USER_DEFINED) all.push({ text: this.tokens[id]!, id });
-      if (t === TokenType.USER_DEFINED) user.push({ text: this.tokens[id]!, id });
+      const tok = { text: this.tokens[id]!, id, rstrip: spec.rstripIds?.has(id) ?? false };
+      if (t === TokenType.CONTROL || t === TokenType.UNKNOWN || t === TokenType.USER_DEFINED) all.push(tok);
+      if (t === TokenType.USER_DEFINED) user.push(tok);
     }
     this.splitAll = new SpecialSplitter(all);
     this.splitUser = new SpecialSplitter(user);

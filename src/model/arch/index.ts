@@ -5,12 +5,15 @@ import { LlamaArchitecture } from './llama.js';
 
 export type { Architecture } from './architecture.js';
 
-export function createArchitecture(config: ModelConfig, tensors: TensorSource): Architecture {
+/** `contextLength`: the per-sequence context the caller serves (default the model's); longrope picks its factors by it. */
+export function createArchitecture(config: ModelConfig, tensors: TensorSource, contextLength?: number): Architecture {
   switch (config.arch) {
     case 'llama':
     case 'qwen2':
     case 'qwen3':
-      return new LlamaArchitecture(config, tensors);
+    case 'phi3':
+    case 'smollm3':
+      return new LlamaArchitecture(config, tensors, contextLength);
     case 'gpt2':
       return new Gpt2Architecture(config, tensors);
   }

@@ -1,17 +1,19 @@
 // The Llama-family decoder: Llama 2/3, Mistral, SmolLM, TinyLlama, and Qwen2 (q/k/v
-// bias) and Qwen3 (per-head q/k RMSNorm), which differ only in tensors that exist or not.
+// bias), Qwen3 (per-head q/k RMSNorm), Phi-3/4 (fused attn_qkv, ffn_up holding gate then up)
+// and SmolLM3 (no RoPE on some layers), which differ only in tensors and config that exist or not.
 import type { Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
 import type { ModelConfig, TensorSource, WeightTensor } from '../weights.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, gatherRows, loadVector, optionalVector, outputWeight } from './architecture.js';
+import { ropeScalingAt } from '../rope-scaling.js';
+import type { RopeScaling } from '../rope-scaling.js';
 
 interface LlamaLayer {
   attnNorm: Float32Array;
-  wq: WeightTensor;
-  wk: WeightTensor;
-  wv: WeightTensor;
+  /** q, k, v projections, or one fused [hidden] → [q | k | v] (Phi-3) */
+  qkv: { wq: WeightTensor; wk: WeightTensor; wv: WeightTensor } | { fused: WeightTensor };
   bq: Float32Array | undefined;
   bk: Float32Array | undefined;
   bv: Float32Array | undefined;
@@ -19,9 +21,11 @@ interface LlamaLayer {
   kNorm: Float32Array | undefined;
   wo: WeightTensor;
   ffnNorm: Float32Array;
-  gate: WeightTensor;
+  /** gate and up, or undefined gate with up [hidden] → [gate | up] (Phi-3) */
+  gate: WeightTensor | undefined;
   up: WeightTensor;
   down: WeightTensor;
+  rope: boolean;
 }
 
 export class LlamaArchitecture implements Architecture {
@@ -31,10 +35,16 @@ export class LlamaArchitecture implements Architecture {
   private readonly scratch = new Scratch();
   private readonly layers: LlamaLayer[];
 
+  private readonly ropeScaling: RopeScaling | undefined;
+
+  /** `contextLength`: the per-sequence context served (picks longrope's short or long factors, as llama.cpp's n_ctx_seq) */
   constructor(
     readonly config: ModelConfig,
     tensors: TensorSource,
+    contextLength = config.contextLength,
   ) {
+    this.ropeScaling = ropeScalingAt(config.ropeScaling, contextLength);
+    const noRope = new Set(config.noRopeLayers ?? []);
     this.embedding = tensors.get('token_embd.weight');
     this.outputNorm = loadVector(tensors, 'output_norm.weight');
     this.output = outputWeight(tensors);
@@ -42,9 +52,9 @@ export class LlamaArchitecture implements Architecture {
       const p = `blk.${i}.`;
       return {
         attnNorm: loadVector(tensors, `${p}attn_norm.weight`),
-        wq: tensors.get(`${p}attn_q.weight`),
-        wk: tensors.get(`${p}attn_k.weight`),
-        wv: tensors.get(`${p}attn_v.weight`),
+        qkv: tensors.has(`${p}attn_qkv.weight`)
+          ? { fused: tensors.get(`${p}attn_qkv.weight`) }
+          : { wq: tensors.get(`${p}attn_q.weight`), wk: tensors.get(`${p}attn_k.weight`), wv: tensors.get(`${p}attn_v.weight`) },
         bq: optionalVector(tensors, `${p}attn_q.bias`),
         bk: optionalVector(tensors, `${p}attn_k.bias`),
         bv: optionalVector(tensors, `${p}attn_v.bias`),
@@ -52,9 +62,10 @@ export class LlamaArchitecture implements Architecture {
         kNorm: optionalVector(tensors, `${p}attn_k_norm.weight`),
         wo: tensors.get(`${p}attn_output.weight`),
         ffnNorm: loadVector(tensors, `${p}ffn_norm.weight`),
-        gate: tensors.get(`${p}ffn_gate.weight`),
+        gate: config.arch === 'phi3' ? undefined : tensors.get(`${p}ffn_gate.weight`),
         up: tensors.get(`${p}ffn_up.weight`),
         down: tensors.get(`${p}ffn_down.weight`),
+        rope: !noRope.has(i),
       };
     });
   }
@@ -77,16 +88,24 @@ export class LlamaArchitecture implements Architecture {
     k.embedRows(x, this.embedding, batch.tokenIds);
     this.layers.forEach((layer, li) => {
       k.rmsNorm(h, x, layer.attnNorm, n, c.hiddenSize, c.normEps);
-      k.matmul(q, h, layer.wq, n);
-      k.matmul(kk, h, layer.wk, n);
-      k.matmul(v, h, layer.wv, n);
+      if ('fused' in layer.qkv) {
+        const qkv = this.scratch.take('qkv', n * (qWidth + 2 * kvWidth));
+        k.matmul(qkv, h, layer.qkv.fused, n);
+        splitRows(qkv, n, [q, qWidth], [kk, kvWidth], [v, kvWidth]);
+      } else {
+        k.matmul(q, h, layer.qkv.wq, n);
+        k.matmul(kk, h, layer.qkv.wk, n);
+        k.matmul(v, h, layer.qkv.wv, n);
+      }
       if (layer.bq) k.addBias(q, layer.bq, n);
       if (layer.bk) k.addBias(kk, layer.bk, n);
       if (layer.bv) k.addBias(v, layer.bv, n);
       if (layer.qNorm) k.rmsNorm(q, q, layer.qNorm, n * c.numHeads, c.headDim, c.normEps);
       if (layer.kNorm) k.rmsNorm(kk, kk, layer.kNorm, n * c.numKvHeads, c.headDim, c.normEps);
-      k.rope(q, batch.positions, c.numHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle);
-      k.rope(kk, batch.positions, c.numKvHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle);
+      if (layer.rope) {
+        k.rope(q, batch.positions, c.numHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle, this.ropeScaling);
+        k.rope(kk, batch.positions, c.numKvHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle, this.ropeScaling);
+      }
       const cacheLayer = kv.layers[li]!;
       k.writeKv(cacheLayer, kv.shape, kk, v, batch.slotMapping);
       k.attention(attn, q, cacheLayer, kv.shape, batch, attnShape);
@@ -94,8 +113,14 @@ export class LlamaArchitecture implements Architecture {
       k.add(x, x, h, n * c.hiddenSize);
 
       k.rmsNorm(h, x, layer.ffnNorm, n, c.hiddenSize, c.normEps);
-      k.matmul(gate, h, layer.gate, n);
-      k.matmul(up, h, layer.up, n);
+      if (layer.gate) {
+        k.matmul(gate, h, layer.gate, n);
+        k.matmul(up, h, layer.up, n);
+      } else {
+        const gateUp = this.scratch.take('gateUp', n * 2 * c.ffnSize);
+        k.matmul(gateUp, h, layer.up, n);
+        splitRows(gateUp, n, [gate, c.ffnSize], [up, c.ffnSize]);
+      }
       k.siluMul(gate, gate, up, n * c.ffnSize);
       k.matmul(h, gate, layer.down, n);
       k.add(x, x, h, n * c.hiddenSize);
@@ -107,5 +132,17 @@ export class LlamaArchitecture implements Architecture {
     const logits = this.scratch.take('logits', rows * c.vocabSize);
     k.matmul(logits, last, this.output, rows);
     return logits;
+  }
+}
+
+/** Splits each of n rows of `fused` into consecutive parts, part j going to row t of its own array. */
+function splitRows(fused: Float32Array, n: number, ...parts: [Float32Array, number][]): void {
+  const width = parts.reduce((w, [, pw]) => w + pw, 0);
+  for (let t = 0; t < n; t++) {
+    let at = t * width;
+    for (const [out, pw] of parts) {
+      out.set(fused.subarray(at, at + pw), t * pw);
+      at += pw;
+    }
   }
 }
