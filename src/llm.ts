@@ -14,12 +14,14 @@ import { loadModel } from './model/load.js';
 import type { LoadedModel } from './model/load.js';
 import { generate as runGeneration } from './server/generation.js';
 import type { CompletionEvent, GenerationSummary } from './server/generation.js';
-import { renderChat } from './tokenizer/chat-template.js';
+import { loadChatTemplate, renderChat } from './tokenizer/chat-template.js';
 import type { ChatMessage } from './tokenizer/chat-template.js';
 
 export interface LLMOptions extends Omit<EngineOptions, 'model'> {
   /** run the engine in a worker thread (default) or on this thread */
   readonly worker?: boolean;
+  /** a Jinja chat template (or a file holding one) used by chat() instead of the model's own */
+  readonly chatTemplate?: string;
 }
 
 export interface GenerateOptions extends Omit<SamplingParamsInput, 'n' | 'maxTokens'> {
@@ -52,13 +54,16 @@ export class LLM {
   private constructor(
     readonly engine: EngineClient,
     readonly model: LoadedModel,
+    private readonly chatTemplate?: string,
   ) {}
 
   static async load(path: string, opts: LLMOptions = {}): Promise<LLM> {
+    const { chatTemplate: templateArg, ...rest } = opts;
+    const chatTemplate = templateArg === undefined ? undefined : loadChatTemplate(templateArg, 'chatTemplate');
     const model = loadModel(path);
-    const engineOptions: EngineOptions = { ...opts, model: path };
+    const engineOptions: EngineOptions = { ...rest, model: path };
     const engine = opts.worker === false ? new InProcessEngineClient(createEngineCore(engineOptions, model)) : await WorkerEngineClient.start(engineOptions);
-    return new LLM(engine, model);
+    return new LLM(engine, model, chatTemplate);
   }
 
   /** Streams the completion of a prompt (text, or token ids). */
@@ -113,7 +118,7 @@ export class LLM {
 
   /** A chat turn: the model's chat template applied to the messages. */
   chat(messages: readonly ChatMessage[], opts: GenerateOptions = {}): Promise<GenerateResult> {
-    const text = renderChat(this.model.tokenizer, [...messages], { addGenerationPrompt: true });
+    const text = renderChat(this.model.tokenizer, [...messages], { addGenerationPrompt: true, template: this.chatTemplate });
     return this.generate(this.model.tokenizer.encode(text, { addSpecial: false, parseSpecial: true }), opts);
   }
 

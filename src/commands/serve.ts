@@ -12,6 +12,11 @@ import { resolveModelPath } from '../model/hub.js';
 import { numberOption } from './parse.js';
 import { publishKvEvents } from '../server/kv-events-publisher.js';
 import { hostname } from 'node:os';
+import { loadChatTemplate } from '../tokenizer/chat-template.js';
+import { REASONING_PARSERS } from '../server/reasoning/parser.js';
+import type { ReasoningParserName } from '../server/reasoning/parser.js';
+import { TOOL_CALL_PARSERS } from '../server/tools/parsers.js';
+import type { ToolCallParserName } from '../server/tools/parsers.js';
 
 interface ServeFlags {
   model: string;
@@ -37,6 +42,9 @@ interface ServeFlags {
   kvEventsTopic?: string;
   kvEventsReplayEndpoint?: string;
   kvEventsHashSeed: string;
+  chatTemplate?: string;
+  reasoningParser?: ReasoningParserName;
+  toolCallParser?: ToolCallParserName;
 }
 
 export function serveCommand(): Command {
@@ -68,12 +76,17 @@ export function serveCommand(): Command {
     .option('--kv-events-topic <topic>', 'ZeroMQ topic of the KV events (default: kv@HOSTNAME@MODEL, as llm-d expects)')
     .option('--kv-events-replay-endpoint <url>', 'ZeroMQ ROUTER address that replays missed KV event batches')
     .option('--kv-events-hash-seed <seed>', "seed of the KV events' block hashes; set the router's hashSeed to the same (default: $PYTHONHASHSEED or empty)", process.env.PYTHONHASHSEED ?? '')
+    .option('--chat-template <file-or-string>', "a Jinja chat template (a file, or the template itself) used instead of the model's")
+    .addOption(new Option('--reasoning-parser <name>', 'return <think>…</think> text as reasoning_content').choices([...REASONING_PARSERS]))
+    .addOption(new Option('--tool-call-parser <name>', "how the model writes tool calls (default: from its chat template)").choices([...TOOL_CALL_PARSERS]))
     .action((flags: ServeFlags) => runServe(flags));
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
   const path = await resolveModelPath(flags.model, { offline: flags.offline ?? process.env.HF_HUB_OFFLINE === '1', cacheDir: flags.cacheDir });
   const model = loadModel(path);
+  // a bad template is a startup error, not a 400 on every chat
+  const chatTemplate = flags.chatTemplate === undefined ? undefined : loadChatTemplate(flags.chatTemplate);
   const engineOptions: EngineOptions = {
     model: path,
     backend: flags.backend,
@@ -105,6 +118,9 @@ async function runServe(flags: ServeFlags): Promise<void> {
       maxPendingRequests: flags.maxPendingRequests,
       slowClientTimeoutMs: 30_000,
       bodyLimitBytes: 8 * 2 ** 20,
+      chatTemplate,
+      reasoningParser: flags.reasoningParser,
+      toolCallParser: flags.toolCallParser,
     },
   });
   try {

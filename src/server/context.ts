@@ -3,6 +3,8 @@ import type { EngineClient } from '../engine/client.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { HttpError } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
+import type { ReasoningParserName } from './reasoning/parser.js';
+import type { ToolCallParserName } from './tools/parsers.js';
 
 export interface ServerOptions {
   /** the name clients use in `model` */
@@ -14,6 +16,12 @@ export interface ServerOptions {
   /** a streaming client that does not read for this long is dropped */
   readonly slowClientTimeoutMs: number;
   readonly bodyLimitBytes: number;
+  /** a chat template used instead of the model's own (--chat-template) */
+  readonly chatTemplate?: string | undefined;
+  /** splits <think>…</think> into reasoning_content (--reasoning-parser) */
+  readonly reasoningParser?: ReasoningParserName | undefined;
+  /** how tool calls are read from the model's output (--tool-call-parser); default: from the chat template */
+  readonly toolCallParser?: ToolCallParserName | undefined;
   /** where notices go (a request field loom ignores, once per name); default stderr */
   readonly log?: (line: string) => void;
 }
