@@ -22,7 +22,7 @@ function streamed(config: ChatOutputConfig, text: string, cuts: number[]) {
     content += d.content;
     last = at;
   }
-  const end = out.finish();
+  const end = out.finish("stop");
   return { reasoning: reasoning + end.reasoning, content: content + end.content, calls: end.toolCalls.map((c) => c.function) };
 }
 
@@ -114,7 +114,7 @@ describe('tool-call parsers', () => {
   it('parallel_tool_calls false keeps the first call; ids are call_…', () => {
     const out = new ChatOutput({ toolParser: toolCallParser('hermes'), parallelToolCalls: false });
     out.push('<tool_call>{"name": "get_time", "arguments": {}}</tool_call><tool_call>{"name": "get_time", "arguments": {}}</tool_call>');
-    const end = out.finish();
+    const end = out.finish("stop");
     assert.equal(end.toolCalls.length, 1);
     assert.match(end.toolCalls[0]!.id, /^call_[A-Za-z0-9]{24}$/);
   });

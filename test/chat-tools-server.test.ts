@@ -117,9 +117,9 @@ describe('chat: tools, reasoning and --chat-template over HTTP (openai client)',
     assert.equal(bad.status, 400);
   });
 
-  it('tool_choice required / named are refused with a clear 400 (no grammar yet); unknown names too', async () => {
-    for (const tool_choice of ['required', { type: 'function', function: { name: 'get_weather' } }, { type: 'function', function: { name: 'nope' } }]) {
-      const res = await s.post('/v1/chat/completions', { model: MODEL, messages: ask, tools, tool_choice });
+  it('tool_choice naming a function not in tools, or without tools, is a 400 (required / named are in chat-tool-choice.test.ts)', async () => {
+    for (const [tool_choice, t] of [[{ type: 'function', function: { name: 'nope' } }, tools], ['required', []]] as const) {
+      const res = await s.post('/v1/chat/completions', { model: MODEL, messages: ask, tools: t, tool_choice });
       assert.equal(res.status, 400, JSON.stringify(tool_choice));
       assert.equal(((await res.json()) as { error: { param: string } }).error.param, 'tool_choice');
     }

@@ -2,42 +2,43 @@
 // content, and tool calls (the tool-call parser), both streamed and whole. Tool-call text is
 // held back from the stream from its opening marker on and parsed when the choice ends (a
 // complete, well-formed call per tool_calls delta); text that does not parse as calls goes
-// out as content then.
-import { randomBytes } from 'node:crypto';
+// out as content then. A forced tool choice (tool_choice "required" or a named function)
+// reads the grammar-shaped output as calls instead (tools/forced-output.ts).
 import { partialTagLength } from './partial-tag.js';
 import { ReasoningSplitter } from './reasoning/parser.js';
 import type { ReasoningParserName } from './reasoning/parser.js';
+import { ForcedCallOutput } from './tools/forced-output.js';
+import type { ForcedTools } from './tools/forced.js';
+import { openAICalls, wholeCallDeltas } from './tools/openai-calls.js';
+import type { OpenAIToolCall, ToolCallDelta } from './tools/openai-calls.js';
 import type { ParsedToolCall, ToolCallParser } from './tools/parsers.js';
+
+export type { OpenAIToolCall, ToolCallDelta } from './tools/openai-calls.js';
+export { toolCallId } from './tools/openai-calls.js';
 
 export interface ChatOutputConfig {
   readonly reasoningParser?: ReasoningParserName | undefined;
   readonly chatTemplateKwargs?: Readonly<Record<string, unknown>> | undefined;
   /** set when the request's tools may be called (tool_choice auto) and a parser is known */
   readonly toolParser?: ToolCallParser | undefined;
+  /** set when tool_choice forces a call: the grammar shaped the whole output, no parser or reasoning split applies */
+  readonly forcedTools?: ForcedTools | undefined;
   /** false: only the first call is kept (OpenAI's parallel_tool_calls) */
   readonly parallelToolCalls?: boolean;
-}
-
-export interface OpenAIToolCall {
-  id: string;
-  type: 'function';
-  function: { name: string; arguments: string };
 }
 
 export interface ChatDelta {
   reasoning: string;
   content: string;
+  /** tool-call deltas to stream now */
+  toolCallDeltas: ToolCallDelta[];
 }
 
 export interface ChatEnd extends ChatDelta {
+  /** every call of the choice, whole (the message's tool_calls) */
   toolCalls: OpenAIToolCall[];
-}
-
-const ALNUM = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-
-/** OpenAI-style tool call id: call_ and 24 random letters/digits */
-export function toolCallId(): string {
-  return 'call_' + [...randomBytes(24)].map((b) => ALNUM[b % ALNUM.length]).join('');
+  /** OpenAI's finish_reason given the engine's */
+  finishReason: string | null;
 }
 
 /** Content as it streams, held back from a tool-call marker on. */
@@ -95,22 +96,30 @@ class ToolCallStreamer {
 export class ChatOutput {
   private readonly reasoning: ReasoningSplitter | undefined;
   private readonly tools: ToolCallStreamer | undefined;
+  private readonly forced: ForcedCallOutput | undefined;
 
   constructor(private readonly config: ChatOutputConfig) {
-    this.reasoning = config.reasoningParser && new ReasoningSplitter(config.reasoningParser, config.chatTemplateKwargs);
-    this.tools = config.toolParser && new ToolCallStreamer(config.toolParser);
+    this.forced = config.forcedTools && new ForcedCallOutput(config.forcedTools, config.parallelToolCalls ?? true);
+    this.reasoning = !this.forced && config.reasoningParser ? new ReasoningSplitter(config.reasoningParser, config.chatTemplateKwargs) : undefined;
+    this.tools = !this.forced && config.toolParser ? new ToolCallStreamer(config.toolParser) : undefined;
   }
 
   get splitsReasoning(): boolean {
-    return this.reasoning !== undefined;
+    return this.config.reasoningParser !== undefined;
   }
 
   push(text: string): ChatDelta {
+    if (this.forced) return { reasoning: '', content: '', toolCallDeltas: this.forced.push(text) };
     const r = this.reasoning ? this.reasoning.push(text) : { reasoning: '', content: text };
-    return { reasoning: r.reasoning, content: this.tools && r.content ? this.tools.push(r.content) : r.content };
+    return { reasoning: r.reasoning, content: this.tools && r.content ? this.tools.push(r.content) : r.content, toolCallDeltas: [] };
   }
 
-  finish(): ChatEnd {
+  /** the choice's end; `reason` is the engine's finish reason */
+  finish(reason: string | null): ChatEnd {
+    if (this.forced) {
+      const end = this.forced.finish();
+      return { reasoning: '', content: end.content, toolCalls: end.toolCalls, toolCallDeltas: end.toolCallDeltas, finishReason: end.complete ? 'tool_calls' : reason };
+    }
     const r = this.reasoning ? this.reasoning.finish() : { reasoning: '', content: '' };
     let content = this.tools && r.content ? this.tools.push(r.content) : r.content;
     let calls: ParsedToolCall[] = [];
@@ -119,6 +128,8 @@ export class ChatOutput {
       content += end.content;
       calls = this.config.parallelToolCalls === false ? end.calls.slice(0, 1) : end.calls;
     }
-    return { reasoning: r.reasoning, content, toolCalls: calls.map((c) => ({ id: toolCallId(), type: 'function', function: { name: c.name, arguments: c.arguments } })) };
+    const toolCalls = openAICalls(calls);
+    // vLLM: a parsed call makes the finish reason tool_calls, whatever ended the text
+    return { reasoning: r.reasoning, content, toolCalls, toolCallDeltas: wholeCallDeltas(toolCalls), finishReason: toolCalls.length > 0 ? 'tool_calls' : reason };
   }
 }

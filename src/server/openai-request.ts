@@ -12,7 +12,8 @@ import { grammarOfBody } from './structured-output.js';
 import type { StructuredOutputFields } from './structured-output.js';
 import type { ChatOutputConfig } from './chat-output.js';
 import { planTools } from './tools/request.js';
-import type { ToolFields } from './tools/request.js';
+import type { ChatTool, ToolFields } from './tools/request.js';
+import type { ForcedTools } from './tools/forced.js';
 
 /** Sampling and request fields both endpoints share (OpenAI + vLLM). */
 export interface OpenAISampling extends StructuredOutputFields {
@@ -145,15 +146,31 @@ export function completionsSpec(ctx: ServerContext, body: CompletionsBody): Requ
  * The chat's spec, the text an `echo` repeats (the final message, when it is the
  * assistant's) and how the output is split into reasoning, content and tool calls.
  */
-export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpec; echoText: string; output: ChatOutputConfig } {
+export interface ChatPlan {
+  spec: RequestSpec;
+  /** the text an `echo` repeats */
+  echoText: string;
+  output: ChatOutputConfig;
+  /** the tools whose schemas to compile-check (checkToolSchemasCompile) when tool_choice forces a call */
+  forcedTools: { tools: ChatTool[]; choice: ForcedTools } | undefined;
+}
+
+export function chatSpec(ctx: ServerContext, body: ChatBody): ChatPlan {
   checkModel(ctx, body.model);
   noteIgnoredFields(ctx, body, CHAT_FIELDS, '/v1/chat/completions');
   const logprobs = body.logprobs ? (body.top_logprobs ?? 0) : null;
   if (!body.logprobs && body.top_logprobs != null && body.top_logprobs > 0) {
     throw new HttpError(400, 'when using `top_logprobs`, `logprobs` must be set to true', 'invalid_request_error', 'top_logprobs');
   }
-  const common = commonSpec(body, logprobs, null);
+  let common = commonSpec(body, logprobs, null);
   const tools = planTools(ctx, body);
+  if (tools.forced) {
+    if (common.sampling.grammar !== null) {
+      const param = common.paramNames['grammar']!;
+      throw new HttpError(400, `${param} cannot be combined with tool_choice "required" or a named function (both constrain the output)`, 'invalid_request_error', param);
+    }
+    common = { ...common, sampling: { ...common.sampling, grammar: tools.forced.grammar }, paramNames: { ...common.paramNames, grammar: 'tools' } };
+  }
   const kwargs = body.chat_template_kwargs ?? undefined;
   const prompt = chatPrompt(ctx, body.messages, {
     addGenerationPrompt: body.add_generation_prompt ?? true,
@@ -177,7 +194,8 @@ export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpe
       paramNames: { ...common.paramNames, logprobs: 'logprobs' },
     },
     echoText,
-    output: { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: kwargs, toolParser: tools.parser, parallelToolCalls: tools.parallel },
+    output: { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: kwargs, toolParser: tools.parser, forcedTools: tools.forced?.tools, parallelToolCalls: tools.parallel },
+    forcedTools: tools.forced && body.tools ? { tools: body.tools, choice: tools.forced.tools } : undefined,
   };
 }
 

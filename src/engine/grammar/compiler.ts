@@ -33,7 +33,9 @@ export class GrammarCompiler {
   private readonly compiler;
   /**
    * [maskWords] tokens free of raw control bytes (< 0x20): JSON never has them (loom's JSON
-   * is one line), yet xgrammar 0.1.27 lets some string rules take them
+   * is one line), yet xgrammar 0.1.27 lets some string rules take them; and free of bytes
+   * no UTF-8 text holds (0xC0, 0xC1: overlong leads; 0xF5–0xFF), which xgrammar's string
+   * rules also take (a byte-level vocabulary's "\xC0" "\x84" came out as two U+FFFD)
    */
   private readonly jsonSafe: Int32Array;
   /** grammar key → compiled grammar; insertion order is recency (LRU) */
@@ -59,7 +61,7 @@ export class GrammarCompiler {
     this.maskWords = Math.ceil(vocabSize / 32);
     this.jsonSafe = new Int32Array(this.maskWords).fill(-1);
     tokens.forEach((bytes, id) => {
-      if (bytes.some((b) => b < 0x20)) this.jsonSafe[id >> 5]! &= ~(1 << (id & 31));
+      if (bytes.some((b) => b < 0x20 || b === 0xc0 || b === 0xc1 || b >= 0xf5)) this.jsonSafe[id >> 5]! &= ~(1 << (id & 31));
     });
   }
 

@@ -10,6 +10,7 @@ import type { ChatEnd } from '../chat-output.js';
 import type { ServerContext } from '../context.js';
 import { toOpenAIError } from '../errors.js';
 import { chatSpec } from '../openai-request.js';
+import { checkToolSchemasCompile } from '../tools/forced.js';
 import type { ChatBody } from '../openai-request.js';
 import { resolveRequest } from '../request.js';
 import { chatBody } from '../schemas.js';
@@ -22,7 +23,8 @@ import { newSummary, runPrompt } from './run.js';
 export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Body: ChatBody }>('/v1/chat/completions', { schema: { body: chatBody } }, async (req, reply) => {
     const body = req.body;
-    const { spec, echoText, output } = chatSpec(ctx, body);
+    const { spec, echoText, output, forcedTools } = chatSpec(ctx, body);
+    if (forcedTools) await checkToolSchemasCompile(forcedTools.tools, forcedTools.choice);
     const r = await resolveRequest(ctx, spec);
     const { id } = r;
     const prompt = r.prompts[0]!;
@@ -36,8 +38,6 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
     const base = { id, object: 'chat.completion.chunk', created, model: body.model };
     const outputs = Array.from({ length: n }, () => new ChatOutput(output));
     const reasoning = outputs[0]!.splitsReasoning;
-    // OpenAI's finish reason when the model called tools (vLLM: whatever ended the text)
-    const finishOf = (end: ChatEnd, reason: string | null) => (end.toolCalls.length > 0 ? 'tool_calls' : reason);
     try {
       if (body.stream) {
         const sse = new SseWriter(reply, ctx.options.slowClientTimeoutMs);
@@ -56,21 +56,22 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
               const lp = wantLogprobs && e.logprobs ? { content: chatLogprobs(ctx.tokenizer, e.logprobs) } : null;
               const out = outputs[e.index]!;
               const d = out.push(e.text);
-              if (d.content.length > 0 || d.reasoning.length > 0 || lp || (tokenIds && e.tokenIds.length > 0)) {
+              if (d.toolCallDeltas.length > 0) {
+                await sse.send({ ...base, choices: [{ index: e.index, delta: { tool_calls: d.toolCallDeltas }, logprobs: lp, finish_reason: null, ...(tokenIds && { token_ids: e.tokenIds }) }] });
+              } else if (d.content.length > 0 || d.reasoning.length > 0 || lp || (tokenIds && e.tokenIds.length > 0)) {
                 const delta = d.reasoning.length > 0 ? { reasoning_content: d.reasoning, ...(d.content && { content: d.content }) } : { content: d.content };
                 await sse.send({ ...base, choices: [{ index: e.index, delta, logprobs: lp, finish_reason: null, ...(tokenIds && { token_ids: e.tokenIds }) }] });
               }
               if (e.finishReason) {
-                const end = out.finish();
+                const end = out.finish(e.finishReason);
                 if (end.content || end.reasoning) {
                   const delta = { ...(end.reasoning && { reasoning_content: end.reasoning }), ...(end.content && { content: end.content }) };
                   await sse.send({ ...base, choices: [{ index: e.index, delta, logprobs: null, finish_reason: null }] });
                 }
-                if (end.toolCalls.length > 0) {
-                  const calls = end.toolCalls.map((c, i) => ({ index: i, ...c }));
-                  await sse.send({ ...base, choices: [{ index: e.index, delta: { tool_calls: calls }, logprobs: null, finish_reason: null }] });
+                if (end.toolCallDeltas.length > 0) {
+                  await sse.send({ ...base, choices: [{ index: e.index, delta: { tool_calls: end.toolCallDeltas }, logprobs: null, finish_reason: null }] });
                 }
-                await sse.send({ ...base, choices: [{ index: e.index, delta: {}, logprobs: null, finish_reason: finishOf(end, e.finishReason), stop_reason: e.stopReason ?? null }] });
+                await sse.send({ ...base, choices: [{ index: e.index, delta: {}, logprobs: null, finish_reason: end.finishReason, stop_reason: e.stopReason ?? null }] });
               }
             }
             if (body.stream_options?.include_usage) await sse.send({ ...base, choices: [], usage: usageOf([summary]) });
@@ -99,12 +100,12 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
       choices.forEach((c, i) => {
         const out = outputs[i]!;
         const d = out.push(texts[i]!);
-        const end = out.finish();
+        const end = out.finish(c.finish_reason);
         const content = (c.message.content ?? '') + d.content + end.content;
         c.message.content = content === '' && end.toolCalls.length > 0 ? null : content;
         if (reasoning) c.message.reasoning_content = d.reasoning + end.reasoning || null;
         if (end.toolCalls.length > 0) c.message.tool_calls = end.toolCalls;
-        c.finish_reason = finishOf(end, c.finish_reason);
+        c.finish_reason = end.finishReason;
       });
       return {
         id,

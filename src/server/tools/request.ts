@@ -2,10 +2,12 @@
 // templates expect), and the parser that will read the model's calls. tool_choice "none"
 // leaves the tools in the prompt but never parses calls (vLLM's default); "auto" parses
 // them when loom knows the model's syntax (--tool-call-parser, or the template's own).
-// "required" and a named function need a grammar to force the call, which this does not
-// provide: they are refused with a 400 rather than silently left unenforced.
+// "required" and a named function are forced by a grammar (forced.ts) and need no parser.
+import type { GrammarSpec } from '../../engine/grammar/spec.js';
 import type { ServerContext } from '../context.js';
 import { HttpError } from '../errors.js';
+import { forcedToolGrammar } from './forced.js';
+import type { ForcedTools } from './forced.js';
 import { toolCallParser, toolCallParserForTemplate } from './parsers.js';
 import type { ToolCallParser } from './parsers.js';
 
@@ -27,6 +29,8 @@ export interface ChatToolsPlan {
   readonly templateVars: Record<string, unknown>;
   /** the parser of the model's calls, when they are to be parsed */
   readonly parser: ToolCallParser | undefined;
+  /** set when tool_choice forces a call: how to read the output back, and the grammar that forces it */
+  readonly forced: { readonly tools: ForcedTools; readonly grammar: GrammarSpec } | undefined;
   readonly parallel: boolean;
 }
 
@@ -45,10 +49,11 @@ export function planTools(ctx: ServerContext, body: ToolFields): ChatToolsPlan {
     if (!names.has(choice.function.name)) {
       throw new HttpError(400, `tool_choice names the function "${choice.function.name}", which is not in tools`, 'invalid_request_error', 'tool_choice');
     }
-    throw new HttpError(400, 'tool_choice naming a function needs constrained decoding, which this server does not do yet; use "auto"', 'invalid_request_error', 'tool_choice');
   }
-  if (choice === 'required') {
-    throw new HttpError(400, 'tool_choice "required" needs constrained decoding, which this server does not do yet; use "auto"', 'invalid_request_error', 'tool_choice');
+  const parallel = body.parallel_tool_calls ?? true;
+  if (typeof choice === 'object' || choice === 'required') {
+    const forced: ForcedTools = typeof choice === 'object' ? { kind: 'named', name: choice.function.name } : { kind: 'required' };
+    return { templateVars: { tools }, parser: undefined, forced: { tools: forced, grammar: forcedToolGrammar(tools, forced, parallel) }, parallel };
   }
   let parser: ToolCallParser | undefined;
   if (choice === 'auto') {
@@ -63,5 +68,5 @@ export function planTools(ctx: ServerContext, body: ToolFields): ChatToolsPlan {
       );
     }
   }
-  return { templateVars: tools.length > 0 ? { tools } : {}, parser, parallel: body.parallel_tool_calls ?? true };
+  return { templateVars: tools.length > 0 ? { tools } : {}, parser, forced: undefined, parallel };
 }
