@@ -7,6 +7,7 @@ import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { callXGrammar } from './xgrammar-binding.js';
 import type { CompiledGrammarHandle, GrammarMatcherHandle, XGrammarBinding } from './xgrammar-binding.js';
 import { choiceGrammar, grammarKey } from './spec.js';
+import { Utf8Guard } from './utf8-guard.js';
 import type { GrammarSpec } from './spec.js';
 
 
@@ -33,11 +34,11 @@ export class GrammarCompiler {
   private readonly compiler;
   /**
    * [maskWords] tokens free of raw control bytes (< 0x20): JSON never has them (loom's JSON
-   * is one line), yet xgrammar 0.1.27 lets some string rules take them; and free of bytes
-   * no UTF-8 text holds (0xC0, 0xC1: overlong leads; 0xF5–0xFF), which xgrammar's string
-   * rules also take (a byte-level vocabulary's "\xC0" "\x84" came out as two U+FFFD)
+   * is one line), yet xgrammar 0.1.27 lets some string rules take them
    */
   private readonly jsonSafe: Int32Array;
+  /** keeps every grammar's output valid UTF-8 */
+  private readonly utf8: Utf8Guard;
   /** grammar key → compiled grammar; insertion order is recency (LRU) */
   private readonly cache = new Map<string, CompiledGrammarHandle>();
 
@@ -59,10 +60,12 @@ export class GrammarCompiler {
     this.compiler = new xg.GrammarCompiler(info, 1, false);
     info.delete();
     this.maskWords = Math.ceil(vocabSize / 32);
+    this.utf8 = new Utf8Guard(tokens, this.maskWords);
     this.jsonSafe = new Int32Array(this.maskWords).fill(-1);
     tokens.forEach((bytes, id) => {
-      if (bytes.some((b) => b < 0x20 || b === 0xc0 || b === 0xc1 || b >= 0xf5)) this.jsonSafe[id >> 5]! &= ~(1 << (id & 31));
+      if (bytes.some((b) => b < 0x20)) this.jsonSafe[id >> 5]! &= ~(1 << (id & 31));
     });
+    for (let w = 0; w < this.maskWords; w++) this.jsonSafe[w]! &= this.utf8.valid[w]!;
   }
 
   /** The compiled grammar of a (validated) spec, from the cache when it was compiled before. */
@@ -92,7 +95,7 @@ export class GrammarCompiler {
   matcher(spec: GrammarSpec): SequenceGrammar {
     const compiled = this.compile(spec);
     const json = spec.type === 'json_schema' || spec.type === 'json_object';
-    return new SequenceGrammar(this.xg, new this.xg.GrammarMatcher(compiled, undefined, false, -1), this.vocabSize, this.stats, json ? this.jsonSafe : undefined);
+    return new SequenceGrammar(this.xg, new this.xg.GrammarMatcher(compiled, undefined, false, -1), this.vocabSize, this.stats, this.utf8, json ? this.jsonSafe : this.utf8.valid);
   }
 
   private compileUncached(spec: GrammarSpec): CompiledGrammarHandle {
@@ -125,14 +128,17 @@ export class GrammarCompiler {
 /** One sequence's position in its grammar: the mask of allowed next tokens, and advancing. */
 export class SequenceGrammar {
   private closed = false;
+  /** the UTF-8 lead byte the output ends on, whose second byte is still to come (0: none) */
+  private pendingLead = 0;
 
   constructor(
     private readonly xg: XGrammarBinding,
     private readonly handle: GrammarMatcherHandle,
     private readonly vocabSize: number,
     private readonly stats: CompileStats,
-    /** [maskWords] ANDed into every mask, when given */
-    private readonly restrict?: Int32Array,
+    private readonly utf8: Utf8Guard,
+    /** [maskWords] ANDed into every mask */
+    private readonly restrict: Int32Array,
   ) {}
 
   /** Writes the allowed-next-token bitmask ([ceil(vocab / 32)] words, bit set = allowed). */
@@ -145,7 +151,8 @@ export class SequenceGrammar {
       vec.delete();
     }
     const r = this.restrict;
-    if (r) for (let w = 0; w < out.length; w++) out[w]! &= r[w]!;
+    for (let w = 0; w < out.length; w++) out[w]! &= r[w]!;
+    if (this.pendingLead !== 0) this.utf8.restrictAfter(this.pendingLead, out);
     this.stats.masks++;
     this.stats.maskMs += performance.now() - t0;
   }
@@ -154,6 +161,7 @@ export class SequenceGrammar {
   accept(id: number): boolean {
     const t0 = performance.now();
     const ok = this.handle.AcceptToken(id, false);
+    if (ok) this.pendingLead = this.utf8.leadAfter(id);
     this.stats.acceptMs += performance.now() - t0;
     return ok;
   }
