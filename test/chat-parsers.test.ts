@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import { ChatOutput } from '../src/server/chat-output.js';
 import type { ChatOutputConfig } from '../src/server/chat-output.js';
 import { splitReasoning } from '../src/server/reasoning/parser.js';
+import { renderChat } from '../src/tokenizer/chat-template.js';
 import { toolCallParser, toolCallParserForTemplate } from '../src/server/tools/parsers.js';
 
 /** the output streamed in two pieces cut at `at`, deltas joined */
@@ -90,10 +91,51 @@ describe('tool-call parsers', () => {
     assert.deepEqual(p.parse('functools[{"name": "get_weather", "arguments": {"city": "Paris", "unit": "c"}}]'), { content: '', calls: [weather] });
   });
 
+  it('llama3_json: a built-in tool after <|python_tag|> in Python syntax (Llama 3.1: brave_search.call(query=…))', () => {
+    const p = toolCallParser('llama3_json');
+    assert.deepEqual(p.parse('<|python_tag|>brave_search.call(query="loom \\"llm\\" server")'), {
+      content: '',
+      calls: [{ name: 'brave_search', arguments: '{"query":"loom \\"llm\\" server"}' }],
+    });
+    assert.deepEqual(p.parse('<|python_tag|>wolfram_alpha.call(query=\'2+2\')'), { content: '', calls: [{ name: 'wolfram_alpha', arguments: '{"query":"2+2"}' }] });
+    // not a call: stays content (e.g. code for the code interpreter)
+    assert.deepEqual(p.parse('<|python_tag|>print(1 + 1)'), { content: '<|python_tag|>print(1 + 1)', calls: [] });
+    everySplit({ toolParser: p }, '<|python_tag|>brave_search.call(query="x")', { reasoning: '', content: '', calls: [{ name: 'brave_search', arguments: '{"query":"x"}' }] });
+  });
+
+  it('pythonic (Llama 3.2, Gemma 3 as vLLM serves it): a Python list of calls with literal keyword arguments', () => {
+    const p = toolCallParser('pythonic');
+    assert.deepEqual(p.parse('[get_weather(city="Paris", unit=\'c\'), get_time()]'), { content: '', calls: [weather, time] });
+    assert.deepEqual(p.parse(' [f(a=1, b=-2.5e1, c=True, d=None, e=[1, (2, 3)], g={"k": False, 1.5: \'\\n\\x41\'},)] '), {
+      content: '',
+      calls: [{ name: 'f', arguments: '{"a":1,"b":-25,"c":true,"d":null,"e":[1,[2,3]],"g":{"k":false,"1.5":"\\nA"}}' }],
+    });
+    for (const text of ['[]', '[f(1)]', '[f(a=x)]', '[f(a=1)] and more', 'I would call [f(a=1)]', '[f(a="open)]']) {
+      assert.deepEqual(p.parse(text), { content: text, calls: [] }, text);
+    }
+    everySplit({ toolParser: p }, '[get_weather(city="Paris", unit="c"), get_time()]', { reasoning: '', content: '', calls: [weather, time] });
+    everySplit({ toolParser: p }, 'Paris [is] nice', { reasoning: '', content: 'Paris [is] nice', calls: [] });
+    everySplit({ toolParser: p }, '[1, 2]', { reasoning: '', content: '[1, 2]', calls: [] });
+  });
+
+  it('pythonic reads back what a pythonic template writes for the calls in the history', () => {
+    // the call rendering of vLLM's examples/tool_chat_template_gemma3_pythonic.jinja, restated
+    const template = [
+      '{%- for m in messages %}{% if m.tool_calls %}[{% for c in m.tool_calls %}{{ c.function.name }}(',
+      '{%- for k, v in c.function.arguments.items() %}{% if not loop.first %}, {% endif %}{{ k }}={{ v | tojson }}{% endfor %})',
+      '{%- if not loop.last %}, {% endif %}{% endfor %}]{% endif %}{% endfor %}',
+    ].join('');
+    const args = { city: 'Paris "Nord"', days: 3, tags: ['a', 'b'], opts: { metric: true, extra: null } };
+    const text = renderChat(template, [{ role: 'assistant', content: '', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'get_weather', arguments: args } }, { id: 'c2', type: 'function', function: { name: 'get_time', arguments: {} } }] }]);
+    const parsed = toolCallParser('pythonic').parse(text);
+    assert.deepEqual(parsed.calls.map((c) => [c.name, JSON.parse(c.arguments)]), [['get_weather', args], ['get_time', {}]], text);
+  });
+
   it('the parser is picked from the chat template', () => {
     assert.equal(toolCallParserForTemplate('{{- "<tool_call>\\n" }}')?.name, 'hermes');
     assert.equal(toolCallParserForTemplate('{{ "[TOOL_CALLS]" }}')?.name, 'mistral');
     assert.equal(toolCallParserForTemplate('{{- "<|python_tag|>" + tool_call.name }}')?.name, 'llama3_json');
+    assert.equal(toolCallParserForTemplate('{{- "Example Format: [func_name1(params_name1=params_value1)]" }}<|python_tag|>')?.name, 'pythonic');
     assert.equal(toolCallParserForTemplate('{{ m.role }}'), undefined);
   });
 

@@ -3,8 +3,9 @@
 // call (so a stream can hold the calls back) and takes a whole output apart; output it
 // cannot parse stays content, as in vLLM.
 import { rawDecode } from './json-scan.js';
+import { parsePythonicCall, parsePythonicList } from './pythonic.js';
 
-export const TOOL_CALL_PARSERS = ['hermes', 'llama3_json', 'mistral', 'phi4_mini_json'] as const;
+export const TOOL_CALL_PARSERS = ['hermes', 'llama3_json', 'mistral', 'phi4_mini_json', 'pythonic'] as const;
 export type ToolCallParserName = (typeof TOOL_CALL_PARSERS)[number];
 
 export interface ParsedToolCall {
@@ -65,15 +66,23 @@ const hermes: ToolCallParser = {
   },
 };
 
-/** Llama 3.1+/3.2/3.3: the output is a JSON call (or several joined by ";"), maybe after <|python_tag|> */
+/**
+ * Llama 3.1+/3.2/3.3: the output is a JSON call (or several joined by ";"), maybe after
+ * <|python_tag|>; or, after <|python_tag|>, a built-in tool's call in Python syntax
+ * (Llama 3.1's template: `brave_search.call(query="…")`), read as a call to that tool.
+ */
 const llama3Json: ToolCallParser = {
   name: 'llama3_json',
   markers: [],
   leadMarkers: ['<|python_tag|>', '{'],
   parse(text) {
     let body = text.trimStart();
-    if (body.startsWith('<|python_tag|>')) body = body.slice('<|python_tag|>'.length);
-    if (!body.trimStart().startsWith('{')) return noCalls(text);
+    const tagged = body.startsWith('<|python_tag|>');
+    if (tagged) body = body.slice('<|python_tag|>'.length);
+    if (!body.trimStart().startsWith('{')) {
+      const builtIn = tagged ? parsePythonicCall(body) : null;
+      return builtIn ? { content: '', calls: [builtIn] } : noCalls(text);
+    }
     const values: unknown[] = [];
     let at = 0;
     for (;;) {
@@ -137,7 +146,22 @@ const phi4MiniJson: ToolCallParser = {
   },
 };
 
-const PARSERS: Record<ToolCallParserName, ToolCallParser> = { hermes, llama3_json: llama3Json, mistral, phi4_mini_json: phi4MiniJson };
+/**
+ * vLLM's `pythonic` (Llama 3.2 1B/3B, ToolACE, and Gemma 3, which has no tool tokens of its
+ * own: vLLM serves it with this parser and examples/tool_chat_template_gemma3_pythonic.jinja):
+ * the whole output is a Python list of calls, `[get_weather(city="Paris"), get_time()]`.
+ */
+const pythonic: ToolCallParser = {
+  name: 'pythonic',
+  markers: [],
+  leadMarkers: ['['],
+  parse(text) {
+    const calls = parsePythonicList(text);
+    return calls ? { content: '', calls } : noCalls(text);
+  },
+};
+
+const PARSERS: Record<ToolCallParserName, ToolCallParser> = { hermes, llama3_json: llama3Json, mistral, phi4_mini_json: phi4MiniJson, pythonic };
 
 export function toolCallParser(name: ToolCallParserName): ToolCallParser {
   return PARSERS[name];
@@ -148,6 +172,8 @@ export function toolCallParserForTemplate(template: string | undefined): ToolCal
   if (template === undefined) return undefined;
   if (template.includes('<tool_call>')) return hermes;
   if (template.includes('[TOOL_CALLS]')) return mistral;
+  // the pythonic templates (vLLM's Llama 3.2 / Gemma 3 examples) show the list as "[func_name1(…"
+  if (template.includes('[func_name1(')) return pythonic;
   if (template.includes('<|python_tag|>') || template.includes('ipython')) return llama3Json;
   if (template.includes('functools')) return phi4MiniJson;
   return undefined;
