@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { ChatOutput } from '../chat-output.js';
 import type { ChatEnd } from '../chat-output.js';
 import type { ServerContext } from '../context.js';
-import { toOpenAIError } from '../errors.js';
+import { HttpError, toOpenAIError } from '../errors.js';
 import { chatSpec } from '../openai-request.js';
 import { checkToolSchemasCompile } from '../tools/forced.js';
 import type { ChatBody } from '../openai-request.js';
@@ -24,8 +24,11 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Body: ChatBody }>('/v1/chat/completions', { schema: { body: chatBody } }, async (req, reply) => {
     const body = req.body;
     const { spec, echoText, output, forcedTools } = chatSpec(ctx, body);
-    if (forcedTools) await checkToolSchemasCompile(forcedTools.tools, forcedTools.choice);
-    const r = await resolveRequest(ctx, spec);
+    const r = await resolveRequest(ctx, spec).catch(async (err: unknown) => {
+      // the forced-call grammar did not compile: find the tool whose schema xgrammar refuses, to name it
+      if (forcedTools && err instanceof HttpError && err.param === 'tools') await checkToolSchemasCompile(forcedTools.tools, forcedTools.choice);
+      throw err;
+    });
     const { id } = r;
     const prompt = r.prompts[0]!;
     const wantLogprobs = prompt.params.logprobs !== null;

@@ -3,7 +3,7 @@
 // output to that function's `parameters` schema, so the whole output is its arguments;
 // "required" constrains it to a JSON array (at least one item, at most one without
 // parallel_tool_calls) of {"name": <one tool's name>, "parameters": <its schema>}.
-// Each tool's schema is checked alone first, so a refusal names the tool.
+// Each tool's schema is checked alone (loom's support check), so a refusal names the tool.
 import { InvalidArgumentError } from '../../errors.js';
 import { checkGrammarCompiles } from '../../engine/grammar/check.js';
 import { validateGrammarSpec } from '../../engine/grammar/spec.js';
@@ -73,7 +73,11 @@ export function forcedToolGrammar(tools: readonly ToolSchemaSource[], choice: Fo
   return { type: 'json_schema', schema: { ...array, $defs: defs } };
 }
 
-/** xgrammar's own compile check, tool by tool, so a schema it rejects is a 400 naming the tool. */
+/**
+ * xgrammar's own compile check, tool by tool, so a schema it rejects is a 400 naming the
+ * tool; run only when the forced grammar as a whole failed to compile (the common case pays
+ * for one compile check).
+ */
 export async function checkToolSchemasCompile(tools: readonly ToolSchemaSource[], choice: ForcedTools): Promise<void> {
   for (const [tool, i] of chosen(tools, choice)) {
     try {
