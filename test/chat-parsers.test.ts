@@ -161,3 +161,54 @@ describe('tool-call parsers', () => {
     assert.match(end.toolCalls[0]!.id, /^call_[A-Za-z0-9]{24}$/);
   });
 });
+
+describe('forced tool calls (tool_choice required / named) streamed while generated', () => {
+  /** the output pushed in pieces cut at `cuts`; tool_calls deltas joined per index as the openai client joins them */
+  function joined(config: ChatOutputConfig, text: string, cuts: number[]) {
+    const out = new ChatOutput(config);
+    const calls: { id: string; name: string; arguments: string }[] = [];
+    const take = (ds: { index: number; id?: string; function: { name?: string; arguments: string } }[]) => {
+      for (const d of ds) {
+        if (d.id) calls[d.index] = { id: d.id, name: d.function.name!, arguments: '' };
+        calls[d.index]!.arguments += d.function.arguments;
+      }
+    };
+    let last = 0;
+    for (const at of [...cuts, text.length]) {
+      take(out.push(text.slice(last, at)).toolCallDeltas);
+      last = at;
+    }
+    const end = out.finish('stop');
+    take(end.toolCallDeltas);
+    return { calls, end };
+  }
+
+  it('"required": every cut streams the same calls as the whole output; each arguments text is its parameters (JSON.parse)', () => {
+    const text = '[{"name": "get_weather", "parameters": {"city": "Pa\\"]}ris", "n": [1, {"x": null}]}}, {"name": "get_time", "parameters": {}}]';
+    const reference = (JSON.parse(text) as { name: string; parameters: unknown }[]).map((c) => [c.name, c.parameters]);
+    const config: ChatOutputConfig = { forcedTools: { kind: 'required' } };
+    const cutsList = [...Array.from({ length: text.length + 1 }, (_, a) => [a]), Array.from({ length: text.length }, (_, i) => i)];
+    for (const cuts of cutsList) {
+      const { calls, end } = joined(config, text, cuts);
+      assert.deepEqual(calls.map((c) => [c.name, JSON.parse(c.arguments)]), reference, `cuts ${cuts.length === 1 ? cuts[0] : 'every char'}`);
+      assert.deepEqual(end.toolCalls.map((c) => [c.id, c.function.name, c.function.arguments]), calls.map((c) => [c.id, c.name, c.arguments]));
+      assert.equal(end.finishReason, 'tool_calls');
+      assert.equal(end.content, '');
+    }
+    // char by char, the arguments go out as they come, not in one piece at the end
+    const out = new ChatOutput(config);
+    let pieces = 0;
+    for (const ch of text) pieces += out.push(ch).toolCallDeltas.length;
+    assert.ok(pieces > 20, `${pieces}`);
+  });
+
+  it('cut by max_tokens: the open call keeps its cut arguments (finish length); cut before a name, the text is content', () => {
+    const { calls, end } = joined({ forcedTools: { kind: 'required' } }, '[{"name": "get_time", "parameters": {"a": 1}}, {"name": "f", "parameters": {"b', [7]);
+    assert.deepEqual(calls.map((c) => [c.name, c.arguments]), [['get_time', '{"a": 1}'], ['f', '{"b']]);
+    const cut = new ChatOutput({ forcedTools: { kind: 'required' } });
+    cut.push('[{"na');
+    assert.deepEqual({ ...cut.finish('length'), toolCallDeltas: [] }, { reasoning: '', content: '[{"na', toolCalls: [], toolCallDeltas: [], finishReason: 'length' });
+    const named = joined({ forcedTools: { kind: 'named', name: 'f' } }, '{"b": [1', [3]);
+    assert.deepEqual([named.calls[0]!.arguments, named.end.finishReason], ['{"b": [1', 'stop']);
+  });
+});

@@ -104,16 +104,19 @@ describe('tool_choice required and named, enforced by a grammar (openai client)'
     }
   });
 
-  it('"required" streamed, parallel calls allowed: every call valid, ids distinct', async () => {
+  it('"required" streamed, parallel calls allowed: the arguments stream as generated; every call valid, ids distinct', async () => {
     let checked = 0;
     for (const seed of [7, 8]) {
       const stream = client.chat.completions.stream({ model: MODEL, messages, tools, tool_choice: 'required', temperature: 1, seed, max_tokens: 300 });
+      let pieces = 0;
+      stream.on('chunk', (chunk) => (pieces += chunk.choices[0]?.delta.tool_calls?.length ?? 0));
       const c = (await stream.finalChatCompletion()).choices[0]!;
       if (c.finish_reason === 'length') continue; // a long array may not fit; the non-streamed case checks the ending
       assert.equal(c.finish_reason, 'tool_calls');
       assert.ok((c.message.tool_calls?.length ?? 0) >= 1);
       for (const call of c.message.tool_calls!) validCall(call);
       assert.equal(new Set(c.message.tool_calls!.map((t) => t.id)).size, c.message.tool_calls!.length);
+      assert.ok(pieces > c.message.tool_calls!.length, `the arguments stream in pieces (${pieces} deltas)`);
       checked++;
     }
     assert.ok(checked > 0);
@@ -124,10 +127,15 @@ describe('tool_choice required and named, enforced by a grammar (openai client)'
     assert.equal(r.choices[0]!.finish_reason, 'length');
     const args = (r.choices[0]!.message.tool_calls?.[0] as OpenAI.ChatCompletionMessageFunctionToolCall).function.arguments;
     assert.throws(() => JSON.parse(args));
+    // "required" cut before a call has its name: the text stays content
     const req = await client.chat.completions.create({ model: MODEL, messages, tools, tool_choice: 'required', temperature: 1, seed: 1, max_tokens: 3 });
     assert.equal(req.choices[0]!.finish_reason, 'length');
     assert.equal(req.choices[0]!.message.tool_calls, undefined);
     assert.ok(req.choices[0]!.message.content!.startsWith('['));
+    // cut inside the parameters: the call is there with its cut arguments
+    const cut = await client.chat.completions.create({ model: MODEL, messages, tools, tool_choice: 'required', temperature: 1, seed: 1, max_tokens: 45 });
+    assert.equal(cut.choices[0]!.finish_reason, 'length');
+    assert.equal(cut.choices[0]!.message.tool_calls?.length, 1, JSON.stringify(cut.choices[0]));
   });
 
   it('refusals: a schema loom cannot enforce names the tool; other structured outputs beside a forced call; unknown names', async () => {

@@ -99,7 +99,7 @@ export class ChatOutput {
   private readonly forced: ForcedCallOutput | undefined;
 
   constructor(private readonly config: ChatOutputConfig) {
-    this.forced = config.forcedTools && new ForcedCallOutput(config.forcedTools, config.parallelToolCalls ?? true);
+    this.forced = config.forcedTools && new ForcedCallOutput(config.forcedTools);
     this.reasoning = !this.forced && config.reasoningParser ? new ReasoningSplitter(config.reasoningParser, config.chatTemplateKwargs) : undefined;
     this.tools = !this.forced && config.toolParser ? new ToolCallStreamer(config.toolParser) : undefined;
   }

@@ -1,12 +1,15 @@
-// The output of a forced tool choice (forced.ts) as tool calls. A named function's output
-// is its arguments, so they stream as they are generated (one call, index 0); a "required"
-// array is parsed when the choice ends, each call then one delta. An output cut off by
-// max_tokens keeps finish_reason "length": a named call carries the cut arguments (as
-// vLLM does), a cut array stays content.
+// The output of a forced tool choice (forced.ts) as tool calls, streamed while generated.
+// A named function's output is its arguments (one call, index 0); a "required" array is
+// scanned (required-scan.ts): each call opens with its id and name once its parameters
+// start, then its arguments follow as they come. A call cut off by max_tokens keeps its cut
+// arguments and finish_reason "length" (as vLLM returns a cut named call); a "required"
+// output cut before any call had a name stays content.
 import { parseRequiredCalls } from './forced.js';
 import type { ForcedTools } from './forced.js';
-import { openAICalls, toolCallId, wholeCallDeltas } from './openai-calls.js';
+import { toolCallId } from './openai-calls.js';
 import type { OpenAIToolCall, ToolCallDelta } from './openai-calls.js';
+import { RequiredCallScanner } from './required-scan.js';
+import type { ScannedCall } from './required-scan.js';
 
 export interface ForcedEnd {
   content: string;
@@ -17,39 +20,59 @@ export interface ForcedEnd {
   complete: boolean;
 }
 
-export class ForcedCallOutput {
-  private text = '';
-  private readonly id = toolCallId();
-  private opened = false;
+/** one call's stream: the id, and how much of its arguments went out */
+interface Sent {
+  id: string;
+  upTo: number;
+}
 
-  constructor(
-    private readonly forced: ForcedTools,
-    private readonly parallel: boolean,
-  ) {}
+export class ForcedCallOutput {
+  private readonly scanner = new RequiredCallScanner();
+  private readonly sent: Sent[] = [];
+
+  constructor(private readonly forced: ForcedTools) {}
 
   /** the deltas to stream for this piece of output */
   push(piece: string): ToolCallDelta[] {
-    this.text += piece;
-    if (this.forced.kind !== 'named' || piece === '') return [];
-    return [this.namedDelta(piece)];
+    this.scanner.push(piece);
+    return this.deltas(false);
   }
 
   finish(): ForcedEnd {
-    if (this.forced.kind === 'named') {
-      const call: OpenAIToolCall = { id: this.id, type: 'function', function: { name: this.forced.name, arguments: this.text } };
-      return { content: '', toolCalls: [call], toolCallDeltas: this.opened ? [] : [this.namedDelta('')], complete: isJson(this.text) };
-    }
-    const parsed = parseRequiredCalls(this.text);
-    if (parsed === null) return { content: this.text, toolCalls: [], toolCallDeltas: [], complete: false };
-    // the grammar already holds the array to one item without parallel_tool_calls
-    const calls = openAICalls(this.parallel ? parsed : parsed.slice(0, 1));
-    return { content: '', toolCalls: calls, toolCallDeltas: wholeCallDeltas(calls), complete: true };
+    const deltas = this.deltas(true);
+    const text = this.scanner.text;
+    const calls = this.calls();
+    const toolCalls = calls.map(({ name, args }, i): OpenAIToolCall => ({ id: this.sent[i]!.id, type: 'function', function: { name, arguments: args } }));
+    const complete = this.forced.kind === 'named' ? isJson(text) : parseRequiredCalls(text) !== null;
+    if (toolCalls.length === 0) return { content: text, toolCalls, toolCallDeltas: [], complete: false };
+    return { content: '', toolCalls, toolCallDeltas: deltas, complete };
   }
 
-  private namedDelta(args: string): ToolCallDelta {
-    if (this.opened) return { index: 0, function: { arguments: args } };
-    this.opened = true;
-    return { index: 0, id: this.id, type: 'function', function: { name: (this.forced as { name: string }).name, arguments: args } };
+  /** the calls so far: name, arguments text, and how far the arguments may be sent */
+  private calls(): { name: string; args: string; upTo: number }[] {
+    const text = this.scanner.text;
+    if (this.forced.kind === 'named') return [{ name: this.forced.name, args: text, upTo: text.length }];
+    return this.scanner.calls
+      .filter((c): c is ScannedCall & { name: string; argsStart: number } => c.name !== undefined && c.argsStart !== undefined)
+      .map((c) => ({ name: c.name, args: text.slice(c.argsStart, c.argsEnd ?? text.length), upTo: this.scanner.sendable(c)! - c.argsStart }));
+  }
+
+  /** what is new since the last deltas; at the end, everything left */
+  private deltas(end: boolean): ToolCallDelta[] {
+    const out: ToolCallDelta[] = [];
+    this.calls().forEach(({ name, args, upTo }, index) => {
+      const limit = end ? args.length : upTo;
+      let s = this.sent[index];
+      if (!s) {
+        if (this.forced.kind === 'named' && limit === 0 && !end) return; // open the call with its first piece
+        s = this.sent[index] = { id: toolCallId(), upTo: limit };
+        out.push({ index, id: s.id, type: 'function', function: { name, arguments: args.slice(0, limit) } });
+      } else if (limit > s.upTo) {
+        out.push({ index, function: { arguments: args.slice(s.upTo, limit) } });
+        s.upTo = limit;
+      }
+    });
+    return out;
   }
 }
 
