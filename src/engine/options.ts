@@ -144,3 +144,15 @@ function splitSwaPool(
   if (numBlocks > swaNeed && globalBlock > 0) numBlocks = Math.min(Math.floor((memory - swaNeed * swaBlock) / globalBlock), useful);
   return { numBlocks, swaBlocks: Math.max(1, Math.min(numBlocks, swaNeed)) };
 }
+
+/** The start-up line of a hybrid model: its recurrent state per sequence and in all, which
+ *  comes out of --kv-cache-memory, and why prefix caching is off. undefined for other models. */
+export function recurrentStateLine(model: ModelConfig, maxNumSeqs: number): string | undefined {
+  const perSeq = recurrentStateBytes(model);
+  if (perSeq === 0) return undefined;
+  const layers = model.linearAttention!.layers.filter(Boolean).length;
+  return (
+    `recurrent state ${(perSeq / 2 ** 10).toFixed(1)} KiB per sequence (${layers} Gated DeltaNet layers) × --max-num-seqs ${maxNumSeqs} = ` +
+    `${((perSeq * maxNumSeqs) / 2 ** 20).toFixed(1)} MiB of --kv-cache-memory; prefix caching is off for hybrid models`
+  );
+}
