@@ -28,7 +28,7 @@
         'native/attention.cc',
         'native/recurrent.cc',
         'native/probe.cc',
-        '<!@(node -p "[\'native/matmul.cc\', \'native/quant.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
+        '<!@(node -p "[\'native/matmul.cc\', \'native/quant.cc\', \'native/weight-types.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
       ],
       'cflags': ['-O3'],
       'conditions': [

@@ -250,17 +250,9 @@ Napi::Value ExpWeights(const Napi::CallbackInfo& info) {
 namespace {
 // bytes of a row of n values of a weight type, or −1 when n is not a whole number of blocks
 int64_t row_bytes(int type, int64_t n) {
-  int64_t block = 1, bytes = 0;
-  switch (type) {
-    case kF32: bytes = 4; break;
-    case kF16: case kBF16: bytes = 2; break;
-    case kQ8_0: block = 32; bytes = 34; break;
-    case kQ4_0: block = 32; bytes = 18; break;
-    case kQ4_K: block = 256; bytes = 144; break;
-    case kQ6_K: block = 256; bytes = 210; break;
-    default: return -1;
-  }
-  return n % block == 0 ? n / block * bytes : -1;
+  const WeightTraits* t = weight_traits(type);
+  if (!t) return -1;
+  return n % t->block_values == 0 ? n / t->block_values * t->block_bytes : -1;
 }
 
 int64_t checked_row_bytes(const Napi::CallbackInfo& info, int type, int64_t n) {

@@ -27,17 +27,29 @@ export function relError(a: ArrayLike<number>, b: ArrayLike<number>, n = b.lengt
   return scale === 0 ? diff : diff / scale;
 }
 
-export const MATMUL_TYPES = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'] as const;
+export const MATMUL_TYPES = [
+  'F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'IQ4_NL', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_XS',
+] as const;
 export type MatmulType = (typeof MATMUL_TYPES)[number];
 
-/** Row lengths per type: awkward, but whole blocks as the formats require. */
+/** Row lengths per type: awkward, but whole blocks as the formats require. (The longest rows
+ *  meet 131 outputs at one row: a single dot product's relative error is unbounded when the
+ *  sum happens to cancel, so the outputs are many where the rows are long.) */
 export const MATMUL_IN: Record<MatmulType, readonly number[]> = {
   F32: [1, 37, 577, 4099],
   F16: [1, 37, 577, 4099],
   BF16: [1, 37, 577, 4099],
   Q8_0: [32, 96, 544, 4128],
   Q4_0: [32, 96, 544, 4128],
+  Q4_1: [32, 96, 544, 4128],
+  Q5_0: [32, 96, 544, 4128],
+  Q5_1: [32, 96, 544, 4128],
+  IQ4_NL: [32, 96, 544, 4128],
+  Q2_K: [256, 768, 2304],
+  Q3_K: [256, 768, 2304],
   Q4_K: [256, 768, 2304],
+  Q5_K: [256, 768, 2304],
+  IQ4_XS: [256, 768, 2304],
   Q6_K: [256, 768, 2304],
 };
 
