@@ -62,6 +62,7 @@ interface ServeFlags {
   kvEventsTopic?: string;
   kvEventsReplayEndpoint?: string;
   kvEventsHashSeed: string;
+  speculativeConfig?: string;
 }
 
 export function serveCommand(): Command {
@@ -115,6 +116,7 @@ export function serveCommand(): Command {
     .option('--kv-events-topic <topic>', 'ZeroMQ topic of the KV events (default: kv@HOSTNAME@MODEL, as llm-d expects)')
     .option('--kv-events-replay-endpoint <url>', 'ZeroMQ ROUTER address that replays missed KV event batches')
     .option('--kv-events-hash-seed <seed>', "seed of the KV events' block hashes; set the router's hashSeed to the same (default: $PYTHONHASHSEED or empty)", process.env.PYTHONHASHSEED ?? '')
+    .option('--speculative-config <json>', 'speculative decoding as vLLM\'s, e.g. \'{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}\'')
     .action((flags: ServeFlags) => runServe(flags));
   return withEnvAndConfig(cmd);
 }
@@ -136,6 +138,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     enablePrefixCaching: flags.enablePrefixCaching,
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
+    ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
   };
   if ((flags.sslKeyfile === undefined) !== (flags.sslCertfile === undefined)) throw new InvalidArgumentError('--ssl-keyfile and --ssl-certfile go together');
   const tls = flags.sslKeyfile && flags.sslCertfile ? { key: readPem(flags.sslKeyfile, 'ssl-keyfile'), cert: readPem(flags.sslCertfile, 'ssl-certfile') } : undefined;
