@@ -8,6 +8,7 @@ import { benchProtocolCommand } from './bench-protocol.js';
 import { benchScaleoutCommand } from './bench-scaleout.js';
 import { benchServeCommand } from './bench-serve.js';
 import { benchSoakCommand } from './bench-soak.js';
+import { benchSpecCommand } from './bench-spec.js';
 import { benchStandardCommand } from './bench-standard.js';
 import { benchStructuredCommand } from './bench-structured.js';
 
@@ -23,5 +24,6 @@ export function benchCommand(): Command {
     .addCommand(benchStandardCommand())
     .addCommand(benchSoakCommand())
     .addCommand(benchScaleoutCommand())
-    .addCommand(benchStructuredCommand());
+    .addCommand(benchStructuredCommand())
+    .addCommand(benchSpecCommand());
 }
