@@ -332,6 +332,23 @@ describe('speculative decoding in the engine', () => {
     assert.ok(runs[1]!.run.accepted > 0, 'drafts were accepted');
   });
 
+  it('greedy under preemption (a cache too small for all): the same tokens, drafts never preempt', () => {
+    const m = storiesModel();
+    const prompts = COPY_PROMPTS.map((p) => m.tokenizer.encode(p, { addSpecial: true }));
+    const run = (spec?: SpeculativeConfigInput) => {
+      // 40 blocks of 4 tokens: fewer than the three requests need together
+      const e = engine(m, { blockSize: 4, kvCacheMemory: 40 * 4 * m.config.numLayers * m.config.numKvHeads * m.config.headDim * 2 * 2, maxModelLen: 160, ...(spec && { speculativeConfig: spec }) });
+      const ids = prompts.map((p) => add(e, p, greedy(60)));
+      const r = runToEnd(e);
+      assertAllBlocksFree(e);
+      return { tokens: ids.map((id) => tokensOf(r, id)), preemptions: e.scheduler.numPreemptions, accepted: r.accepted };
+    };
+    const plain = run();
+    const spec = run(NGRAM);
+    assert.ok(spec.preemptions > 0 && spec.accepted > 0, `${spec.preemptions} preemptions, ${spec.accepted} accepted`);
+    assert.deepEqual(spec.tokens, plain.tokens);
+  });
+
   it('aborting a speculating sequence returns every block', () => {
     const m = storiesModel();
     const e = engine(m, { speculativeConfig: NGRAM });
