@@ -1,6 +1,8 @@
-// Speculative decoding behind the HTTP API: the official client gets the text it gets
-// without speculation, cut at a stop string, and /metrics carries vLLM's spec_decode_* counters.
+// Speculative decoding behind the HTTP API and the CLI: the official client gets the text it
+// gets without speculation, cut at a stop string; /metrics carries vLLM's spec_decode_*
+// counters; `loom generate --speculative-config` prints llama.cpp's story.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -68,5 +70,23 @@ describe('speculative decoding over HTTP', () => {
     assert.match(text, /^vllm:spec_decode_num_accepted_tokens_per_pos\{model_name="stories",engine="0",position="0"\} \d+$/m);
     const plainText = await (await fetch(`http://127.0.0.1:${plain.port}/metrics`)).text();
     assert.match(plainText, /^vllm:spec_decode_num_drafts_total\{model_name="stories",engine="0"\} 0$/m, 'zero without speculation');
+  });
+});
+
+describe('loom generate --speculative-config', () => {
+  const loom = (...args: string[]) => spawnSync(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), ...args], { encoding: 'utf8', timeout: 120_000 });
+
+  it("prints llama.cpp's greedy stories260K story with speculation on", () => {
+    // llama.cpp's greedy continuation of "Once upon a time" (as test/cli.test.ts)
+    const story = ', there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily';
+    const r = loom('generate', '--model', path, '--prompt', 'Once upon a time', '--temperature', '0', '--max-tokens', '60', '--speculative-config', '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1}');
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, story + '\n');
+  });
+
+  it('a bad config is one line naming the option and the field, exit 1', () => {
+    const r = loom('generate', '--model', path, '--prompt', 'x', '--speculative-config', '{"method": "ngram", "num_speculative_tokens": -1}');
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /^loom: --speculative-config: "num_speculative_tokens" must be an integer in \[1, 64\], got -1\n$/);
   });
 });

@@ -220,9 +220,13 @@ async function runServe(flags: ServeFlags): Promise<void> {
     lastLog = Date.now();
     const tokens = ctx.metrics.tokensSinceLog;
     ctx.metrics.tokensSinceLog = 0;
+    const spec = ctx.metrics.specSinceLog;
+    ctx.metrics.specSinceLog = { drafts: 0, draftTokens: 0, accepted: 0 };
     if (ctx.inFlight === 0 && tokens === 0) return;
+    // as vLLM's SpecDecoding line: share of draft tokens accepted, tokens per verify step
+    const drafting = spec.drafts > 0 ? `, drafts ${((spec.accepted / spec.draftTokens) * 100).toFixed(0)}% accepted, ${(1 + spec.accepted / spec.drafts).toFixed(2)} tokens per draft` : '';
     console.error(
-      `loom: ${(tokens / elapsed).toFixed(1)} tokens/s generated, ${stats?.numRunning ?? 0} running, ${stats?.numWaiting ?? 0} waiting, KV cache ${((stats?.kvCacheUsage ?? 0) * 100).toFixed(1)}%`,
+      `loom: ${(tokens / elapsed).toFixed(1)} tokens/s generated, ${stats?.numRunning ?? 0} running, ${stats?.numWaiting ?? 0} waiting, KV cache ${((stats?.kvCacheUsage ?? 0) * 100).toFixed(1)}%${drafting}`,
     );
   }, 10_000);
   ticker.unref();

@@ -71,6 +71,8 @@ export class ServerMetrics {
   private last = { queries: 0, hits: 0, preemptions: 0 };
   /** generated tokens since the last busy-log line */
   tokensSinceLog = 0;
+  /** speculative drafts since the last busy-log line */
+  specSinceLog = { drafts: 0, draftTokens: 0, accepted: 0 };
 
   constructor(modelName: string, engine: EngineClient) {
     this.labels = { model_name: modelName, engine: '0' };
@@ -150,6 +152,9 @@ export class ServerMetrics {
       inc(this.specDrafts, spec.numDrafts);
       inc(this.specDraftTokens, spec.numDraftTokens);
       inc(this.specAccepted, spec.numAcceptedTokens);
+      this.specSinceLog.drafts += spec.numDrafts;
+      this.specSinceLog.draftTokens += spec.numDraftTokens;
+      this.specSinceLog.accepted += spec.numAcceptedTokens;
       spec.acceptedPerPosition.forEach((n, position) => this.specAcceptedPerPos.each((c) => c.inc({ ...this.labels, position: String(position) }, n)));
     }
   }
