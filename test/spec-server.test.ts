@@ -10,6 +10,7 @@ import OpenAI from 'openai';
 import { WorkerEngineClient } from '../src/engine/worker-client.js';
 import { loadModel } from '../src/model/load.js';
 import { buildApp } from '../src/server/app.js';
+import { LLM } from '../src/llm.js';
 import { PROJECT_ROOT } from './fixtures/index.js';
 
 const MODEL = 'stories';
@@ -73,15 +74,28 @@ describe('speculative decoding over HTTP', () => {
   });
 });
 
+// llama.cpp's greedy continuation of "Once upon a time" (as test/cli.test.ts)
+const STORY = ', there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily';
+
+describe('the library with speculativeConfig', () => {
+  it("LLM.load takes vLLM's config and generates llama.cpp's story; a bad one is refused", async () => {
+    const llm = await LLM.load(path, { backend: 'reference', kvCacheMemory: '16MiB', speculativeConfig: { method: 'ngram', num_speculative_tokens: 3, prompt_lookup_min: 1 } });
+    try {
+      assert.equal((await llm.generate('Once upon a time', { maxTokens: 60, temperature: 0 })).text, STORY);
+    } finally {
+      await llm.close();
+    }
+    await assert.rejects(LLM.load(path, { backend: 'reference', kvCacheMemory: '16MiB', speculativeConfig: { method: 'ngram' } }), /--speculative-config: "num_speculative_tokens" is required/);
+  });
+});
+
 describe('loom generate --speculative-config', () => {
   const loom = (...args: string[]) => spawnSync(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), ...args], { encoding: 'utf8', timeout: 120_000 });
 
   it("prints llama.cpp's greedy stories260K story with speculation on", () => {
-    // llama.cpp's greedy continuation of "Once upon a time" (as test/cli.test.ts)
-    const story = ', there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily';
     const r = loom('generate', '--model', path, '--prompt', 'Once upon a time', '--temperature', '0', '--max-tokens', '60', '--speculative-config', '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 1}');
     assert.equal(r.status, 0, r.stderr);
-    assert.equal(r.stdout, story + '\n');
+    assert.equal(r.stdout, STORY + '\n');
   });
 
   it('a bad config is one line naming the option and the field, exit 1', () => {
