@@ -146,7 +146,7 @@ export class Scheduler {
         }
         continue;
       }
-      const draft = this.draftFor(seq, numTokens, budget);
+      const draft = this.draftFor(seq, numTokens, budget, end - next - 1);
       this.allocate(seq, seq.numComputed + numTokens + draft.length, copyOps, swaCopyOps);
       chunks.push(draft.length > 0 ? { seq, numTokens, draft } : { seq, numTokens });
       running.push(seq);
@@ -187,11 +187,16 @@ export class Scheduler {
     }
   }
 
-  /** seq's draft for this step: only what the budget and free blocks hold (drafting never preempts) */
-  private draftFor(seq: Sequence, numTokens: number, budget: number): readonly number[] {
+  /**
+   * seq's draft for this step: only what the budget and the free blocks hold while keeping a
+   * block for each of the `reserve` running sequences after it (drafting never preempts).
+   */
+  private draftFor(seq: Sequence, numTokens: number, budget: number, reserve: number): readonly number[] {
     if (!this.speculator || numTokens !== seq.numUncomputed) return [];
     const draft = this.speculator.propose(seq, budget - numTokens, this.numRunningLive);
-    return draft.length > 0 && this.canAllocate(seq, seq.numComputed + numTokens + draft.length) ? draft : [];
+    // reserve·blockSize more tokens need exactly `reserve` more blocks
+    const covered = seq.numComputed + numTokens + draft.length + reserve * this.blocks.blockSize;
+    return draft.length > 0 && this.canAllocate(seq, covered) ? draft : [];
   }
 
   /**
