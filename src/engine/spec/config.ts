@@ -27,7 +27,7 @@ export interface SpeculativeConfigInput {
 /** vLLM's default n-gram sizes when neither is given */
 const DEFAULT_LOOKUP = 5;
 /** Measured (README, "Speculative decoding"): above this many running sequences a K+1-token verify costs more than it saves. */
-export const DEFAULT_DISABLE_BY_BATCH_SIZE = 4;
+export const DEFAULT_DISABLE_BY_BATCH_SIZE = 8;
 /** beyond this a draft is far longer than prompt lookup ever gets accepted */
 const MAX_SPECULATIVE_TOKENS = 64;
 const FIELDS = ['method', 'num_speculative_tokens', 'prompt_lookup_max', 'prompt_lookup_min', 'disable_by_batch_size', 'model'];
