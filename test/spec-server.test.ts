@@ -11,7 +11,9 @@ import { WorkerEngineClient } from '../src/engine/worker-client.js';
 import { loadModel } from '../src/model/load.js';
 import { buildApp } from '../src/server/app.js';
 import { LLM } from '../src/llm.js';
-import { PROJECT_ROOT } from './fixtures/index.js';
+import { PROJECT_ROOT, ggufFixturePath } from './fixtures/index.js';
+import { GGUF_FIXTURES } from './fixtures/recipe.js';
+import type { SpecReport } from '../src/bench/spec.js';
 
 const MODEL = 'stories';
 const path = join(PROJECT_ROOT, 'models', 'stories260K.gguf');
@@ -102,5 +104,28 @@ describe('loom generate --speculative-config', () => {
     const r = loom('generate', '--model', path, '--prompt', 'x', '--speculative-config', '{"method": "ngram", "num_speculative_tokens": -1}');
     assert.equal(r.status, 1);
     assert.match(r.stderr, /^loom: --speculative-config: "num_speculative_tokens" must be an integer in \[1, 64\], got -1\n$/);
+  });
+});
+
+describe('loom bench spec', () => {
+  it('reports drafts that add up, the same tokens with and without, and a verify cost per batch size and length', () => {
+    const verifyModel = ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'qwen2-q8_0')!);
+    const args = ['--output-len', '24', '--repeat-runs', '1', '-k', '2', '--verify-model', verifyModel, '--batch-sizes', '1,2', '--context', '16', '--backend', 'reference', '--json'];
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'bench', 'spec', ...args], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as SpecReport;
+    assert.deepEqual(report.prompts.map((p) => p.name), ['retell', 'list', 'edit', 'own']);
+    for (const p of report.prompts) {
+      assert.ok(p.sameTokens, p.name);
+      assert.equal(p.outputTokens, 24);
+      assert.ok(p.acceptedTokens <= p.draftTokens && p.draftTokens <= 2 * p.drafts, JSON.stringify(p));
+      // each decode step emits 1 + its accepted drafts (one fewer when a stop lands on an accepted draft)
+      const steps = p.stepsByDraftLength.reduce((a, b) => a + b, 0);
+      assert.ok(steps >= p.outputTokens - 1 - p.acceptedTokens && steps <= p.outputTokens - p.acceptedTokens, JSON.stringify(p));
+      assert.equal(p.stepsByDraftLength.length, 3);
+    }
+    assert.deepEqual(report.verify.map((v) => v.batchSize), [1, 2]);
+    for (const v of report.verify) assert.ok(v.msByTokens.length === 3 && v.msByTokens.every((ms) => ms > 0));
+    assert.ok(report.predicted.every((x) => x.speedup > 0));
   });
 });
