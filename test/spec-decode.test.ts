@@ -61,7 +61,7 @@ describe('--speculative-config', () => {
 
 describe('prompt lookup', () => {
   const lookup = { max: 3, min: 1 };
-  it('proposes what followed the latest occurrence of the longest recurring suffix', () => {
+  it('proposes what followed the latest occurrence of the longest recurring suffix with k followers', () => {
     //            0  1  2  3  4  5  6  7  8  9
     const toks = [1, 2, 3, 9, 9, 1, 2, 3, 7, 5, 1, 2, 3];
     // suffix [1,2,3] last occurred at 5..7, followed by 7, 5, 1, 2
@@ -73,6 +73,13 @@ describe('prompt lookup', () => {
     assert.deepEqual(proposeNgram([1, 2, 3, 5, 2], lookup, 3), [3, 5, 2]);
     // the follower may run up to the end of the sequence, not past it
     assert.deepEqual(proposeNgram([4, 4, 4], { max: 2, min: 2 }, 5), [4]);
+    // a repeating pattern: not the overlapping latest match (one period), the latest with k followers
+    assert.deepEqual(proposeNgram([5, 4, 4, 4, 4, 4, 4], { max: 2, min: 2 }, 3), [4, 4, 4]);
+    assert.deepEqual(proposeNgram([1, 2, 1, 2, 1, 2, 1, 2], { max: 2, min: 2 }, 4), [1, 2, 1, 2]);
+    // the latest match has too few followers: an earlier one with k
+    assert.deepEqual(proposeNgram([7, 8, 9, 7, 8, 0, 7, 8], { max: 2, min: 2 }, 4), [9, 7, 8, 0]);
+    // no match has k followers: the one with the most
+    assert.deepEqual(proposeNgram([7, 8, 9, 7, 8], { max: 2, min: 2 }, 4), [9, 7, 8]);
     assert.deepEqual(proposeNgram([1, 2, 3, 1, 2], { max: 2, min: 2 }, 0), []);
     // min above what recurs: nothing
     assert.deepEqual(proposeNgram([1, 2, 3, 5, 2], { max: 3, min: 2 }, 3), []);

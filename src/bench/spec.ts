@@ -81,7 +81,9 @@ export function runSpecBench(opts: SpecBenchOptions, log: (line: string) => void
     prompt_lookup_max: opts.promptLookupMax,
     prompt_lookup_min: opts.promptLookupMin,
   };
-  const base = { model: opts.model, backend: opts.backend, kvCacheMemory: '64MiB', maxNumSeqs: 1, enablePrefixCaching: false, ...(opts.threads !== undefined && { threads: opts.threads }) };
+  // one sequence: a context of 2048 at most keeps the cache small for any model
+  const maxModelLen = Math.min(model.config.contextLength, 2048);
+  const base = { model: opts.model, backend: opts.backend, kvCacheMemory: '512MiB', maxModelLen, maxNumSeqs: 1, enablePrefixCaching: false, ...(opts.threads !== undefined && { threads: opts.threads }) };
   const plain = createEngineCore(base, model);
   const specEngine = createEngineCore({ ...base, speculativeConfig: spec }, model);
   const prompts: PromptResult[] = [];
