@@ -391,4 +391,9 @@ describe('speculative decoding in the engine', () => {
     const swa = { ...m.config, slidingWindow: { size: 8, layers: Array.from({ length: m.config.numLayers }, (_, i) => i % 2 === 0), ropeBase: 10000 } };
     assert.throws(() => resolveEngineConfig({ model: '', kvCacheMemory: '16MiB', speculativeConfig: NGRAM }, swa, []), /--speculative-config: not available while the sliding-window layers keep a pool/);
   });
+
+  it('is refused for a hybrid model with recurrent layers', () => {
+    const hybrid = loadModel(ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'qwen35-f16')!));
+    assert.throws(() => resolveEngineConfig({ model: '', kvCacheMemory: '256MiB', speculativeConfig: NGRAM }, hybrid.config, []), /--speculative-config: not available for hybrid models/);
+  });
 });
