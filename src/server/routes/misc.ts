@@ -25,15 +25,15 @@ export function miscRoutes(app: FastifyInstance, ctx: ServerContext): void {
     const body = req.body;
     checkModel(ctx, body.model);
     const tokens = body.messages
-      ? ctx.tokenizer.encode(chatPrompt(ctx, body.messages, { addGenerationPrompt: body.add_generation_prompt ?? true }), { addSpecial: false, parseSpecial: true })
-      : ctx.tokenizer.encode(body.prompt ?? '', { addSpecial: body.add_special_tokens ?? true });
+      ? await ctx.text.encode(await chatPrompt(ctx, body.messages, { addGenerationPrompt: body.add_generation_prompt ?? true }), { addSpecial: false, parseSpecial: true })
+      : await ctx.text.encode(body.prompt ?? '', { addSpecial: body.add_special_tokens ?? true });
     return { tokens, count: tokens.length, max_model_len: ctx.options.maxModelLen };
   });
 
   app.post<{ Body: { model?: string; tokens: number[] } }>('/detokenize', { schema: { body: detokenizeBody } }, async (req) => {
     checkModel(ctx, req.body.model);
     checkTokenIds(ctx, req.body.tokens, 'tokens');
-    return { prompt: ctx.tokenizer.decode(req.body.tokens, { skipSpecial: false }) };
+    return { prompt: await ctx.text.decode(req.body.tokens, { skipSpecial: false }) };
   });
 
   app.get('/health', async (_req, reply) => {
