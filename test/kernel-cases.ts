@@ -3,6 +3,7 @@
 import type { AttentionBatch, AttentionShape, KvCacheShape, KvDtype, KvLayer } from '../src/kernels/index.js';
 import { GGMLType } from '../src/model/ggml-types.js';
 import { f32ArrayToF16 } from '../src/model/half.js';
+import { dequantizeTensorRow } from '../src/model/quant/dequantize.js';
 import { quantize } from '../src/model/quant/quantize.js';
 import type { WeightTensor } from '../src/model/weights.js';
 import { GaussianRng } from './fixtures/random.js';
@@ -23,6 +24,29 @@ export function relError(a: ArrayLike<number>, b: ArrayLike<number>, n = b.lengt
     const d = Math.abs(a[i]! - b[i]!);
     if (!(d <= diff)) diff = d; // NaN propagates as a failure
     scale = Math.max(scale, Math.abs(b[i]!));
+  }
+  return scale === 0 ? diff : diff / scale;
+}
+
+/**
+ * Error of a matmul's outputs against the reference, relative to the largest Σ|w||x| of an
+ * output: summation order moves a dot product by a fraction of that sum, not of its result,
+ * which cancellation can make arbitrarily small (a single output of rows 1 × 544 was 2e-5
+ * "wrong" against its own tiny value).
+ */
+export function matmulRelError(actual: ArrayLike<number>, expected: ArrayLike<number>, x: Float32Array, w: WeightTensor, rows: number): number {
+  const [inF, outF] = [w.dims[0]!, w.dims[1]!];
+  let diff = 0, scale = 0;
+  const wRow = new Float32Array(inF);
+  for (let j = 0; j < outF; j++) {
+    dequantizeTensorRow(w, j, wRow);
+    for (let r = 0; r < rows; r++) {
+      let magnitude = 0;
+      for (let k = 0; k < inF; k++) magnitude += Math.abs(wRow[k]! * x[r * inF + k]!);
+      scale = Math.max(scale, magnitude);
+      const d = Math.abs(actual[r * outF + j]! - expected[r * outF + j]!);
+      if (!(d <= diff)) diff = d; // NaN propagates as a failure
+    }
   }
   return scale === 0 ? diff : diff / scale;
 }
