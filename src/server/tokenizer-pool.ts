@@ -41,7 +41,8 @@ class Slot {
 
   fail(message: string): void {
     this.dead = true;
-    for (const p of this.pending.values()) p.reject(new LoomError(message));
+    // not a LoomError: the request was fine, the server failed it (a 500)
+    for (const p of this.pending.values()) p.reject(new Error(message));
     this.pending.clear();
   }
 }
@@ -123,7 +124,7 @@ export class TokenizerPool {
 
   private submit(job: TokenizerJob): Promise<Int32Array | string> {
     const live = this.slots.filter((s) => !s.dead);
-    if (this.closed || live.length === 0) return Promise.reject(new LoomError('the tokenizer workers are not running'));
+    if (this.closed || live.length === 0) return Promise.reject(new Error('the tokenizer workers are not running'));
     const slot = live.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const id = this.nextId++;
     return new Promise((resolve, reject) => slot.post(id, job, { resolve, reject }));
