@@ -73,6 +73,9 @@ for (const [kind, path] of [['GGUF SentencePiece', GGUF], ['HF tokenizer.json', 
       for (const chars of [100, 2 * OFFLOAD_CHARS]) {
         const text = longText(tok, chars, chars);
         assert.deepEqual(await work.encode(text, { addSpecial: false }), tok.encode(text, { addSpecial: false }));
+        const { json, count } = await work.encodeJson(text);
+        assert.deepEqual(JSON.parse(json), tok.encode(text));
+        assert.equal(count, tok.encode(text).length);
       }
     });
   });

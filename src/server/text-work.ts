@@ -5,7 +5,7 @@
 import { renderChat } from '../tokenizer/chat-template.js';
 import type { ChatMessage } from '../tokenizer/chat-template.js';
 import type { DecodeOptions, EncodeOptions, Tokenizer } from '../tokenizer/tokenizer.js';
-import type { TokenizerPool } from './tokenizer-pool.js';
+import type { JsonIds, TokenizerPool } from './tokenizer-pool.js';
 
 /** texts longer than this (UTF-16 units) are encoded / rendered in the pool (4 Ki chars: ~5-10 ms inline) */
 export const OFFLOAD_CHARS = 4 * 1024;
@@ -35,6 +35,15 @@ export class TextWork {
     const parseSpecial = opts.parseSpecial ?? true;
     if (!this.offloads(text.length)) return this.tokenizer.encode(text, { addSpecial, parseSpecial });
     return toArray(await this.pool!.encode(text, addSpecial, parseSpecial));
+  }
+
+  /** the ids as JSON text and their count: for an answer that only carries them (/tokenize) */
+  async encodeJson(text: string, opts: EncodeOptions = {}): Promise<JsonIds> {
+    const addSpecial = opts.addSpecial ?? true;
+    const parseSpecial = opts.parseSpecial ?? true;
+    if (this.offloads(text.length)) return this.pool!.encodeJson(text, addSpecial, parseSpecial);
+    const ids = this.tokenizer.encode(text, { addSpecial, parseSpecial });
+    return { json: JSON.stringify(ids), count: ids.length };
   }
 
   async decode(ids: readonly number[], opts: DecodeOptions = {}): Promise<string> {

@@ -13,8 +13,16 @@ export interface TokenizerPoolOptions extends TokenizerWorkerInit {
   readonly size: number;
 }
 
+export interface JsonIds {
+  /** the ids as a JSON array */
+  readonly json: string;
+  readonly count: number;
+}
+
+type Result = Int32Array | string | JsonIds;
+
 interface Pending {
-  resolve(value: Int32Array | string): void;
+  resolve(value: Result): void;
   reject(err: Error): void;
 }
 
@@ -108,6 +116,11 @@ export class TokenizerPool {
     return (await this.submit({ op: 'encode', text, addSpecial, parseSpecial })) as Int32Array;
   }
 
+  /** the ids as JSON text, serialized in the worker (a million ids take tens of ms to stringify) */
+  async encodeJson(text: string, addSpecial: boolean, parseSpecial: boolean): Promise<JsonIds> {
+    return (await this.submit({ op: 'encode', text, addSpecial, parseSpecial, json: true })) as JsonIds;
+  }
+
   /** `ids` is transferred: the caller's copy is emptied */
   async decode(ids: Int32Array, skipSpecial: boolean): Promise<string> {
     return (await this.submit({ op: 'decode', ids, skipSpecial })) as string;
@@ -122,7 +135,7 @@ export class TokenizerPool {
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
   }
 
-  private submit(job: TokenizerJob): Promise<Int32Array | string> {
+  private submit(job: TokenizerJob): Promise<Result> {
     const live = this.slots.filter((s) => !s.dead);
     if (this.closed || live.length === 0) return Promise.reject(new Error('the tokenizer workers are not running'));
     const slot = live.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
@@ -132,10 +145,10 @@ export class TokenizerPool {
 
   private watch(slot: Slot): void {
     slot.worker.on('message', (msg: TokenizerOutbound) => {
-      if (msg.type !== 'ids' && msg.type !== 'text' && msg.type !== 'error') return;
+      if (msg.type === 'ready' || msg.type === 'fatal') return;
       const p = slot.settle(msg.id);
       if (msg.type === 'error') p?.reject(errorOf(msg.kind, msg.message, msg.param));
-      else p?.resolve(msg.type === 'ids' ? msg.ids : msg.text);
+      else p?.resolve(msg.type === 'ids' ? msg.ids : msg.type === 'text' ? msg.text : { json: msg.json, count: msg.count });
     });
     const die = (why: string): void => {
       if (slot.dead) return;

@@ -11,7 +11,8 @@ export interface TokenizerWorkerInit {
 }
 
 export type TokenizerJob =
-  | { readonly op: 'encode'; readonly text: string; readonly addSpecial: boolean; readonly parseSpecial: boolean }
+  /** `json`: the ids come back as JSON text (a /tokenize answer), serialized here, not on the serving thread */
+  | { readonly op: 'encode'; readonly text: string; readonly addSpecial: boolean; readonly parseSpecial: boolean; readonly json?: boolean }
   | { readonly op: 'decode'; readonly ids: Int32Array; readonly skipSpecial: boolean }
   | { readonly op: 'render'; readonly messages: readonly ChatMessage[]; readonly addGenerationPrompt: boolean; readonly extra?: Readonly<Record<string, unknown>> | undefined };
 
@@ -24,4 +25,5 @@ export type TokenizerOutbound =
   | { readonly type: 'fatal'; readonly message: string }
   | { readonly type: 'ids'; readonly id: number; readonly ids: Int32Array }
   | { readonly type: 'text'; readonly id: number; readonly text: string }
+  | { readonly type: 'json'; readonly id: number; readonly json: string; readonly count: number }
   | { readonly type: 'error'; readonly id: number; readonly kind: WorkerErrorKind; readonly message: string; readonly param: string | null };

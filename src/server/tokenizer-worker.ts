@@ -13,8 +13,10 @@ const post = (msg: TokenizerOutbound): void => port.postMessage(msg, msg.type ==
 
 function run(tokenizer: Tokenizer, init: TokenizerWorkerInit, id: number, job: TokenizerJob): TokenizerOutbound {
   switch (job.op) {
-    case 'encode':
-      return { type: 'ids', id, ids: Int32Array.from(tokenizer.encode(job.text, { addSpecial: job.addSpecial, parseSpecial: job.parseSpecial })) };
+    case 'encode': {
+      const ids = tokenizer.encode(job.text, { addSpecial: job.addSpecial, parseSpecial: job.parseSpecial });
+      return job.json ? { type: 'json', id, json: JSON.stringify(ids), count: ids.length } : { type: 'ids', id, ids: Int32Array.from(ids) };
+    }
     case 'decode':
       return { type: 'text', id, text: tokenizer.decode(Array.from(job.ids), { skipSpecial: job.skipSpecial }) };
     case 'render':
