@@ -14,6 +14,7 @@ import { Rng } from '../src/engine/rng.js';
 import { loadModel } from '../src/model/load.js';
 import { buildApp } from '../src/server/app.js';
 import { mergeAsync } from '../src/server/merge.js';
+import { Slicer } from '../src/server/slicer.js';
 import { OFFLOAD_CHARS, TextWork } from '../src/server/text-work.js';
 import { TokenizerPool } from '../src/server/tokenizer-pool.js';
 import { ChatTemplateError, renderChat } from '../src/tokenizer/chat-template.js';
@@ -111,6 +112,18 @@ describe('tokenizer pool: failures', () => {
     } finally {
       await pool.close();
     }
+  });
+});
+
+describe('Slicer', () => {
+  it('a long loop of ticks lets a timer set before it run before it ends', async () => {
+    const order: string[] = [];
+    setTimeout(() => order.push('timer'), 0);
+    const slicer = new Slicer(2);
+    const until = performance.now() + 40;
+    while (performance.now() < until) await slicer.tick(); // busy: only the ticks yield
+    order.push('loop');
+    assert.deepEqual(order, ['timer', 'loop']);
   });
 });
 

@@ -138,6 +138,7 @@ export function serveCommand(): Command {
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
+  if (flags.tokenizerPoolSize < 0 || flags.tokenizerPoolSize > 64) throw new InvalidArgumentError(`--tokenizer-pool-size expects 0 to 64 workers, got ${flags.tokenizerPoolSize}`);
   const resolved = await resolveModelArg(flags.model, { offline: flags.offline ?? offlineFromEnv(), cacheDir: flags.cacheDir });
   const path = resolved.path;
   const model = loadModel(path);
@@ -179,7 +180,6 @@ async function runServe(flags: ServeFlags): Promise<void> {
     topic: flags.kvEventsTopic ?? `kv@${hostname()}@${servedModelName}`,
     ...(flags.kvEventsReplayEndpoint !== undefined && { replayEndpoint: flags.kvEventsReplayEndpoint }),
   });
-  if (flags.tokenizerPoolSize < 0 || flags.tokenizerPoolSize > 64) throw new InvalidArgumentError(`--tokenizer-pool-size expects 0 to 64 workers, got ${flags.tokenizerPoolSize}`);
   const tokenizerPool = flags.tokenizerPoolSize > 0 ? await TokenizerPool.start({ modelPath: path, size: flags.tokenizerPoolSize, chatTemplate }) : undefined;
   const built = buildApp({
     engine,
