@@ -15,7 +15,7 @@ import { loadModel } from '../src/model/load.js';
 import { buildApp } from '../src/server/app.js';
 import { mergeAsync } from '../src/server/merge.js';
 import { Slicer } from '../src/server/slicer.js';
-import { OFFLOAD_CHARS, TextWork } from '../src/server/text-work.js';
+import { BUSY_BACKLOG, INLINE_WHEN_BUSY_CHARS, OFFLOAD_CHARS, TextWork } from '../src/server/text-work.js';
 import { TokenizerPool } from '../src/server/tokenizer-pool.js';
 import { ChatTemplateError, renderChat } from '../src/tokenizer/chat-template.js';
 import type { Tokenizer } from '../src/tokenizer/tokenizer.js';
@@ -71,6 +71,15 @@ for (const [kind, path] of [['GGUF SentencePiece', GGUF], ['HF tokenizer.json', 
       assert.equal(work.offloads(OFFLOAD_CHARS), false);
       assert.equal(work.offloads(OFFLOAD_CHARS + 1), true);
       assert.equal(new TextWork(tok, undefined, undefined).offloads(10 * OFFLOAD_CHARS), false);
+      // behind a long job, a page of text runs inline; a long one still queues
+      const long = pool.encode(longText(tok, 2 * BUSY_BACKLOG, 5), true, true);
+      const long2 = pool.encode(longText(tok, 2 * BUSY_BACKLOG, 6), true, true); // both workers busy
+      assert.ok(pool.backlog > BUSY_BACKLOG);
+      assert.equal(work.offloads(INLINE_WHEN_BUSY_CHARS), false);
+      assert.equal(work.offloads(INLINE_WHEN_BUSY_CHARS + 1), true);
+      await Promise.all([long, long2]);
+      assert.equal(pool.backlog, 0);
+      assert.equal(work.offloads(INLINE_WHEN_BUSY_CHARS), true);
       for (const chars of [100, 2 * OFFLOAD_CHARS]) {
         const text = longText(tok, chars, chars);
         assert.deepEqual(await work.encode(text, { addSpecial: false }), tok.encode(text, { addSpecial: false }));

@@ -9,6 +9,12 @@ import type { JsonIds, TokenizerPool } from './tokenizer-pool.js';
 
 /** texts longer than this (UTF-16 units) are encoded / rendered in the pool (4 Ki chars: ~5-10 ms inline) */
 export const OFFLOAD_CHARS = 4 * 1024;
+/**
+ * a text up to this long runs inline rather than wait behind a backlog over BUSY_BACKLOG
+ * (a client's megabytes in every worker must not hold up another client's page of text)
+ */
+export const INLINE_WHEN_BUSY_CHARS = 16 * 1024;
+export const BUSY_BACKLOG = 256 * 1024;
 /** id lists longer than this are decoded in the pool */
 export const OFFLOAD_IDS = 8 * 1024;
 
@@ -27,7 +33,8 @@ export class TextWork {
 
   /** whether a text of this many UTF-16 units goes to the pool */
   offloads(chars: number): boolean {
-    return chars > OFFLOAD_CHARS && this.pool !== undefined && this.pool.running;
+    if (chars <= OFFLOAD_CHARS || this.pool === undefined || !this.pool.running) return false;
+    return chars > INLINE_WHEN_BUSY_CHARS || this.pool.backlog <= BUSY_BACKLOG;
   }
 
   async encode(text: string, opts: EncodeOptions = {}): Promise<number[]> {

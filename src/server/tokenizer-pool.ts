@@ -1,6 +1,6 @@
 // A few worker threads that each hold the model's tokenizer (tokenizer-worker.ts) and take
 // the long texts off the serving thread: encode, decode, chat-template rendering. A job goes
-// to the worker with the fewest jobs waiting. A worker that dies fails its jobs and is
+// to the worker with the least text waiting. A worker that dies fails its jobs and is
 // replaced once; while no worker runs, `running` is false and callers work inline.
 import { Worker } from 'node:worker_threads';
 import { InvalidArgumentError, LoomError } from '../errors.js';
@@ -24,10 +24,17 @@ type Result = Int32Array | string | JsonIds;
 interface Pending {
   resolve(value: Result): void;
   reject(err: Error): void;
+  /** characters (or ids) of the job: what the worker has to get through */
+  readonly size: number;
 }
+
+const sizeOf = (job: TokenizerJob): number =>
+  job.op === 'encode' ? job.text.length : job.op === 'decode' ? job.ids.length : job.messages.reduce((n, m) => n + m.content.length, 0);
 
 class Slot {
   readonly pending = new Map<number, Pending>();
+  /** sum of the pending jobs' sizes */
+  queued = 0;
   dead = false;
 
   constructor(readonly worker: Worker) {
@@ -37,12 +44,14 @@ class Slot {
   post(id: number, job: TokenizerJob, pending: Pending): void {
     if (this.pending.size === 0) this.worker.ref();
     this.pending.set(id, pending);
+    this.queued += pending.size;
     this.worker.postMessage({ id, job }, job.op === 'decode' ? [job.ids.buffer as ArrayBuffer] : []);
   }
 
   settle(id: number): Pending | undefined {
     const p = this.pending.get(id);
     this.pending.delete(id);
+    this.queued -= p?.size ?? 0;
     if (this.pending.size === 0) this.worker.unref();
     return p;
   }
@@ -52,6 +61,7 @@ class Slot {
     // not a LoomError: the request was fine, the server failed it (a 500)
     for (const p of this.pending.values()) p.reject(new Error(message));
     this.pending.clear();
+    this.queued = 0;
   }
 }
 
@@ -108,6 +118,12 @@ export class TokenizerPool {
     return !this.closed && this.slots.some((s) => !s.dead);
   }
 
+  /** characters (or ids) queued before a new job on the least busy worker */
+  get backlog(): number {
+    const live = this.slots.filter((s) => !s.dead);
+    return live.length === 0 ? 0 : Math.min(...live.map((s) => s.queued));
+  }
+
   get size(): number {
     return this.slots.filter((s) => !s.dead).length;
   }
@@ -138,9 +154,9 @@ export class TokenizerPool {
   private submit(job: TokenizerJob): Promise<Result> {
     const live = this.slots.filter((s) => !s.dead);
     if (this.closed || live.length === 0) return Promise.reject(new Error('the tokenizer workers are not running'));
-    const slot = live.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+    const slot = live.reduce((a, b) => (b.queued < a.queued ? b : a));
     const id = this.nextId++;
-    return new Promise((resolve, reject) => slot.post(id, job, { resolve, reject }));
+    return new Promise((resolve, reject) => slot.post(id, job, { resolve, reject, size: sizeOf(job) }));
   }
 
   private watch(slot: Slot): void {
