@@ -2,8 +2,9 @@
 // long texts? A `loom serve` child process gets one heavy request per scenario (a 4 MiB
 // /tokenize, a 4 MiB completion refused by its bytes, one tokenized in full and truncated,
 // a 4 MiB chat rendered and tokenized, a /detokenize of a long id list, a completion
-// fanning out to many prompts) while /health is probed back to back; the report gives each
-// scenario's status and time and the /health latencies during it (p50, p99, max), plus
+// fanning out to many prompts) while /health is probed back to back and another client
+// streams completions; the report gives each scenario's status and time, the /health
+// latencies during it (p50, p99, max) and the gaps between the other client's chunks, plus
 // the server's RSS and heap after a series of refused 4 MiB prompts.
 import { loadavg } from 'node:os';
 import { LoomError } from '../errors.js';
@@ -31,6 +32,9 @@ export interface ScenarioResult {
   readonly healthP50Ms: number;
   readonly healthP99Ms: number;
   readonly healthMaxMs: number;
+  /** another client's streams, back to back meanwhile: gaps between their chunks */
+  readonly streamGapP99Ms: number;
+  readonly streamGapMaxMs: number;
 }
 
 export interface LivenessReport {
@@ -55,8 +59,25 @@ async function scrape(url: string): Promise<{ rss: number; heap: number }> {
   return { rss: get('process_resident_memory_bytes'), heap: get('nodejs_heap_size_used_bytes') };
 }
 
-/** /health back to back (5 ms apart) while `work` runs */
-async function during(url: string, name: string, work: () => Promise<Response>): Promise<ScenarioResult> {
+/** streaming completions back to back until `done()`: the gaps between chunks, ms */
+async function streamGaps(url: string, model: string, done: () => boolean): Promise<number[]> {
+  const gaps: number[] = [];
+  const body = JSON.stringify({ model, prompt: 'Once upon a time', max_tokens: 64, ignore_eos: true, stream: true });
+  while (!done()) {
+    const res = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    if (!res.ok || !res.body) throw new LoomError(`the side stream got ${res.status}`);
+    let last: number | undefined;
+    for await (const _chunk of res.body) {
+      const now = performance.now();
+      if (last !== undefined) gaps.push(now - last);
+      last = now;
+    }
+  }
+  return gaps;
+}
+
+/** /health back to back (5 ms apart) and another client's streams while `work` runs */
+async function during(url: string, model: string, name: string, work: () => Promise<Response>): Promise<ScenarioResult> {
   const latencies: number[] = [];
   let done = false;
   const start = performance.now();
@@ -64,6 +85,7 @@ async function during(url: string, name: string, work: () => Promise<Response>):
     await res.arrayBuffer();
     return res;
   }).finally(() => (done = true));
+  const streaming = streamGaps(url, model, () => done);
   while (!done) {
     const t = performance.now();
     const h = await fetch(`${url}/health`);
@@ -75,7 +97,18 @@ async function during(url: string, name: string, work: () => Promise<Response>):
   const res = await running;
   const ms = performance.now() - start;
   const sorted = latencies.sort((a, b) => a - b);
-  return { name, status: res.status, ms, probes: sorted.length, healthP50Ms: percentile(sorted, 50), healthP99Ms: percentile(sorted, 99), healthMaxMs: sorted.at(-1) ?? NaN };
+  const gaps = (await streaming).sort((a, b) => a - b);
+  return {
+    name,
+    status: res.status,
+    ms,
+    probes: sorted.length,
+    healthP50Ms: percentile(sorted, 50),
+    healthP99Ms: percentile(sorted, 99),
+    healthMaxMs: sorted.at(-1) ?? NaN,
+    streamGapP99Ms: percentile(gaps, 99),
+    streamGapMaxMs: gaps.at(-1) ?? NaN,
+  };
 }
 
 export async function runLiveness(o: LivenessOptions, log: (line: string) => void): Promise<LivenessReport> {
@@ -102,8 +135,8 @@ export async function runLiveness(o: LivenessOptions, log: (line: string) => voi
     ];
     const results: ScenarioResult[] = [];
     for (const [name, work] of scenarios) {
-      const r = await during(url, name, work);
-      log(`${name}: ${r.status} in ${r.ms.toFixed(0)} ms; /health ×${r.probes} p50 ${r.healthP50Ms.toFixed(1)} ms, max ${r.healthMaxMs.toFixed(1)} ms`);
+      const r = await during(url, model, name, work);
+      log(`${name}: ${r.status} in ${r.ms.toFixed(0)} ms; /health ×${r.probes} p50 ${r.healthP50Ms.toFixed(1)} ms, max ${r.healthMaxMs.toFixed(1)} ms; stream gaps max ${r.streamGapMaxMs.toFixed(1)} ms`);
       results.push(r);
     }
     const before = await scrape(url);
@@ -127,10 +160,10 @@ export function formatLivenessReport(r: LivenessReport): string {
   const lines = [
     `loom bench liveness: ${r.options.model}, --tokenizer-pool-size ${r.options.poolSize} (load average ${r.loadavg[0].toFixed(2)} → ${r.loadavg[1].toFixed(2)})`,
     '',
-    `${'scenario'.padEnd(48)} status      ms  probes  health p50  p99      max`,
+    `${'scenario'.padEnd(48)} status      ms  probes  health p50  p99      max  stream gap p99      max`,
     ...r.scenarios.map(
       (s) =>
-        `${s.name.padEnd(48)} ${String(s.status).padStart(6)} ${s.ms.toFixed(0).padStart(7)} ${String(s.probes).padStart(7)} ${s.healthP50Ms.toFixed(1).padStart(11)} ${s.healthP99Ms.toFixed(1).padStart(6)} ${s.healthMaxMs.toFixed(1).padStart(8)}`,
+        `${s.name.padEnd(48)} ${String(s.status).padStart(6)} ${s.ms.toFixed(0).padStart(7)} ${String(s.probes).padStart(7)} ${s.healthP50Ms.toFixed(1).padStart(11)} ${s.healthP99Ms.toFixed(1).padStart(6)} ${s.healthMaxMs.toFixed(1).padStart(8)} ${s.streamGapP99Ms.toFixed(1).padStart(15)} ${s.streamGapMaxMs.toFixed(1).padStart(8)}`,
     ),
     '',
     `after ${r.options.refusedPrompts} refused 4 MiB prompts: RSS ${mib(r.memory.rssBeforeBytes)} → ${mib(r.memory.rssAfterBytes)}, heap used ${mib(r.memory.heapBeforeBytes)} → ${mib(r.memory.heapAfterBytes)}`,
