@@ -5,10 +5,12 @@
 // fanning out to many prompts) while /health is probed back to back and another client
 // streams completions; the report gives each scenario's status and time, the /health
 // latencies during it (p50, p99, max) and the gaps between the other client's chunks, plus
-// the server's RSS and heap after a series of refused 4 MiB prompts.
+// the heap before and after a series of refused 4 MiB prompts (refused-memory.ts).
 import { loadavg } from 'node:os';
 import { LoomError } from '../errors.js';
 import { startLoomServer } from './loom-server.js';
+import { measureRefusedMemory } from './refused-memory.js';
+import type { RefusedMemory } from './refused-memory.js';
 import { percentile } from './stats.js';
 
 export interface LivenessOptions {
@@ -19,7 +21,7 @@ export interface LivenessOptions {
   readonly promptBytes: number;
   /** prompts of the fan-out completion */
   readonly fanOut: number;
-  /** refused 4 MiB prompts sent before memory is read */
+  /** refused 4 MiB prompts (completion, chat, Ollama in turn) before memory is read again */
   readonly refusedPrompts: number;
 }
 
@@ -40,7 +42,8 @@ export interface ScenarioResult {
 export interface LivenessReport {
   readonly options: LivenessOptions;
   readonly scenarios: ScenarioResult[];
-  readonly memory: { readonly rssBeforeBytes: number; readonly rssAfterBytes: number; readonly heapBeforeBytes: number; readonly heapAfterBytes: number };
+  /** measured in process, after full collections (refused-memory.ts) */
+  readonly memory: RefusedMemory;
   /** the 1-minute load average before and after (the machine's other work skews every figure) */
   readonly loadavg: readonly [number, number];
 }
@@ -51,12 +54,6 @@ const CHATML = "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m
 function prose(bytes: number): string {
   const line = 'Once upon a time, there was a little girl named Lily. She liked to play in the park with her friends. ';
   return line.repeat(Math.ceil(bytes / line.length)).slice(0, bytes);
-}
-
-async function scrape(url: string): Promise<{ rss: number; heap: number }> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const get = (name: string): number => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-  return { rss: get('process_resident_memory_bytes'), heap: get('nodejs_heap_size_used_bytes') };
 }
 
 /** streaming completions back to back until `done()`: the gaps between chunks, ms */
@@ -114,6 +111,7 @@ async function during(url: string, model: string, name: string, work: () => Prom
 export async function runLiveness(o: LivenessOptions, log: (line: string) => void): Promise<LivenessReport> {
   const load0 = loadavg()[0]!;
   const server = await startLoomServer(o.model, ['--tokenizer-pool-size', String(o.poolSize), '--chat-template', CHATML, '--disable-log-requests'], () => {});
+  let results: ScenarioResult[];
   try {
     const { url } = server;
     const model = ((await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] }).data[0]!.id;
@@ -133,26 +131,18 @@ export async function runLiveness(o: LivenessOptions, log: (line: string) => voi
       ['/detokenize 1 Mi ids', post('/detokenize', json({ tokens: manyIds }))],
       [`completion of ${o.fanOut} prompts`, post('/v1/completions', json({ prompt: Array.from({ length: o.fanOut }, (_, i) => `Once upon a time ${i}`), max_tokens: 2 }))],
     ];
-    const results: ScenarioResult[] = [];
+    results = [];
     for (const [name, work] of scenarios) {
       const r = await during(url, model, name, work);
       log(`${name}: ${r.status} in ${r.ms.toFixed(0)} ms; /health ×${r.probes} p50 ${r.healthP50Ms.toFixed(1)} ms, max ${r.healthMaxMs.toFixed(1)} ms; stream gaps max ${r.streamGapMaxMs.toFixed(1)} ms`);
       results.push(r);
     }
-    const before = await scrape(url);
-    const refused = json({ prompt: prose(4 << 20), max_tokens: 4 });
-    for (let i = 0; i < o.refusedPrompts; i++) await (await post('/v1/completions', refused)()).arrayBuffer();
-    await new Promise((r) => setTimeout(r, 1000));
-    const afterRefused = await scrape(url);
-    return {
-      options: o,
-      scenarios: results,
-      memory: { rssBeforeBytes: before.rss, rssAfterBytes: afterRefused.rss, heapBeforeBytes: before.heap, heapAfterBytes: afterRefused.heap },
-      loadavg: [load0, loadavg()[0]!],
-    };
   } finally {
     await server.stop();
   }
+  const memory = await measureRefusedMemory(o.model, CHATML, prose(4 << 20), Math.ceil(o.refusedPrompts / 3));
+  log(`after ${memory.refused} refused 4 MiB prompts: heap ${memory.heapBeforeBytes} → ${memory.heapAfterBytes} bytes`);
+  return { options: o, scenarios: results, memory, loadavg: [load0, loadavg()[0]!] };
 }
 
 export function formatLivenessReport(r: LivenessReport): string {
@@ -166,7 +156,7 @@ export function formatLivenessReport(r: LivenessReport): string {
         `${s.name.padEnd(48)} ${String(s.status).padStart(6)} ${s.ms.toFixed(0).padStart(7)} ${String(s.probes).padStart(7)} ${s.healthP50Ms.toFixed(1).padStart(11)} ${s.healthP99Ms.toFixed(1).padStart(6)} ${s.healthMaxMs.toFixed(1).padStart(8)} ${s.streamGapP99Ms.toFixed(1).padStart(15)} ${s.streamGapMaxMs.toFixed(1).padStart(8)}`,
     ),
     '',
-    `after ${r.options.refusedPrompts} refused 4 MiB prompts: RSS ${mib(r.memory.rssBeforeBytes)} → ${mib(r.memory.rssAfterBytes)}, heap used ${mib(r.memory.heapBeforeBytes)} → ${mib(r.memory.heapAfterBytes)}`,
+    `after ${r.memory.refused} refused 4 MiB prompts (in process, after full collections): heap used ${mib(r.memory.heapBeforeBytes)} → ${mib(r.memory.heapAfterBytes)}, RSS ${mib(r.memory.rssBeforeBytes)} → ${mib(r.memory.rssAfterBytes)}`,
   ];
   return lines.join('\n');
 }
