@@ -110,7 +110,7 @@ async function during(url: string, model: string, name: string, work: () => Prom
 
 export async function runLiveness(o: LivenessOptions, log: (line: string) => void): Promise<LivenessReport> {
   const load0 = loadavg()[0]!;
-  const server = await startLoomServer(o.model, ['--tokenizer-pool-size', String(o.poolSize), '--chat-template', CHATML, '--disable-log-requests'], () => {});
+  const server = await startLoomServer(o.model, ['--tokenizer-pool-size', String(o.poolSize), '--chat-template', CHATML, '--disable-log-requests', '--kv-cache-memory', '64MiB'], () => {});
   let results: ScenarioResult[];
   try {
     const { url } = server;
