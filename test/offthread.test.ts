@@ -61,6 +61,8 @@ for (const [kind, path] of [['GGUF SentencePiece', GGUF], ['HF tokenizer.json', 
       for (const skipSpecial of [true, false]) assert.equal(await pool.decode(Int32Array.from(ids), skipSpecial), tok.decode(ids, { skipSpecial }));
       const messages = [{ role: 'user', content: text }, { role: 'assistant', content: 'Hi' }, { role: 'user', content: text.slice(0, 100) }];
       assert.equal(await pool.render(messages, true), renderChat(tok, messages, { addGenerationPrompt: true }));
+      const extra = { tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }], enable_thinking: false };
+      assert.equal(await pool.render(messages, false, extra), renderChat(tok, messages, { addGenerationPrompt: false, extra }));
       const texts = Array.from({ length: 6 }, (_, i) => longText(tok, 5000, 100 + i));
       const got = await Promise.all(texts.map((t) => pool.encode(t, true, true)));
       got.forEach((g, i) => assert.deepEqual([...g], tok.encode(texts[i]!)));
