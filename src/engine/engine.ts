@@ -15,6 +15,7 @@ import type { AddRequest, RequestDelta, StepOutput } from './protocol.js';
 import type { SamplingKernels } from './sampler.js';
 import { Scheduler } from './scheduler.js';
 import { SwaBlocks } from './swa-blocks.js';
+import { StateSlots } from './state-slots.js';
 import type { SchedulerConfig, ScheduledChunk } from './scheduler.js';
 import { Sequence } from './sequence.js';
 import { RequestState } from './request-state.js';
@@ -43,6 +44,8 @@ export class EngineCore {
   readonly blocks: BlockManager;
   /** the sliding-window layers' pool (models with sliding-window layers and config.swaBlocks > 0) */
   readonly swaBlocks: SwaBlocks | undefined;
+  /** recurrent-state slots (hybrid models), one per running sequence */
+  readonly states: StateSlots | undefined;
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
   private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels; grammars?: GrammarCompiler };
@@ -62,12 +65,16 @@ export class EngineCore {
     const window = model.config.slidingWindow?.size;
     const swaBlocks = window !== undefined ? (config.swaBlocks ?? 0) : 0;
     if (swaBlocks > 0 && config.enablePrefixCaching) throw new Error('prefix caching needs the sliding-window layers in the global blocks (swaBlocks 0)');
-    const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype, swaBlocks);
+    const hybrid = model.config.linearAttention !== undefined;
+    if (hybrid && config.enablePrefixCaching) throw new Error('prefix caching is off for hybrid models: a cached prefix does not restore the recurrent state');
+    const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype, swaBlocks, config.maxNumSeqs);
     this.runner = new ModelRunner(createArchitecture(model.config, model.tensors, config.maxModelLen), kv, kernels);
     this.kvEvents = config.kvEvents && config.enablePrefixCaching ? new KvEventRecorder(config.numBlocks, config.blockSize, config.kvEvents.hashSeed) : undefined;
     this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching, events: this.kvEvents });
     this.swaBlocks = swaBlocks > 0 ? new SwaBlocks(swaBlocks, config.blockSize, window!) : undefined;
-    this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks);
+    const recurrent = kv.recurrent;
+    this.states = recurrent ? new StateSlots(recurrent.numSlots, (src, dst) => recurrent.copy(src, dst)) : undefined;
+    this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks, this.states);
     this.stopConfig = { ...config, samplingKernels: kernels };
   }
 
@@ -164,6 +171,7 @@ export class EngineCore {
         for (const child of children) {
           this.blocks.fork(seq, child);
           this.swaBlocks?.fork(seq, child);
+          this.states?.fork(seq, child);
           advanced.push(child);
         }
         if (children.length > 0) this.scheduler.addForks(seq, children);
@@ -214,6 +222,7 @@ export class EngineCore {
       startPos: from,
       blockTable: seq.blockTable,
       ...(this.swaBlocks ? { swaBlockTable: seq.swa.blockTable } : {}),
+      ...(this.states ? { stateSlot: seq.stateSlot } : {}),
       wantLogits,
       allLogits: this.requests.get(seq.requestId)?.wantsPromptLogprobs(seq) === true,
     };

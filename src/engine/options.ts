@@ -4,6 +4,7 @@ import { InvalidArgumentError } from '../errors.js';
 import type { KvDtype } from '../kernels/index.js';
 import { KvCache } from '../model/kv-cache.js';
 import { SwaBlocks } from './swa-blocks.js';
+import { recurrentStateBytes } from '../model/weights.js';
 import type { ModelConfig } from '../model/weights.js';
 import type { EngineConfig } from './engine.js';
 import { LOGPROBS_MODES } from './logprobs.js';
@@ -72,7 +73,14 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   const maxNumSeqs = positiveInt('max-num-seqs', opts.maxNumSeqs ?? ENGINE_DEFAULTS.maxNumSeqs);
   const kvCacheDtype = opts.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype;
   const maxNumBatchedTokens = positiveInt('max-num-batched-tokens', opts.maxNumBatchedTokens ?? ENGINE_DEFAULTS.maxNumBatchedTokens);
-  const memory = parseMemory(opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory);
+  // a hybrid model's recurrent state (one slot per sequence) comes out of the same budget
+  const stateBytes = recurrentStateBytes(model) * maxNumSeqs;
+  const memory = parseMemory(opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory) - stateBytes;
+  if (memory <= 0) {
+    throw new InvalidArgumentError(
+      `the recurrent state of --max-num-seqs ${maxNumSeqs} sequences takes ${(stateBytes / 2 ** 20).toFixed(1)} MiB, all of --kv-cache-memory ${opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory}: raise it or lower --max-num-seqs`,
+    );
+  }
   // never more than every sequence at full length could use
   const useful = maxNumSeqs * Math.ceil(maxModelLen / blockSize);
   const pooled = model.slidingWindow !== undefined && opts.swaPool !== false;
@@ -101,7 +109,8 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     maxNumSeqs,
     maxNumBatchedTokens,
     // a cached prefix would need its last window in the sliding-window pool, which it does not keep
-    enablePrefixCaching: pooled ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),
+    // hybrid models: a cached prefix would need the recurrent state after it, which is not kept
+    enablePrefixCaching: pooled || model.linearAttention ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),
     logprobsMode,
     eosTokenIds,
     ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),
@@ -134,4 +143,16 @@ function splitSwaPool(
   let numBlocks = Math.min(Math.floor(memory / (globalBlock + swaBlock)), useful);
   if (numBlocks > swaNeed && globalBlock > 0) numBlocks = Math.min(Math.floor((memory - swaNeed * swaBlock) / globalBlock), useful);
   return { numBlocks, swaBlocks: Math.max(1, Math.min(numBlocks, swaNeed)) };
+}
+
+/** The start-up line of a hybrid model: its recurrent state per sequence and in all, which
+ *  comes out of --kv-cache-memory, and why prefix caching is off. undefined for other models. */
+export function recurrentStateLine(model: ModelConfig, maxNumSeqs: number): string | undefined {
+  const perSeq = recurrentStateBytes(model);
+  if (perSeq === 0) return undefined;
+  const layers = model.linearAttention!.layers.filter(Boolean).length;
+  return (
+    `recurrent state ${(perSeq / 2 ** 10).toFixed(1)} KiB per sequence (${layers} Gated DeltaNet layers) × --max-num-seqs ${maxNumSeqs} = ` +
+    `${((perSeq * maxNumSeqs) / 2 ** 20).toFixed(1)} MiB of --kv-cache-memory; prefix caching is off for hybrid models`
+  );
 }

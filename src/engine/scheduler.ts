@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { BlockManager } from './block-manager.js';
 import type { CopyOp } from './block-manager.js';
+import type { StateSlots } from './state-slots.js';
 import type { SwaBlocks } from './swa-blocks.js';
 import type { Sequence } from './sequence.js';
 import type { FinishReason } from './protocol.js';
@@ -49,6 +50,8 @@ export class Scheduler {
     readonly blocks: BlockManager,
     /** the sliding-window layers' pool, when the model has one: a sequence runs only when both pools have room */
     readonly swa?: SwaBlocks,
+    /** a hybrid model's recurrent-state slots: held while running, freed with the blocks */
+    readonly states?: StateSlots,
   ) {}
 
   private canAllocate(seq: Sequence, numTokens: number, cached: readonly number[] = []): boolean {
@@ -58,11 +61,13 @@ export class Scheduler {
   private allocate(seq: Sequence, numTokens: number, copyOps: CopyOp[], swaCopyOps: CopyOp[], cached: readonly number[] = []): void {
     copyOps.push(...this.blocks.allocate(seq, numTokens, cached));
     if (this.swa) swaCopyOps.push(...this.swa.allocate(seq, numTokens));
+    this.states?.acquire(seq);
   }
 
   private freeBlocks(seq: Sequence): void {
     this.blocks.free(seq);
     this.swa?.free(seq);
+    this.states?.release(seq);
   }
 
   get numWaiting(): number {
