@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { benchEngineCommand } from './bench-engine.js';
 import { benchKernelsCommand } from './bench-kernels.js';
+import { benchLivenessCommand } from './bench-liveness.js';
 import { benchMakeModelCommand } from './bench-make-model.js';
 import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
@@ -23,6 +24,7 @@ export function benchCommand(): Command {
     .addCommand(benchServeCommand())
     .addCommand(benchStandardCommand())
     .addCommand(benchSoakCommand())
+    .addCommand(benchLivenessCommand())
     .addCommand(benchScaleoutCommand())
     .addCommand(benchStructuredCommand())
     .addCommand(benchSpecCommand());

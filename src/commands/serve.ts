@@ -21,6 +21,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { installShutdown } from './serve-shutdown.js';
 import { numberOption } from './parse.js';
+import { TokenizerPool } from '../server/tokenizer-pool.js';
 import { publishKvEvents } from '../server/kv-events-publisher.js';
 import { hostname } from 'node:os';
 import { loadChatTemplate } from '../tokenizer/chat-template.js';
@@ -46,6 +47,7 @@ interface ServeFlags {
   enablePrefixCaching: boolean;
   logprobsMode: LogprobsMode;
   maxPendingRequests: number;
+  tokenizerPoolSize: number;
   shutdownTimeout: number;
   maxEngineRestarts: number;
   engineRestartWindow: number;
@@ -95,6 +97,11 @@ export function serveCommand(): Command {
     .option('--no-enable-prefix-caching', 'turn automatic prefix caching off')
     .addOption(new Option('--logprobs-mode <mode>', 'what logprobs report').choices([...LOGPROBS_MODES]).default(ENGINE_DEFAULTS.logprobsMode))
     .addOption(new Option('--max-pending-requests <n>', 'requests in flight beyond which new ones get 429').default(1024).argParser(n('max-pending-requests', true)))
+    .addOption(
+      new Option('--tokenizer-pool-size <n>', 'worker threads that tokenize long prompts, decode long id lists and render long chats, so the serving thread never blocks (0: all on the serving thread)')
+        .default(1)
+        .argParser(n('tokenizer-pool-size', true)),
+    )
     .addOption(new Option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM').default(30).argParser(n('shutdown-timeout', false)))
     .addOption(
       new Option('--max-engine-restarts <n>', 'engine failures tolerated within --engine-restart-window; one more exits with code 1')
@@ -133,6 +140,7 @@ export function serveCommand(): Command {
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
+  if (flags.tokenizerPoolSize < 0 || flags.tokenizerPoolSize > 64) throw new InvalidArgumentError(`--tokenizer-pool-size expects 0 to 64 workers, got ${flags.tokenizerPoolSize}`);
   const resolved = await resolveModelArg(flags.model, { offline: flags.offline ?? offlineFromEnv(), cacheDir: flags.cacheDir });
   const path = resolved.path;
   const model = loadModel(path);
@@ -175,9 +183,11 @@ async function runServe(flags: ServeFlags): Promise<void> {
     topic: flags.kvEventsTopic ?? `kv@${hostname()}@${servedModelName}`,
     ...(flags.kvEventsReplayEndpoint !== undefined && { replayEndpoint: flags.kvEventsReplayEndpoint }),
   });
+  const tokenizerPool = flags.tokenizerPoolSize > 0 ? await TokenizerPool.start({ modelPath: path, size: flags.tokenizerPoolSize, chatTemplate }) : undefined;
   const built = buildApp({
     engine,
     tokenizer: model.tokenizer,
+    tokenizerPool,
     options: {
       servedModelName,
       maxModelLen: engine.info.maxModelLen,
@@ -203,6 +213,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     await built.app.listen({ host: flags.host, port: flags.port });
   } catch (err) {
     await engine.close();
+    await tokenizerPool?.close();
     const code = (err as { code?: string }).code;
     const why = code === 'EADDRINUSE' ? 'the address is already in use' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : (err as Error).message;
     throw new InvalidArgumentError(`cannot listen on ${flags.host}:${flags.port}: ${why} (--host, --port)`);
