@@ -2,12 +2,14 @@
 import { Command } from 'commander';
 import { benchEngineCommand } from './bench-engine.js';
 import { benchKernelsCommand } from './bench-kernels.js';
+import { benchLivenessCommand } from './bench-liveness.js';
 import { benchMakeModelCommand } from './bench-make-model.js';
 import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
 import { benchScaleoutCommand } from './bench-scaleout.js';
 import { benchServeCommand } from './bench-serve.js';
 import { benchSoakCommand } from './bench-soak.js';
+import { benchSpecCommand } from './bench-spec.js';
 import { benchStandardCommand } from './bench-standard.js';
 import { benchStructuredCommand } from './bench-structured.js';
 
@@ -22,6 +24,8 @@ export function benchCommand(): Command {
     .addCommand(benchServeCommand())
     .addCommand(benchStandardCommand())
     .addCommand(benchSoakCommand())
+    .addCommand(benchLivenessCommand())
     .addCommand(benchScaleoutCommand())
-    .addCommand(benchStructuredCommand());
+    .addCommand(benchStructuredCommand())
+    .addCommand(benchSpecCommand());
 }

@@ -9,6 +9,8 @@ import type { ModelConfig } from '../model/weights.js';
 import type { EngineConfig } from './engine.js';
 import { LOGPROBS_MODES } from './logprobs.js';
 import type { LogprobsMode } from './logprobs.js';
+import { parseSpeculativeConfig } from './spec/config.js';
+import type { SpeculativeConfigInput } from './spec/config.js';
 
 export type Backend = 'auto' | 'native' | 'reference';
 
@@ -30,6 +32,9 @@ export interface EngineOptions {
   readonly swaPool?: boolean;
   /** report prefix-cache changes as KV events (the server publishes them), hashes rooted at hashSeed */
   readonly kvEvents?: { readonly hashSeed: string };
+  /** speculative decoding as vLLM's --speculative-config: JSON text or the object, e.g.
+   *  {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4} */
+  readonly speculativeConfig?: string | SpeculativeConfigInput;
 }
 
 export const ENGINE_DEFAULTS = {
@@ -98,6 +103,12 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
         `or lower --max-model-len to at most ${numBlocks * blockSize}`,
     );
   }
+  const speculative = opts.speculativeConfig !== undefined ? parseSpeculativeConfig(opts.speculativeConfig) : undefined;
+  if (speculative && pooled) {
+    throw new InvalidArgumentError('--speculative-config: not available while the sliding-window layers keep a pool of their own (library option swaPool: false keeps them in the global blocks)');
+  }
+  // a recurrent state has no positions to roll rejected drafts back to
+  if (speculative && model.linearAttention) throw new InvalidArgumentError('--speculative-config: not available for hybrid models with recurrent (linear-attention) layers');
   const logprobsMode = opts.logprobsMode ?? ENGINE_DEFAULTS.logprobsMode;
   if (!LOGPROBS_MODES.includes(logprobsMode)) throw new InvalidArgumentError(`--logprobs-mode must be one of ${LOGPROBS_MODES.join(', ')}`);
   return {
@@ -114,6 +125,7 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     logprobsMode,
     eosTokenIds,
     ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),
+    ...(speculative ? { speculative } : {}),
   };
 }
 

@@ -38,6 +38,8 @@ export class Sequence implements BlockOwner {
   stateSlot = -1;
   /** where its prefix-cache chain starts (a cache salt's root; 0 = shared) */
   prefixRoot = 0;
+  /** the length its tokens may reach (max_tokens, context) if it may draft speculatively, else 0 */
+  draftLimit = 0;
 
   constructor(
     readonly requestId: string,

@@ -23,7 +23,7 @@ import { newSummary, runPrompt } from './run.js';
 export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Body: ChatBody }>('/v1/chat/completions', { schema: { body: chatBody } }, async (req, reply) => {
     const body = req.body;
-    const { spec, echoText, output, forcedTools } = chatSpec(ctx, body);
+    const { spec, echoText, output, forcedTools } = await chatSpec(ctx, body);
     const r = await resolveRequest(ctx, spec).catch(async (err: unknown) => {
       // the forced-call grammar did not compile: find the tool whose schema xgrammar refuses, to name it
       if (forcedTools && err instanceof HttpError && err.param === 'tools') await checkToolSchemasCompile(forcedTools.tools, forcedTools.choice);
