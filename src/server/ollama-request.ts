@@ -109,8 +109,9 @@ function samplingOf(options: OllamaOptions | null | undefined): Pick<RequestSpec
   };
 }
 
+/** the --chat-template given, else the model's own */
 function hasTemplate(ctx: ServerContext): boolean {
-  return (ctx.tokenizer.chatTemplate ?? '').trim() !== '';
+  return (ctx.options.chatTemplate ?? ctx.tokenizer.chatTemplate ?? '').trim() !== '';
 }
 
 /**
