@@ -21,6 +21,8 @@ export interface EngineOptions {
   readonly blockSize?: number;
   readonly maxNumBatchedTokens?: number;
   readonly maxNumSeqs?: number;
+  /** while sequences decode, a step that also prefills may take this many times a decode-only step (0: no limit) */
+  readonly stepTimeFactor?: number;
   readonly maxModelLen?: number;
   readonly enablePrefixCaching?: boolean;
   readonly logprobsMode?: LogprobsMode;
@@ -38,6 +40,7 @@ export const ENGINE_DEFAULTS = {
   blockSize: 16,
   maxNumBatchedTokens: 2048,
   maxNumSeqs: 256,
+  stepTimeFactor: 2,
   enablePrefixCaching: true,
   logprobsMode: 'raw_logprobs',
 } as const;
@@ -90,6 +93,10 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
         `or lower --max-model-len to at most ${numBlocks * blockSize}`,
     );
   }
+  const stepTimeFactor = opts.stepTimeFactor ?? ENGINE_DEFAULTS.stepTimeFactor;
+  if (!(stepTimeFactor === 0 || stepTimeFactor >= 1) || !Number.isFinite(stepTimeFactor)) {
+    throw new InvalidArgumentError(`--step-time-factor must be 0 (no limit) or a number ≥ 1, got ${stepTimeFactor}`);
+  }
   const logprobsMode = opts.logprobsMode ?? ENGINE_DEFAULTS.logprobsMode;
   if (!LOGPROBS_MODES.includes(logprobsMode)) throw new InvalidArgumentError(`--logprobs-mode must be one of ${LOGPROBS_MODES.join(', ')}`);
   return {
@@ -100,6 +107,7 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     maxModelLen,
     maxNumSeqs,
     maxNumBatchedTokens,
+    stepTimeFactor,
     // a cached prefix would need its last window in the sliding-window pool, which it does not keep
     enablePrefixCaching: pooled ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),
     logprobsMode,
