@@ -8,7 +8,7 @@ export function parseRates(value: string): number[] {
     const t = part.trim().toLowerCase();
     if (t === 'inf') return Infinity;
     const n = Number(t);
-    if (t === '' || !(n > 0) || !Number.isFinite(n)) throw new Error(`--request-rate expects numbers > 0 or "inf", comma-separated, got "${value}"`);
+    if (t === '' || !(n > 0) || !Number.isFinite(n)) throw new Error(`--request-rate expects a number > 0 or "inf" (or a comma-separated list of them), got "${value}"`);
     return n;
   });
   return rates;
