@@ -26,7 +26,7 @@
         'native/act.cc',
         'native/attention.cc',
         'native/probe.cc',
-        '<!@(node -p "[\'native/matmul.cc\', \'native/quant.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
+        '<!@(node -p "[\'native/matmul.cc\', \'native/quant.cc\', \'native/weight-types.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
       ],
       'cflags': ['-O3'],
       'conditions': [

@@ -120,6 +120,29 @@ float dot_q6_k(const uint8_t* w, const XQ8_K& x, int K) {
   return s;
 }
 
+// Any block type: each weight block dequantized, then dotted with the prepared values
+// (the types without an integer kernel of their own here; the x86 paths have them all).
+float dot_dequantized(int type, const uint8_t* w, const uint8_t* xa, int K) {
+  const WeightTraits* t = weight_traits(type);
+  const int bv = t->block_values;
+  float wv[256], xv[256];
+  double s = 0;
+  for (int b = 0; b < K / bv; b++) {
+    t->dequantize(w + static_cast<size_t>(t->block_bytes) * b, wv);
+    if (t->act == Act::kQ8_0) {
+      const XQ8_0 x = xq8_0_view(xa, K);
+      for (int i = 0; i < bv; i++) xv[i] = x.d[b] * x.q[bv * b + i];
+    } else {
+      const XQ8_K x = xq8_k_view(xa, K);
+      for (int i = 0; i < bv; i++) xv[i] = x.d[b] * x.q[bv * b + i];
+    }
+    float part = 0;
+    for (int i = 0; i < bv; i++) part += wv[i] * xv[i];
+    s += part;
+  }
+  return static_cast<float>(s);
+}
+
 float dot_scalar(int type, const uint8_t* w, const uint8_t* xa, int K) {
   switch (type) {
     case kF32:
@@ -132,7 +155,7 @@ float dot_scalar(int type, const uint8_t* w, const uint8_t* xa, int K) {
     case kQ4_0: return dot_q4_0(w, xq8_0_view(xa, K), K);
     case kQ4_K: return dot_q4_k(w, xq8_k_view(xa, K), K);
     case kQ6_K: return dot_q6_k(w, xq8_k_view(xa, K), K);
-    default: return 0;
+    default: return dot_dequantized(type, w, xa, K);
   }
 }
 
@@ -171,8 +194,13 @@ int g_gemm_min_rows = 0;    // forced GEMM threshold, 0 = per type (gemm_min_row
   switch (type) {
     case kQ8_0:
     case kQ4_0:
-    case kQ4_K: return 6;
+    case kQ5_0:
+    case kIQ4_NL:
+    case kQ4_K:
+    case kQ5_K: return 6;
     case kF32:
+    case kQ3_K:
+    case kIQ4_XS:
     case kQ6_K: return 8;
     default: return 12;  // F16, BF16
   }

@@ -106,18 +106,26 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// (out, gate, up, n)
-Napi::Value SiluMul(const Napi::CallbackInfo& info) {
+namespace {
+
+// (out, a, b, n): out[i] = op(a[i], b[i]) over three f32 arrays of n elements
+Napi::Value elementwise(const Napi::CallbackInfo& info, const char* a_name, const char* b_name,
+                        void (*kernel)(float*, const float*, const float*, int64_t)) {
   auto out = f32_array(info, 0, "out");
-  auto gate = f32_array(info, 1, "gate");
-  auto up = f32_array(info, 2, "up");
+  auto a = f32_array(info, 1, a_name);
+  auto b = f32_array(info, 2, b_name);
   const int64_t n = integer(info, 3, "n", 0, INT64_C(1) << 40);
   need(info, out.length, n, "out");
-  need(info, gate.length, n, "gate");
-  need(info, up.length, n, "up");
-  silu_mul(out.data, gate.data, up.data, n);
+  need(info, a.length, n, a_name);
+  need(info, b.length, n, b_name);
+  kernel(out.data, a.data, b.data, n);
   return info.Env().Undefined();
 }
+
+}  // namespace
+
+// (out, gate, up, n)
+Napi::Value SiluMul(const Napi::CallbackInfo& info) { return elementwise(info, "gate", "up", silu_mul); }
 
 // (out, x, n)
 Napi::Value Gelu(const Napi::CallbackInfo& info) {
@@ -131,17 +139,7 @@ Napi::Value Gelu(const Napi::CallbackInfo& info) {
 }
 
 // (out, gate, up, n)
-Napi::Value GeluMul(const Napi::CallbackInfo& info) {
-  auto out = f32_array(info, 0, "out");
-  auto gate = f32_array(info, 1, "gate");
-  auto up = f32_array(info, 2, "up");
-  const int64_t n = integer(info, 3, "n", 0, INT64_C(1) << 40);
-  need(info, out.length, n, "out");
-  need(info, gate.length, n, "gate");
-  need(info, up.length, n, "up");
-  gelu_mul(out.data, gate.data, up.data, n);
-  return info.Env().Undefined();
-}
+Napi::Value GeluMul(const Napi::CallbackInfo& info) { return elementwise(info, "gate", "up", gelu_mul); }
 
 // (x, n, cap)
 Napi::Value Softcap(const Napi::CallbackInfo& info) {
@@ -155,17 +153,7 @@ Napi::Value Softcap(const Napi::CallbackInfo& info) {
 }
 
 // (out, a, b, n)
-Napi::Value Add(const Napi::CallbackInfo& info) {
-  auto out = f32_array(info, 0, "out");
-  auto a = f32_array(info, 1, "a");
-  auto b = f32_array(info, 2, "b");
-  const int64_t n = integer(info, 3, "n", 0, INT64_C(1) << 40);
-  need(info, out.length, n, "out");
-  need(info, a.length, n, "a");
-  need(info, b.length, n, "b");
-  add(out.data, a.data, b.data, n);
-  return info.Env().Undefined();
-}
+Napi::Value Add(const Napi::CallbackInfo& info) { return elementwise(info, "a", "b", add); }
 
 // (x, bias, rows): rows of bias.length
 Napi::Value AddBias(const Napi::CallbackInfo& info) {
@@ -250,17 +238,9 @@ Napi::Value ExpWeights(const Napi::CallbackInfo& info) {
 namespace {
 // bytes of a row of n values of a weight type, or −1 when n is not a whole number of blocks
 int64_t row_bytes(int type, int64_t n) {
-  int64_t block = 1, bytes = 0;
-  switch (type) {
-    case kF32: bytes = 4; break;
-    case kF16: case kBF16: bytes = 2; break;
-    case kQ8_0: block = 32; bytes = 34; break;
-    case kQ4_0: block = 32; bytes = 18; break;
-    case kQ4_K: block = 256; bytes = 144; break;
-    case kQ6_K: block = 256; bytes = 210; break;
-    default: return -1;
-  }
-  return n % block == 0 ? n / block * bytes : -1;
+  const WeightTraits* t = weight_traits(type);
+  if (!t) return -1;
+  return n % t->block_values == 0 ? n / t->block_values * t->block_bytes : -1;
 }
 
 int64_t checked_row_bytes(const Napi::CallbackInfo& info, int type, int64_t n) {

@@ -7,109 +7,45 @@
 namespace loom {
 
 int weight_block_values(int type) {
-  switch (type) {
-    case kF32:
-    case kF16:
-    case kBF16: return 1;
-    case kQ8_0:
-    case kQ4_0: return kQK;
-    case kQ4_K:
-    case kQ6_K: return kQKK;
-    default: return 0;
-  }
+  const WeightTraits* t = weight_traits(type);
+  return t ? t->block_values : 0;
 }
 
 size_t weight_row_bytes(int type, int n) {
-  const size_t blocks = static_cast<size_t>(n) / static_cast<size_t>(weight_block_values(type));
-  switch (type) {
-    case kF32: return 4 * static_cast<size_t>(n);
-    case kF16:
-    case kBF16: return 2 * static_cast<size_t>(n);
-    case kQ8_0: return blocks * kQ8_0Bytes;
-    case kQ4_0: return blocks * kQ4_0Bytes;
-    case kQ4_K: return blocks * kQ4_KBytes;
-    case kQ6_K: return blocks * kQ6_KBytes;
-    default: return 0;
-  }
+  const WeightTraits* t = weight_traits(type);
+  return t ? static_cast<size_t>(n) / t->block_values * t->block_bytes : 0;
 }
-
-// ---- dequantization (values as src/model/quant/dequantize.ts computes them) ----
-
-namespace {
-
-void dequantize_q4_k_block(const uint8_t* b, float* y) {
-  const double d = f16_to_f32(load_u16(b)), dmin = f16_to_f32(load_u16(b + 2));
-  for (int c = 0; c < 4; c++) {
-    uint8_t s1, m1, s2, m2;
-    q4k_scale_min(b + 4, 2 * c, &s1, &m1);
-    q4k_scale_min(b + 4, 2 * c + 1, &s2, &m2);
-    const double d1 = d * s1, min1 = dmin * m1, d2 = d * s2, min2 = dmin * m2;
-    const uint8_t* qs = b + 16 + 32 * c;
-    for (int l = 0; l < 32; l++) {
-      y[64 * c + l] = static_cast<float>(d1 * (qs[l] & 15) - min1);
-      y[64 * c + 32 + l] = static_cast<float>(d2 * (qs[l] >> 4) - min2);
-    }
-  }
-}
-
-void dequantize_q6_k_block(const uint8_t* b, float* y) {
-  const double d = f16_to_f32(load_u16(b + 208));
-  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  for (int i = 0; i < kQKK; i++) y[i] = static_cast<float>(d * sc[i / 16] * (q6k_value(b, i) - 32));
-}
-
-}  // namespace
 
 void dequantize_row(int type, const uint8_t* row, int n, float* out) {
-  switch (type) {
-    case kF32: std::memcpy(out, row, 4 * static_cast<size_t>(n)); return;
-    case kF16:
+  const WeightTraits* t = weight_traits(type);
+  if (!t) return;
+  switch (t->act) {
+    case Act::kF32: std::memcpy(out, row, 4 * static_cast<size_t>(n)); return;
+    case Act::kF16:
       for (int i = 0; i < n; i++) out[i] = f16_to_f32(load_u16(row + 2 * i));
       return;
-    case kBF16:
+    case Act::kBF16:
       for (int i = 0; i < n; i++) out[i] = bf16_to_f32(load_u16(row + 2 * i));
       return;
-    case kQ8_0:
-      for (int b = 0; b < n / kQK; b++) {
-        const uint8_t* p = row + kQ8_0Bytes * b;
-        const float d = f16_to_f32(load_u16(p));
-        for (int j = 0; j < kQK; j++) out[kQK * b + j] = d * static_cast<int8_t>(p[2 + j]);
-      }
+    default:
+      for (int b = 0; b < n / t->block_values; b++) t->dequantize(row + t->block_bytes * b, out + t->block_values * b);
       return;
-    case kQ4_0:
-      for (int b = 0; b < n / kQK; b++) {
-        const uint8_t* p = row + kQ4_0Bytes * b;
-        const float d = f16_to_f32(load_u16(p));
-        for (int j = 0; j < 16; j++) {
-          out[kQK * b + j] = d * ((p[2 + j] & 15) - 8);
-          out[kQK * b + j + 16] = d * ((p[2 + j] >> 4) - 8);
-        }
-      }
-      return;
-    case kQ4_K:
-      for (int b = 0; b < n / kQKK; b++) dequantize_q4_k_block(row + kQ4_KBytes * b, out + kQKK * b);
-      return;
-    case kQ6_K:
-      for (int b = 0; b < n / kQKK; b++) dequantize_q6_k_block(row + kQ6_KBytes * b, out + kQKK * b);
-      return;
-    default: return;
   }
 }
 
 // ---- activation preparation ----
 
 size_t prepared_row_bytes(int type, int K) {
+  const WeightTraits* t = weight_traits(type);
+  if (!t) return 0;
   size_t n = 0;
   const size_t k = static_cast<size_t>(K);
-  switch (type) {
-    case kF32:
-    case kF16: n = 4 * k; break;
-    case kBF16: n = 2 * k; break;
-    case kQ8_0:
-    case kQ4_0: n = k + 8 * (k / 32); break;
-    case kQ4_K:
-    case kQ6_K: n = k + 4 * (k / 256) + 2 * (k / 16) + 2 * (k / 32); break;
-    default: return 0;
+  switch (t->act) {
+    case Act::kF32:
+    case Act::kF16: n = 4 * k; break;
+    case Act::kBF16: n = 2 * k; break;
+    case Act::kQ8_0: n = k + 8 * (k / 32); break;
+    case Act::kQ8_K: n = k + 4 * (k / 256) + 2 * (k / 16) + 2 * (k / 32); break;
   }
   return (n + 63) & ~static_cast<size_t>(63);
 }
@@ -171,29 +107,29 @@ void quantize_q8_k_block(const float* x, int8_t* q, float* d, int16_t* s16, int1
 }  // namespace
 
 void prepare_row_scalar(int type, const float* x, int K, uint8_t* dst) {
-  switch (type) {
-    case kF32: std::memcpy(dst, x, 4 * static_cast<size_t>(K)); return;
-    case kF16: {
+  const WeightTraits* t = weight_traits(type);
+  if (!t) return;
+  switch (t->act) {
+    case Act::kF32: std::memcpy(dst, x, 4 * static_cast<size_t>(K)); return;
+    case Act::kF16: {
       float* v = reinterpret_cast<float*>(dst);
       for (int i = 0; i < K; i++) v[i] = f16_to_f32(f32_to_f16(x[i]));
       return;
     }
-    case kBF16:
+    case Act::kBF16:
       for (int i = 0; i < K; i++) {
         const uint16_t b = f32_to_bf16(x[i]);
         std::memcpy(dst + 2 * i, &b, 2);
       }
       return;
-    case kQ8_0:
-    case kQ4_0: {
+    case Act::kQ8_0: {
       int8_t* q = reinterpret_cast<int8_t*>(dst);
       float* d = reinterpret_cast<float*>(dst + K);
       int32_t* s = reinterpret_cast<int32_t*>(dst + K + 4 * (K / 32));
       for (int b = 0; b < K / 32; b++) quantize_q8_0_block(x + 32 * b, q + 32 * b, d + b, s + b);
       return;
     }
-    case kQ4_K:
-    case kQ6_K: {
+    case Act::kQ8_K: {
       int8_t* q = reinterpret_cast<int8_t*>(dst);
       float* d = reinterpret_cast<float*>(dst + K);
       int16_t* s16 = reinterpret_cast<int16_t*>(dst + K + 4 * (K / 256));
@@ -203,30 +139,28 @@ void prepare_row_scalar(int type, const float* x, int K, uint8_t* dst) {
       }
       return;
     }
-    default: return;
   }
 }
 
 void prepared_row_values(int type, const uint8_t* row, int K, float* out) {
-  switch (type) {
-    case kF32:
-    case kF16: std::memcpy(out, row, 4 * static_cast<size_t>(K)); return;
-    case kBF16:
+  const WeightTraits* t = weight_traits(type);
+  if (!t) return;
+  switch (t->act) {
+    case Act::kF32:
+    case Act::kF16: std::memcpy(out, row, 4 * static_cast<size_t>(K)); return;
+    case Act::kBF16:
       for (int i = 0; i < K; i++) out[i] = bf16_to_f32(load_u16(row + 2 * i));
       return;
-    case kQ8_0:
-    case kQ4_0: {
+    case Act::kQ8_0: {
       const XQ8_0 v = xq8_0_view(row, K);
       for (int i = 0; i < K; i++) out[i] = v.d[i / 32] * v.q[i];
       return;
     }
-    case kQ4_K:
-    case kQ6_K: {
+    case Act::kQ8_K: {
       const XQ8_K v = xq8_k_view(row, K);
       for (int i = 0; i < K; i++) out[i] = v.d[i / 256] * v.q[i];
       return;
     }
-    default: return;
   }
 }
 

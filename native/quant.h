@@ -4,18 +4,19 @@
 // exactly as llama.cpp's x86 CPU backend does (see src/model/quant/q8-activations.ts, the
 // oracle these functions must match bit for bit):
 //   F32 → unchanged;  F16 → f16 values;  BF16 → bf16 bits;
-//   Q8_0, Q4_0 → 8-bit blocks of 32 (AVX2 quantize_row_q8_0: d = f16(amax/127),
+//   blocks of 32 (Act::kQ8_0) → 8-bit blocks of 32 (AVX2 quantize_row_q8_0: d = f16(amax/127),
 //               q = round_half_even(x · (127/amax)), saturated to int8);
-//   Q4_K, Q6_K → 8-bit blocks of 256 (quantize_row_q8_K_ref: iscale = −127/max where max is
+//   K-quants, IQ4_XS (Act::kQ8_K) → 8-bit blocks of 256 (quantize_row_q8_K_ref: iscale = −127/max where max is
 //               the first element of largest |x|, d = 1/iscale in f32, q = min(127, rne(iscale·x))).
 //
 // Prepared activation rows ("xa rows") have one layout per weight type, shared by every
-// backend (scalar, AVX2, AVX-512), each row `prepared_row_bytes(type, K)` long (a multiple of 64):
+// backend (scalar, AVX2, AVX-512) and set by the type's Act (weight-types.h), each row
+// `prepared_row_bytes(type, K)` long (a multiple of 64):
 //   F32:        float x[K]                       (a copy; the kernels may also read x directly)
 //   F16:        float v[K]                       (values rounded to f16, as f32)
 //   BF16:       uint16 b[K]                      (bf16 bit patterns)
-//   Q8_0, Q4_0: int8 q[K]; float d[K/32]; int32 s[K/32]           s = Σ q over the block
-//   Q4_K, Q6_K: int8 q[K]; float d[K/256]; int16 s16[K/16]; int16 s32[K/32]
+//   Act::kQ8_0: int8 q[K]; float d[K/32]; int32 s[K/32]           s = Σ q over the block
+//   Act::kQ8_K: int8 q[K]; float d[K/256]; int16 s16[K/16]; int16 s32[K/32]
 //               s16 / s32 = Σ q over each 16 / 32 values (|s32| ≤ 4064 fits int16)
 // Every function defined here is `static inline` (internal linkage): this header is included
 // by translation units built with -mavx512f etc., whose copies must never replace the

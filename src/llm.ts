@@ -16,12 +16,14 @@ import { resolveModelArg } from './model/model-arg.js';
 import type { LoadedModel } from './model/load.js';
 import { generate as runGeneration } from './server/generation.js';
 import type { CompletionEvent, GenerationSummary } from './server/generation.js';
-import { renderChat } from './tokenizer/chat-template.js';
+import { loadChatTemplate, renderChat } from './tokenizer/chat-template.js';
 import type { ChatMessage } from './tokenizer/chat-template.js';
 
 export interface LLMOptions extends Omit<EngineOptions, 'model'> {
   /** run the engine in a worker thread (default) or on this thread */
   readonly worker?: boolean;
+  /** a Jinja chat template (or a file holding one) used by chat() instead of the model's own */
+  readonly chatTemplate?: string;
 }
 
 export interface GenerateOptions extends Omit<SamplingParamsInput, 'n' | 'maxTokens'> {
@@ -54,6 +56,7 @@ export class LLM {
   private constructor(
     readonly engine: EngineClient,
     readonly model: LoadedModel,
+    private readonly chatTemplate?: string,
   ) {}
 
   /**
@@ -61,11 +64,13 @@ export class LLM {
    * name; omitted, the built-in stories260K (said in one line on stderr).
    */
   static async load(model?: string, opts: LLMOptions = {}): Promise<LLM> {
+    const { chatTemplate: templateArg, ...rest } = opts;
+    const chatTemplate = templateArg === undefined ? undefined : loadChatTemplate(templateArg, 'chatTemplate');
     const { path } = await resolveModelArg(model, { offline: offlineFromEnv() });
     const loaded = loadModel(path);
-    const engineOptions: EngineOptions = { ...opts, model: path };
+    const engineOptions: EngineOptions = { ...rest, model: path };
     const engine = opts.worker === false ? new InProcessEngineClient(createEngineCore(engineOptions, loaded)) : await WorkerEngineClient.start(engineOptions);
-    return new LLM(engine, loaded);
+    return new LLM(engine, loaded, chatTemplate);
   }
 
   /** Streams the completion of a prompt (text, or token ids). */
@@ -120,7 +125,7 @@ export class LLM {
 
   /** The prompt ids of a chat: the model's chat template applied to the messages. */
   chatPromptIds(messages: readonly ChatMessage[]): number[] {
-    const text = renderChat(this.model.tokenizer, [...messages], { addGenerationPrompt: true });
+    const text = renderChat(this.model.tokenizer, [...messages], { addGenerationPrompt: true, template: this.chatTemplate });
     return this.model.tokenizer.encode(text, { addSpecial: false, parseSpecial: true });
   }
 

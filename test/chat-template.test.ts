@@ -2,7 +2,11 @@
 // Llama 3) rendered against expected strings written by hand; failures are clear.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ChatTemplateError, renderChat, requireChatTemplate } from '../src/tokenizer/chat-template.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ChatTemplateError, loadChatTemplate, renderChat, requireChatTemplate } from '../src/tokenizer/chat-template.js';
+import { InvalidArgumentError } from '../src/errors.js';
 import { tokenizerFromGGUF } from '../src/tokenizer/gguf-tokenizer.js';
 import { bpeFixtureVocab, fixtureGGUFMetadata, fixtureTemplates, spmFixtureVocab } from './fixtures/vocab.js';
 
@@ -87,5 +91,30 @@ describe('renderChat with the fixture tokenizers', () => {
     const tok = tokenizerFromGGUF('plain.gguf', md);
     assert.throws(() => renderChat(tok, conversation), (e: unknown) => e instanceof ChatTemplateError && /has no chat template/.test(e.message));
     assert.throws(() => requireChatTemplate(tok, 'plain.gguf'), /plain\.gguf has no chat template/);
+  });
+});
+
+describe('--chat-template FILE_OR_STRING', () => {
+  it('reads a file, takes a template string, refuses anything else clearly', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'loom-template-'));
+    try {
+      const file = join(dir, 'chatml.jinja');
+      writeFileSync(file, CHATML);
+      assert.equal(loadChatTemplate(file), CHATML);
+      assert.equal(loadChatTemplate(CHATML), CHATML);
+      assert.throws(() => loadChatTemplate(join(dir, 'missing.jinja')), (e: Error) => e instanceof InvalidArgumentError && /neither a file nor a Jinja template/.test(e.message));
+      assert.throws(() => loadChatTemplate('{% for m in messages %}'), (e: Error) => e instanceof InvalidArgumentError && /--chat-template/.test(e.message));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('renders tool calls and tool results with the messages, tools as a variable', () => {
+    const t = '{% for t in tools %}[{{ t.function.name }}]{% endfor %}{% for m in messages %}{{ m.role }}:{{ m.content }}{% for c in m.tool_calls or [] %}<{{ c.function.name }} {{ c.function.arguments | tojson }}>{% endfor %}{% if m.tool_call_id %}#{{ m.tool_call_id }}{% endif %};{% endfor %}';
+    const out = renderChat(t, [
+      { role: 'assistant', content: '', tool_calls: [{ type: 'function', function: { name: 'f', arguments: { x: 1 } } }] },
+      { role: 'tool', content: '2', tool_call_id: 'call_a' },
+    ], { extra: { tools: [{ type: 'function', function: { name: 'f' } }] } });
+    assert.equal(out, '[f]assistant:<f {"x": 1}>;tool:2#call_a;');
   });
 });

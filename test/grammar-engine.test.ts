@@ -162,8 +162,8 @@ describe('constrained decoding in the engine', () => {
       const id = add(e, prompt(20 + k), params(k));
       return runToEnd(e).get(`${id}#0`)!;
     });
-    // a cache of a few blocks: the batch must preempt to fit; a shared prefix hits the cache
-    const e = engine({ kvCacheMemory: 24 * 4 * 1024, blockSize: 4, enablePrefixCaching: true });
+    // a cache of one context (128 tokens): the batch must preempt to fit; a shared prefix hits the cache
+    const e = engine({ kvCacheMemory: 32 * 4 * 1024, blockSize: 4, maxModelLen: 128, enablePrefixCaching: true });
     const ids = [0, 1, 2, 3, 4, 5].map((k) => add(e, prompt(20 + k), params(k)));
     for (let k = 0; k < 4; k++) add(e, prompt(20 + k), { temperature: 0, maxTokens: 60, ignoreEos: true });
     const out = runToEnd(e);

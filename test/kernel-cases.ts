@@ -3,6 +3,7 @@
 import type { AttentionBatch, AttentionShape, KvCacheShape, KvDtype, KvLayer } from '../src/kernels/index.js';
 import { GGMLType } from '../src/model/ggml-types.js';
 import { f32ArrayToF16 } from '../src/model/half.js';
+import { dequantizeTensorRow } from '../src/model/quant/dequantize.js';
 import { quantize } from '../src/model/quant/quantize.js';
 import type { WeightTensor } from '../src/model/weights.js';
 import { GaussianRng } from './fixtures/random.js';
@@ -27,17 +28,52 @@ export function relError(a: ArrayLike<number>, b: ArrayLike<number>, n = b.lengt
   return scale === 0 ? diff : diff / scale;
 }
 
-export const MATMUL_TYPES = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'] as const;
+/**
+ * Error of a matmul's outputs against the reference, relative to the largest Σ|w||x| of an
+ * output: summation order moves a dot product by a fraction of that sum, not of its result,
+ * which cancellation can make arbitrarily small (a single output of rows 1 × 544 was 2e-5
+ * "wrong" against its own tiny value).
+ */
+export function matmulRelError(actual: ArrayLike<number>, expected: ArrayLike<number>, x: Float32Array, w: WeightTensor, rows: number): number {
+  const [inF, outF] = [w.dims[0]!, w.dims[1]!];
+  let diff = 0, scale = 0;
+  const wRow = new Float32Array(inF);
+  for (let j = 0; j < outF; j++) {
+    dequantizeTensorRow(w, j, wRow);
+    for (let r = 0; r < rows; r++) {
+      let magnitude = 0;
+      for (let k = 0; k < inF; k++) magnitude += Math.abs(wRow[k]! * x[r * inF + k]!);
+      scale = Math.max(scale, magnitude);
+      const d = Math.abs(actual[r * outF + j]! - expected[r * outF + j]!);
+      if (!(d <= diff)) diff = d; // NaN propagates as a failure
+    }
+  }
+  return scale === 0 ? diff : diff / scale;
+}
+
+export const MATMUL_TYPES = [
+  'F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'IQ4_NL', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_XS',
+] as const;
 export type MatmulType = (typeof MATMUL_TYPES)[number];
 
-/** Row lengths per type: awkward, but whole blocks as the formats require. */
+/** Row lengths per type: awkward, but whole blocks as the formats require. (The longest rows
+ *  meet 131 outputs at one row: a single dot product's relative error is unbounded when the
+ *  sum happens to cancel, so the outputs are many where the rows are long.) */
 export const MATMUL_IN: Record<MatmulType, readonly number[]> = {
   F32: [1, 37, 577, 4099],
   F16: [1, 37, 577, 4099],
   BF16: [1, 37, 577, 4099],
   Q8_0: [32, 96, 544, 4128],
   Q4_0: [32, 96, 544, 4128],
+  Q4_1: [32, 96, 544, 4128],
+  Q5_0: [32, 96, 544, 4128],
+  Q5_1: [32, 96, 544, 4128],
+  IQ4_NL: [32, 96, 544, 4128],
+  Q2_K: [256, 768, 2304],
+  Q3_K: [256, 768, 2304],
   Q4_K: [256, 768, 2304],
+  Q5_K: [256, 768, 2304],
+  IQ4_XS: [256, 768, 2304],
   Q6_K: [256, 768, 2304],
 };
 

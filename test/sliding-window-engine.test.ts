@@ -84,7 +84,7 @@ describe('sliding-window KV pool', () => {
   it('preemption when the pools run short, and n > 1 forks share the window blocks', () => {
     // 14 blocks in each pool (56 tokens): four 50-token sequences cannot all stay
     const layerBlock = KvCache.bytesPerLayerToken(model().config, 'f16') * BLOCK;
-    const e = engine({ kvCacheMemory: 14 * 6 * layerBlock, maxNumSeqs: 4, maxNumBatchedTokens: 16 });
+    const e = engine({ kvCacheMemory: 14 * 6 * layerBlock, maxNumSeqs: 4, maxNumBatchedTokens: 16, maxModelLen: 56 });
     assert.deepEqual([e.config.numBlocks, e.config.swaBlocks], [14, 14]);
     const p = golden()[1]!;
     const out = run(e, new Map([['a', p.promptIds], ['b', p.promptIds]]), 20, 2);

@@ -12,32 +12,9 @@ import { renderChat } from '../src/tokenizer/chat-template.js';
 import { tokenizerFromGGUF } from '../src/tokenizer/gguf-tokenizer.js';
 import type { Tokenizer } from '../src/tokenizer/tokenizer.js';
 import { llamaCppFiles, llamaCppSourceMissing } from './fixtures/llama-cpp-source.js';
-
-/** vocabularies with test vectors; lossless: decode of the ids gives back the text */
-const VECTORS: readonly { name: string; lossless: boolean }[] = [
-  { name: 'bert-bge', lossless: false }, // lowercases, strips accents, drops whitespace
-  { name: 'command-r', lossless: true },
-  { name: 'deepseek-coder', lossless: true },
-  { name: 'deepseek-llm', lossless: true },
-  { name: 'falcon', lossless: true },
-  { name: 'gemma-4', lossless: true },
-  { name: 'gpt-2', lossless: true },
-  { name: 'llama-bpe', lossless: true },
-  { name: 'llama-spm', lossless: true },
-  { name: 'mpt', lossless: true },
-  { name: 'phi-3', lossless: true },
-  { name: 'qwen2', lossless: true },
-  { name: 'qwen35', lossless: true },
-  { name: 'refact', lossless: true },
-  { name: 'starcoder', lossless: true },
-];
-/** vocabularies in that folder without vectors: loom loads them, or refuses them by name */
-const OTHERS: readonly { name: string; refused?: RegExp }[] = [
-  { name: 'aquila' },
-  { name: 'baichuan' },
-  { name: 'gpt-neox' },
-  { name: 'nomic-bert-moe', refused: /tokenizer model "t5" is not supported/ },
-];
+import { TOKENIZER_GOLDEN } from './fixtures/oracle-tokenizers.js';
+import type { TokenizerGolden } from './fixtures/oracle-tokenizers.js';
+import { OTHER_VOCABS as OTHERS, VECTOR_VOCABS as VECTORS, vocabFiles } from './fixtures/llama-cpp-vocabs.js';
 
 const SEP = '\n__ggml_vocab_test__\n';
 
@@ -68,8 +45,7 @@ function readVectors(path: string): { text: string; ids: number[] }[] {
 }
 
 const skip = llamaCppSourceMissing();
-const files = [...VECTORS.flatMap((v) => ['', '.inp', '.out'].map((ext) => `${v.name}.gguf${ext}`)), ...OTHERS.map((o) => `${o.name}.gguf`)];
-const root = skip ? undefined : llamaCppFiles('vocab', files.map((f) => `models/ggml-vocab-${f}`));
+const root = skip ? undefined : llamaCppFiles('vocab', vocabFiles());
 const models = root === undefined ? undefined : join(root, 'models');
 
 describe("llama.cpp's tokenizer test vectors", { skip }, () => {
@@ -99,6 +75,25 @@ describe("llama.cpp's tokenizer test vectors", { skip }, () => {
       const tok = load(path);
       const text = 'Hello world, 1234 times: \t déjà vu!\n';
       assert.equal(tok.decode(tok.encode(text, { addSpecial: false })), text);
+    });
+  }
+});
+
+// Beyond llama.cpp's vectors: texts where implementations part ways (tokenizer-texts.ts),
+// llama.cpp's ids written by `node dist/test/fixtures/oracle-tokenizers.js`.
+describe("edge texts: llama.cpp's ids in every vocabulary loom loads", { skip }, () => {
+  const golden = JSON.parse(readFileSync(TOKENIZER_GOLDEN, 'utf8')) as TokenizerGolden;
+  const lossless = new Set([...VECTORS.filter((v) => v.lossless).map((v) => v.name), ...OTHERS.map((o) => o.name)]);
+  for (const [name, want] of Object.entries(golden.ids)) {
+    it(`${name}: ${golden.texts.length} texts`, () => {
+      const tok = load(join(models!, `ggml-vocab-${name}.gguf`));
+      golden.texts.forEach((text, i) => {
+        const ids = tok.encode(text, { addSpecial: false, parseSpecial: false });
+        assert.deepEqual(ids, want[i], `${name}: ${JSON.stringify(text)}`);
+        // decode → encode is stable (text itself may not come back: a literal ▁ in SPM, a byte the vocabulary lacks)
+        const back = tok.decode(ids, { skipSpecial: false });
+        assert.deepEqual(tok.encode(back, { addSpecial: false, parseSpecial: !lossless.has(name) }), ids, `${name}: re-encode of ${JSON.stringify(back)}`);
+      });
     });
   }
 });
@@ -135,6 +130,11 @@ describe("Gemma 4's chat template", { skip }, () => {
     assert.equal(ids.filter((i) => i === 106).length, 3);
     assert.equal(tok.decode(ids, { skipSpecial: false }), prompt);
     assert.ok(tok.stopIds.has(106) && tok.stopIds.has(1), 'stops at <turn|> and <eos>');
+    // llama.cpp's detokenize without special tokens: end-of-generation texts are control tokens
+    // (hidden), the tool-call markers user-defined (kept)
+    const mixed = tok.encode('a<|tool_response>b<turn|>c<|tool_call>d<eos>e<|"|>f', { addSpecial: false });
+    assert.equal(tok.decode(mixed), 'abc<|tool_call>de<|"|>f');
+    assert.ok(tok.stopIds.has(50), '<|tool_response> ends generation');
     // with special tokens added, Gemma 4 starts with <bos> even where the file says not to
     assert.deepEqual(tok.encode('Hi').slice(0, 1), [2]);
   });

@@ -191,6 +191,8 @@ void dot_q6_k_rows(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(acc[r]);
 }
 
+#include "dot_int8_ext.h"
+
 // out[r·N + o] for r in [0, rows), o in [o0, o1), over activation rows in groups of ≤ 4.
 // Rows are taken 16 at a time (they stay in L1) while the weight rows stream past.
 template <typename View, typename Kernel1, typename Kernel2, typename Kernel3, typename Kernel4>
@@ -238,6 +240,26 @@ inline bool dot_int8(int type, const uint8_t* xa, size_t xstride, int rows, cons
       dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_k_view, dot_q6_k_rows<1>,
                       dot_q6_k_rows<2>, dot_q6_k_rows<3>, dot_q6_k_rows<4>);
       return true;
+#define LOOM_Q32(TYPE, KIND)                                                                                      \
+  case TYPE:                                                                                                     \
+    dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_0_view, dot_q32_rows<1, KIND>,   \
+                    dot_q32_rows<2, KIND>, dot_q32_rows<3, KIND>, dot_q32_rows<4, KIND>);                         \
+    return true;
+#define LOOM_QK(TYPE, KERNEL)                                                                                     \
+  case TYPE:                                                                                                     \
+    dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_k_view, KERNEL<1>, KERNEL<2>,    \
+                    KERNEL<3>, KERNEL<4>);                                                                        \
+    return true;
+      LOOM_Q32(loom::kQ4_1, Q32::kQ4_1)
+      LOOM_Q32(loom::kQ5_0, Q32::kQ5_0)
+      LOOM_Q32(loom::kQ5_1, Q32::kQ5_1)
+      LOOM_Q32(loom::kIQ4_NL, Q32::kIQ4_NL)
+      LOOM_QK(loom::kQ2_K, dot_q2_k_rows)
+      LOOM_QK(loom::kQ3_K, dot_q3_k_rows)
+      LOOM_QK(loom::kQ5_K, dot_q5_k_rows)
+      LOOM_QK(loom::kIQ4_XS, dot_iq4_xs_rows)
+#undef LOOM_Q32
+#undef LOOM_QK
     default: return false;
   }
 }

@@ -10,16 +10,32 @@ inline float hsum512(__m512 v) {
   return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
 }
 
-// ---- Q8_0 / Q4_0: two blocks per VNNI step, scales 16 blocks at a time ----
+// ---- blocks of 32 (Q8_0, Q4_0, IQ4_NL, Q5_0, Q4_1, Q5_1): two blocks per VNNI step, scales
+// 16 blocks at a time ----
 //
 // Weights become unsigned bytes u = q + bias (Q8_0: q ^ 0x80 = q + 128; Q4_0: the nibble,
-// which is q + 8), so dpbusd(u, x) = Σ q·x + bias·Σx; the bias·Σx part (Σx per block is in
-// the prepared row) is taken off once per row, in f32. Block scales d are gathered 16 at a
-// time into one vector by word permutes (a hardware gather is several times slower here).
+// which is q + 8; IQ4_NL: level + 128 by a table; Q5_0: the 5-bit value, q + 16; Q4_1/Q5_1:
+// the nibble / 5-bit value, taken as q − 8 / q − 16 plus an offset m + 8d / m + 16d), so
+// dpbusd(u, x) = Σ q·x + bias·Σx; the bias·Σx part (Σx per block is in the prepared row) is
+// taken off once per row, in f32, and Σ_b offset·dx·Σx added for the types with a min (centred
+// so: with q itself, d·Σ q·x and m·Σx are each many times the result, and f32 sums of them lose
+// digits to the cancellation). Block scales d (and m) are gathered 16 at a
+// time into one vector (word permutes for Q8_0/Q4_0 — a hardware gather is several times
+// slower here — word inserts for the other strides).
 
-// the u8 weights' offset: Q8_0 q ^ 0x80 = q + 128, Q4_0 nibble = q + 8
-template <bool kQ4>
-constexpr int kQ0Bias = kQ4 ? 8 : 128;
+enum class Q0 { kQ8_0, kQ4_0, kIQ4_NL, kQ5_0, kQ4_1, kQ5_1 };
+
+template <Q0 T>
+constexpr int kQ0Bias = T == Q0::kQ8_0 || T == Q0::kIQ4_NL ? 128 : T == Q0::kQ4_0 || T == Q0::kQ4_1 ? 8 : 16;
+template <Q0 T>
+constexpr int kQ0Stride = T == Q0::kQ8_0 ? 34 : T == Q0::kQ4_0 || T == Q0::kIQ4_NL ? 18 : T == Q0::kQ5_0 ? 22 : T == Q0::kQ4_1 ? 20 : 24;
+template <Q0 T>
+constexpr bool kQ0Min = T == Q0::kQ4_1 || T == Q0::kQ5_1;
+// byte offsets in a block of the nibbles and (Q5_0/Q5_1) of the 32 high bits
+template <Q0 T>
+constexpr int kQ0Nibbles = T == Q0::kQ5_0 ? 6 : T == Q0::kQ4_1 ? 4 : T == Q0::kQ5_1 ? 8 : 2;
+template <Q0 T>
+constexpr int kQ0High = T == Q0::kQ5_0 ? 2 : 4;
 
 // f32 d of 16 whole Q8_0 blocks at p: d sits at word 17·i of the 544 bytes, picked out of
 // eight 64-byte loads by four two-source word permutes.
@@ -48,6 +64,33 @@ inline __m512 q4_0_group_d16(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_mask_mov_epi16(lo, 0xFF00, hi)));
 }
 
+// f16 at byte `off` of each of 16 blocks `stride` bytes apart, as f32 (word inserts)
+template <int kStride, int off>
+inline __m512 group_f16_16(const uint8_t* p) {
+  __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
+  const auto word = [&](int i) {
+    uint16_t v;
+    std::memcpy(&v, p + kStride * i + off, 2);
+    return static_cast<int>(v);
+  };
+  lo = _mm_insert_epi16(lo, word(0), 0); lo = _mm_insert_epi16(lo, word(1), 1);
+  lo = _mm_insert_epi16(lo, word(2), 2); lo = _mm_insert_epi16(lo, word(3), 3);
+  lo = _mm_insert_epi16(lo, word(4), 4); lo = _mm_insert_epi16(lo, word(5), 5);
+  lo = _mm_insert_epi16(lo, word(6), 6); lo = _mm_insert_epi16(lo, word(7), 7);
+  hi = _mm_insert_epi16(hi, word(8), 0); hi = _mm_insert_epi16(hi, word(9), 1);
+  hi = _mm_insert_epi16(hi, word(10), 2); hi = _mm_insert_epi16(hi, word(11), 3);
+  hi = _mm_insert_epi16(hi, word(12), 4); hi = _mm_insert_epi16(hi, word(13), 5);
+  hi = _mm_insert_epi16(hi, word(14), 6); hi = _mm_insert_epi16(hi, word(15), 7);
+  return _mm512_cvtph_ps(_mm256_set_m128i(hi, lo));
+}
+
+template <Q0 T>
+inline __m512 q_0_group_d16(const uint8_t* p) {
+  if (T == Q0::kQ8_0) return q8_0_group_d16(p);
+  if (T == Q0::kQ4_0 || T == Q0::kIQ4_NL) return q4_0_group_d16(p);
+  return group_f16_16<kQ0Stride<T>, 0>(p);
+}
+
 // lanes 0..7 ← s[2k], lanes 8..15 ← s[2k + 1]
 template <int k>
 inline __m512 pair_scale(__m512 s) {
@@ -57,39 +100,57 @@ inline __m512 pair_scale(__m512 s) {
                                s);
 }
 
-// u8 weights (q + bias) of blocks b, b+1 at blk, each block's 32 values in order; `one`: only
-// block b (upper half zero).
-template <bool kQ4>
-inline __m512i q_0_pair(const uint8_t* blk, bool one) {
-  if (kQ4) {
-    const __m256i v = one ? _mm256_castsi128_si256(loadu128(blk + 2))
-                          : _mm256_inserti128_si256(_mm256_castsi128_si256(loadu128(blk + 2)), loadu128(blk + 20), 1);
-    // [A, A, B, B], then the upper copy of each shifted down a nibble: [loA, hiA, loB, hiB]
-    const __m512i v4 = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(v));
-    const __m512i u = _mm512_and_si512(_mm512_srlv_epi64(v4, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(15));
-    return one ? _mm512_zextsi256_si512(_mm512_castsi512_si256(u)) : u;
-  }
-  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  if (one) return _mm512_zextsi256_si512(_mm256_xor_si256(loadu256(blk + 2), _mm512_castsi512_si256(bias)));
-  return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(loadu256(blk + 2)), loadu256(blk + 36), 1), bias);
+// IQ4_NL levels + 128 (as u8), in every 128-bit lane
+inline __m512i iq4nl_table_u8() {
+  return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15));
 }
 
-// Blocks b0 .. b0+15 of one weight row against R prepared rows.
-template <int R, bool kQ4>
-inline void q_0_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m512 (&acc)[4][R], __m512 (&corr)[R]) {
-  constexpr int kStride = kQ4 ? loom::kQ4_0Bytes : loom::kQ8_0Bytes;
-  const __m512 d = kQ4 ? q4_0_group_d16(w + kStride * b0) : q8_0_group_d16(w + kStride * b0);
+// u8 weights (q + bias) of blocks b, b+1 at blk, each block's 32 values in order; `one`: only
+// block b (upper half zero).
+template <Q0 T>
+inline __m512i q_0_pair(const uint8_t* blk, bool one) {
+  constexpr int kS = kQ0Stride<T>;
+  if (T == Q0::kQ8_0) {
+    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+    if (one) return _mm512_zextsi256_si512(_mm256_xor_si256(loadu256(blk + 2), _mm512_castsi512_si256(bias)));
+    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(loadu256(blk + 2)), loadu256(blk + 36), 1), bias);
+  }
+  constexpr int kN = kQ0Nibbles<T>;
+  const __m256i v = one ? _mm256_castsi128_si256(loadu128(blk + kN))
+                        : _mm256_inserti128_si256(_mm256_castsi128_si256(loadu128(blk + kN)), loadu128(blk + kS + kN), 1);
+  // [A, A, B, B], then the upper copy of each shifted down a nibble: [loA, hiA, loB, hiB]
+  const __m512i v4 = _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 1, 0, 1, 2, 3, 2, 3), _mm512_castsi256_si512(v));
+  __m512i u = _mm512_and_si512(_mm512_srlv_epi64(v4, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(15));
+  if (T == Q0::kIQ4_NL) u = _mm512_shuffle_epi8(iq4nl_table_u8(), u);
+  if (T == Q0::kQ5_0 || T == Q0::kQ5_1) {  // bit j of qh is the fifth bit of value j
+    uint32_t ha, hb = 0;
+    std::memcpy(&ha, blk + kQ0High<T>, 4);
+    if (!one) std::memcpy(&hb, blk + kS + kQ0High<T>, 4);
+    u = _mm512_or_si512(u, _mm512_maskz_mov_epi8(static_cast<__mmask64>(ha) | (static_cast<__mmask64>(hb) << 32), _mm512_set1_epi8(16)));
+  }
+  return one ? _mm512_zextsi256_si512(_mm512_castsi512_si256(u)) : u;
+}
+
+// Blocks b0 .. b0+15 of one weight row against R prepared rows; mcorr: Σ m·dx·Σx (types with a min).
+template <int R, Q0 T>
+inline void q_0_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m512 (&acc)[4][R], __m512 (&corr)[R], __m512 (&mcorr)[R]) {
+  constexpr int kStride = kQ0Stride<T>;
+  const __m512 d = q_0_group_d16<T>(w + kStride * b0);
+  __m512 m = _mm512_setzero_ps();
+  if (kQ0Min<T>) m = _mm512_fmadd_ps(d, _mm512_set1_ps(kQ0Bias<T>), group_f16_16<kStride, 2>(w + kStride * b0));
   __m512 s[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) {
-    s[r] = _mm512_mul_ps(d, _mm512_loadu_ps(x[r].d + b0));
-    corr[r] = _mm512_fmadd_ps(s[r], _mm512_cvtepi32_ps(_mm512_loadu_si512(x[r].s + b0)), corr[r]);
+    const __m512 dx = _mm512_loadu_ps(x[r].d + b0), sx = _mm512_cvtepi32_ps(_mm512_loadu_si512(x[r].s + b0));
+    s[r] = _mm512_mul_ps(d, dx);
+    corr[r] = _mm512_fmadd_ps(s[r], sx, corr[r]);
+    if (kQ0Min<T>) mcorr[r] = _mm512_fmadd_ps(_mm512_mul_ps(m, dx), sx, mcorr[r]);
   }
   // one step per pair of blocks; k is a constant in every copy (pair_scale<k>)
   const auto step = [&](auto kc) {
     constexpr int k = decltype(kc)::value;
     const int b = b0 + 2 * k;
-    LOOM_PREFETCH(w + kStride * b);  // Q8_0: 68 bytes a pair; Q4_0: 36
-    const __m512i u = q_0_pair<kQ4>(w + kStride * b, false);
+    LOOM_PREFETCH(w + kStride * b);  // 36..68 bytes a pair
+    const __m512i u = q_0_pair<T>(w + kStride * b, false);
     LOOM_UNROLL for (int r = 0; r < R; r++) {
       const __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(x[r].q + 32 * b)));
       acc[k & 3][r] = _mm512_fmadd_ps(p, pair_scale<k>(s[r]), acc[k & 3][r]);
@@ -108,17 +169,18 @@ inline void q_0_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m512 (&a
 // The last n < 16 blocks, a pair at a time with scalar scales: a group's scale vector (a
 // stack round trip for a partial group) cost more here than a whole group of 16 blocks, and
 // most rows of small models (K = 576: 16 + 2 blocks) end in such a tail. The bias·Σx term
-// comes off each block's integer sum here (lane 0 of each half), exactly.
-template <int R, bool kQ4>
-inline void q_0_tail(const uint8_t* w, const loom::XQ8_0* x, int b0, int n, __m512 (&acc)[4][R]) {
-  constexpr int kStride = kQ4 ? loom::kQ4_0Bytes : loom::kQ8_0Bytes;
-  constexpr int kBias = kQ0Bias<kQ4>;
+// comes off each block's integer sum here (lane 0 of each half), exactly; the offset term is
+// summed into mtail.
+template <int R, Q0 T>
+inline void q_0_tail(const uint8_t* w, const loom::XQ8_0* x, int b0, int n, __m512 (&acc)[4][R], float (&mtail)[R]) {
+  constexpr int kStride = kQ0Stride<T>;
+  constexpr int kBias = kQ0Bias<T>;
   for (int k = 0; 2 * k < n; k++) {
     const int b = b0 + 2 * k;
     const bool one = 2 * k + 1 == n;
     const uint8_t* blk = w + kStride * b;
     const float da = f16_scalar(blk), db = one ? 0.f : f16_scalar(blk + kStride);
-    const __m512i u = q_0_pair<kQ4>(blk, one);
+    const __m512i u = q_0_pair<T>(blk, one);
     LOOM_UNROLL for (int r = 0; r < R; r++) {
       const int8_t* xq = x[r].q + 32 * b;
       const __m512i xv = one ? _mm512_zextsi256_si512(loadu256(xq)) : _mm512_loadu_si512(xq);
@@ -128,22 +190,31 @@ inline void q_0_tail(const uint8_t* w, const loom::XQ8_0* x, int b0, int n, __m5
       const float sa = da * x[r].d[b], sb = one ? 0.f : db * x[r].d[b + 1];
       const __m512 scale = _mm512_insertf32x8(_mm512_set1_ps(sa), _mm256_set1_ps(sb), 1);
       acc[k & 3][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[k & 3][r]);
+      if (kQ0Min<T>) {  // (m + bias·d)·dx·Σx
+        mtail[r] += (f16_scalar(blk + 2) + kBias * da) * x[r].d[b] * static_cast<float>(x[r].s[b]);
+        if (!one) mtail[r] += (f16_scalar(blk + kStride + 2) + kBias * db) * x[r].d[b + 1] * static_cast<float>(x[r].s[b + 1]);
+      }
     }
   }
 }
 
-template <int R, bool kQ4>
+template <int R, Q0 T>
 void dot_q_0_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
   const int nb = K / 32;
-  __m512 acc[4][R], corr[R];
-  LOOM_UNROLL for (int r = 0; r < R; r++) acc[0][r] = acc[1][r] = acc[2][r] = acc[3][r] = corr[r] = _mm512_setzero_ps();
+  __m512 acc[4][R], corr[R], mcorr[R];
+  float mtail[R];
+  LOOM_UNROLL for (int r = 0; r < R; r++) {
+    acc[0][r] = acc[1][r] = acc[2][r] = acc[3][r] = corr[r] = mcorr[r] = _mm512_setzero_ps();
+    mtail[r] = 0;
+  }
   int b0 = 0;
-  for (; b0 + 16 <= nb; b0 += 16) q_0_group<R, kQ4>(w, x, b0, acc, corr);
-  if (b0 < nb) q_0_tail<R, kQ4>(w, x, b0, nb - b0, acc);
-  constexpr float kBias = kQ0Bias<kQ4>;
+  for (; b0 + 16 <= nb; b0 += 16) q_0_group<R, T>(w, x, b0, acc, corr, mcorr);
+  if (b0 < nb) q_0_tail<R, T>(w, x, b0, nb - b0, acc, mtail);
+  constexpr float kBias = kQ0Bias<T>;
   LOOM_UNROLL for (int r = 0; r < R; r++) {
     const __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]), _mm512_add_ps(acc[2][r], acc[3][r]));
     res[r] = hsum512(a) - kBias * hsum512(corr[r]);
+    if (kQ0Min<T>) res[r] += hsum512(mcorr[r]) + mtail[r];
   }
 }
 

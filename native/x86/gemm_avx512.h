@@ -45,6 +45,8 @@ inline int32_t sum_i8_32(const int8_t* p) {
   return hsum256_epi32(_mm256_madd_epi16(_mm256_add_epi16(v, v2), _mm256_set1_epi16(1)));
 }
 
+#include "gemm_avx512_panel_ext.h"
+
 void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
   const size_t k = static_cast<size_t>(K);
   switch (type) {
@@ -148,6 +150,51 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
             }
             t.C = -128 * C;
           }
+        }
+        p.w[o] = reinterpret_cast<const uint8_t*>(un);
+      }
+      return;
+    }
+    case kQ5_0:
+    case kIQ4_NL: {  // → s8 values in blocks of 32, as Q4_0 (kern_q8)
+      const int nb = K / 32, bytes = type == kQ5_0 ? 22 : 18;
+      p.dw.get(48 * static_cast<size_t>(nb));
+      p.corr.get(48 * static_cast<size_t>(nb));
+      p.unpacked.get(48 * k);
+      p.bstride = 32;
+      for (int o = 0; o < no; o++) {
+        const uint8_t* row = w + wstride * (o0 + o);
+        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
+        for (int b = 0; b < nb; b++) {
+          const uint8_t* blk = row + bytes * b;
+          const __m256i v = type == kQ5_0
+              ? _mm256_sub_epi8(_mm256_or_si256(q4_0_unpack(blk + 6), _mm256_and_si256(bits_to_bytes32(blk + 2), _mm256_set1_epi8(16))),
+                                _mm256_set1_epi8(16))
+              : _mm256_shuffle_epi8(iq4nl_table(), q4_0_unpack(blk + 2));
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), v);
+          p.dw.data()[o * nb + b] = f16_scalar(blk);
+          p.corr.data()[o * nb + b] = -128 * sum_i8_32(un + 32 * b);
+        }
+        p.w[o] = reinterpret_cast<const uint8_t*>(un);
+      }
+      return;
+    }
+    case kQ5_K:
+    case kQ3_K:
+    case kIQ4_XS: {  // → s8 values per 256 and the Q4_K (Q5_K) or Q6_K (Q3_K, IQ4_XS) tables
+      const int nb = K / 256;
+      p.unpacked.get(48 * k);
+      if (type == kQ5_K) p.q4k.get(48 * static_cast<size_t>(nb));
+      else p.q6k.get(48 * static_cast<size_t>(nb));
+      p.bstride = 256;
+      for (int o = 0; o < no; o++) {
+        const uint8_t* row = w + wstride * (o0 + o);
+        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
+        for (int b = 0; b < nb; b++) {
+          int8_t* q = un + 256 * b;
+          if (type == kQ5_K) panel_q5_k(row + 176 * b, q, p.q4k.data()[o * nb + b]);
+          else if (type == kQ3_K) panel_q3_k(row + 110 * b, q, p.q6k.data()[o * nb + b]);
+          else panel_iq4_xs(row + 136 * b, q, p.q6k.data()[o * nb + b]);
         }
         p.w[o] = reinterpret_cast<const uint8_t*>(un);
       }
@@ -306,10 +353,23 @@ struct GemmShape {
 
 // Output rows per micro-kernel when a pass holds a single tile (16 rows or fewer): twice as
 // many weight rows keep as many accumulators busy.
-int single_tile_nr(int type) { return type == kQ4_K || type == kQ6_K ? 8 : 12; }
+int single_tile_nr(int type) { return weight_traits(type)->act == Act::kQ8_K ? 8 : 12; }
+
+// The micro-kernel family a type's panel is prepared for (prepare_panel): the new types
+// reuse the kernels of the type whose table they fill.
+int gemm_family(int type) {
+  switch (type) {
+    case kQ5_0:
+    case kIQ4_NL: return kQ4_0;
+    case kQ5_K: return kQ4_K;
+    case kQ3_K:
+    case kIQ4_XS: return kQ6_K;
+    default: return type;
+  }
+}
 
 GemmShape gemm_shape(int type) {
-  switch (type) {
+  switch (gemm_family(type)) {
     case kF32:
     case kF16: return {6, 4, 128};
     case kBF16: return {6, 4, 256};
@@ -364,7 +424,7 @@ struct Table {
 #undef LOOM_ROW1
 
 KernFn kernel_for(int type, int nr, int nv) {
-  switch (type) {
+  switch (gemm_family(type)) {
     case kF32:
     case kF16: return Table<RunF32>::t[nr - 1][nv - 1];
     case kBF16: return Table<RunBF16>::t[nr - 1][nv - 1];

@@ -7,8 +7,8 @@
 // copy). A tile is a sequence of such transposed arrays:
 //   F32, F16:   f32 v[K][16]                       (F16: values rounded to f16)
 //   BF16:       u32 pair[K/2][16]                  (two bf16 per word; K even)
-//   Q8_0, Q4_0: u32 q[K/4][16] (bytes q+128, u8);  f32 d[K/32][16]
-//   Q4_K, Q6_K: u32 q[K/4][16] (bytes q+128, u8);  f32 d[K/256][16];  u32 s32pair[K/64][16]
+//   Act::kQ8_0: u32 q[K/4][16] (bytes q+128, u8);  f32 d[K/32][16]
+//   Act::kQ8_K: u32 q[K/4][16] (bytes q+128, u8);  f32 d[K/256][16];  u32 s32pair[K/64][16]
 //               (s32pair: two int16 sums of 32 q's, for the Q4_K mins)
 // Rows past the end of x are zero.
 
@@ -74,16 +74,16 @@ inline void transpose16(const uint32_t* const* rows, int width, uint32_t* dst, s
 }
 
 size_t tile_bytes(int type, int K) {
-  switch (type) {
-    case kF32:
-    case kF16: return 64 * static_cast<size_t>(K);
-    case kBF16: return 32 * static_cast<size_t>(K);
-    case kQ8_0:
-    case kQ4_0: return 16 * static_cast<size_t>(K) + 64 * (K / 32);
-    case kQ4_K:
-    case kQ6_K: return 16 * static_cast<size_t>(K) + 64 * (K / 256) + 64 * (K / 64);
-    default: return 0;
+  const WeightTraits* t = weight_traits(type);
+  if (!t) return 0;
+  switch (t->act) {
+    case Act::kF32:
+    case Act::kF16: return 64 * static_cast<size_t>(K);
+    case Act::kBF16: return 32 * static_cast<size_t>(K);
+    case Act::kQ8_0: return 16 * static_cast<size_t>(K) + 64 * (K / 32);
+    case Act::kQ8_K: return 16 * static_cast<size_t>(K) + 64 * (K / 256) + 64 * (K / 64);
   }
+  return 0;
 }
 
 // Pack rows [16·tile, 16·tile + 16) of x [rows, K] into dst (tile_bytes(type, K) bytes).
@@ -118,7 +118,7 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst
   for (size_t i = 0; i < 16 * static_cast<size_t>(qw); i += 16) {
     _mm512_storeu_si512(out + i, _mm512_xor_si512(_mm512_loadu_si512(out + i), flip));
   }
-  const bool kq = type == kQ4_K || type == kQ6_K;
+  const bool kq = weight_traits(type)->act == Act::kQ8_K;
   const int nd = kq ? K / 256 : K / 32;
   const uint32_t* rows_d[16];
   LOOM_UNROLL for (int i = 0; i < 16; i++) rows_d[i] = rows_q[i] ? rows_q[i] + qw : nullptr;  // d follows q

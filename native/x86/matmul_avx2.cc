@@ -199,13 +199,13 @@ const uint8_t* as_bytes(const uint8_t* row, int) { return row; }
 }  // namespace
 
 void avx2_prepare_row(int type, const float* x, int K, uint8_t* dst) {
-  switch (type) {
-    case kF16: prepare_f16(x, K, reinterpret_cast<float*>(dst)); return;
-    case kBF16: prepare_bf16(x, K, dst); return;
-    case kQ8_0:
-    case kQ4_0: prepare_q8_0(x, K, dst); return;
-    case kQ4_K:
-    case kQ6_K: prepare_q8_k(x, K, dst); return;
+  const WeightTraits* t = weight_traits(type);
+  if (!t) return;
+  switch (t->act) {
+    case Act::kF16: prepare_f16(x, K, reinterpret_cast<float*>(dst)); return;
+    case Act::kBF16: prepare_bf16(x, K, dst); return;
+    case Act::kQ8_0: prepare_q8_0(x, K, dst); return;
+    case Act::kQ8_K: prepare_q8_k(x, K, dst); return;
     default: prepare_row_scalar(type, x, K, dst); return;
   }
 }

@@ -22,6 +22,7 @@ inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbus
 
 #include "dot_int8.h"
 #include "dot_int8_avx512.h"
+#include "dot_int8_avx512_ext.h"
 #include "gemm_avx512_pack.h"
 #include "gemm_avx512.h"
 
@@ -88,14 +89,18 @@ void avx512_prepare_row(int type, const float* x, int K, uint8_t* dst) { avx2_pr
 void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K,
                 int o0, int o1, float* out, int N) {
   switch (type) {
-    case kQ8_0:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_0_view, dot_q_0_rows512<1, false>,
-                      dot_q_0_rows512<2, false>, dot_q_0_rows512<3, false>, dot_q_0_rows512<4, false>);
-      return;
-    case kQ4_0:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_0_view, dot_q_0_rows512<1, true>,
-                      dot_q_0_rows512<2, true>, dot_q_0_rows512<3, true>, dot_q_0_rows512<4, true>);
-      return;
+#define LOOM_Q0(TYPE, KIND)                                                                                        \
+  case TYPE:                                                                                                       \
+    dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_0_view, dot_q_0_rows512<1, KIND>,        \
+                    dot_q_0_rows512<2, KIND>, dot_q_0_rows512<3, KIND>, dot_q_0_rows512<4, KIND>);                 \
+    return;
+    LOOM_Q0(kQ8_0, Q0::kQ8_0)
+    LOOM_Q0(kQ4_0, Q0::kQ4_0)
+    LOOM_Q0(kIQ4_NL, Q0::kIQ4_NL)
+    LOOM_Q0(kQ5_0, Q0::kQ5_0)
+    LOOM_Q0(kQ4_1, Q0::kQ4_1)
+    LOOM_Q0(kQ5_1, Q0::kQ5_1)
+#undef LOOM_Q0
     case kQ4_K:
       dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q4_k_rows512<1>,
                       dot_q4_k_rows512<2>, dot_q4_k_rows512<3>, dot_q4_k_rows512<4>);
@@ -103,6 +108,14 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
     case kQ6_K:
       dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q6_k_rows512<1>,
                       dot_q6_k_rows512<2>, dot_q6_k_rows512<3>, dot_q6_k_rows512<4>);
+      return;
+    case kQ3_K:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q3_k_rows512<1>,
+                      dot_q3_k_rows512<2>, dot_q3_k_rows512<3>, dot_q3_k_rows512<4>);
+      return;
+    case kQ2_K:
+      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q2_k_rows512<1>,
+                      dot_q2_k_rows512<2>, dot_q2_k_rows512<3>, dot_q2_k_rows512<4>);
       return;
     default: break;
   }
@@ -131,7 +144,12 @@ bool avx512_gemm_supports(int type, int K) {
     case kQ8_0:
     case kQ4_0:
     case kQ4_K:
-    case kQ6_K: return true;
+    case kQ6_K:
+    case kQ5_0:
+    case kIQ4_NL:
+    case kQ3_K:
+    case kQ5_K:
+    case kIQ4_XS: return true;  // Q4_1, Q5_1, Q2_K (a min per 16 values): dot kernels
     case kBF16: return K % 2 == 0;
     default: return false;
   }

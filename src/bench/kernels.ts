@@ -18,9 +18,15 @@ import type { WeightTensor } from '../model/weights.js';
 import { Rng } from '../engine/rng.js';
 import { percentile } from './stats.js';
 
-export const BENCH_TYPES = [GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q4_0, GGMLType.Q4_K, GGMLType.Q6_K] as const;
+export const BENCH_TYPES = [
+  GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1,
+  GGMLType.IQ4_NL, GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K, GGMLType.IQ4_XS,
+] as const;
 /** one-row matmul must reach this share of the read bandwidth for these types */
-export const ONE_ROW_GOAL = { pct: 80, types: ['F16', 'Q8_0', 'Q4_K'] as readonly string[] };
+export const ONE_ROW_GOAL = {
+  pct: 80,
+  types: ['F16', 'Q8_0', 'Q4_K', 'Q5_K', 'Q5_0', 'Q3_K', 'Q2_K', 'IQ4_XS', 'IQ4_NL', 'Q4_1', 'Q5_1'] as readonly string[],
+};
 /** many-row matmul must reach this share of the f32 FMA peak (every type) */
 export const MANY_ROWS_GOAL_PCT = 70;
 
@@ -28,6 +34,8 @@ export interface KernelBenchOptions {
   readonly threads?: number;
   /** tiny sizes and few repetitions (tests) */
   readonly quick: boolean;
+  /** matmul weight types to measure (names as typeName gives them); default all of BENCH_TYPES */
+  readonly types?: readonly string[];
 }
 
 /** ms per call: median and extremes of `samples` calls */
@@ -260,6 +268,7 @@ export function runKernelBench(o: KernelBenchOptions, log: (line: string) => voi
   const rng = new Rng(1);
   const matmul: MatmulFigures[] = [];
   for (const type of BENCH_TYPES) {
+    if (o.types && !o.types.includes(typeName(type))) continue;
     log(`matmul ${typeName(type)}…`);
     matmul.push(benchMatmul(k, type, s, fma.gflops, rng));
   }

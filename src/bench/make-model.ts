@@ -3,8 +3,9 @@
 // the test fixtures: hidden projections near unit gain, so activations neither vanish nor
 // blow up over 24-30 layers; tied embeddings of std 1 give peaked logits. Matrices take the
 // requested type; for q4_k a matrix whose rows are not a multiple of 256 values (K-quant
-// blocks) is stored as Q8_0 instead (llama.cpp's quantizer falls back too, to Q5_0, which
-// loom does not compute with). Norm weights and biases stay F32, as llama.cpp keeps them.
+// blocks) is stored as Q8_0 instead; q4_k_m and q5_k_m mix types as llama-quantize's presets
+// do (quant-mix.ts: Q6_K promotions, Q5_0/Q5_1/Q8_0 fallbacks). Norm weights and biases stay
+// F32, as llama.cpp keeps them.
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +14,7 @@ import { InvalidArgumentError } from '../errors.js';
 import { GGMLType } from '../model/ggml-types.js';
 import { quantize } from '../model/quant/quantize.js';
 import { llama3FreqFactors, longropeAttnFactor } from '../model/rope-scaling.js';
+import { mixType } from './quant-mix.js';
 import { entry as kv, writeGGUFStream } from './gguf-stream.js';
 import type { StreamEntry, StreamTensor } from './gguf-stream.js';
 import { modelVocab } from './model-vocab.js';
@@ -71,12 +73,11 @@ export const BENCH_SHAPES = {
 } as const satisfies Record<string, BenchShape>;
 
 export type BenchShapeName = keyof typeof BENCH_SHAPES;
-export const BENCH_TYPES = ['q8_0', 'q4_k', 'f16', 'q4_0'] as const;
+export const BENCH_TYPES = ['q8_0', 'q4_k', 'q4_k_m', 'q5_k_m', 'f16', 'q4_0'] as const;
 export type BenchWeightType = (typeof BENCH_TYPES)[number];
 
-const MATRIX_TYPE: Record<BenchWeightType, GGMLType> = { q8_0: GGMLType.Q8_0, q4_k: GGMLType.Q4_K, f16: GGMLType.F16, q4_0: GGMLType.Q4_0 };
-/** llama_ftype: MOSTLY_Q8_0, MOSTLY_Q4_K_S, MOSTLY_F16, MOSTLY_Q4_0 */
-const FILE_TYPE: Record<BenchWeightType, number> = { q8_0: 7, q4_k: 14, f16: 1, q4_0: 2 };
+/** llama_ftype: MOSTLY_Q8_0, MOSTLY_Q4_K_S, MOSTLY_Q4_K_M, MOSTLY_Q5_K_M, MOSTLY_F16, MOSTLY_Q4_0 */
+const FILE_TYPE: Record<BenchWeightType, number> = { q8_0: 7, q4_k: 14, q4_k_m: 15, q5_k_m: 17, f16: 1, q4_0: 2 };
 /** bump when the generator's output changes, so cached files are rebuilt */
 const GENERATOR_VERSION = 2;
 
@@ -86,10 +87,15 @@ export interface MakeModelOptions {
   readonly seed: number;
 }
 
-/** The type a matrix of rows of `rowLength` values is stored in. */
-export function matrixType(type: BenchWeightType, rowLength: number): GGMLType {
-  const t = MATRIX_TYPE[type];
-  return t === GGMLType.Q4_K && rowLength % 256 !== 0 ? GGMLType.Q8_0 : t;
+/** The type matrix `name` (rows of `rowLength` values, bench models tie output to token_embd) is stored in. */
+export function matrixType(type: BenchWeightType, name: string, rowLength: number, layers: number): GGMLType {
+  switch (type) {
+    case 'q8_0': return GGMLType.Q8_0;
+    case 'f16': return GGMLType.F16;
+    case 'q4_k': return rowLength % 256 !== 0 ? GGMLType.Q8_0 : GGMLType.Q4_K;
+    case 'q4_0': return GGMLType.Q4_0;
+    default: return mixType(type, name, rowLength, layers, true);
+  }
 }
 
 /** where `ensureBenchModel` caches a file: dist/bench-models/<shape>-<type>-s<seed>-v<n>.gguf */
@@ -126,7 +132,7 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   // one seeded stream per tensor: a tensor's values depend only on (seed, its index)
   const seedOf = (): number => (o.seed * 7919 + out.length + 1) >>> 0;
   const matrix = (name: string, inF: number, outF: number, std: number): void => {
-    const type = matrixType(o.type, inF);
+    const type = matrixType(o.type, name, inF, s.layers);
     const seed = seedOf();
     out.push({ name, type, dims: [inF, outF], produce: () => quantize(type, gaussian(inF * outF, std, 0, seed), inF) });
   };

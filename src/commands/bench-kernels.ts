@@ -8,6 +8,7 @@ interface KernelFlags {
   threads?: number;
   quick?: boolean;
   json?: boolean;
+  types?: string;
 }
 
 export function benchKernelsCommand(): Command {
@@ -20,9 +21,14 @@ export function benchKernelsCommand(): Command {
     .addOption(new Option('--threads <n>', 'compute threads of the native core (default: hardware threads)').argParser(intArg('threads')))
     .option('--quick', 'tiny sizes and few repetitions (a smoke test; the figures mean little)')
     .option('--json', 'print one JSON object with every figure and the settings')
+    .option('--types <list>', 'comma-separated matmul weight types to measure (e.g. Q4_K,Q5_K; default: all)')
     .action((f: KernelFlags) => {
       const report = runKernelBench(
-        { quick: f.quick ?? false, ...(f.threads !== undefined && { threads: f.threads }) },
+        {
+          quick: f.quick ?? false,
+          ...(f.threads !== undefined && { threads: f.threads }),
+          ...(f.types !== undefined && { types: f.types.split(',').map((t) => t.trim().toUpperCase()) }),
+        },
         f.json ? undefined : (line) => process.stderr.write(line + '\n'),
       );
       process.stdout.write((f.json ? JSON.stringify(report) : formatKernelReport(report)) + '\n');

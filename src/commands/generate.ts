@@ -11,7 +11,7 @@ import { resolveModelArg } from '../model/model-arg.js';
 import { loadModel } from '../model/load.js';
 import { generate } from '../server/generation.js';
 import type { GenerationSummary } from '../server/generation.js';
-import { renderChat } from '../tokenizer/chat-template.js';
+import { loadChatTemplate, renderChat } from '../tokenizer/chat-template.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 
 interface GenerateFlags {
@@ -25,6 +25,7 @@ interface GenerateFlags {
   seed?: number;
   ignoreEos?: boolean;
   chat?: boolean;
+  chatTemplate?: string;
   json?: boolean;
   ctxSize?: number;
   backend?: 'native' | 'reference';
@@ -51,6 +52,7 @@ export function generateCommand(): Command {
     .addOption(new Option('--threads <n>', 'compute threads of the native core (default: hardware threads)').argParser(number('threads', true)))
     .option('--ignore-eos', 'keep generating past end-of-sequence tokens')
     .option('--chat', "apply the model's chat template to the prompt as a user message")
+    .option('--chat-template <file-or-string>', "with --chat: a Jinja chat template (a file, or the template itself) used instead of the model's")
     .option('--json', 'print one JSON object with prompt_ids, output_ids, text, finish_reason')
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
@@ -59,7 +61,8 @@ export function generateCommand(): Command {
 
 function promptIdsFor(tokenizer: Tokenizer, flags: GenerateFlags): number[] {
   if (!flags.chat) return tokenizer.encode(flags.prompt, { addSpecial: true });
-  const text = renderChat(tokenizer, [{ role: 'user', content: flags.prompt }]);
+  const template = flags.chatTemplate === undefined ? undefined : loadChatTemplate(flags.chatTemplate);
+  const text = renderChat(tokenizer, [{ role: 'user', content: flags.prompt }], { template });
   // the rendered template carries its own BOS where the model wants one
   return tokenizer.encode(text, { addSpecial: false, parseSpecial: true });
 }

@@ -23,6 +23,11 @@ import { installShutdown } from './serve-shutdown.js';
 import { numberOption } from './parse.js';
 import { publishKvEvents } from '../server/kv-events-publisher.js';
 import { hostname } from 'node:os';
+import { loadChatTemplate } from '../tokenizer/chat-template.js';
+import { REASONING_PARSERS } from '../server/reasoning/parser.js';
+import type { ReasoningParserName } from '../server/reasoning/parser.js';
+import { TOOL_CALL_PARSERS } from '../server/tools/parsers.js';
+import type { ToolCallParserName } from '../server/tools/parsers.js';
 
 interface ServeFlags {
   model?: string;
@@ -63,6 +68,9 @@ interface ServeFlags {
   kvEventsTopic?: string;
   kvEventsReplayEndpoint?: string;
   kvEventsHashSeed: string;
+  chatTemplate?: string;
+  reasoningParser?: ReasoningParserName;
+  toolCallParser?: ToolCallParserName;
 }
 
 export function serveCommand(): Command {
@@ -124,6 +132,9 @@ export function serveCommand(): Command {
     .option('--kv-events-topic <topic>', 'ZeroMQ topic of the KV events (default: kv@HOSTNAME@MODEL, as llm-d expects)')
     .option('--kv-events-replay-endpoint <url>', 'ZeroMQ ROUTER address that replays missed KV event batches')
     .option('--kv-events-hash-seed <seed>', "seed of the KV events' block hashes; set the router's hashSeed to the same (default: $PYTHONHASHSEED or empty)", process.env.PYTHONHASHSEED ?? '')
+    .option('--chat-template <file-or-string>', "a Jinja chat template (a file, or the template itself) used instead of the model's")
+    .addOption(new Option('--reasoning-parser <name>', 'return <think>…</think> text as reasoning_content').choices([...REASONING_PARSERS]))
+    .addOption(new Option('--tool-call-parser <name>', "how the model writes tool calls (default: from its chat template)").choices([...TOOL_CALL_PARSERS]))
     .action((flags: ServeFlags) => runServe(flags));
   return withEnvAndConfig(cmd);
 }
@@ -132,6 +143,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const resolved = await resolveModelArg(flags.model, { offline: flags.offline ?? offlineFromEnv(), cacheDir: flags.cacheDir });
   const path = resolved.path;
   const model = loadModel(path);
+  // a bad template is a startup error, not a 400 on every chat
+  const chatTemplate = flags.chatTemplate === undefined ? undefined : loadChatTemplate(flags.chatTemplate);
   const engineOptions: EngineOptions = {
     model: path,
     backend: flags.backend,
@@ -185,6 +198,9 @@ async function runServe(flags: ServeFlags): Promise<void> {
       allowedOrigins: flags.allowedOrigins,
       logRequests: !flags.disableLogRequests,
       limits: { maxN: flags.maxN, maxStopStrings: flags.maxStopStrings, maxLogitBias: flags.maxLogitBias },
+      chatTemplate,
+      reasoningParser: flags.reasoningParser,
+      toolCallParser: flags.toolCallParser,
     },
   });
   const ctx = built.ctx;

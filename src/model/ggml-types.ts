@@ -87,8 +87,16 @@ export const COMPUTE_TYPES: ReadonlySet<GGMLType> = new Set([
   GGMLType.BF16,
   GGMLType.Q8_0,
   GGMLType.Q4_0,
+  GGMLType.Q4_1,
+  GGMLType.Q5_0,
+  GGMLType.Q5_1,
+  GGMLType.IQ4_NL,
+  GGMLType.Q2_K,
+  GGMLType.Q3_K,
   GGMLType.Q4_K,
+  GGMLType.Q5_K,
   GGMLType.Q6_K,
+  GGMLType.IQ4_XS,
 ]);
 
 export function typeName(type: GGMLType): string {

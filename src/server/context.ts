@@ -6,6 +6,8 @@ import { HttpError } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
 import type { RequestLimits } from './limits.js';
 import type { NetworkOptions } from './network.js';
+import type { ReasoningParserName } from './reasoning/parser.js';
+import type { ToolCallParserName } from './tools/parsers.js';
 
 export interface ServerOptions {
   /** the name clients use in `model` */
@@ -29,6 +31,12 @@ export interface ServerOptions {
   readonly logRequests?: boolean | undefined;
   /** n, stop strings, logit_bias entries per request (limits.ts) */
   readonly limits?: Partial<RequestLimits> | undefined;
+  /** a chat template used instead of the model's own (--chat-template) */
+  readonly chatTemplate?: string | undefined;
+  /** splits <think>…</think> into reasoning_content (--reasoning-parser) */
+  readonly reasoningParser?: ReasoningParserName | undefined;
+  /** how tool calls are read from the model's output (--tool-call-parser); default: from the chat template */
+  readonly toolCallParser?: ToolCallParserName | undefined;
   /** where notices go (a request field loom ignores, once per name); default stderr */
   readonly log?: (line: string) => void;
 }

@@ -10,6 +10,9 @@ import type { RequestSpec } from './request.js';
 import { chatBody, completionsBody } from './schemas.js';
 import { grammarOfBody } from './structured-output.js';
 import type { StructuredOutputFields } from './structured-output.js';
+import type { ChatOutputConfig } from './chat-output.js';
+import { planTools } from './tools/request.js';
+import type { ToolFields } from './tools/request.js';
 
 /** Sampling and request fields both endpoints share (OpenAI + vLLM). */
 export interface OpenAISampling extends StructuredOutputFields {
@@ -53,8 +56,17 @@ export interface CompletionsBody extends OpenAISampling {
   prompt_logprobs?: number | null;
 }
 
-export interface ChatBody extends OpenAISampling {
-  messages: { role: string; content: string | { type: 'text'; text: string }[]; name?: string }[];
+/** A message of a chat request: assistant turns may carry tool calls, `tool` turns answer one. */
+export interface ChatBodyMessage {
+  role: string;
+  content?: string | { type: 'text'; text: string }[] | null;
+  name?: string;
+  tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] | null;
+  tool_call_id?: string;
+}
+
+export interface ChatBody extends OpenAISampling, ToolFields {
+  messages: ChatBodyMessage[];
   max_completion_tokens?: number | null;
   logprobs?: boolean | null;
   top_logprobs?: number | null;
@@ -129,8 +141,11 @@ export function completionsSpec(ctx: ServerContext, body: CompletionsBody): Requ
   };
 }
 
-/** The chat's spec and the text an `echo` repeats (the final message, when it is the assistant's). */
-export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpec; echoText: string } {
+/**
+ * The chat's spec, the text an `echo` repeats (the final message, when it is the
+ * assistant's) and how the output is split into reasoning, content and tool calls.
+ */
+export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpec; echoText: string; output: ChatOutputConfig } {
   checkModel(ctx, body.model);
   noteIgnoredFields(ctx, body, CHAT_FIELDS, '/v1/chat/completions');
   const logprobs = body.logprobs ? (body.top_logprobs ?? 0) : null;
@@ -138,10 +153,12 @@ export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpe
     throw new HttpError(400, 'when using `top_logprobs`, `logprobs` must be set to true', 'invalid_request_error', 'top_logprobs');
   }
   const common = commonSpec(body, logprobs, null);
+  const tools = planTools(ctx, body);
+  const kwargs = body.chat_template_kwargs ?? undefined;
   const prompt = chatPrompt(ctx, body.messages, {
     addGenerationPrompt: body.add_generation_prompt ?? true,
     continueFinalMessage: body.continue_final_message ?? false,
-    ...(body.chat_template_kwargs && { extra: body.chat_template_kwargs }),
+    extra: { ...tools.templateVars, ...kwargs },
   });
   const last = chatMessages(body.messages).at(-1);
   const echoText = body.echo && last?.role === 'assistant' ? last.content : '';
@@ -160,11 +177,30 @@ export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpe
       paramNames: { ...common.paramNames, logprobs: 'logprobs' },
     },
     echoText,
+    output: { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: kwargs, toolParser: tools.parser, parallelToolCalls: tools.parallel },
   };
 }
 
+/** Messages as templates read them: text content, tool-call arguments as objects (as vLLM passes them). */
 export function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
-  return messages.map((m) => ({ role: m.role, content: typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('') }));
+  return messages.map((m, i) => {
+    const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('');
+    const out: ChatMessage = { role: m.role, content };
+    if (m.name !== undefined) out.name = m.name;
+    if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;
+    if (m.tool_calls) {
+      out.tool_calls = m.tool_calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.function.name, arguments: parseArguments(c.function.arguments, i) } }));
+    }
+    return out;
+  });
+}
+
+function parseArguments(args: string, index: number): unknown {
+  try {
+    return JSON.parse(args);
+  } catch {
+    throw new HttpError(400, `messages[${index}].tool_calls: function.arguments is not JSON`, 'invalid_request_error', 'messages');
+  }
 }
 
 export interface ChatPromptOptions {
@@ -177,12 +213,13 @@ export interface ChatPromptOptions {
 /** The chat rendered by the model's template, as text (tokenized with parseSpecial). */
 export function chatPrompt(ctx: ServerContext, messages: ChatBody['messages'], opts: ChatPromptOptions): string {
   const list = chatMessages(messages);
-  if (!opts.continueFinalMessage) return renderChat(ctx.tokenizer, list, { addGenerationPrompt: opts.addGenerationPrompt, ...(opts.extra && { extra: opts.extra }) });
+  const template = ctx.options.chatTemplate;
+  if (!opts.continueFinalMessage) return renderChat(ctx.tokenizer, list, { addGenerationPrompt: opts.addGenerationPrompt, template, ...(opts.extra && { extra: opts.extra }) });
   if (opts.addGenerationPrompt) {
     throw new HttpError(400, 'Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'invalid_request_error', 'continue_final_message');
   }
   const final = list.at(-1)!;
-  const text = renderChat(ctx.tokenizer, list, { addGenerationPrompt: false, ...(opts.extra && { extra: opts.extra }) });
+  const text = renderChat(ctx.tokenizer, list, { addGenerationPrompt: false, template, ...(opts.extra && { extra: opts.extra }) });
   // as transformers' apply_chat_template: cut the rendering right after the final message's content
   const content = final.content.trim();
   const at = content ? text.lastIndexOf(content) : -1;

@@ -80,6 +80,31 @@ const contentPart = {
   properties: { type: { const: 'text' }, text: { type: 'string' } },
 } as const;
 
+/** OpenAI's function tool (ChatCompletionTool) */
+const chatTool = {
+  type: 'object',
+  required: ['type', 'function'],
+  properties: {
+    type: { const: 'function' },
+    function: {
+      type: 'object',
+      required: ['name'],
+      properties: { name: { type: 'string', minLength: 1 }, description: { type: 'string' }, parameters: { type: 'object' }, strict: { type: ['boolean', 'null'] } },
+    },
+  },
+} as const;
+
+/** an assistant message's tool call, as the API returned it */
+const toolCall = {
+  type: 'object',
+  required: ['id', 'type', 'function'],
+  properties: {
+    id: { type: 'string' },
+    type: { const: 'function' },
+    function: { type: 'object', required: ['name', 'arguments'], properties: { name: { type: 'string' }, arguments: { type: 'string' } } },
+  },
+} as const;
+
 export const chatBody = {
   type: 'object',
   required: ['model', 'messages'],
@@ -90,12 +115,14 @@ export const chatBody = {
       minItems: 1,
       items: {
         type: 'object',
-        required: ['role', 'content'],
+        required: ['role'],
         additionalProperties: false,
         properties: {
-          role: { enum: ['system', 'developer', 'user', 'assistant'] },
-          content: { anyOf: [{ type: 'string' }, { type: 'array', items: contentPart }] },
+          role: { enum: ['system', 'developer', 'user', 'assistant', 'tool'] },
+          content: { anyOf: [{ type: 'string' }, { type: 'array', items: contentPart }, { type: 'null' }] },
           name: { type: 'string' },
+          tool_calls: { anyOf: [{ type: 'array', items: toolCall }, { type: 'null' }] },
+          tool_call_id: { type: 'string' },
         },
       },
     },
@@ -106,6 +133,14 @@ export const chatBody = {
     continue_final_message: { type: ['boolean', 'null'] },
     echo: { type: ['boolean', 'null'] },
     chat_template_kwargs: { type: ['object', 'null'] },
+    tools: { anyOf: [{ type: 'array', items: chatTool }, { type: 'null' }] },
+    tool_choice: {
+      anyOf: [
+        { enum: ['none', 'auto', 'required', null] },
+        { type: 'object', required: ['type', 'function'], properties: { type: { const: 'function' }, function: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } } },
+      ],
+    },
+    parallel_tool_calls: { type: ['boolean', 'null'] },
   },
 } as const;
 

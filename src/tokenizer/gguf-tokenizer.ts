@@ -5,6 +5,7 @@ import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { MetadataReader } from '../model/gguf-metadata.js';
 import type { GGUFMetadata } from '../model/gguf-metadata.js';
 import { BpeTokenizer } from './bpe.js';
+import { endOfGeneration } from './eog.js';
 import { knownPreTokenizers, preTokenizerSpec } from './pre-tokenizers.js';
 import { SpmTokenizer } from './spm.js';
 import { TokenType } from './tokenizer.js';
@@ -13,24 +14,6 @@ import type { VocabSpec } from './vocab-base.js';
 import { WpmTokenizer } from './wpm.js';
 
 const MODELS = ['llama', 'gpt2', 'gemma4', 'bert'];
-
-/** token texts llama.cpp treats as end-of-generation wherever they appear in a vocab */
-const EOG_TEXTS = new Set([
-  '<|eot_id|>',
-  '<|im_end|>',
-  '<|end|>',
-  '<end_of_turn>',
-  '<|endoftext|>',
-  '<|eom_id|>',
-  '<EOT>',
-  '_<EOT>',
-  '<|end_of_text|>',
-  '<｜end▁of▁sentence｜>',
-  // Gemma 4
-  '<eos>',
-  '<turn|>',
-  '<|tool_response>',
-]);
 
 export function tokenizerFromGGUF(file: string, metadata: GGUFMetadata): Tokenizer {
   const md = new MetadataReader(file, metadata);
@@ -61,24 +44,19 @@ export function tokenizerFromGGUF(file: string, metadata: GGUFMetadata): Tokeniz
   const eosId = id('tokenizer.ggml.eos_token_id', defaults[1]);
   const eotId = id('tokenizer.ggml.eot_token_id', undefined);
   const eomId = id('tokenizer.ggml.eom_token_id', undefined);
-  const stopIds = new Set<number>();
-  for (const s of [eosId, eotId, eomId]) if (s !== undefined) stopIds.add(s);
-  tokens.forEach((t, i) => {
-    const ty = types?.[i] ?? TokenType.NORMAL;
-    if (EOG_TEXTS.has(t) && (ty === TokenType.CONTROL || ty === TokenType.USER_DEFINED)) stopIds.add(i);
-  });
+  const eog = endOfGeneration(tokens, types, [eosId, eotId, eomId].filter((i) => i !== undefined));
   const base: VocabSpec = {
     tokens,
-    types: types ?? undefined,
+    types: eog.types,
     bosId,
     eosId,
     unkId: id('tokenizer.ggml.unknown_token_id', defaults[2]),
     // Gemma 4 always adds BOS (llama.cpp overrides a false add_bos_token); WordPiece always adds [CLS]
     addBos: model === 'gemma4' || bert || md.bool('tokenizer.ggml.add_bos_token', spm ? true : (preSpec?.addBosDefault ?? false)),
     addEos: md.bool('tokenizer.ggml.add_eos_token', false),
-    stopIds,
+    stopIds: eog.stopIds,
     chatTemplate: md.optionalString('tokenizer.chat_template'),
-    rstripIds: phi3Rstrip(md.optionalString('general.name'), tokens, types),
+    rstripIds: phi3Rstrip(md.optionalString('general.name'), tokens, eog.types),
   };
   if (spm) {
     const scores = md.numbers('tokenizer.ggml.scores');

@@ -1,15 +1,12 @@
 // Dequantization of one row of a weight, exactly as ggml's reference dequantize_row_*.
-// Block layouts (little-endian; f16 = IEEE half):
-//   Q8_0 (34 B / 32 values): f16 d, int8 q[32]               x = d·q
-//   Q4_0 (18 B / 32 values): f16 d, u8 qs[16]                x[j] = d·((qs[j] & 15) − 8),
-//                                                            x[j+16] = d·((qs[j] >> 4) − 8)
-//   Q4_K, Q6_K (256 values): see k-quants.ts
+// Block layouts (little-endian; f16 = IEEE half): legacy-quants.ts (blocks of 32),
+// k-quants.ts and k-quants-extra.ts (256); the table of types is block-types.ts.
 // Every product here is exact in f32 or needs one rounding, so double arithmetic stored into
 // a Float32Array gives the bits ggml's C float code gives.
-import { GGMLType, rowBytes, typeName } from '../ggml-types.js';
+import { GGMLType, blockGeometry, rowBytes, typeName } from '../ggml-types.js';
 import type { WeightTensor } from '../weights.js';
-import { bf16ToF32, f16ToF32, readF16 } from '../half.js';
-import { dequantizeQ4KBlock, dequantizeQ6KBlock, QK_K } from './k-quants.js';
+import { bf16ToF32, f16ToF32 } from '../half.js';
+import { BLOCK_TYPES } from './block-types.js';
 
 /**
  * out[outOffset .. outOffset+n) = the n values stored in src from byte srcByteOffset.
@@ -42,37 +39,14 @@ export function dequantizeRow(
     case GGMLType.BF16:
       for (let i = 0; i < n; i++) out[outOffset + i] = bf16ToF32(src[o + 2 * i]! | (src[o + 2 * i + 1]! << 8));
       return;
-    case GGMLType.Q8_0:
-      for (let b = 0; b < n / 32; b++) {
-        const p = o + 34 * b;
-        const d = readF16(src, p);
-        const y = outOffset + 32 * b;
-        for (let j = 0; j < 32; j++) out[y + j] = d * ((src[p + 2 + j]! << 24) >> 24);
-      }
-      return;
-    case GGMLType.Q4_0:
-      for (let b = 0; b < n / 32; b++) {
-        const p = o + 18 * b;
-        const d = readF16(src, p);
-        const y = outOffset + 32 * b;
-        for (let j = 0; j < 16; j++) {
-          const q = src[p + 2 + j]!;
-          out[y + j] = d * ((q & 15) - 8);
-          out[y + j + 16] = d * ((q >> 4) - 8);
-        }
-      }
-      return;
-    case GGMLType.Q4_K:
-      for (let b = 0; b < n / QK_K; b++) dequantizeQ4KBlock(src, o + 144 * b, out, outOffset + QK_K * b);
-      return;
-    case GGMLType.Q6_K:
-      for (let b = 0; b < n / QK_K; b++) dequantizeQ6KBlock(src, o + 210 * b, out, outOffset + QK_K * b);
-      return;
-    default:
-      throw new RangeError(`dequantizeRow: ${typeName(type)} is not a type loom computes with`);
+    default: {
+      const bt = BLOCK_TYPES.get(type);
+      if (!bt) throw new RangeError(`dequantizeRow: ${typeName(type)} is not a type loom computes with`);
+      const g = blockGeometry(type)!;
+      for (let b = 0; b < n / g.blockSize; b++) bt.dequantize(src, o + g.typeSize * b, out, outOffset + g.blockSize * b);
+    }
   }
 }
-
 /** Row `row` of a matrix weight (dims[0] values per row), dequantized into out (or a new array). */
 export function dequantizeTensorRow(t: WeightTensor, row: number, out?: Float32Array): Float32Array {
   const n = t.dims[0] ?? 0;

@@ -66,10 +66,10 @@ function int8(b: number): number {
   return (b << 24) >> 24;
 }
 
-const clamp = (v: number, lo: number, hi: number): number => (v < lo ? lo : v > hi ? hi : v);
+export const clamp = (v: number, lo: number, hi: number): number => (v < lo ? lo : v > hi ? hi : v);
 
-/** Fit x[o..o+n) ≈ scale·L − min with L in 0..15, min ≥ 0 (least squares over a few grids). */
-function fitScaleMin(x: Float32Array, o: number, n: number): [number, number] {
+/** Fit x[o..o+n) ≈ scale·L − min with L in 0..nmax, min ≥ 0 (least squares over a few grids). */
+export function fitScaleMin(x: Float32Array, o: number, n: number, nmax = 15): [number, number] {
   let lo = 0, hi = -Infinity;
   for (let i = 0; i < n; i++) {
     const v = x[o + i]!;
@@ -77,15 +77,15 @@ function fitScaleMin(x: Float32Array, o: number, n: number): [number, number] {
     if (v > hi) hi = v;
   }
   if (!(hi > lo)) return [0, -lo];
-  let best: [number, number] = [(hi - lo) / 15, -lo];
+  let best: [number, number] = [(hi - lo) / nmax, -lo];
   let bestErr = Infinity;
   const L = new Uint8Array(n);
   for (let k = -10; k <= 10; k++) {
-    const iscale = (15 + 0.1 * k) / (hi - lo);
+    const iscale = (nmax + 0.1 * k) / (hi - lo);
     let sL = 0, sL2 = 0, sx = 0, sxL = 0;
     for (let i = 0; i < n; i++) {
       const v = x[o + i]!;
-      const l = clamp(Math.round(iscale * (v - lo)), 0, 15);
+      const l = clamp(Math.round(iscale * (v - lo)), 0, nmax);
       L[i] = l;
       sL += l; sL2 += l * l; sx += v; sxL += v * l;
     }
@@ -100,6 +100,21 @@ function fitScaleMin(x: Float32Array, o: number, n: number): [number, number] {
     if (err < bestErr) { bestErr = err; best = [a, -b]; }
   }
   return best;
+}
+
+/** The 12 bytes at dst[sp..) holding 8 six-bit scales and mins (the inverse of scaleMinK4). */
+export function packScaleMinK4(ls: Uint8Array, lm: Uint8Array, dst: Uint8Array, sp: number): void {
+  dst.fill(0, sp, sp + 12);
+  for (let j = 0; j < 8; j++) {
+    if (j < 4) {
+      dst[sp + j] = ls[j]!;
+      dst[sp + j + 4] = lm[j]!;
+    } else {
+      dst[sp + j + 4] = (ls[j]! & 0xf) | ((lm[j]! & 0xf) << 4);
+      dst[sp + j - 4]! |= (ls[j]! >> 4) << 6;
+      dst[sp + j]! |= (lm[j]! >> 4) << 6;
+    }
+  }
 }
 
 /** Quantize x[xo..xo+256) into a Q4_K block at dst[o..o+144). */
@@ -118,18 +133,7 @@ export function quantizeQ4KBlock(x: Float32Array, xo: number, dst: Uint8Array, o
     ls[j] = d > 0 ? clamp(Math.round(scales[j]! / d), 0, 63) : 0;
     lm[j] = dmin > 0 ? clamp(Math.round(mins[j]! / dmin), 0, 63) : 0;
   }
-  const sp = o + 4;
-  dst.fill(0, sp, sp + 12);
-  for (let j = 0; j < 8; j++) {
-    if (j < 4) {
-      dst[sp + j] = ls[j]!;
-      dst[sp + j + 4] = lm[j]!;
-    } else {
-      dst[sp + j + 4] = (ls[j]! & 0xf) | ((lm[j]! & 0xf) << 4);
-      dst[sp + j - 4]! |= (ls[j]! >> 4) << 6;
-      dst[sp + j]! |= (lm[j]! >> 4) << 6;
-    }
-  }
+  packScaleMinK4(ls, lm, dst, o + 4);
   const q = new Uint8Array(QK_K);
   for (let j = 0; j < 8; j++) {
     const s = d * ls[j]!, m = dmin * lm[j]!;
@@ -140,26 +144,26 @@ export function quantizeQ4KBlock(x: Float32Array, xo: number, dst: Uint8Array, o
   }
 }
 
-/** Fit x[o..o+16) ≈ scale·L with L in −32..31 (least squares over a few grids). */
-function fitScale(x: Float32Array, o: number, n: number): number {
+/** Fit x[o..o+n) ≈ scale·L with L in −nneg..nneg−1 (least squares over a few grids). */
+export function fitScale(x: Float32Array, o: number, n: number, nneg = 32): number {
   let max = 0, amax = 0;
   for (let i = 0; i < n; i++) {
     const v = x[o + i]!;
     if (Math.abs(v) > amax) { amax = Math.abs(v); max = v; }
   }
   if (amax === 0) return 0;
-  let best = -max / 32, bestErr = Infinity;
+  let best = -max / nneg, bestErr = Infinity;
   for (let k = -9; k <= 9; k++) {
-    const iscale = -(32 + 0.1 * k) / max;
+    const iscale = -(nneg + 0.1 * k) / max;
     let sxL = 0, sL2 = 0;
     for (let i = 0; i < n; i++) {
-      const l = clamp(Math.round(iscale * x[o + i]!), -32, 31);
+      const l = clamp(Math.round(iscale * x[o + i]!), -nneg, nneg - 1);
       sxL += x[o + i]! * l; sL2 += l * l;
     }
     if (sL2 === 0) continue;
     const a = sxL / sL2;
     let err = 0;
-    for (let i = 0; i < n; i++) err += (a * clamp(Math.round(iscale * x[o + i]!), -32, 31) - x[o + i]!) ** 2;
+    for (let i = 0; i < n; i++) err += (a * clamp(Math.round(iscale * x[o + i]!), -nneg, nneg - 1) - x[o + i]!) ** 2;
     if (err < bestErr) { bestErr = err; best = a; }
   }
   return best;

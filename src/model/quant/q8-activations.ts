@@ -1,7 +1,8 @@
 // Activation rounding before a dot product with a weight of a given type, as llama.cpp's CPU
 // backend does it (it converts src1 to the weight type's vec_dot_type first):
 //   F32 → unchanged; F16 → f16; BF16 → bf16 (ggml_compute_fp32_to_bf16);
-//   Q8_0, Q4_0 → Q8_0 blocks of 32; Q4_K, Q6_K → Q8_K blocks of 256.
+//   Q8_0, Q4_0, Q5_0, IQ4_NL → Q8_0 blocks of 32 (Q4_1, Q5_1 → Q8_1: the same values);
+//   Q2_K..Q6_K, IQ4_XS → Q8_K blocks of 256 (block-types.ts has the table).
 // out[i] is the value the int8 dot product stands for: scale · q.
 //
 // Which code path we match (x86 with AVX2 / AVX-512, ggml-cpu/arch/x86/quants.c):
@@ -19,6 +20,7 @@
 import { InvalidArgumentError } from '../../errors.js';
 import { GGMLType, typeName } from '../ggml-types.js';
 import { roundToBF16, roundToF16 } from '../half.js';
+import { BLOCK_TYPES } from './block-types.js';
 
 const fr = Math.fround;
 
@@ -41,18 +43,18 @@ export function roundActivations(weightType: GGMLType, x: Float32Array, n: numbe
     case GGMLType.BF16:
       for (let i = 0; i < n; i++) out[i] = roundToBF16(x[i]!);
       return;
-    case GGMLType.Q8_0:
-    case GGMLType.Q4_0:
-      checkBlocks(weightType, n, 32);
-      for (let b = 0; b < n; b += 32) roundQ8_0Block(x, b, out);
-      return;
-    case GGMLType.Q4_K:
-    case GGMLType.Q6_K:
-      checkBlocks(weightType, n, 256);
-      for (let b = 0; b < n; b += 256) roundQ8_KBlock(x, b, out);
-      return;
-    default:
-      throw new InvalidArgumentError(`roundActivations: ${typeName(weightType)} is not a type loom computes with`);
+    default: {
+      const act = BLOCK_TYPES.get(weightType)?.activation;
+      if (act === 'Q8_0') {
+        checkBlocks(weightType, n, 32);
+        for (let b = 0; b < n; b += 32) roundQ8_0Block(x, b, out);
+      } else if (act === 'Q8_K') {
+        checkBlocks(weightType, n, 256);
+        for (let b = 0; b < n; b += 256) roundQ8_KBlock(x, b, out);
+      } else {
+        throw new InvalidArgumentError(`roundActivations: ${typeName(weightType)} is not a type loom computes with`);
+      }
+    }
   }
 }
 

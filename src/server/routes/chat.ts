@@ -2,7 +2,11 @@
 // OpenAI's chunks (a role chunk, content deltas, a finish chunk, usage, [DONE]) or whole.
 // The request is resolved completely before a byte is written; the role chunk waits for
 // the engine's first word, so even an engine refusal is a plain HTTP error.
+// With a reasoning parser or tools, each choice's text goes through a ChatOutput that splits
+// it into reasoning_content, content and tool_calls.
 import type { FastifyInstance } from 'fastify';
+import { ChatOutput } from '../chat-output.js';
+import type { ChatEnd } from '../chat-output.js';
 import type { ServerContext } from '../context.js';
 import { toOpenAIError } from '../errors.js';
 import { chatSpec } from '../openai-request.js';
@@ -18,7 +22,7 @@ import { newSummary, runPrompt } from './run.js';
 export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Body: ChatBody }>('/v1/chat/completions', { schema: { body: chatBody } }, async (req, reply) => {
     const body = req.body;
-    const { spec, echoText } = chatSpec(ctx, body);
+    const { spec, echoText, output } = chatSpec(ctx, body);
     const r = await resolveRequest(ctx, spec);
     const { id } = r;
     const prompt = r.prompts[0]!;
@@ -30,6 +34,10 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
     const summary = newSummary();
     const events = runPrompt(ctx, r, 0, disconnectSignal(reply), summary);
     const base = { id, object: 'chat.completion.chunk', created, model: body.model };
+    const outputs = Array.from({ length: n }, () => new ChatOutput(output));
+    const reasoning = outputs[0]!.splitsReasoning;
+    // OpenAI's finish reason when the model called tools (vLLM: whatever ended the text)
+    const finishOf = (end: ChatEnd, reason: string | null) => (end.toolCalls.length > 0 ? 'tool_calls' : reason);
     try {
       if (body.stream) {
         const sse = new SseWriter(reply, ctx.options.slowClientTimeoutMs);
@@ -46,11 +54,23 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
                 }
               }
               const lp = wantLogprobs && e.logprobs ? { content: chatLogprobs(ctx.tokenizer, e.logprobs) } : null;
-              if (e.text.length > 0 || lp || (tokenIds && e.tokenIds.length > 0)) {
-                await sse.send({ ...base, choices: [{ index: e.index, delta: { content: e.text }, logprobs: lp, finish_reason: null, ...(tokenIds && { token_ids: e.tokenIds }) }] });
+              const out = outputs[e.index]!;
+              const d = out.push(e.text);
+              if (d.content.length > 0 || d.reasoning.length > 0 || lp || (tokenIds && e.tokenIds.length > 0)) {
+                const delta = d.reasoning.length > 0 ? { reasoning_content: d.reasoning, ...(d.content && { content: d.content }) } : { content: d.content };
+                await sse.send({ ...base, choices: [{ index: e.index, delta, logprobs: lp, finish_reason: null, ...(tokenIds && { token_ids: e.tokenIds }) }] });
               }
               if (e.finishReason) {
-                await sse.send({ ...base, choices: [{ index: e.index, delta: {}, logprobs: null, finish_reason: e.finishReason, stop_reason: e.stopReason ?? null }] });
+                const end = out.finish();
+                if (end.content || end.reasoning) {
+                  const delta = { ...(end.reasoning && { reasoning_content: end.reasoning }), ...(end.content && { content: end.content }) };
+                  await sse.send({ ...base, choices: [{ index: e.index, delta, logprobs: null, finish_reason: null }] });
+                }
+                if (end.toolCalls.length > 0) {
+                  const calls = end.toolCalls.map((c, i) => ({ index: i, ...c }));
+                  await sse.send({ ...base, choices: [{ index: e.index, delta: { tool_calls: calls }, logprobs: null, finish_reason: null }] });
+                }
+                await sse.send({ ...base, choices: [{ index: e.index, delta: {}, logprobs: null, finish_reason: finishOf(end, e.finishReason), stop_reason: e.stopReason ?? null }] });
               }
             }
             if (body.stream_options?.include_usage) await sse.send({ ...base, choices: [], usage: usageOf([summary]) });
@@ -59,9 +79,10 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
         );
         return reply;
       }
+      const texts = Array.from({ length: n }, () => '');
       const choices = Array.from({ length: n }, (_, index) => ({
         index,
-        message: { role: 'assistant', content: echoText },
+        message: { role: 'assistant', content: echoText as string | null } as ChatMessageOut,
         logprobs: wantLogprobs ? { content: [] as ChatLogprob[] } : null,
         finish_reason: null as string | null,
         stop_reason: null as string | number | null,
@@ -69,12 +90,22 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
       }));
       for await (const e of events) {
         const c = choices[e.index]!;
-        c.message.content += e.text;
+        texts[e.index] += e.text;
         if (c.logprobs && e.logprobs) c.logprobs.content.push(...chatLogprobs(ctx.tokenizer, e.logprobs));
         c.token_ids?.push(...e.tokenIds);
         c.finish_reason = e.finishReason ?? c.finish_reason;
         c.stop_reason = e.stopReason ?? c.stop_reason;
       }
+      choices.forEach((c, i) => {
+        const out = outputs[i]!;
+        const d = out.push(texts[i]!);
+        const end = out.finish();
+        const content = (c.message.content ?? '') + d.content + end.content;
+        c.message.content = content === '' && end.toolCalls.length > 0 ? null : content;
+        if (reasoning) c.message.reasoning_content = d.reasoning + end.reasoning || null;
+        if (end.toolCalls.length > 0) c.message.tool_calls = end.toolCalls;
+        c.finish_reason = finishOf(end, c.finish_reason);
+      });
       return {
         id,
         object: 'chat.completion',
@@ -88,4 +119,11 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
       release();
     }
   });
+}
+
+interface ChatMessageOut {
+  role: 'assistant';
+  content: string | null;
+  reasoning_content?: string | null;
+  tool_calls?: ChatEnd['toolCalls'];
 }

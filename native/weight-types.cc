@@ -1,0 +1,188 @@
+// The weight type table and the block dequantizers (values as src/model/quant/*.ts compute
+// them: every product is exact and one rounding makes the f32, as in ggml's C code).
+#include "weight-types.h"
+
+#include <cstring>
+
+#include "half.h"
+
+namespace loom {
+
+const int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+namespace {
+
+inline float f16_at(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return f16_to_f32(v);
+}
+inline uint32_t u32_at(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Q4_K / Q5_K sub-block j (0..7) 6-bit scale and min from the 12 packed bytes.
+inline void scale_min_k4(const uint8_t* s, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 0xf) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+void dq_q8_0(const uint8_t* b, float* y) {
+  const float d = f16_at(b);
+  for (int j = 0; j < 32; j++) y[j] = d * static_cast<int8_t>(b[2 + j]);
+}
+
+void dq_q4_0(const uint8_t* b, float* y) {
+  const float d = f16_at(b);
+  for (int j = 0; j < 16; j++) {
+    y[j] = d * ((b[2 + j] & 15) - 8);
+    y[j + 16] = d * ((b[2 + j] >> 4) - 8);
+  }
+}
+
+void dq_q4_1(const uint8_t* b, float* y) {
+  const double d = f16_at(b), m = f16_at(b + 2);
+  for (int j = 0; j < 16; j++) {
+    y[j] = static_cast<float>((b[4 + j] & 15) * d + m);
+    y[j + 16] = static_cast<float>((b[4 + j] >> 4) * d + m);
+  }
+}
+
+// 5-bit values of a Q5_0/Q5_1 block: qh (u32) at p, nibbles at p + 4
+inline void q5_values(const uint8_t* p, int* q) {
+  const uint32_t qh = u32_at(p);
+  for (int j = 0; j < 16; j++) {
+    q[j] = (p[4 + j] & 15) | (((qh >> j) & 1) << 4);
+    q[j + 16] = (p[4 + j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+  }
+}
+
+void dq_q5_0(const uint8_t* b, float* y) {
+  const float d = f16_at(b);
+  int q[32];
+  q5_values(b + 2, q);
+  for (int j = 0; j < 32; j++) y[j] = d * (q[j] - 16);
+}
+
+void dq_q5_1(const uint8_t* b, float* y) {
+  const double d = f16_at(b), m = f16_at(b + 2);
+  int q[32];
+  q5_values(b + 4, q);
+  for (int j = 0; j < 32; j++) y[j] = static_cast<float>(q[j] * d + m);
+}
+
+void dq_iq4_nl(const uint8_t* b, float* y) {
+  const float d = f16_at(b);
+  for (int j = 0; j < 16; j++) {
+    y[j] = d * kIQ4NLValues[b[2 + j] & 15];
+    y[j + 16] = d * kIQ4NLValues[b[2 + j] >> 4];
+  }
+}
+
+// Q2_K/Q3_K 2-bit position of value i: byte 32·(i/128) + i%32, shift 2·((i/32)%4)
+inline int two_bits(const uint8_t* qs, int i) { return (qs[32 * (i >> 7) + (i & 31)] >> (2 * ((i >> 5) & 3))) & 3; }
+
+void dq_q2_k(const uint8_t* b, float* y) {
+  const double d = f16_at(b + 80), dmin = f16_at(b + 82);
+  for (int i = 0; i < 256; i++) {
+    const int sc = b[i >> 4];
+    y[i] = static_cast<float>(d * (sc & 15) * two_bits(b + 16, i) - dmin * (sc >> 4));
+  }
+}
+
+// Q3_K 6-bit scale k (0..15) from its 12 packed bytes
+inline int q3_k_scale(const uint8_t* s, int k) {
+  const int low = k < 8 ? s[k] & 15 : s[k - 8] >> 4;
+  return low | (((s[8 + (k & 3)] >> (2 * (k >> 2))) & 3) << 4);
+}
+
+void dq_q3_k(const uint8_t* b, float* y) {
+  const double d = f16_at(b + 108);
+  for (int i = 0; i < 256; i++) {
+    const int hi = (b[i & 31] >> (4 * (i >> 7) + ((i >> 5) & 3))) & 1;
+    y[i] = static_cast<float>(d * (q3_k_scale(b + 96, i >> 4) - 32) * (two_bits(b + 32, i) - (hi ? 0 : 4)));
+  }
+}
+
+void dq_q4_k(const uint8_t* b, float* y) {
+  const double d = f16_at(b), dmin = f16_at(b + 2);
+  for (int i = 0; i < 256; i++) {
+    int sc, m;
+    scale_min_k4(b + 4, i >> 5, &sc, &m);
+    const uint8_t ql = b[16 + 32 * (i >> 6) + (i & 31)];
+    y[i] = static_cast<float>(d * sc * (((i >> 5) & 1) ? ql >> 4 : ql & 15) - dmin * m);
+  }
+}
+
+void dq_q5_k(const uint8_t* b, float* y) {
+  const double d = f16_at(b), dmin = f16_at(b + 2);
+  for (int i = 0; i < 256; i++) {
+    int sc, m;
+    scale_min_k4(b + 4, i >> 5, &sc, &m);
+    const uint8_t ql = b[48 + 32 * (i >> 6) + (i & 31)];
+    const int q = (((i >> 5) & 1) ? ql >> 4 : ql & 15) | (((b[16 + (i & 31)] >> (i >> 5)) & 1) << 4);
+    y[i] = static_cast<float>(d * sc * q - dmin * m);
+  }
+}
+
+void dq_q6_k(const uint8_t* b, float* y) {
+  const double d = f16_at(b + 208);
+  for (int i = 0; i < 256; i++) {
+    const int h = i / 128, r = i % 128, l = r % 32, quarter = r / 32;
+    const int lo = (quarter & 1) ? b[64 * h + l + 32] : b[64 * h + l];
+    const int q = (quarter < 2 ? (lo & 15) : (lo >> 4)) | (((b[128 + 32 * h + l] >> (2 * quarter)) & 3) << 4);
+    y[i] = static_cast<float>(d * static_cast<int8_t>(b[192 + i / 16]) * (q - 32));
+  }
+}
+
+void dq_iq4_xs(const uint8_t* b, float* y) {
+  const float d = f16_at(b);
+  const int h = b[2] | (b[3] << 8);
+  for (int j = 0; j < 8; j++) {
+    const int ls = ((b[4 + (j >> 1)] >> (4 * (j & 1))) & 15) | (((h >> (2 * j)) & 3) << 4);
+    const float dl = d * (ls - 32);
+    for (int l = 0; l < 16; l++) {
+      y[32 * j + l] = dl * kIQ4NLValues[b[8 + 16 * j + l] & 15];
+      y[32 * j + 16 + l] = dl * kIQ4NLValues[b[8 + 16 * j + l] >> 4];
+    }
+  }
+}
+
+}  // namespace
+
+const WeightTraits* weight_traits(int type) {
+  static const WeightTraits kF32Row{1, 4, Act::kF32, nullptr}, kF16Row{1, 2, Act::kF16, nullptr},
+      kBF16Row{1, 2, Act::kBF16, nullptr}, kQ8_0Row{32, 34, Act::kQ8_0, dq_q8_0}, kQ4_0Row{32, 18, Act::kQ8_0, dq_q4_0},
+      kQ4_1Row{32, 20, Act::kQ8_0, dq_q4_1}, kQ5_0Row{32, 22, Act::kQ8_0, dq_q5_0}, kQ5_1Row{32, 24, Act::kQ8_0, dq_q5_1},
+      kIQ4_NLRow{32, 18, Act::kQ8_0, dq_iq4_nl}, kQ2_KRow{256, 84, Act::kQ8_K, dq_q2_k},
+      kQ3_KRow{256, 110, Act::kQ8_K, dq_q3_k}, kQ4_KRow{256, 144, Act::kQ8_K, dq_q4_k},
+      kQ5_KRow{256, 176, Act::kQ8_K, dq_q5_k}, kQ6_KRow{256, 210, Act::kQ8_K, dq_q6_k},
+      kIQ4_XSRow{256, 136, Act::kQ8_K, dq_iq4_xs};
+  switch (type) {
+    case kF32: return &kF32Row;
+    case kF16: return &kF16Row;
+    case kBF16: return &kBF16Row;
+    case kQ8_0: return &kQ8_0Row;
+    case kQ4_0: return &kQ4_0Row;
+    case kQ4_1: return &kQ4_1Row;
+    case kQ5_0: return &kQ5_0Row;
+    case kQ5_1: return &kQ5_1Row;
+    case kIQ4_NL: return &kIQ4_NLRow;
+    case kQ2_K: return &kQ2_KRow;
+    case kQ3_K: return &kQ3_KRow;
+    case kQ4_K: return &kQ4_KRow;
+    case kQ5_K: return &kQ5_KRow;
+    case kQ6_K: return &kQ6_KRow;
+    case kIQ4_XS: return &kIQ4_XSRow;
+    default: return nullptr;
+  }
+}
+
+}  // namespace loom
