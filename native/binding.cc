@@ -29,6 +29,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("drawIndex", Napi::Function::New(env, DrawIndex, "drawIndex"));
   exports.Set("writeKv", Napi::Function::New(env, WriteKv, "writeKv"));
   exports.Set("attention", Napi::Function::New(env, Attention, "attention"));
+  exports.Set("convSilu", Napi::Function::New(env, ConvSilu, "convSilu"));
+  exports.Set("gatedDeltaRule", Napi::Function::New(env, GatedDeltaRule, "gatedDeltaRule"));
 #ifdef LOOM_HAVE_MATMUL
   exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
   exports.Set("embedRows", Napi::Function::New(env, EmbedRows, "embedRows"));

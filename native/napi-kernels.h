@@ -30,6 +30,9 @@ Napi::Value DrawIndex(const Napi::CallbackInfo& info);
 Napi::Value WriteKv(const Napi::CallbackInfo& info);
 Napi::Value Attention(const Napi::CallbackInfo& info);
 
+Napi::Value ConvSilu(const Napi::CallbackInfo& info);
+Napi::Value GatedDeltaRule(const Napi::CallbackInfo& info);
+
 #ifdef LOOM_HAVE_MATMUL
 Napi::Value Matmul(const Napi::CallbackInfo& info);
 Napi::Value EmbedRows(const Napi::CallbackInfo& info);

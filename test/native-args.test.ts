@@ -111,6 +111,32 @@ const CASES: Record<string, Case> = {
       [[f32(32), f32(32), ...cache(), i32(0, 2), i32(0, 1), i32(0, 1), 2, 2, 0.35, 0, -1], RangeError, /softcap must be >= 0/],
     ],
   },
+  // 2 tokens of one sequence in slot 1 of 2; 3 channels, 4 taps
+  convSilu: {
+    ok: [f32(6), f32(6), f32(12), f32(18), i32(1), i32(0, 2), 3, 4],
+    bad: [
+      [[f32(6), f32(6), f32(11), f32(18), i32(1), i32(0, 2), 3, 4], RangeError, /weight holds 11 elements, needs 12/],
+      [[f32(6), f32(6), f32(12), f32(18), i32(2), i32(0, 2), 3, 4], RangeError, /a state slot is outside the state/],
+      [[f32(6), f32(6), f32(12), f32(18), i32(1), i32(0, 3), 3, 4], RangeError, /x holds 6 elements, needs 9/],
+      [[f32(6), f32(6), f32(12), f32(18), i32(0, 0), i32(0, 1, 2), 3, 4], RangeError, /two sequences share a state slot/],
+      [[f32(6), f32(6), f32(12), f32(18), i32(0, 1), i32(0, 2, 1), 3, 4], RangeError, /seqStarts must not decrease/],
+      [[f32(6), f32(6), f32(12), f32(18), i32(1), i32(0, 2), 3, 1], RangeError, /kernel must be an integer in \[2/],
+      [[f32(6), f32(6), f32(12), f32(18), i32(1, 0), i32(0, 2), 3, 4], RangeError, /one entry per sequence/],
+      [[f32(6), f32(6), f32(12), f32(18), i32(1), i32(), 3, 4], RangeError, /seqStarts must not be empty/],
+    ],
+  },
+  // one token, 1 key head and 2 value heads of 4, one state slot
+  gatedDeltaRule: {
+    ok: [f32(8), f32(4), f32(4), f32(8), f32(2), f32(2), f32(32), i32(0), i32(0, 1), 1, 2, 4],
+    bad: [
+      [[f32(8), f32(4), f32(4), f32(8), f32(2), f32(2), f32(32), i32(0), i32(0, 1), 2, 3, 4], RangeError, /numVHeads must be a multiple of numKHeads/],
+      [[f32(8), f32(4), f32(4), f32(8), f32(2), f32(2), f32(32), i32(1), i32(0, 1), 1, 2, 4], RangeError, /a state slot is outside the state/],
+      [[f32(8), f32(4), f32(4), f32(8), f32(1), f32(2), f32(32), i32(0), i32(0, 1), 1, 2, 4], RangeError, /g holds 1 elements, needs 2/],
+      [[f32(8), f32(4), f32(4), f32(7), f32(2), f32(2), f32(32), i32(0), i32(0, 1), 1, 2, 4], RangeError, /v holds 7 elements, needs 8/],
+      [[f32(8), f32(4), f32(4), f32(8), f32(2), f32(2), f32(32), i32(0), i32(0, 1), 1, BIG, 4096], RangeError, /q holds 4 elements, needs 4096/],
+      [[f32(8), f32(4), f32(4), f32(8), f32(2), f32(2), f32(32), i32(0), i32(0, 1), 1, 2, 5000], RangeError, /headDim must be an integer/],
+    ],
+  },
   matmul: {
     ok: [f32(2 * 3), f32(2 * 64), 2, new Uint8Array(3 * 68), Q8_0, 64, 3],
     bad: [

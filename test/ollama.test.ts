@@ -10,6 +10,7 @@ import { WorkerEngineClient } from '../src/engine/worker-client.js';
 import { describeModel } from '../src/model/describe.js';
 import { loadModel } from '../src/model/load.js';
 import { DEFAULT_MODEL_PATH } from '../src/model/model-arg.js';
+import type { ServerOptions } from '../src/server/context.js';
 import { buildApp } from '../src/server/app.js';
 import { GOLDEN_DIR, ggufFixturePath } from './fixtures/index.js';
 import { readGolden } from './fixtures/golden.js';
@@ -19,13 +20,13 @@ const STORY =
   ', there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily';
 const FIXTURE = 'qwen3-q8_0'; // ChatML template
 
-async function startServer(path: string, name: string) {
+async function startServer(path: string, name: string, extra: Partial<ServerOptions> = {}) {
   const model = loadModel(path);
   const engine = await WorkerEngineClient.start({ model: path, backend: 'reference', kvCacheMemory: '16MiB' });
   const { app } = buildApp({
     engine,
     tokenizer: model.tokenizer,
-    options: { servedModelName: name, maxModelLen: engine.info.maxModelLen, maxPendingRequests: 8, slowClientTimeoutMs: 5_000, bodyLimitBytes: 1 << 20, description: describeModel(model), log: () => {} },
+    options: { servedModelName: name, maxModelLen: engine.info.maxModelLen, maxPendingRequests: 8, slowClientTimeoutMs: 5_000, bodyLimitBytes: 1 << 20, description: describeModel(model), log: () => {}, ...extra },
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -86,6 +87,17 @@ describe('Ollama API: /api/generate on stories260K', () => {
     assert.equal(bad.status, 400);
     assert.deepEqual(await bad.json(), { error: 'option "temperature" must be a number' });
     await assert.rejects(s.client.chat({ model: 'stories260K', messages: [{ role: 'user', content: 'hi' }], stream: false }), /no chat template/);
+  });
+
+  it('chat on a model without a template works with --chat-template', async () => {
+    const t = await startServer(DEFAULT_MODEL_PATH, 'stories260K', { chatTemplate: '{% for m in messages %}{{ m.content }}{% endfor %}' });
+    try {
+      const r = await t.client.chat({ model: 'stories260K', messages: [{ role: 'user', content: 'Once upon a time' }], stream: false, options: greedy(8) });
+      assert.equal(r.done, true);
+      assert.ok(r.message.content.length > 0 && r.prompt_eval_count > 0, JSON.stringify(r));
+    } finally {
+      await t.close();
+    }
   });
 
   it('tags, show, ps and version describe the served model', async () => {

@@ -21,7 +21,7 @@ import { modelVocab } from './model-vocab.js';
 import type { ModelVocab } from './model-vocab.js';
 
 export interface BenchShape {
-  readonly arch: 'llama' | 'qwen2' | 'phi3' | 'gemma3';
+  readonly arch: 'llama' | 'qwen2' | 'phi3' | 'gemma3' | 'qwen35';
   readonly name: string;
   readonly hidden: number;
   readonly layers: number;
@@ -43,6 +43,15 @@ export interface BenchShape {
   readonly rope?: 'llama3' | 'longrope';
   /** Gemma 3: sliding window of 5 in 6 layers and their RoPE base */
   readonly slidingWindow?: { readonly size: number; readonly ropeBase: number };
+  /** Qwen3.5: Gated DeltaNet layers (all but every `interval`-th), their ssm.* sizes, the RoPE sections */
+  readonly linear?: {
+    readonly interval: number;
+    readonly convKernel: number;
+    readonly stateSize: number;
+    readonly kHeads: number;
+    readonly vHeads: number;
+    readonly ropeSections: readonly number[];
+  };
 }
 
 export const BENCH_SHAPES = {
@@ -69,6 +78,14 @@ export const BENCH_SHAPES = {
     arch: 'gemma3', name: 'Gemma-3-1B', hidden: 1152, layers: 26, heads: 4, kvHeads: 1, headDim: 256, ffn: 6912,
     vocab: 262144, context: 32768, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'smollm',
     slidingWindow: { size: 512, ropeBase: 10000 },
+  },
+  // Qwen3.5-2B's shape as llama.cpp's 24-layer, 2048-wide qwen35 case: 18 Gated DeltaNet layers
+  // (16 key and 16 value heads of 128) and 6 gated attention layers (8 heads of 256, a quarter
+  // rotated), tied embeddings; a qwen2 BPE vocabulary of its size stands in for its own
+  'qwen3.5-2b': {
+    arch: 'qwen35', name: 'Qwen3.5-2B', hidden: 2048, layers: 24, heads: 8, kvHeads: 2, headDim: 256, ropeDim: 64, ffn: 6144,
+    vocab: 248320, context: 262144, ropeBase: 10000000, rmsEps: 1e-6, qkvBias: false, pre: 'qwen2',
+    linear: { interval: 4, convKernel: 4, stateSize: 128, kHeads: 16, vHeads: 16, ropeSections: [11, 11, 10, 0] },
   },
 } as const satisfies Record<string, BenchShape>;
 
@@ -149,6 +166,37 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   matrix('token_embd.weight', d, s.vocab, gemma ? hidden : 1);
   for (let i = 0; i < s.layers; i++) {
     const p = `blk.${i}.`;
+    if (s.linear) {
+      // Qwen3.5's block: Gated DeltaNet or gated attention (q projection [q | gate] per head), post-attention norm, SwiGLU
+      const l = s.linear;
+      vector(`${p}attn_norm.weight`, d, 0.1, 1);
+      if ((i + 1) % l.interval !== 0) {
+        const conv = (2 * l.kHeads + l.vHeads) * l.stateSize;
+        const inner = l.vHeads * l.stateSize;
+        matrix(`${p}attn_qkv.weight`, d, conv, 2 * hidden);
+        matrix(`${p}attn_gate.weight`, d, inner, hidden);
+        matrix(`${p}ssm_beta.weight`, d, l.vHeads, hidden);
+        matrix(`${p}ssm_alpha.weight`, d, l.vHeads, hidden);
+        vector(`${p}ssm_dt.bias`, l.vHeads, 0.5, 0);
+        vector(`${p}ssm_a`, l.vHeads, 0.3, -1);
+        vector(`${p}ssm_conv1d.weight`, l.convKernel * conv, 0.5, 0);
+        out[out.length - 1] = { ...out[out.length - 1]!, dims: [l.convKernel, conv] };
+        vector(`${p}ssm_norm.weight`, l.stateSize, 0.1, 1);
+        matrix(`${p}ssm_out.weight`, inner, d, 1 / Math.sqrt(inner));
+      } else {
+        matrix(`${p}attn_q.weight`, d, 2 * q, 2 * hidden);
+        matrix(`${p}attn_k.weight`, d, kvw, 2 * hidden);
+        matrix(`${p}attn_v.weight`, d, kvw, hidden);
+        vector(`${p}attn_q_norm.weight`, s.headDim, 0.1, 1);
+        vector(`${p}attn_k_norm.weight`, s.headDim, 0.1, 1);
+        matrix(`${p}attn_output.weight`, q, d, 1 / Math.sqrt(q));
+      }
+      vector(`${p}post_attention_norm.weight`, d, 0.1, 1);
+      matrix(`${p}ffn_gate.weight`, d, s.ffn, hidden);
+      matrix(`${p}ffn_up.weight`, d, s.ffn, hidden);
+      matrix(`${p}ffn_down.weight`, s.ffn, d, 1 / Math.sqrt(s.ffn));
+      continue;
+    }
     if (gemma) {
       // Gemma 3's block (norms stored as 1 + w, as converted)
       vector(`${p}attn_norm.weight`, d, 0.1, 1);
@@ -243,6 +291,20 @@ function modelMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
           kv.u32(`${a}.rope.scaling.original_context_length`, PHI_ORIG_CONTEXT),
           kv.f32(`${a}.rope.scaling.attn_factor`, longropeAttnFactor(s.context, PHI_ORIG_CONTEXT)),
           kv.u32(`${a}.attention.sliding_window`, 0),
+        ]
+      : []),
+    ...(s.linear
+      ? [
+          kv.u32(`${a}.attention.key_length`, s.headDim),
+          kv.u32(`${a}.attention.value_length`, s.headDim),
+          kv.u32(`${a}.rope.dimension_count`, s.ropeDim ?? s.headDim),
+          kv.i32s(`${a}.rope.dimension_sections`, [...s.linear.ropeSections]),
+          kv.u32(`${a}.ssm.conv_kernel`, s.linear.convKernel),
+          kv.u32(`${a}.ssm.state_size`, s.linear.stateSize),
+          kv.u32(`${a}.ssm.group_count`, s.linear.kHeads),
+          kv.u32(`${a}.ssm.time_step_rank`, s.linear.vHeads),
+          kv.u32(`${a}.ssm.inner_size`, s.linear.vHeads * s.linear.stateSize),
+          kv.u32(`${a}.full_attention_interval`, s.linear.interval),
         ]
       : []),
     ...(s.slidingWindow

@@ -28,6 +28,8 @@ class KernelClock {
       embedRows: timed(k.embedRows, 'other kernels'),
       rmsNorm: timed(k.rmsNorm, 'other kernels'),
       layerNorm: timed(k.layerNorm, 'other kernels'),
+      convSilu: timed(k.convSilu, 'recurrence'),
+      gatedDeltaRule: timed(k.gatedDeltaRule, 'recurrence'),
       rope: timed(k.rope, 'other kernels'),
       siluMul: timed(k.siluMul, 'other kernels'),
       gelu: timed(k.gelu, 'other kernels'),

@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { benchEngineCommand } from './bench-engine.js';
 import { benchKernelsCommand } from './bench-kernels.js';
+import { benchLivenessCommand } from './bench-liveness.js';
 import { benchMakeModelCommand } from './bench-make-model.js';
 import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
@@ -9,6 +10,7 @@ import { benchScaleoutCommand } from './bench-scaleout.js';
 import { benchServeCommand } from './bench-serve.js';
 import { benchServePeerCommand } from './bench-serve-peer.js';
 import { benchSoakCommand } from './bench-soak.js';
+import { benchSpecCommand } from './bench-spec.js';
 import { benchStandardCommand } from './bench-standard.js';
 import { benchStructuredCommand } from './bench-structured.js';
 
@@ -24,6 +26,8 @@ export function benchCommand(): Command {
     .addCommand(benchServePeerCommand())
     .addCommand(benchStandardCommand())
     .addCommand(benchSoakCommand())
+    .addCommand(benchLivenessCommand())
     .addCommand(benchScaleoutCommand())
-    .addCommand(benchStructuredCommand());
+    .addCommand(benchStructuredCommand())
+    .addCommand(benchSpecCommand());
 }

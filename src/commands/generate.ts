@@ -32,6 +32,7 @@ interface GenerateFlags {
   threads?: number;
   offline?: boolean;
   cacheDir?: string;
+  speculativeConfig?: string;
 }
 
 const number = numberOption;
@@ -56,6 +57,7 @@ export function generateCommand(): Command {
     .option('--json', 'print one JSON object with prompt_ids, output_ids, text, finish_reason')
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
+    .option('--speculative-config <json>', 'speculative decoding as vLLM\'s, e.g. \'{"method": "ngram", "num_speculative_tokens": 4}\'')
     .action((flags: GenerateFlags) => runGenerate(flags));
 }
 
@@ -91,6 +93,7 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
         maxNumSeqs: 1,
         maxNumBatchedTokens: Math.max(2048, promptIds.length),
         enablePrefixCaching: false,
+        ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
       },
       model,
     ),

@@ -1,6 +1,6 @@
 // `loom serve`: the OpenAI-compatible HTTP server over an engine in a worker thread.
 import { Command, Option } from 'commander';
-import { ENGINE_DEFAULTS } from '../engine/options.js';
+import { ENGINE_DEFAULTS, recurrentStateLine } from '../engine/options.js';
 import type { EngineOptions } from '../engine/options.js';
 import { LOGPROBS_MODES } from '../engine/logprobs.js';
 import type { LogprobsMode } from '../engine/logprobs.js';
@@ -21,6 +21,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { installShutdown } from './serve-shutdown.js';
 import { numberOption } from './parse.js';
+import { TokenizerPool } from '../server/tokenizer-pool.js';
 import { publishKvEvents } from '../server/kv-events-publisher.js';
 import { hostname } from 'node:os';
 import { loadChatTemplate } from '../tokenizer/chat-template.js';
@@ -47,6 +48,7 @@ interface ServeFlags {
   enablePrefixCaching: boolean;
   logprobsMode: LogprobsMode;
   maxPendingRequests: number;
+  tokenizerPoolSize: number;
   shutdownTimeout: number;
   maxEngineRestarts: number;
   engineRestartWindow: number;
@@ -68,6 +70,7 @@ interface ServeFlags {
   kvEventsTopic?: string;
   kvEventsReplayEndpoint?: string;
   kvEventsHashSeed: string;
+  speculativeConfig?: string;
   chatTemplate?: string;
   reasoningParser?: ReasoningParserName;
   toolCallParser?: ToolCallParserName;
@@ -103,6 +106,11 @@ export function serveCommand(): Command {
     .option('--no-enable-prefix-caching', 'turn automatic prefix caching off')
     .addOption(new Option('--logprobs-mode <mode>', 'what logprobs report').choices([...LOGPROBS_MODES]).default(ENGINE_DEFAULTS.logprobsMode))
     .addOption(new Option('--max-pending-requests <n>', 'requests in flight beyond which new ones get 429').default(1024).argParser(n('max-pending-requests', true)))
+    .addOption(
+      new Option('--tokenizer-pool-size <n>', 'worker threads that tokenize long prompts, decode long id lists and render long chats, so the serving thread never blocks (0: all on the serving thread)')
+        .default(1)
+        .argParser(n('tokenizer-pool-size', true)),
+    )
     .addOption(new Option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM').default(30).argParser(n('shutdown-timeout', false)))
     .addOption(
       new Option('--max-engine-restarts <n>', 'engine failures tolerated within --engine-restart-window; one more exits with code 1')
@@ -132,6 +140,7 @@ export function serveCommand(): Command {
     .option('--kv-events-topic <topic>', 'ZeroMQ topic of the KV events (default: kv@HOSTNAME@MODEL, as llm-d expects)')
     .option('--kv-events-replay-endpoint <url>', 'ZeroMQ ROUTER address that replays missed KV event batches')
     .option('--kv-events-hash-seed <seed>', "seed of the KV events' block hashes; set the router's hashSeed to the same (default: $PYTHONHASHSEED or empty)", process.env.PYTHONHASHSEED ?? '')
+    .option('--speculative-config <json>', 'speculative decoding as vLLM\'s, e.g. \'{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}\'')
     .option('--chat-template <file-or-string>', "a Jinja chat template (a file, or the template itself) used instead of the model's")
     .addOption(new Option('--reasoning-parser <name>', 'return <think>…</think> text as reasoning_content').choices([...REASONING_PARSERS]))
     .addOption(new Option('--tool-call-parser <name>', "how the model writes tool calls (default: from its chat template)").choices([...TOOL_CALL_PARSERS]))
@@ -140,6 +149,7 @@ export function serveCommand(): Command {
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
+  if (flags.tokenizerPoolSize < 0 || flags.tokenizerPoolSize > 64) throw new InvalidArgumentError(`--tokenizer-pool-size expects 0 to 64 workers, got ${flags.tokenizerPoolSize}`);
   const resolved = await resolveModelArg(flags.model, { offline: flags.offline ?? offlineFromEnv(), cacheDir: flags.cacheDir });
   const path = resolved.path;
   const model = loadModel(path);
@@ -159,6 +169,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     enablePrefixCaching: flags.enablePrefixCaching,
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
+    ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
   };
   if ((flags.sslKeyfile === undefined) !== (flags.sslCertfile === undefined)) throw new InvalidArgumentError('--ssl-keyfile and --ssl-certfile go together');
   const tls = flags.sslKeyfile && flags.sslCertfile ? { key: readPem(flags.sslKeyfile, 'ssl-keyfile'), cert: readPem(flags.sslCertfile, 'ssl-certfile') } : undefined;
@@ -182,9 +193,11 @@ async function runServe(flags: ServeFlags): Promise<void> {
     topic: flags.kvEventsTopic ?? `kv@${hostname()}@${servedModelName}`,
     ...(flags.kvEventsReplayEndpoint !== undefined && { replayEndpoint: flags.kvEventsReplayEndpoint }),
   });
+  const tokenizerPool = flags.tokenizerPoolSize > 0 ? await TokenizerPool.start({ modelPath: path, size: flags.tokenizerPoolSize, chatTemplate }) : undefined;
   const built = buildApp({
     engine,
     tokenizer: model.tokenizer,
+    tokenizerPool,
     options: {
       servedModelName,
       maxModelLen: engine.info.maxModelLen,
@@ -210,6 +223,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     await built.app.listen({ host: flags.host, port: flags.port });
   } catch (err) {
     await engine.close();
+    await tokenizerPool?.close();
     const code = (err as { code?: string }).code;
     const why = code === 'EADDRINUSE' ? 'the address is already in use' : code === 'EACCES' ? 'permission denied' : code === 'EADDRNOTAVAIL' ? 'no such address on this machine' : (err as Error).message;
     throw new InvalidArgumentError(`cannot listen on ${flags.host}:${flags.port}: ${why} (--host, --port)`);
@@ -217,6 +231,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const address = built.app.server.address();
   const where = typeof address === 'object' && address ? `${address.address}:${address.port}` : String(address);
   console.error(`loom: serving ${servedModelName} on ${tls ? 'https' : 'http'}://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
+  const stateLine = recurrentStateLine(model.config, engine.info.maxNumSeqs);
+  if (stateLine) console.error(`loom: ${stateLine}`);
   console.error(`loom: ${addressesLine(address, flags.webui, tls ? 'https' : 'http')}`);
 
   // one line every 10 s while busy
@@ -227,9 +243,13 @@ async function runServe(flags: ServeFlags): Promise<void> {
     lastLog = Date.now();
     const tokens = ctx.metrics.tokensSinceLog;
     ctx.metrics.tokensSinceLog = 0;
+    const spec = ctx.metrics.specSinceLog;
+    ctx.metrics.specSinceLog = { drafts: 0, draftTokens: 0, accepted: 0 };
     if (ctx.inFlight === 0 && tokens === 0) return;
+    // as vLLM's SpecDecoding line: share of draft tokens accepted, tokens per verify step
+    const drafting = spec.drafts > 0 ? `, drafts ${((spec.accepted / spec.draftTokens) * 100).toFixed(0)}% accepted, ${(1 + spec.accepted / spec.drafts).toFixed(2)} tokens per draft` : '';
     console.error(
-      `loom: ${(tokens / elapsed).toFixed(1)} tokens/s generated, ${stats?.numRunning ?? 0} running, ${stats?.numWaiting ?? 0} waiting, KV cache ${((stats?.kvCacheUsage ?? 0) * 100).toFixed(1)}%`,
+      `loom: ${(tokens / elapsed).toFixed(1)} tokens/s generated, ${stats?.numRunning ?? 0} running, ${stats?.numWaiting ?? 0} waiting, KV cache ${((stats?.kvCacheUsage ?? 0) * 100).toFixed(1)}%${drafting}`,
     );
   }, 10_000);
   ticker.unref();

@@ -216,6 +216,27 @@ export class BlockManager {
     }
   }
 
+  /** Shrinks owner's table to cover numTokens (> 0) tokens: the blocks past them (taken for
+   *  speculative tokens that were rejected: held by owner alone, unregistered) are freed. */
+  truncate(owner: BlockOwner, numTokens: number): void {
+    const table = owner.blockTable;
+    const bs = this.blockSize;
+    const keep = Math.ceil(numTokens / bs);
+    if (!(keep > 0) || keep > table.length) throw new Error(`truncate: ${numTokens} tokens, ${table.length} blocks held`);
+    while (table.length > keep) {
+      const b = table.pop()!;
+      if (this.refCount[b] !== 1 || this.key[b] !== NONE) throw new Error(`truncate: block ${b} is shared or cached`);
+      this.refCount[b] = 0;
+      this.release(b);
+    }
+    const last = table[keep - 1]!;
+    const fill = numTokens - (keep - 1) * bs;
+    if (fill < this.fill[last]!) {
+      if (this.refCount[last] !== 1 || this.key[last] !== NONE) throw new Error(`truncate: block ${last} is shared or cached`);
+      this.fill[last] = fill;
+    }
+  }
+
   /** Releases owner's blocks, tail first so that tails are evicted before their prefixes. */
   free(owner: BlockOwner): void {
     const table = owner.blockTable;

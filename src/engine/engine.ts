@@ -15,6 +15,7 @@ import type { AddRequest, RequestDelta, StepOutput } from './protocol.js';
 import type { SamplingKernels } from './sampler.js';
 import { Scheduler } from './scheduler.js';
 import { SwaBlocks } from './swa-blocks.js';
+import { StateSlots } from './state-slots.js';
 import type { SchedulerConfig, ScheduledChunk } from './scheduler.js';
 import { Sequence } from './sequence.js';
 import { RequestState } from './request-state.js';
@@ -22,6 +23,8 @@ import type { LogprobsMode } from './logprobs.js';
 import { GrammarCompiler } from './grammar/compiler.js';
 import type { GrammarVocab } from './grammar/compiler.js';
 import { xgrammarIfLoaded } from './grammar/xgrammar-binding.js';
+import type { SpeculativeConfig } from './spec/config.js';
+import { Speculator } from './spec/speculator.js';
 
 export interface EngineConfig extends SchedulerConfig {
   readonly numBlocks: number;
@@ -34,6 +37,8 @@ export interface EngineConfig extends SchedulerConfig {
   readonly eosTokenIds: readonly number[];
   /** report prefix-cache changes as KV events, block hashes rooted at this seed */
   readonly kvEvents?: { readonly hashSeed: string };
+  /** speculative decoding (prompt lookup), when on */
+  readonly speculative?: SpeculativeConfig;
 }
 
 export const now = (): number => performance.timeOrigin + performance.now();
@@ -43,10 +48,13 @@ export class EngineCore {
   readonly blocks: BlockManager;
   /** the sliding-window layers' pool (models with sliding-window layers and config.swaBlocks > 0) */
   readonly swaBlocks: SwaBlocks | undefined;
+  /** recurrent-state slots (hybrid models), one per running sequence */
+  readonly states: StateSlots | undefined;
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
   private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels; grammars?: GrammarCompiler };
   private readonly kvEvents: KvEventRecorder | undefined;
+  private readonly speculator: Speculator | undefined;
   /**
    * Sees every logits row a token is sampled from ([vocab], valid only during the call):
    * how agreement tests compare the serving engine's logits with llama.cpp's. In-process only.
@@ -62,12 +70,18 @@ export class EngineCore {
     const window = model.config.slidingWindow?.size;
     const swaBlocks = window !== undefined ? (config.swaBlocks ?? 0) : 0;
     if (swaBlocks > 0 && config.enablePrefixCaching) throw new Error('prefix caching needs the sliding-window layers in the global blocks (swaBlocks 0)');
-    const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype, swaBlocks);
+    const hybrid = model.config.linearAttention !== undefined;
+    if (hybrid && config.enablePrefixCaching) throw new Error('prefix caching is off for hybrid models: a cached prefix does not restore the recurrent state');
+    const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype, swaBlocks, config.maxNumSeqs);
     this.runner = new ModelRunner(createArchitecture(model.config, model.tensors, config.maxModelLen), kv, kernels);
     this.kvEvents = config.kvEvents && config.enablePrefixCaching ? new KvEventRecorder(config.numBlocks, config.blockSize, config.kvEvents.hashSeed) : undefined;
     this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching, events: this.kvEvents });
     this.swaBlocks = swaBlocks > 0 ? new SwaBlocks(swaBlocks, config.blockSize, window!) : undefined;
-    this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks);
+    const recurrent = kv.recurrent;
+    this.states = recurrent ? new StateSlots(recurrent.numSlots, (src, dst) => recurrent.copy(src, dst)) : undefined;
+    if (config.speculative && (this.swaBlocks || this.states)) throw new Error('speculative decoding needs every layer in the global KV blocks (no sliding-window pool, no recurrent state)');
+    this.speculator = config.speculative ? new Speculator(config.speculative) : undefined;
+    this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks, this.states, this.speculator);
     this.stopConfig = { ...config, samplingKernels: kernels };
   }
 
@@ -147,24 +161,34 @@ export class EngineCore {
       const time = now();
       // walk the logits rows in chunk order: prompt-logprob rows, then the row to sample from
       let row = 0;
-      const toSample: [Sequence, Float32Array][] = [];
-      chunks.forEach(({ seq, numTokens }, i) => {
+      // a chunk with a draft: [draft.length + 1, vocab], one row per position verified
+      const toSample: [Sequence, Float32Array, (readonly number[])?][] = [];
+      chunks.forEach(({ seq, draft }, i) => {
         const c = batchChunks[i]!;
-        const rows = c.allLogits ? numTokens : c.wantLogits ? 1 : 0;
+        const rows = c.allLogits ? c.tokenIds.length : c.wantLogits ? 1 : 0;
         const block = logits.subarray(row * vocab, (row + rows) * vocab);
         row += rows;
-        if (c.allLogits) this.requests.get(seq.requestId)?.addPromptLogprobs(seq, block, seq.numComputed);
-        if (c.wantLogits) toSample.push([seq, block.subarray((rows - 1) * vocab)]);
+        if (draft) toSample.push([seq, block, draft]);
+        else {
+          if (c.allLogits) this.requests.get(seq.requestId)?.addPromptLogprobs(seq, block, seq.numComputed);
+          if (c.wantLogits) toSample.push([seq, block.subarray((rows - 1) * vocab)]);
+        }
       });
       this.scheduler.update(chunks);
-      for (const [seq, logitsRow] of toSample) {
+      for (const [seq, logitsRow, draft] of toSample) {
         if (seq.status !== 'running') continue; // aborted while its step ran
         const state = this.requests.get(seq.requestId)!;
+        if (draft) {
+          this.verify(state, seq, logitsRow, draft, time);
+          advanced.push(seq);
+          continue;
+        }
         this.logitsTap?.(seq.requestId, seq.index, logitsRow);
         const children = state.sample(seq, logitsRow, time);
         for (const child of children) {
           this.blocks.fork(seq, child);
           this.swaBlocks?.fork(seq, child);
+          this.states?.fork(seq, child);
           advanced.push(child);
         }
         if (children.length > 0) this.scheduler.addForks(seq, children);
@@ -188,6 +212,7 @@ export class EngineCore {
       }
     }
     const kvEvents = this.kvEvents?.drain();
+    const spec = this.speculator?.drain();
     if (chunks.length === 0 && deltas.length === 0 && !kvEvents?.length) return undefined;
     return {
       type: 'step',
@@ -200,23 +225,35 @@ export class EngineCore {
         prefixCacheQueries: this.blocks.stats.queries,
         prefixCacheHits: this.blocks.stats.hits,
         numPreemptions: this.scheduler.numPreemptions,
-        scheduledTokens: chunks.reduce((n, c) => n + c.numTokens, 0),
+        scheduledTokens: chunks.reduce((n, c) => n + c.numTokens + (c.draft?.length ?? 0), 0),
         forwardMs,
         stepMs: now() - start,
+        ...(spec && { spec }),
       },
     };
   }
 
-  private toBatchChunk({ seq, numTokens }: ScheduledChunk): SequenceChunk {
+  /** Samples seq's draft positions in order (rows [draft.length + 1, vocab]); keeps the accepted K/V. */
+  private verify(state: RequestState, seq: Sequence, rows: Float32Array, draft: readonly number[], time: number): void {
+    const tap = this.logitsTap && ((row: Float32Array) => this.logitsTap!(seq.requestId, seq.index, row));
+    const accepted = state.sampleDraft(seq, rows, draft, time, tap);
+    this.speculator!.record(draft.length, accepted);
+    const finish = state.finishReason(seq);
+    if (finish) this.scheduler.finish(seq, finish.reason, finish.stopTokenId);
+    else this.scheduler.acceptDraft(seq, accepted);
+  }
+
+  private toBatchChunk({ seq, numTokens, draft }: ScheduledChunk): SequenceChunk {
     const from = seq.numComputed;
     const wantLogits = from + numTokens === seq.tokens.length;
     return {
-      tokenIds: seq.tokens.slice(from, from + numTokens),
+      tokenIds: draft ? [...seq.tokens.slice(from, from + numTokens), ...draft] : seq.tokens.slice(from, from + numTokens),
       startPos: from,
       blockTable: seq.blockTable,
       ...(this.swaBlocks ? { swaBlockTable: seq.swa.blockTable } : {}),
+      ...(this.states ? { stateSlot: seq.stateSlot } : {}),
       wantLogits,
-      allLogits: this.requests.get(seq.requestId)?.wantsPromptLogprobs(seq) === true,
+      allLogits: draft !== undefined || this.requests.get(seq.requestId)?.wantsPromptLogprobs(seq) === true,
     };
   }
 

@@ -4,10 +4,13 @@ import { InvalidArgumentError } from '../errors.js';
 import type { KvDtype } from '../kernels/index.js';
 import { KvCache } from '../model/kv-cache.js';
 import { SwaBlocks } from './swa-blocks.js';
+import { recurrentStateBytes } from '../model/weights.js';
 import type { ModelConfig } from '../model/weights.js';
 import type { EngineConfig } from './engine.js';
 import { LOGPROBS_MODES } from './logprobs.js';
 import type { LogprobsMode } from './logprobs.js';
+import { parseSpeculativeConfig } from './spec/config.js';
+import type { SpeculativeConfigInput } from './spec/config.js';
 
 export type Backend = 'auto' | 'native' | 'reference';
 
@@ -31,6 +34,9 @@ export interface EngineOptions {
   readonly swaPool?: boolean;
   /** report prefix-cache changes as KV events (the server publishes them), hashes rooted at hashSeed */
   readonly kvEvents?: { readonly hashSeed: string };
+  /** speculative decoding as vLLM's --speculative-config: JSON text or the object, e.g.
+   *  {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4} */
+  readonly speculativeConfig?: string | SpeculativeConfigInput;
 }
 
 export const ENGINE_DEFAULTS = {
@@ -75,7 +81,14 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   const maxNumSeqs = positiveInt('max-num-seqs', opts.maxNumSeqs ?? ENGINE_DEFAULTS.maxNumSeqs);
   const kvCacheDtype = opts.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype;
   const maxNumBatchedTokens = positiveInt('max-num-batched-tokens', opts.maxNumBatchedTokens ?? ENGINE_DEFAULTS.maxNumBatchedTokens);
-  const memory = parseMemory(opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory);
+  // a hybrid model's recurrent state (one slot per sequence) comes out of the same budget
+  const stateBytes = recurrentStateBytes(model) * maxNumSeqs;
+  const memory = parseMemory(opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory) - stateBytes;
+  if (memory <= 0) {
+    throw new InvalidArgumentError(
+      `the recurrent state of --max-num-seqs ${maxNumSeqs} sequences takes ${(stateBytes / 2 ** 20).toFixed(1)} MiB, all of --kv-cache-memory ${opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory}: raise it or lower --max-num-seqs`,
+    );
+  }
   // never more than every sequence at full length could use
   const useful = maxNumSeqs * Math.ceil(maxModelLen / blockSize);
   const pooled = model.slidingWindow !== undefined && opts.swaPool !== false;
@@ -97,6 +110,12 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   if (!(stepTimeFactor === 0 || stepTimeFactor >= 1) || !Number.isFinite(stepTimeFactor)) {
     throw new InvalidArgumentError(`--step-time-factor must be 0 (no limit) or a number ≥ 1, got ${stepTimeFactor}`);
   }
+  const speculative = opts.speculativeConfig !== undefined ? parseSpeculativeConfig(opts.speculativeConfig) : undefined;
+  if (speculative && pooled) {
+    throw new InvalidArgumentError('--speculative-config: not available while the sliding-window layers keep a pool of their own (library option swaPool: false keeps them in the global blocks)');
+  }
+  // a recurrent state has no positions to roll rejected drafts back to
+  if (speculative && model.linearAttention) throw new InvalidArgumentError('--speculative-config: not available for hybrid models with recurrent (linear-attention) layers');
   const logprobsMode = opts.logprobsMode ?? ENGINE_DEFAULTS.logprobsMode;
   if (!LOGPROBS_MODES.includes(logprobsMode)) throw new InvalidArgumentError(`--logprobs-mode must be one of ${LOGPROBS_MODES.join(', ')}`);
   return {
@@ -109,10 +128,12 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     maxNumBatchedTokens,
     stepTimeFactor,
     // a cached prefix would need its last window in the sliding-window pool, which it does not keep
-    enablePrefixCaching: pooled ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),
+    // hybrid models: a cached prefix would need the recurrent state after it, which is not kept
+    enablePrefixCaching: pooled || model.linearAttention ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),
     logprobsMode,
     eosTokenIds,
     ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),
+    ...(speculative ? { speculative } : {}),
   };
 }
 
@@ -142,4 +163,16 @@ function splitSwaPool(
   let numBlocks = Math.min(Math.floor(memory / (globalBlock + swaBlock)), useful);
   if (numBlocks > swaNeed && globalBlock > 0) numBlocks = Math.min(Math.floor((memory - swaNeed * swaBlock) / globalBlock), useful);
   return { numBlocks, swaBlocks: Math.max(1, Math.min(numBlocks, swaNeed)) };
+}
+
+/** The start-up line of a hybrid model: its recurrent state per sequence and in all, which
+ *  comes out of --kv-cache-memory, and why prefix caching is off. undefined for other models. */
+export function recurrentStateLine(model: ModelConfig, maxNumSeqs: number): string | undefined {
+  const perSeq = recurrentStateBytes(model);
+  if (perSeq === 0) return undefined;
+  const layers = model.linearAttention!.layers.filter(Boolean).length;
+  return (
+    `recurrent state ${(perSeq / 2 ** 10).toFixed(1)} KiB per sequence (${layers} Gated DeltaNet layers) × --max-num-seqs ${maxNumSeqs} = ` +
+    `${((perSeq * maxNumSeqs) / 2 ** 20).toFixed(1)} MiB of --kv-cache-memory; prefix caching is off for hybrid models`
+  );
 }

@@ -6,6 +6,7 @@ import type { SamplingParamsInput } from './sampling-params.js';
 
 export type FinishReason = 'stop' | 'length' | 'abort';
 import type { KvEvent } from './kv-events.js';
+import type { SpecStepStats } from './spec/speculator.js';
 
 export interface AddRequest {
   readonly type: 'add';
@@ -75,6 +76,8 @@ export interface StepStats {
   /** ms in the forward pass this step, and ms for the whole step */
   readonly forwardMs: number;
   readonly stepMs: number;
+  /** this step's speculative drafts and acceptances, when any sequence drafted */
+  readonly spec?: SpecStepStats;
 }
 
 export interface StepOutput {

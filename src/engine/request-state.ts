@@ -10,6 +10,8 @@ import type { AddRequest, FinishReason, RequestDelta } from './protocol.js';
 import { Sequence } from './sequence.js';
 import type { GrammarCompiler, SequenceGrammar } from './grammar/compiler.js';
 import { saltRoot } from './block-manager.js';
+import type { SpeculativeConfig } from './spec/config.js';
+import { verifyDraft } from './spec/verify.js';
 
 export interface StopConfig {
   readonly maxModelLen: number;
@@ -19,6 +21,8 @@ export interface StopConfig {
   readonly samplingKernels?: SamplingKernels;
   /** compiles request grammars for this engine's tokenizer (absent: grammars are refused) */
   readonly grammars?: GrammarCompiler | undefined;
+  /** speculative decoding, when the engine runs it */
+  readonly speculative?: SpeculativeConfig | undefined;
 }
 
 export class RequestState {
@@ -46,6 +50,7 @@ export class RequestState {
       this.grammars.set(first, config.grammars.matcher(this.params.grammar));
     }
     this.samplers.set(first, this.samplerFor(0, req.promptIds));
+    first.draftLimit = this.speculates() ? Math.min(config.maxModelLen, first.promptLength + (this.params.maxTokens ?? Infinity)) : 0;
     this.stopIds = new Set([...this.params.stopTokenIds, ...(this.params.ignoreEos ? [] : config.eosTokenIds)]);
   }
 
@@ -63,6 +68,7 @@ export class RequestState {
         child.numCachedPrompt = seq.numCachedPrompt;
         child.firstScheduledTime = seq.firstScheduledTime;
         child.prefixRoot = seq.prefixRoot;
+        child.draftLimit = seq.draftLimit;
         this.samplers.set(child, this.samplerFor(i, seq.tokens));
         if (this.params.grammar) {
           // a fresh matcher at the start, as seq's was when its mask was made: the mask is shared
@@ -83,6 +89,31 @@ export class RequestState {
       eosTokenIds: this.config.eosTokenIds,
       vocabSize: this.vocabSize,
       ...(this.config.samplingKernels && { kernels: this.config.samplingKernels }),
+    });
+  }
+
+  /**
+   * Whether this request's sequences may draft: not under a grammar (its matcher cannot be
+   * rolled back), nor with penalties, min_tokens or bad_words, which change each position's
+   * logits by the tokens before it (the verify rows would need per-position state).
+   */
+  private speculates(): boolean {
+    const p = this.params;
+    return this.config.speculative !== undefined && !p.grammar && p.repetitionPenalty === 1 && p.frequencyPenalty === 0 && p.presencePenalty === 0 && p.minTokens === 0 && p.badWords.length === 0;
+  }
+
+  /**
+   * Verifies seq's draft against rows ([draft.length + 1, vocab], the target's logits at each
+   * draft position): samples and emits tokens position by position until one differs from the
+   * draft or ends seq (spec/verify.ts). Returns the number of draft tokens accepted.
+   */
+  sampleDraft(seq: Sequence, rows: Float32Array, draft: readonly number[], time: number, tap?: (row: Float32Array) => void): number {
+    const v = this.vocabSize;
+    return verifyDraft(draft, (i) => {
+      const row = rows.subarray(i * v, (i + 1) * v);
+      tap?.(row);
+      this.sampleOne(seq, row, time);
+      return { token: seq.tokens[seq.tokens.length - 1]!, finished: this.finishReason(seq) !== undefined };
     });
   }
 

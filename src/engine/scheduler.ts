@@ -6,9 +6,11 @@
 import assert from 'node:assert/strict';
 import { BlockManager } from './block-manager.js';
 import type { CopyOp } from './block-manager.js';
+import type { StateSlots } from './state-slots.js';
 import type { SwaBlocks } from './swa-blocks.js';
 import type { Sequence } from './sequence.js';
 import type { FinishReason } from './protocol.js';
+import type { Speculator } from './spec/speculator.js';
 import { StepCostModel, prefillBudget } from './step-budget.js';
 
 export interface SchedulerConfig {
@@ -26,6 +28,8 @@ export interface ScheduledChunk {
   readonly seq: Sequence;
   /** tokens computed this step: seq.tokens[seq.numComputed .. seq.numComputed + numTokens) */
   readonly numTokens: number;
+  /** speculative tokens computed after them (counted in the budget, not in numTokens); verified by the engine */
+  readonly draft?: readonly number[];
 }
 
 export interface SchedulerOutput {
@@ -57,7 +61,14 @@ export class Scheduler {
     readonly blocks: BlockManager,
     /** the sliding-window layers' pool, when the model has one: a sequence runs only when both pools have room */
     readonly swa?: SwaBlocks,
-  ) {}
+    /** a hybrid model's recurrent-state slots: held while running, freed with the blocks */
+    readonly states?: StateSlots,
+    /** drafts speculative tokens for decoding sequences, when speculative decoding is on */
+    readonly speculator?: Speculator,
+  ) {
+    // rejected drafts are rolled back by position: a sliding-window pool or a recurrent state cannot be
+    assert(!((swa || states) && speculator), 'speculative decoding runs without a sliding-window pool or recurrent state');
+  }
 
   private canAllocate(seq: Sequence, numTokens: number, cached: readonly number[] = []): boolean {
     return this.blocks.canAllocate(seq, numTokens, cached) && (this.swa?.canAllocate(seq, numTokens) ?? true);
@@ -66,11 +77,13 @@ export class Scheduler {
   private allocate(seq: Sequence, numTokens: number, copyOps: CopyOp[], swaCopyOps: CopyOp[], cached: readonly number[] = []): void {
     copyOps.push(...this.blocks.allocate(seq, numTokens, cached));
     if (this.swa) swaCopyOps.push(...this.swa.allocate(seq, numTokens));
+    this.states?.acquire(seq);
   }
 
   private freeBlocks(seq: Sequence): void {
     this.blocks.free(seq);
     this.swa?.free(seq);
+    this.states?.release(seq);
   }
 
   get numWaiting(): number {
@@ -161,10 +174,11 @@ export class Scheduler {
         }
         continue;
       }
-      this.allocate(seq, seq.numComputed + numTokens, copyOps, swaCopyOps);
-      chunks.push({ seq, numTokens });
+      const draft = this.draftFor(seq, numTokens, budget, end - next - 1);
+      this.allocate(seq, seq.numComputed + numTokens + draft.length, copyOps, swaCopyOps);
+      chunks.push(draft.length > 0 ? { seq, numTokens, draft } : { seq, numTokens });
       running.push(seq);
-      budget -= numTokens;
+      budget -= numTokens + draft.length;
       if (!decode) prefill -= numTokens;
     }
     this.running = running;
@@ -204,6 +218,30 @@ export class Scheduler {
       chunks.push({ seq, numTokens });
       budget -= numTokens;
     }
+  }
+
+  /**
+   * seq's draft for this step: only what the budget and the free blocks hold while keeping a
+   * block for each of the `reserve` running sequences after it (drafting never preempts).
+   */
+  private draftFor(seq: Sequence, numTokens: number, budget: number, reserve: number): readonly number[] {
+    if (!this.speculator || numTokens !== seq.numUncomputed) return [];
+    const draft = this.speculator.propose(seq, budget - numTokens, this.numRunningLive);
+    // reserve·blockSize more tokens need exactly `reserve` more blocks
+    const covered = seq.numComputed + numTokens + draft.length + reserve * this.blocks.blockSize;
+    return draft.length > 0 && this.canAllocate(seq, covered) ? draft : [];
+  }
+
+  /**
+   * After verification: the first `accepted` draft tokens of seq's chunk are its tokens now
+   * and their K/V stay; blocks held only for rejected positions are freed (their slots in
+   * kept blocks are overwritten later) and only accepted tokens enter the prefix cache.
+   */
+  acceptDraft(seq: Sequence, accepted: number): void {
+    assert(seq.status === 'running' && seq.numComputed + accepted < seq.tokens.length, `${seq.key}: ${accepted} accepted drafts are not its tokens`);
+    seq.numComputed += accepted;
+    this.blocks.truncate(seq, seq.numComputed);
+    if (this.config.enablePrefixCaching) this.blocks.cacheFullBlocks(seq, seq.tokens, seq.numComputed);
   }
 
   /** Frees a running sequence's blocks and puts it first in line to be recomputed. */

@@ -34,8 +34,12 @@ export class Sequence implements BlockOwner {
   noPrefixCache = false;
   /** running slots it holds (--max-num-seqs): n for the first completion of an n > 1 request until it forks, else 1 */
   slots = 1;
+  /** its recurrent-state slot (hybrid models, engine/state-slots.ts), -1 while it holds none */
+  stateSlot = -1;
   /** where its prefix-cache chain starts (a cache salt's root; 0 = shared) */
   prefixRoot = 0;
+  /** the length its tokens may reach (max_tokens, context) if it may draft speculatively, else 0 */
+  draftLimit = 0;
 
   constructor(
     readonly requestId: string,

@@ -50,6 +50,14 @@ export interface AttentionShape {
   readonly softcap?: number;
 }
 
+/** Head layout of a gated delta rule: q/k [numTokens, numKHeads, headDim], v/out [numTokens, numVHeads, headDim]. */
+export interface DeltaRuleShape {
+  readonly numKHeads: number;
+  /** a multiple of numKHeads; value head h reads key head h % numKHeads */
+  readonly numVHeads: number;
+  readonly headDim: number;
+}
+
 export interface Kernels {
   readonly name: string;
 
@@ -129,6 +137,44 @@ export interface Kernels {
 
   /** The first j with u − w[0] − … − w[j] < 0 (subtracted in this order); n − 1 if none. */
   drawIndex(weights: Float64Array, n: number, u: number): number;
+
+  /**
+   * Causal depthwise conv1d then SiLU, per sequence s of a flat batch (tokens seqStarts[s] ..
+   * seqStarts[s+1]-1), its history in state slot slots[s]: x, out [numTokens, channels];
+   * weight [channels, kernel] f32; state [numSlots, kernel - 1, channels], the slot's last
+   * kernel - 1 inputs oldest first, replaced by the last kernel - 1 inputs after the sequence's
+   * tokens. out[t, c] = silu(Σ_i in[t + i, c] · weight[c, i]) over in = state rows, then x rows.
+   */
+  convSilu(
+    out: Float32Array,
+    x: Float32Array,
+    weight: Float32Array,
+    state: Float32Array,
+    slots: Int32Array,
+    seqStarts: Int32Array,
+    channels: number,
+    kernel: number,
+  ): void;
+
+  /**
+   * The gated delta rule (Gated DeltaNet), token by token per sequence and value head h, with
+   * state M = state slot slots[s] head h ([headDim, headDim], M[j, i] = S[i][j]):
+   * M ← e^g[t,h] · M; d[j] = (v[j] − Σ_i M[j,i] k[i]) · beta[t,h]; M[j,i] += k[i] d[j];
+   * out[j] = Σ_i M[j,i] q[i] / √headDim. q, k are those of key head h % numKHeads.
+   * g, beta: [numTokens, numVHeads]; state: [numSlots, numVHeads, headDim, headDim], in place.
+   */
+  gatedDeltaRule(
+    out: Float32Array,
+    q: Float32Array,
+    k: Float32Array,
+    v: Float32Array,
+    g: Float32Array,
+    beta: Float32Array,
+    state: Float32Array,
+    slots: Int32Array,
+    seqStarts: Int32Array,
+    shape: DeltaRuleShape,
+  ): void;
 
   /** Stores k, v ([numTokens, numKvHeads * headDim]) at slotMapping[t] of a cache layer. */
   writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void;

@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer, Kernels } from './index.js';
+import type { AttentionBatch, AttentionShape, DeltaRuleShape, KvCacheShape, KvLayer, Kernels } from './index.js';
 import { referenceKernels } from './reference.js';
 import type { RopeStyle, WeightTensor } from '../model/weights.js';
 import type { RopeScaling } from '../model/rope-scaling.js';
@@ -68,6 +68,10 @@ interface NativeAddon {
   /** absent when the addon was built without native/matmul.cc */
   matmul?(out: F32, x: F32, rows: number, data: Uint8Array, type: number, inFeatures: number, outFeatures: number): void;
   embedRows?(out: F32, data: Uint8Array, type: number, dim: number, nRows: number, ids: Int32Array): void;
+  /** absent when the addon was built without native/recurrent.cc */
+  convSilu?(out: F32, x: F32, weight: F32, state: F32, slots: Int32Array, seqStarts: Int32Array, channels: number, kernel: number): void;
+  gatedDeltaRule?(out: F32, q: F32, k: F32, v: F32, g: F32, beta: F32, state: F32, slots: Int32Array, seqStarts: Int32Array,
+    numKHeads: number, numVHeads: number, headDim: number): void;
 }
 
 /** dist/src/kernels/ → the project root; LOOM_NATIVE_ADDON loads another build (the sanitizer build) */
@@ -180,6 +184,11 @@ function wrap(a: NativeAddon): Kernels {
       : referenceKernels.embedRows,
     rmsNorm: a.rmsNorm,
     layerNorm: a.layerNorm,
+    convSilu: a.convSilu ?? referenceKernels.convSilu,
+    gatedDeltaRule: a.gatedDeltaRule
+      ? (out: F32, q: F32, k: F32, v: F32, g: F32, beta: F32, state: F32, slots: Int32Array, seqStarts: Int32Array, s: DeltaRuleShape) =>
+          a.gatedDeltaRule!(out, q, k, v, g, beta, state, slots, seqStarts, s.numKHeads, s.numVHeads, s.headDim)
+      : referenceKernels.gatedDeltaRule,
     rope: (x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, style: RopeStyle, s?: RopeScaling) =>
       s
         ? a.rope(x, positions, numHeads, headDim, ropeDim, base, style === 'neox', ropeScalingArgs(s), s.freqFactors ?? null)

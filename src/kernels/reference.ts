@@ -2,6 +2,7 @@
 // it is unavailable. Written to be obviously correct, not fast. Where llama.cpp rounds
 // (activations to the weight's dot type, q and softmax weights to f16 against an f16 KV
 // cache, GELU through f16), these round the same way, so that greedy tokens agree.
+import { convSilu, gatedDeltaRule } from './reference-recurrent.js';
 import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer, Kernels } from './index.js';
 import type { RopeStyle, WeightTensor } from '../model/weights.js';
 import type { RopeScaling } from '../model/rope-scaling.js';
@@ -321,6 +322,8 @@ export const referenceKernels: Kernels = {
   embedRows,
   rmsNorm,
   layerNorm,
+  convSilu,
+  gatedDeltaRule,
   rope,
   siluMul,
   gelu,

@@ -14,6 +14,9 @@ export interface ForwardBatch extends AttentionBatch {
   readonly logitIndices: Int32Array;
   /** the sliding-window pool's tables and slots, when the cache has one (KvCache.swa) */
   readonly swa?: SwaTables;
+  /** [numSeqs] each sequence's recurrent-state slot (KvCache.recurrent), for hybrid models; a
+   *  sequence whose chunk starts at position 0 starts from a zeroed state */
+  readonly stateSlots?: Int32Array;
 }
 
 /** Block tables of the sliding-window pool: -1 for blocks wholly outside every window (freed). */
@@ -43,6 +46,8 @@ export interface SequenceChunk {
   readonly blockTable: ArrayLike<number>;
   /** its table in the sliding-window pool (-1 where released), when the cache has one */
   readonly swaBlockTable?: ArrayLike<number>;
+  /** its recurrent-state slot (hybrid models) */
+  readonly stateSlot?: number;
   /** whether the logits after this chunk's last token are wanted */
   readonly wantLogits: boolean;
   /** logits after every token of the chunk (prompt logprobs), in token order */
@@ -77,7 +82,14 @@ export function buildBatch(chunks: readonly SequenceChunk[], blockSize: number):
   });
   seqStarts[chunks.length] = t;
   const swa = chunks.some((c) => c.swaBlockTable) ? buildSwaTables(chunks, blockSize, positions, seqStarts) : undefined;
-  return { tokenIds, positions, slotMapping, seqStarts, blockTables, maxBlocksPerSeq, logitIndices: Int32Array.from(logitIndices), ...(swa ? { swa } : {}) };
+  const stateSlots = chunks.some((c) => c.stateSlot !== undefined) ? Int32Array.from(chunks, (c, s) => {
+    if (c.stateSlot === undefined) throw new Error(`sequence ${s} has no recurrent-state slot`);
+    return c.stateSlot;
+  }) : undefined;
+  return {
+    tokenIds, positions, slotMapping, seqStarts, blockTables, maxBlocksPerSeq, logitIndices: Int32Array.from(logitIndices),
+    ...(swa ? { swa } : {}), ...(stateSlots ? { stateSlots } : {}),
+  };
 }
 
 function buildSwaTables(chunks: readonly SequenceChunk[], blockSize: number, positions: Int32Array, seqStarts: Int32Array): SwaTables {

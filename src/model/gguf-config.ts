@@ -3,7 +3,7 @@ import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { MetadataReader } from './gguf-metadata.js';
 import type { GGUFMetadata } from './gguf-metadata.js';
 import { ggufRopeScaling } from './gguf-rope.js';
-import type { ArchName, ModelConfig, RopeStyle, TensorSource } from './weights.js';
+import type { ArchName, LinearAttention, ModelConfig, RopeStyle, TensorSource } from './weights.js';
 
 const ROPE_STYLE: Record<ArchName, RopeStyle> = {
   llama: 'normal', // llama.cpp's converter permutes llama q/k so pairs are adjacent
@@ -14,9 +14,10 @@ const ROPE_STYLE: Record<ArchName, RopeStyle> = {
   smollm3: 'normal', // converted as llama (permuted q/k)
   gemma2: 'neox',
   gemma3: 'neox',
+  qwen35: 'neox', // IMROPE: text positions repeat over the sections, which is NeoX over ropeDim
 };
 
-export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3'];
+export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35'];
 
 /** llama.cpp's smollm3: every 4th layer (il + 1 ≡ 0 mod 4) skips RoPE */
 export const SMOLLM3_NO_ROPE_STEP = 4;
@@ -37,13 +38,15 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
   const hiddenSize = meta.number(key('embedding_length'));
   const numHeads = meta.number(key('attention.head_count'));
   const headDim = meta.number(key('attention.key_length'), hiddenSize / numHeads);
-  const numLayers = meta.number(key('block_count'));
+  // multi-token-prediction (nextn) blocks follow the trunk's; loom runs the trunk only
+  const numLayers = meta.number(key('block_count')) - (meta.optionalNumber(key('nextn_predict_layers')) ?? 0);
   const contextLength = meta.number(key('context_length'));
   const ropeBase = meta.number(key('rope.freq_base'), 10000);
   const ropeDim = meta.number(key('rope.dimension_count'), headDim);
   const ropeScaling = arch === 'gpt2' ? undefined : ggufRopeScaling(meta, tensors, { arch, ropeDim, ropeBase, contextLength });
   const noRopeLayers =
     arch === 'smollm3' ? Array.from({ length: numLayers }, (_, i) => i).filter((i) => (i + 1) % SMOLLM3_NO_ROPE_STEP === 0) : undefined;
+  const linear = arch === 'qwen35' ? { linearAttention: linearAttention(meta, arch, numLayers) } : {};
   const gemma = arch === 'gemma2' || arch === 'gemma3' ? gemmaParams(meta, arch, { hiddenSize, numHeads, headDim, numLayers, ropeBase }) : {};
   return {
     arch,
@@ -66,7 +69,35 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     ...(ropeScaling ? { ropeScaling } : {}),
     ...(noRopeLayers ? { noRopeLayers } : {}),
     ...gemma,
+    ...linear,
   };
+}
+
+/** llama_model_qwen35::load_arch_hparams: the ssm.* keys; recurrent layers from
+ *  attention.recurrent_layers, else every layer but each full_attention_interval-th (default 4). */
+function linearAttention(meta: MetadataReader, arch: ArchName, numLayers: number): LinearAttention {
+  const key = (k: string): string => `${arch}.${k}`;
+  const flags = meta.metadata.get(key('attention.recurrent_layers'));
+  let layers: boolean[];
+  if (Array.isArray(flags)) {
+    if (flags.length < numLayers) throw new ModelFormatError(meta.file, `${key('attention.recurrent_layers')} should hold ${numLayers} flags`);
+    layers = flags.slice(0, numLayers).map((x) => x === true || x === 1);
+  } else {
+    const interval = meta.number(key('full_attention_interval'), 4);
+    layers = Array.from({ length: numLayers }, (_, i) => (i + 1) % interval !== 0);
+  }
+  const l: LinearAttention = {
+    layers,
+    convKernel: meta.number(key('ssm.conv_kernel')),
+    headDim: meta.number(key('ssm.state_size')),
+    numKHeads: meta.number(key('ssm.group_count')),
+    numVHeads: meta.number(key('ssm.time_step_rank')),
+  };
+  const inner = meta.number(key('ssm.inner_size'));
+  if (inner !== l.headDim * l.numVHeads || l.numVHeads % l.numKHeads !== 0 || l.convKernel < 2) {
+    throw new ModelFormatError(meta.file, `inconsistent ssm keys: inner_size ${inner}, state_size ${l.headDim}, group_count ${l.numKHeads}, time_step_rank ${l.numVHeads}, conv_kernel ${l.convKernel}`);
+  }
+  return l;
 }
 
 interface GemmaShape {

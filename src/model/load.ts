@@ -35,3 +35,20 @@ export function loadModel(path: string): LoadedModel {
   const config = ggufModelConfig(path, gguf.metadata, gguf);
   return { path, format: 'gguf', config, tensors: gguf, tokenizer: tokenizerFromGGUF(path, gguf.metadata) };
 }
+
+/** The tokenizer of a model path alone (a tokenizer worker's): the GGUF header is read once, no tensor. */
+export function loadTokenizer(path: string): Tokenizer {
+  let isDir: boolean;
+  try {
+    isDir = statSync(path).isDirectory();
+  } catch {
+    throw new ModelFormatError(path, 'no such file or folder');
+  }
+  if (isDir) return tokenizerFromHFFolder(path);
+  const gguf = openGGUF(path);
+  try {
+    return tokenizerFromGGUF(path, gguf.metadata);
+  } finally {
+    gguf.close();
+  }
+}

@@ -15,7 +15,7 @@ export interface WeightTensor {
   readonly data: Uint8Array;
 }
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3';
+export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35';
 
 /** How RoPE pairs dimensions: `normal` rotates (x[2i], x[2i+1]) (llama.cpp's llama layout);
  *  `neox` rotates (x[i], x[i + ropeDim/2]) (HF rotate_half, Qwen, GPT-NeoX). */
@@ -48,6 +48,49 @@ export interface ModelConfig {
   readonly slidingWindow?: SlidingWindow;
   /** Gemma's extras (see arch/gemma.ts); absent for the other families */
   readonly gemma?: GemmaParams;
+  /** Gated DeltaNet layers of a hybrid model (Qwen3.5, see arch/qwen35.ts); absent = attention only */
+  readonly linearAttention?: LinearAttention;
+}
+
+/**
+ * The linear-attention (Gated DeltaNet) layers of a hybrid model, as llama.cpp's ssm.* keys
+ * give them. Each such layer keeps, per sequence, a conv state [convKernel - 1, convDim] and
+ * a recurrent state [numVHeads, headDim, headDim] instead of KV-cache entries.
+ */
+export interface LinearAttention {
+  /** [numLayers] true for a Gated DeltaNet layer, false for a (gated) full-attention one */
+  readonly layers: readonly boolean[];
+  /** ssm.conv_kernel: taps of the causal conv1d */
+  readonly convKernel: number;
+  /** ssm.state_size: size of every key and value head */
+  readonly headDim: number;
+  /** ssm.group_count */
+  readonly numKHeads: number;
+  /** ssm.time_step_rank; value head h reads key head h % numKHeads (ggml's broadcast) */
+  readonly numVHeads: number;
+}
+
+/** channels of the conv1d: q and k (numKHeads heads each) then v (numVHeads) */
+export function linearConvDim(l: LinearAttention): number {
+  return (2 * l.numKHeads + l.numVHeads) * l.headDim;
+}
+
+/** f32 values one sequence's recurrent state takes in one linear layer: conv, then delta-rule state */
+export function linearStateSizes(l: LinearAttention): { conv: number; ssm: number } {
+  return { conv: (l.convKernel - 1) * linearConvDim(l), ssm: l.numVHeads * l.headDim * l.headDim };
+}
+
+/** bytes of recurrent state one sequence holds across all linear layers (0 for attention-only models) */
+export function recurrentStateBytes(config: ModelConfig): number {
+  const l = config.linearAttention;
+  if (!l) return 0;
+  const { conv, ssm } = linearStateSizes(l);
+  return 4 * (conv + ssm) * l.layers.filter(Boolean).length;
+}
+
+/** how many layers keep KV-cache entries (all but the linear-attention ones) */
+export function attentionLayerCount(config: ModelConfig): number {
+  return config.linearAttention ? config.linearAttention.layers.filter((x) => !x).length : config.numLayers;
 }
 
 export interface SlidingWindow {

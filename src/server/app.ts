@@ -8,7 +8,10 @@ import type { ServerContext, ServerOptions } from './context.js';
 import { toOpenAIError } from './errors.js';
 import { ServerMetrics } from './metrics.js';
 import { fastifyNetworkOptions } from './network.js';
+import { maxTokenBytes } from './prompt-bytes.js';
 import { secureApp } from './security.js';
+import { TextWork } from './text-work.js';
+import type { TokenizerPool } from './tokenizer-pool.js';
 import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { generateRoute } from './routes/generate.js';
@@ -21,6 +24,8 @@ export interface AppParts {
   readonly tokenizer: Tokenizer;
   readonly options: ServerOptions;
   readonly logger?: boolean;
+  /** workers for long texts; the app owns it from here (closed with the app) */
+  readonly tokenizerPool?: TokenizerPool | undefined;
 }
 
 export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerContext } {
@@ -35,6 +40,7 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
   const ctx: ServerContext = {
     engine: parts.engine,
     tokenizer: parts.tokenizer,
+    text: new TextWork(parts.tokenizer, parts.tokenizerPool, options.chatTemplate),
     options,
     metrics: new ServerMetrics(options.servedModelName, parts.engine),
     inFlight: 0,
@@ -43,6 +49,9 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
     sessions: new Map(),
     ignoredFields: new Set(),
   };
+  const pool = parts.tokenizerPool;
+  if (pool) app.addHook('onClose', async () => pool.close());
+  maxTokenBytes(parts.tokenizer); // a pass over the vocabulary, done now rather than in the first request
   secureApp(app, options);
   app.setErrorHandler(async (err, _req, reply) => {
     const { status, body } = toOpenAIError(err);

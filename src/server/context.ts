@@ -7,6 +7,7 @@ import type { ServerMetrics } from './metrics.js';
 import type { RequestLimits } from './limits.js';
 import type { NetworkOptions } from './network.js';
 import type { ReasoningParserName } from './reasoning/parser.js';
+import type { TextWork } from './text-work.js';
 import type { ToolCallParserName } from './tools/parsers.js';
 
 export interface ServerOptions {
@@ -50,6 +51,8 @@ export interface ActiveRequest {
 export interface ServerContext {
   readonly engine: EngineClient;
   readonly tokenizer: Tokenizer;
+  /** encode / decode / chat rendering, off this thread when the text is long */
+  readonly text: TextWork;
   readonly options: ServerOptions;
   readonly metrics: ServerMetrics;
   inFlight: number;

@@ -63,10 +63,16 @@ export class ServerMetrics {
   private readonly inferenceTime: Twin<Histogram<string>>;
   private readonly paramsN: Twin<Histogram<string>>;
   private readonly paramsMaxTokens: Twin<Histogram<string>>;
+  private readonly specDrafts: Twin<Counter<string>>;
+  private readonly specDraftTokens: Twin<Counter<string>>;
+  private readonly specAccepted: Twin<Counter<string>>;
+  private readonly specAcceptedPerPos: Twin<Counter<string>>;
   /** engine counters are cumulative; the Prometheus counters advance by the difference */
   private last = { queries: 0, hits: 0, preemptions: 0 };
   /** generated tokens since the last busy-log line */
   tokensSinceLog = 0;
+  /** speculative drafts since the last busy-log line */
+  specSinceLog = { drafts: 0, draftTokens: 0, accepted: 0 };
 
   constructor(modelName: string, engine: EngineClient) {
     this.labels = { model_name: modelName, engine: '0' };
@@ -98,6 +104,11 @@ export class ServerMetrics {
     this.inferenceTime = histogram('request_inference_time_seconds', 'Histogram of time spent in RUNNING phase for request.', E2E_BUCKETS);
     this.paramsN = histogram('request_params_n', 'Histogram of the n request parameter.', PARAMS_N_BUCKETS);
     this.paramsMaxTokens = histogram('request_params_max_tokens', 'Histogram of the max_tokens request parameter.', tokenBuckets);
+    // speculative decoding (vLLM's SpecDecodingProm): zero unless --speculative-config is on
+    this.specDrafts = counter('spec_decode_num_drafts_total', 'Number of spec decoding drafts.');
+    this.specDraftTokens = counter('spec_decode_num_draft_tokens_total', 'Number of draft tokens.');
+    this.specAccepted = counter('spec_decode_num_accepted_tokens_total', 'Number of accepted tokens.');
+    this.specAcceptedPerPos = counter('spec_decode_num_accepted_tokens_per_pos', 'Accepted tokens per draft position.', ['position']);
     // vLLM's cache_config_info: the KV cache's configuration as labels, value 1
     for (const p of PREFIXES) {
       const info = { block_size: String(engine.info.blockSize), num_gpu_blocks: String(engine.info.numBlocks) };
@@ -105,7 +116,9 @@ export class ServerMetrics {
     }
     // every series exists from the start, at zero, as dashboards expect
     for (const twin of [this.running, this.waiting, this.kvUsage]) twin.each((g) => g.set(this.labels, 0));
-    for (const twin of [this.promptTokens, this.generationTokens, this.prefixQueries, this.prefixHits, this.preemptions]) twin.each((c) => c.inc(this.labels, 0));
+    for (const twin of [this.promptTokens, this.generationTokens, this.prefixQueries, this.prefixHits, this.preemptions, this.specDrafts, this.specDraftTokens, this.specAccepted]) {
+      twin.each((c) => c.inc(this.labels, 0));
+    }
     for (const reason of ['stop', 'length', 'abort']) this.success.each((c) => c.inc({ ...this.labels, finished_reason: reason }, 0));
     engine.onStep((step) => this.onStep(step));
     // loom's own: vLLM exits instead of restarting its engine
@@ -134,6 +147,16 @@ export class ServerMetrics {
     inc(this.prefixHits, stats.prefixCacheHits - this.last.hits);
     inc(this.preemptions, stats.numPreemptions - this.last.preemptions);
     this.last = { queries: stats.prefixCacheQueries, hits: stats.prefixCacheHits, preemptions: stats.numPreemptions };
+    const spec = stats.spec;
+    if (spec) {
+      inc(this.specDrafts, spec.numDrafts);
+      inc(this.specDraftTokens, spec.numDraftTokens);
+      inc(this.specAccepted, spec.numAcceptedTokens);
+      this.specSinceLog.drafts += spec.numDrafts;
+      this.specSinceLog.draftTokens += spec.numDraftTokens;
+      this.specSinceLog.accepted += spec.numAcceptedTokens;
+      spec.acceptedPerPosition.forEach((n, position) => this.specAcceptedPerPos.each((c) => c.inc({ ...this.labels, position: String(position) }, n)));
+    }
   }
 
   /** Records one request's latencies and counts; create it when the request arrives. */

@@ -7,6 +7,8 @@
 import type { ServerContext } from './context.js';
 import { HttpError } from './errors.js';
 import { chatPrompt } from './openai-request.js';
+import { checkPromptBytes } from './prompt-bytes.js';
+import { contextLimit } from './request.js';
 import type { RequestSpec } from './request.js';
 
 export interface OllamaOptions {
@@ -107,8 +109,9 @@ function samplingOf(options: OllamaOptions | null | undefined): Pick<RequestSpec
   };
 }
 
+/** the --chat-template given, else the model's own */
 function hasTemplate(ctx: ServerContext): boolean {
-  return (ctx.tokenizer.chatTemplate ?? '').trim() !== '';
+  return (ctx.options.chatTemplate ?? ctx.tokenizer.chatTemplate ?? '').trim() !== '';
 }
 
 /**
@@ -116,7 +119,7 @@ function hasTemplate(ctx: ServerContext): boolean {
  * as Ollama does, unless `raw` or the model has no template; `context` (a previous
  * response's token ids) goes first. Undefined when there is nothing to run (Ollama's "load").
  */
-export function ollamaGenerateSpec(ctx: ServerContext, body: OllamaGenerateBody): { spec: RequestSpec; templated: boolean } | undefined {
+export async function ollamaGenerateSpec(ctx: ServerContext, body: OllamaGenerateBody): Promise<{ spec: RequestSpec; templated: boolean } | undefined> {
   if (body.images != null && body.images.length > 0) bad('images are not supported: loom serves text-only models', 'images');
   if (body.suffix) bad('suffix (fill-in-the-middle) is not supported by loom', 'suffix');
   if (body.template) bad('template: loom renders the model\'s own chat template and takes no Go template', 'template');
@@ -130,11 +133,12 @@ export function ollamaGenerateSpec(ctx: ServerContext, body: OllamaGenerateBody)
   let text = prompt;
   if (templated) {
     const messages = [...(body.system ? [{ role: 'system', content: body.system }] : []), { role: 'user', content: prompt }];
-    text = chatPrompt(ctx, messages, { addGenerationPrompt: true });
+    text = await chatPrompt(ctx, messages, { addGenerationPrompt: true });
   } else if (body.system && !body.raw) {
     text = `${body.system}\n\n${prompt}`;
   }
-  const promptIds = ctx.tokenizer.encode(text, { addSpecial: !templated && context.length === 0, parseSpecial: templated });
+  checkPromptBytes(ctx.tokenizer, text, contextLimit(ctx), 'prompt');
+  const promptIds = await ctx.text.encode(text, { addSpecial: !templated && context.length === 0, parseSpecial: templated });
   return {
     templated,
     spec: {
@@ -148,7 +152,7 @@ export function ollamaGenerateSpec(ctx: ServerContext, body: OllamaGenerateBody)
 }
 
 /** /api/chat: the messages through the model's chat template. Undefined for no messages ("load"). */
-export function ollamaChatSpec(ctx: ServerContext, body: OllamaChatBody): RequestSpec | undefined {
+export async function ollamaChatSpec(ctx: ServerContext, body: OllamaChatBody): Promise<RequestSpec | undefined> {
   if (body.tools != null && body.tools.length > 0) bad('tools are not supported by loom yet', 'tools');
   const messages = body.messages ?? [];
   if (!Array.isArray(messages)) bad('messages must be a list', 'messages');
@@ -158,7 +162,7 @@ export function ollamaChatSpec(ctx: ServerContext, body: OllamaChatBody): Reques
   }
   if (messages.length === 0) return undefined;
   if (!hasTemplate(ctx)) bad(`${ctx.options.servedModelName} has no chat template; use /api/generate`, 'messages');
-  const text = chatPrompt(
+  const text = await chatPrompt(
     ctx,
     messages.map((m) => ({ role: m.role, content: m.content ?? '' })),
     { addGenerationPrompt: true },

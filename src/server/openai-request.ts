@@ -1,7 +1,6 @@
 // OpenAI request bodies (with vLLM's extra fields) as RequestSpecs: field names, defaults
 // and vLLM's rules (entrypoints/openai/completion/protocol.py, chat_completion/protocol.py).
 // Everything is checked here or in request.ts before a response starts.
-import { renderChat } from '../tokenizer/chat-template.js';
 import type { ChatMessage } from '../tokenizer/chat-template.js';
 import type { ServerContext } from './context.js';
 import { checkModel, noteIgnoredFields } from './context.js';
@@ -145,7 +144,7 @@ export function completionsSpec(ctx: ServerContext, body: CompletionsBody): Requ
  * The chat's spec, the text an `echo` repeats (the final message, when it is the
  * assistant's) and how the output is split into reasoning, content and tool calls.
  */
-export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpec; echoText: string; output: ChatOutputConfig } {
+export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<{ spec: RequestSpec; echoText: string; output: ChatOutputConfig }> {
   checkModel(ctx, body.model);
   noteIgnoredFields(ctx, body, CHAT_FIELDS, '/v1/chat/completions');
   const logprobs = body.logprobs ? (body.top_logprobs ?? 0) : null;
@@ -155,7 +154,7 @@ export function chatSpec(ctx: ServerContext, body: ChatBody): { spec: RequestSpe
   const common = commonSpec(body, logprobs, null);
   const tools = planTools(ctx, body);
   const kwargs = body.chat_template_kwargs ?? undefined;
-  const prompt = chatPrompt(ctx, body.messages, {
+  const prompt = await chatPrompt(ctx, body.messages, {
     addGenerationPrompt: body.add_generation_prompt ?? true,
     continueFinalMessage: body.continue_final_message ?? false,
     extra: { ...tools.templateVars, ...kwargs },
@@ -211,15 +210,14 @@ export interface ChatPromptOptions {
 }
 
 /** The chat rendered by the model's template, as text (tokenized with parseSpecial). */
-export function chatPrompt(ctx: ServerContext, messages: ChatBody['messages'], opts: ChatPromptOptions): string {
+export async function chatPrompt(ctx: ServerContext, messages: ChatBody['messages'], opts: ChatPromptOptions): Promise<string> {
   const list = chatMessages(messages);
-  const template = ctx.options.chatTemplate;
-  if (!opts.continueFinalMessage) return renderChat(ctx.tokenizer, list, { addGenerationPrompt: opts.addGenerationPrompt, template, ...(opts.extra && { extra: opts.extra }) });
+  if (!opts.continueFinalMessage) return ctx.text.render(list, { addGenerationPrompt: opts.addGenerationPrompt, extra: opts.extra });
   if (opts.addGenerationPrompt) {
     throw new HttpError(400, 'Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'invalid_request_error', 'continue_final_message');
   }
   const final = list.at(-1)!;
-  const text = renderChat(ctx.tokenizer, list, { addGenerationPrompt: false, template, ...(opts.extra && { extra: opts.extra }) });
+  const text = await ctx.text.render(list, { addGenerationPrompt: false, extra: opts.extra });
   // as transformers' apply_chat_template: cut the rendering right after the final message's content
   const content = final.content.trim();
   const at = content ? text.lastIndexOf(content) : -1;

@@ -13,6 +13,7 @@ import type { ServerContext } from './context.js';
 import { HttpError } from './errors.js';
 import { checkLimits } from './limits.js';
 import { checkPromptBytes } from './prompt-bytes.js';
+import { Slicer } from './slicer.js';
 
 export type PromptInput = string | readonly number[];
 
@@ -69,19 +70,24 @@ export function contextLimit(ctx: ServerContext): number {
 
 export async function resolveRequest(ctx: ServerContext, spec: RequestSpec): Promise<ResolvedRequest> {
   checkLimits(ctx.options.limits, spec);
+  checkSequences(ctx, spec);
   const id = requestIdFor(ctx, spec);
   const stop = stopStrings(spec.stop);
-  const badWords = (spec.badWords ?? []).flatMap((w) => badWordIds(ctx, w));
+  const badWords: number[][] = [];
+  for (const w of spec.badWords ?? []) badWords.push(...(await badWordIds(ctx, w)));
   const prompts: ResolvedPrompt[] = [];
+  // a long prompt list is resolved in slices, so other requests are served in between
+  const slicer = new Slicer();
   for (const p of spec.prompts) {
+    await slicer.tick();
     if (typeof p === 'string' && spec.truncatePromptTokens == null) checkPromptBytes(ctx.tokenizer, p, contextLimit(ctx), spec.promptParam);
-    let ids = typeof p === 'string' ? ctx.tokenizer.encode(p, { addSpecial: spec.addSpecialTokens, parseSpecial: spec.parseSpecial ?? true }) : [...p];
+    let ids = typeof p === 'string' ? await ctx.text.encode(p, { addSpecial: spec.addSpecialTokens, parseSpecial: spec.parseSpecial ?? true }) : [...p];
     checkTokenIds(ctx, ids, spec.promptParam);
     if (ids.length === 0) throw new HttpError(400, 'The prompt must not be empty', 'invalid_request_error', spec.promptParam);
     ids = truncate(ctx, ids, spec.truncatePromptTokens);
     const maxTokens = resolveMaxTokens(ctx, ids.length, spec.maxTokens, spec.defaultMaxTokens, spec.promptParam, spec.maxTokensParam);
     const params = resolveParams(ctx, { ...spec.sampling, maxTokens, badWords }, { max_tokens: spec.maxTokensParam, ...spec.paramNames });
-    prompts.push({ ids, text: typeof p === 'string' ? p : ctx.tokenizer.decode(ids, { skipSpecial: false }), params: Object.freeze(params) });
+    prompts.push({ ids, text: typeof p === 'string' ? p : await ctx.text.decode(ids, { skipSpecial: false }), params: Object.freeze(params) });
   }
   const grammar = prompts[0]?.params.grammar;
   if (grammar) {
@@ -99,6 +105,18 @@ export async function resolveRequest(ctx: ServerContext, spec: RequestSpec): Pro
     includeStopStrInOutput: spec.includeStopStrInOutput ?? false,
     skipSpecialTokens: spec.skipSpecialTokens ?? true,
   });
+}
+
+/**
+ * prompts × n above what the server admits at once is refused before any prompt is
+ * tokenized (admission says the same after; this spares the work of a hopeless request)
+ */
+function checkSequences(ctx: ServerContext, spec: RequestSpec): void {
+  const sequences = spec.prompts.length * (spec.sampling.n ?? 1);
+  const max = ctx.options.maxPendingRequests;
+  if (sequences > max) {
+    throw new HttpError(400, `this request asks for ${sequences} sequences (prompts × n), more than this server admits at once (--max-pending-requests ${max})`, 'invalid_request_error', 'n');
+  }
 }
 
 /** Defaults filled and every field checked against the vocabulary; errors name the field. */
@@ -161,8 +179,8 @@ export function stopStrings(stop: string | readonly string[] | null | undefined)
 }
 
 /** vLLM's bad_words: the word's tokens, with and without a leading space (deduplicated) */
-function badWordIds(ctx: ServerContext, word: string): number[][] {
-  const variants = [word, ` ${word.trimStart()}`].map((w) => ctx.tokenizer.encode(w, { addSpecial: false, parseSpecial: false }));
+async function badWordIds(ctx: ServerContext, word: string): Promise<number[][]> {
+  const variants = await Promise.all([word, ` ${word.trimStart()}`].map((w) => ctx.text.encode(w, { addSpecial: false, parseSpecial: false })));
   const seen = new Set<string>();
   return variants.filter((ids) => ids.length > 0 && !seen.has(ids.join(',')) && seen.add(ids.join(',')));
 }

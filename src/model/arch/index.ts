@@ -3,6 +3,7 @@ import type { Architecture } from './architecture.js';
 import { Gpt2Architecture } from './gpt2.js';
 import { GemmaArchitecture } from './gemma.js';
 import { LlamaArchitecture } from './llama.js';
+import { Qwen35Architecture } from './qwen35.js';
 
 export type { Architecture } from './architecture.js';
 
@@ -20,5 +21,7 @@ export function createArchitecture(config: ModelConfig, tensors: TensorSource, c
     case 'gemma2':
     case 'gemma3':
       return new GemmaArchitecture(config, tensors, contextLength);
+    case 'qwen35':
+      return new Qwen35Architecture(config, tensors);
   }
 }

@@ -22,7 +22,7 @@ import { newSummary, runPrompt } from './run.js';
 export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Body: ChatBody }>('/v1/chat/completions', { schema: { body: chatBody } }, async (req, reply) => {
     const body = req.body;
-    const { spec, echoText, output } = chatSpec(ctx, body);
+    const { spec, echoText, output } = await chatSpec(ctx, body);
     const r = await resolveRequest(ctx, spec);
     const { id } = r;
     const prompt = r.prompts[0]!;

@@ -9,6 +9,7 @@ import { toOpenAIError } from '../errors.js';
 import type { CompletionEvent } from '../generation.js';
 import { generate } from '../generation.js';
 import { chatPrompt } from '../openai-request.js';
+import { Slicer } from '../slicer.js';
 import { resolveRequest } from '../request.js';
 import { abortBody, encodeBody, generateBody } from '../schemas.js';
 import { SseWriter, disconnectSignal, runStream } from '../sse.js';
@@ -127,15 +128,21 @@ export function generateRoute(app: FastifyInstance, ctx: ServerContext): void {
     { schema: { body: encodeBody }, errorHandler },
     async (req) => {
       const { input, do_preprocess: pre, add_bos: addBos } = req.body;
-      const encode = (text: string): number[] => {
-        const prompt = pre ? chatPrompt(ctx, [{ role: 'user', content: text }], { addGenerationPrompt: true }) : text;
-        return ctx.tokenizer.encode(prompt, { addSpecial: addBos ?? true, parseSpecial: true });
+      const encode = async (text: string): Promise<number[]> => {
+        const prompt = pre ? await chatPrompt(ctx, [{ role: 'user', content: text }], { addGenerationPrompt: true }) : text;
+        return ctx.text.encode(prompt, { addSpecial: addBos ?? true, parseSpecial: true });
       };
       if (typeof input === 'string') {
-        const ids = encode(input);
+        const ids = await encode(input);
         return { input_ids: ids, length: ids.length };
       }
-      const all = input.map(encode);
+      // a long list in slices, so other requests are served in between
+      const slicer = new Slicer();
+      const all: number[][] = [];
+      for (const text of input) {
+        await slicer.tick();
+        all.push(await encode(text));
+      }
       return { input_ids: all, length: all.map((ids) => ids.length) };
     },
   );

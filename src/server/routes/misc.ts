@@ -21,19 +21,21 @@ export function miscRoutes(app: FastifyInstance, ctx: ServerContext): void {
     data: [{ id: ctx.options.servedModelName, object: 'model', created: started, owned_by: 'loom', max_model_len: ctx.options.maxModelLen }],
   }));
 
-  app.post<{ Body: TokenizeBody }>('/tokenize', { schema: { body: tokenizeBody } }, async (req) => {
+  app.post<{ Body: TokenizeBody }>('/tokenize', { schema: { body: tokenizeBody } }, async (req, reply) => {
     const body = req.body;
     checkModel(ctx, body.model);
-    const tokens = body.messages
-      ? ctx.tokenizer.encode(chatPrompt(ctx, body.messages, { addGenerationPrompt: body.add_generation_prompt ?? true }), { addSpecial: false, parseSpecial: true })
-      : ctx.tokenizer.encode(body.prompt ?? '', { addSpecial: body.add_special_tokens ?? true });
-    return { tokens, count: tokens.length, max_model_len: ctx.options.maxModelLen };
+    // the ids arrive as JSON text: a million of them are never a JS array on this thread
+    const { json, count } = body.messages
+      ? await ctx.text.encodeJson(await chatPrompt(ctx, body.messages, { addGenerationPrompt: body.add_generation_prompt ?? true }), { addSpecial: false, parseSpecial: true })
+      : await ctx.text.encodeJson(body.prompt ?? '', { addSpecial: body.add_special_tokens ?? true });
+    void reply.type('application/json; charset=utf-8');
+    return `{"tokens":${json},"count":${count},"max_model_len":${ctx.options.maxModelLen}}`;
   });
 
   app.post<{ Body: { model?: string; tokens: number[] } }>('/detokenize', { schema: { body: detokenizeBody } }, async (req) => {
     checkModel(ctx, req.body.model);
     checkTokenIds(ctx, req.body.tokens, 'tokens');
-    return { prompt: ctx.tokenizer.decode(req.body.tokens, { skipSpecial: false }) };
+    return { prompt: await ctx.text.decode(req.body.tokens, { skipSpecial: false }) };
   });
 
   app.get('/health', async (_req, reply) => {

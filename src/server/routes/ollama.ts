@@ -173,7 +173,7 @@ export function ollamaRoutes(app: FastifyInstance, ctx: ServerContext): void {
       checkCommon(req.body, '/api/generate');
       const model = checkModelName(ctx, req.body.model);
       const shape: Shape = (text) => ({ response: text });
-      const made = ollamaGenerateSpec(ctx, req.body);
+      const made = await ollamaGenerateSpec(ctx, req.body);
       if (!made) return loaded(model, shape);
       const r = await resolveRequest(ctx, made.spec);
       return answer(ctx, reply, r, req.body.stream ?? true, model, shape, req.body.raw ? undefined : r.prompts[0]!.ids);
@@ -183,7 +183,7 @@ export function ollamaRoutes(app: FastifyInstance, ctx: ServerContext): void {
       checkCommon(req.body, '/api/chat');
       const model = checkModelName(ctx, req.body.model);
       const shape: Shape = (text) => ({ message: { role: 'assistant', content: text } });
-      const spec: RequestSpec | undefined = ollamaChatSpec(ctx, req.body);
+      const spec: RequestSpec | undefined = await ollamaChatSpec(ctx, req.body);
       if (!spec) return loaded(model, shape);
       const r = await resolveRequest(ctx, spec);
       return answer(ctx, reply, r, req.body.stream ?? true, model, shape);

@@ -1,5 +1,6 @@
 // A resolved request's prompts handed to the engine: one generation per prompt, each
 // registered (for /abort_request) while the engine has it, with the server's metrics.
+import { setMaxListeners } from 'node:events';
 import type { ServerContext } from '../context.js';
 import { generate } from '../generation.js';
 import type { CompletionEvent, GenerationSummary } from '../generation.js';
@@ -33,6 +34,8 @@ export function runPrompt(ctx: ServerContext, r: ResolvedRequest, i: number, sig
 
 /** Every prompt's events as they come, tagged with the prompt's index. */
 export function runAll(ctx: ServerContext, r: ResolvedRequest, signal: AbortSignal, summaries: GenerationSummary[]): AsyncGenerator<[number, CompletionEvent]> {
+  // each prompt's generation listens for the client leaving: not a leak, however many
+  if (r.prompts.length > 1) setMaxListeners(r.prompts.length + 10, signal);
   return mergeAsync(r.prompts.map((_, i) => tagged(i, runPrompt(ctx, r, i, signal, summaries[i]!))));
 }
 
