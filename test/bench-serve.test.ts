@@ -280,6 +280,13 @@ describe('bench serve against loom serve on a fixture model', () => {
       const bad = spawnSync(process.execPath, [CLI, 'bench', 'serve', '--base-url', url, '--model', 'fixture', '--request-rate', '0'], { encoding: 'utf8' });
       assert.equal(bad.status, 1);
       assert.match(bad.stderr, /--request-rate expects a number > 0 or "inf"/);
+      // a list of rates: one run each, one table with a row per rate
+      const sweep = spawnSync(process.execPath, [...args.slice(0, -2), '--request-rate', '50,inf'], { encoding: 'utf8' });
+      assert.equal(sweep.status, 0, sweep.stderr);
+      const rows = sweep.stdout.split('\n').filter((l) => /^(50|inf)\s+http/.test(l));
+      assert.deepEqual(rows.map((l) => l.split(/\s+/)[0]), ['50', 'inf']);
+      for (const row of rows) assert.equal(row.split(/\s+/)[2], '2', 'two requests done per rate');
+      assert.match(sweep.stdout, /TTFT p99/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

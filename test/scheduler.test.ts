@@ -3,7 +3,9 @@
 // checked against a plain model of what each sequence should have after every step:
 // the token budget and sequence cap hold, every chunk is in range and backed by blocks,
 // no block is shared (prefix caching off) or leaked, the counters match, waiting requests
-// start first-come-first-served, and every request finishes with all its tokens.
+// start first-come-first-served, and every request finishes with all its tokens. With a
+// step-time factor: prefill tokens stay within the budget step-budget.ts computes, and no
+// decoding sequence is skipped while the token budget holds them all.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BlockManager } from '../src/engine/block-manager.js';
@@ -18,12 +20,13 @@ interface Model {
   aborted: boolean;
 }
 
-function simulate(seed: number, opts: { numBlocks: number; blockSize: number; budget: number; maxSeqs: number; steps: number }): void {
+function simulate(seed: number, opts: { numBlocks: number; blockSize: number; budget: number; maxSeqs: number; steps: number; stepTimeFactor?: number }): void {
   const rng = new Rng(seed);
   const int = (lo: number, hi: number): number => lo + Math.floor(rng.next() * (hi - lo + 1));
   const blocks = new BlockManager({ numBlocks: opts.numBlocks, blockSize: opts.blockSize, enablePrefixCaching: false });
   const maxModelLen = (opts.numBlocks * opts.blockSize) / 2;
-  const sched = new Scheduler({ maxNumBatchedTokens: opts.budget, maxNumSeqs: opts.maxSeqs, maxModelLen, enablePrefixCaching: false }, blocks);
+  const factor = opts.stepTimeFactor ?? 0;
+  const sched = new Scheduler({ maxNumBatchedTokens: opts.budget, maxNumSeqs: opts.maxSeqs, maxModelLen, enablePrefixCaching: false, stepTimeFactor: factor }, blocks);
   const live: Model[] = [];
   const done: Model[] = [];
   let arrivals = 0;
@@ -43,7 +46,20 @@ function simulate(seed: number, opts: { numBlocks: number; blockSize: number; bu
       sched.finish(victim.seq, 'abort');
     }
     const before = new Map(live.map((m) => [m.seq, m.seq.status]));
+    const decoding = live.filter((m) => m.seq.status === 'running' && m.seq.numUncomputed === 1).map((m) => m.seq);
     const { chunks, copyOps } = sched.schedule(step);
+    // a synthetic forward time (2 ms + 0.25 ms a token, ±10%) teaches the cost model
+    sched.observeStep(chunks.reduce((n, c) => n + c.numTokens, 0), (2 + 0.25 * chunks.reduce((n, c) => n + c.numTokens, 0)) * (0.9 + 0.2 * rng.next()));
+    if (factor > 0) {
+      // a decode preempted for blocks and admitted again in the same step recomputes: prefill
+      const prefillTokens = chunks.filter((c) => !(c.numTokens === 1 && decoding.includes(c.seq))).reduce((n, c) => n + c.numTokens, 0);
+      assert.ok(prefillTokens <= sched.lastPrefillBudget, `prefill ${prefillTokens} over its budget ${sched.lastPrefillBudget}`);
+      if (decoding.length > 0 && decoding.length <= opts.budget) assert.ok(sched.lastPrefillBudget <= opts.budget - decoding.length);
+      // decodes first: every one still running was scheduled (when the budget holds them all)
+      if (decoding.length <= opts.budget) {
+        for (const seq of decoding) if (seq.status === 'running') assert.ok(chunks.some((c) => c.seq === seq), `decode of ${seq.requestId} starved`);
+      }
+    }
     assert.equal(copyOps.length, 0, 'no copy-on-write without forks');
     // budget, cap, one chunk per sequence, in range, backed by blocks
     assert.ok(chunks.reduce((n, c) => n + c.numTokens, 0) <= opts.budget);
@@ -100,5 +116,9 @@ describe('Scheduler: randomized model test', () => {
   });
   it('holds its invariants with a roomy cache and a small budget (chunked prefill)', () => {
     for (let seed = 100; seed <= 105; seed++) simulate(seed, { numBlocks: 64, blockSize: 8, budget: 7, maxSeqs: 8, steps: 300 });
+  });
+  it('holds its invariants with a step-time factor: decodes first, prefill within its budget', () => {
+    for (let seed = 200; seed <= 205; seed++) simulate(seed, { numBlocks: 16, blockSize: 4, budget: 24, maxSeqs: 4, steps: 400, stepTimeFactor: 1.5 });
+    for (let seed = 300; seed <= 305; seed++) simulate(seed, { numBlocks: 256, blockSize: 8, budget: 512, maxSeqs: 16, steps: 300, stepTimeFactor: 2 });
   });
 });

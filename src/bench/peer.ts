@@ -102,7 +102,7 @@ function randomPrompt(vocab: Int32Array, length: number, rng: Rng): Int32Array {
   return p;
 }
 
-export function resolvePeerModel(o: PeerBenchOptions, log: (line: string) => void): string {
+export function resolvePeerModel(o: Pick<PeerBenchOptions, 'model' | 'makeModel'>, log: (line: string) => void): string {
   if (o.model !== undefined && o.makeModel !== undefined) throw new InvalidArgumentError('give --model or --make-model, not both');
   if (o.model !== undefined) return o.model;
   if (o.makeModel === undefined) throw new InvalidArgumentError('give --model FILE.gguf or --make-model SHAPE');

@@ -1,5 +1,6 @@
 // `loom bench serve`: the serving benchmark, against loom or any OpenAI-compatible server.
 import { appendFileSync } from 'node:fs';
+import { loadAverage } from '../bench/machine-load.js';
 import { Command, Option } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
 import { runServeBench } from '../bench/serve.js';
@@ -7,6 +8,8 @@ import type { ServeBenchOptions } from '../bench/serve.js';
 import { SERVE_BACKENDS } from '../bench/serve-backends.js';
 import type { ServeBackend } from '../bench/serve-backends.js';
 import { formatServeReport, serveReportJson } from '../bench/serve-report.js';
+import { formatSweep, parseRates } from '../bench/serve-sweep.js';
+import type { SweepRow } from '../bench/serve-sweep.js';
 import { intArg, numberArg } from './bench-args.js';
 
 interface ServeFlags {
@@ -22,7 +25,7 @@ interface ServeFlags {
   randomOutputLen: number;
   randomRangeRatio: number;
   sharegptOutputLen?: number;
-  requestRate: number;
+  requestRate: number[];
   maxConcurrency?: number;
   seed: number;
   warmupRequests: number;
@@ -33,11 +36,12 @@ interface ServeFlags {
   apiKey?: string;
 }
 
-const rate = (value: string): number => {
-  if (value.trim().toLowerCase() === 'inf') return Infinity;
-  const n = Number(value);
-  if (!(n > 0) || !Number.isFinite(n)) throw new InvalidArgumentError(`--request-rate expects a number > 0 or "inf", got "${value}"`);
-  return n;
+const rates = (value: string): number[] => {
+  try {
+    return parseRates(value);
+  } catch (e) {
+    throw new InvalidArgumentError((e as Error).message);
+  }
 };
 
 export function benchServeCommand(): Command {
@@ -64,7 +68,11 @@ export function benchServeCommand(): Command {
     .addOption(new Option('--random-output-len <n>', 'output tokens, upper end (random)').default(128).argParser(intArg('random-output-len')))
     .addOption(new Option('--random-range-ratio <r>', 'lengths in [ceil(L·R), L] (random)').default(1).argParser(numberArg('random-range-ratio', Number.MIN_VALUE, 1)))
     .addOption(new Option('--sharegpt-output-len <n>', "fixed output length instead of the reply's (sharegpt)").argParser(intArg('sharegpt-output-len')))
-    .addOption(new Option('--request-rate <rps>', 'requests/s, Poisson arrivals (seeded); inf = all at once').default(Infinity, 'inf').argParser(rate))
+    .addOption(
+      new Option('--request-rate <rps>', 'requests/s, Poisson arrivals (seeded); inf = all at once; a list (2,4,8) runs each rate in turn and prints one table')
+        .default([Infinity], 'inf')
+        .argParser(rates),
+    )
     .addOption(new Option('--max-concurrency <n>', 'most requests in flight (default: no cap)').argParser(intArg('max-concurrency')))
     .addOption(new Option('--seed <s>', 'seed of the prompts, lengths and arrivals').default(0).argParser(intArg('seed', 0)))
     .addOption(new Option('--warmup-requests <n>', 'unmeasured requests first').default(1).argParser(intArg('warmup-requests', 0)))
@@ -83,7 +91,7 @@ export function benchServeCommand(): Command {
         randomInputLen: f.randomInputLen,
         randomOutputLen: f.randomOutputLen,
         randomRangeRatio: f.randomRangeRatio,
-        requestRate: f.requestRate,
+        requestRate: f.requestRate[0]!,
         seed: f.seed,
         warmupRequests: f.warmupRequests,
         stream: !f.disableStream,
@@ -95,7 +103,9 @@ export function benchServeCommand(): Command {
         ...(f.maxConcurrency !== undefined && { maxConcurrency: f.maxConcurrency }),
         ...((f.apiKey ?? process.env.OPENAI_API_KEY) && { apiKey: f.apiKey ?? process.env.OPENAI_API_KEY }),
       };
-      await benchServeAction(options, { json: f.json ?? false, ...(f.outputFile !== undefined && { outputFile: f.outputFile }) });
+      const out = { json: f.json ?? false, ...(f.outputFile !== undefined && { outputFile: f.outputFile }) };
+      if (f.requestRate.length === 1) await benchServeAction(options, out);
+      else await benchServeSweep(options, f.requestRate, out);
     });
 }
 
@@ -105,4 +115,18 @@ export async function benchServeAction(options: ServeBenchOptions, out: { json: 
   const line = JSON.stringify(serveReportJson(report));
   if (out.outputFile !== undefined) appendFileSync(out.outputFile, line + '\n');
   process.stdout.write((out.json ? line : formatServeReport(report)) + '\n');
+}
+
+/** One run per rate, then one table (--json: one JSON line per rate). */
+async function benchServeSweep(options: ServeBenchOptions, requestRates: readonly number[], out: { json: boolean; outputFile?: string }): Promise<void> {
+  const rows: SweepRow[] = [];
+  for (const requestRate of requestRates) {
+    const load = loadAverage();
+    const report = await runServeBench({ ...options, requestRate }, { log: (line) => process.stderr.write(line + '\n'), progressBar: true });
+    const line = JSON.stringify({ ...serveReportJson(report), load_average: load });
+    if (out.outputFile !== undefined) appendFileSync(out.outputFile, line + '\n');
+    if (out.json) process.stdout.write(line + '\n');
+    rows.push({ system: options.baseUrl, report, load });
+  }
+  if (!out.json) process.stdout.write(formatSweep(rows) + '\n');
 }

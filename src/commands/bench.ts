@@ -8,6 +8,7 @@ import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
 import { benchScaleoutCommand } from './bench-scaleout.js';
 import { benchServeCommand } from './bench-serve.js';
+import { benchServePeerCommand } from './bench-serve-peer.js';
 import { benchSoakCommand } from './bench-soak.js';
 import { benchSpecCommand } from './bench-spec.js';
 import { benchStandardCommand } from './bench-standard.js';
@@ -22,6 +23,7 @@ export function benchCommand(): Command {
     .addCommand(benchPeerCommand())
     .addCommand(benchMakeModelCommand())
     .addCommand(benchServeCommand())
+    .addCommand(benchServePeerCommand())
     .addCommand(benchStandardCommand())
     .addCommand(benchSoakCommand())
     .addCommand(benchLivenessCommand())

@@ -44,6 +44,7 @@ interface ServeFlags {
   blockSize: number;
   maxNumSeqs: number;
   maxNumBatchedTokens: number;
+  stepTimeFactor: number;
   enablePrefixCaching: boolean;
   logprobsMode: LogprobsMode;
   maxPendingRequests: number;
@@ -93,6 +94,14 @@ export function serveCommand(): Command {
     .addOption(new Option('--max-num-seqs <n>', 'most sequences running at once').default(ENGINE_DEFAULTS.maxNumSeqs).argParser(n('max-num-seqs', true)))
     .addOption(
       new Option('--max-num-batched-tokens <n>', 'token budget of one engine step').default(ENGINE_DEFAULTS.maxNumBatchedTokens).argParser(n('max-num-batched-tokens', true)),
+    )
+    .addOption(
+      new Option(
+        '--step-time-factor <f>',
+        'while sequences decode, a step that also prefills may take f × a decode-only step (measured online); prefill chunks are sized to fit. 0: no limit (prefill fills --max-num-batched-tokens)',
+      )
+        .default(ENGINE_DEFAULTS.stepTimeFactor)
+        .argParser(n('step-time-factor', false)),
     )
     .option('--no-enable-prefix-caching', 'turn automatic prefix caching off')
     .addOption(new Option('--logprobs-mode <mode>', 'what logprobs report').choices([...LOGPROBS_MODES]).default(ENGINE_DEFAULTS.logprobsMode))
@@ -155,6 +164,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     blockSize: flags.blockSize,
     maxNumSeqs: flags.maxNumSeqs,
     maxNumBatchedTokens: flags.maxNumBatchedTokens,
+    stepTimeFactor: flags.stepTimeFactor,
     ...(flags.maxModelLen !== undefined && { maxModelLen: flags.maxModelLen }),
     enablePrefixCaching: flags.enablePrefixCaching,
     logprobsMode: flags.logprobsMode,

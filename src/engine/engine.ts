@@ -156,6 +156,7 @@ export class EngineCore {
       const t0 = performance.now();
       const logits = this.runner.execute(batch);
       forwardMs = performance.now() - t0;
+      this.scheduler.observeStep(batch.tokenIds.length, forwardMs);
       const vocab = this.model.config.vocabSize;
       const time = now();
       // walk the logits rows in chunk order: prompt-logprob rows, then the row to sample from

@@ -24,6 +24,8 @@ export interface EngineOptions {
   readonly blockSize?: number;
   readonly maxNumBatchedTokens?: number;
   readonly maxNumSeqs?: number;
+  /** while sequences decode, a step that also prefills may take this many times a decode-only step (0: no limit) */
+  readonly stepTimeFactor?: number;
   readonly maxModelLen?: number;
   readonly enablePrefixCaching?: boolean;
   readonly logprobsMode?: LogprobsMode;
@@ -44,6 +46,7 @@ export const ENGINE_DEFAULTS = {
   blockSize: 16,
   maxNumBatchedTokens: 2048,
   maxNumSeqs: 256,
+  stepTimeFactor: 2,
   enablePrefixCaching: true,
   logprobsMode: 'raw_logprobs',
 } as const;
@@ -103,6 +106,10 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
         `or lower --max-model-len to at most ${numBlocks * blockSize}`,
     );
   }
+  const stepTimeFactor = opts.stepTimeFactor ?? ENGINE_DEFAULTS.stepTimeFactor;
+  if (!(stepTimeFactor === 0 || stepTimeFactor >= 1) || !Number.isFinite(stepTimeFactor)) {
+    throw new InvalidArgumentError(`--step-time-factor must be 0 (no limit) or a number ≥ 1, got ${stepTimeFactor}`);
+  }
   const speculative = opts.speculativeConfig !== undefined ? parseSpeculativeConfig(opts.speculativeConfig) : undefined;
   if (speculative && pooled) {
     throw new InvalidArgumentError('--speculative-config: not available while the sliding-window layers keep a pool of their own (library option swaPool: false keeps them in the global blocks)');
@@ -119,6 +126,7 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     maxModelLen,
     maxNumSeqs,
     maxNumBatchedTokens,
+    stepTimeFactor,
     // a cached prefix would need its last window in the sliding-window pool, which it does not keep
     // hybrid models: a cached prefix would need the recurrent state after it, which is not kept
     enablePrefixCaching: pooled || model.linearAttention ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),

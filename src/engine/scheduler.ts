@@ -1,7 +1,8 @@
-// Decides, each step, which sequences compute how many tokens: running sequences first
-// (a decode token each, or the next chunk of a prefill), then waiting ones fill the token
-// budget (chunked prefill). When blocks run out the newest running sequence is preempted:
-// its blocks are freed and it is recomputed later from its tokens, nothing lost.
+// Decides, each step, which sequences compute how many tokens: every decoding sequence its
+// one token first, then prefill chunks (running sequences' next chunk, then waiting ones)
+// within the prefill budget of step-budget.ts (chunked prefill sized so the decodes do not
+// stall). When blocks run out the newest running sequence is preempted: its blocks are
+// freed and it is recomputed later from its tokens, nothing lost.
 import assert from 'node:assert/strict';
 import { BlockManager } from './block-manager.js';
 import type { CopyOp } from './block-manager.js';
@@ -10,6 +11,7 @@ import type { SwaBlocks } from './swa-blocks.js';
 import type { Sequence } from './sequence.js';
 import type { FinishReason } from './protocol.js';
 import type { Speculator } from './spec/speculator.js';
+import { StepCostModel, prefillBudget } from './step-budget.js';
 
 export interface SchedulerConfig {
   /** token budget of one step (prefill chunks + decode tokens) */
@@ -18,6 +20,8 @@ export interface SchedulerConfig {
   readonly maxNumSeqs: number;
   readonly maxModelLen: number;
   readonly enablePrefixCaching: boolean;
+  /** while sequences decode, a step with prefill may take this many times a decode-only step (0 or absent: no limit) */
+  readonly stepTimeFactor?: number;
 }
 
 export interface ScheduledChunk {
@@ -47,6 +51,10 @@ export class Scheduler {
   numPreemptions = 0;
   /** sequences that finished since the last drain: the engine reports them, no scan needed */
   private finishedEvents: Sequence[] = [];
+  /** forward time against tokens, fitted from the steps run (the engine reports them) */
+  readonly cost = new StepCostModel();
+  /** the prefill budget of the last schedule() (for tests and stats) */
+  lastPrefillBudget = 0;
 
   constructor(
     readonly config: SchedulerConfig,
@@ -133,11 +141,25 @@ export class Scheduler {
     const running: Sequence[] = [];
     // finished sequences leave the running list here, as it is walked for this step anyway
     const queue = this.running.filter((s) => s.status === 'running');
+    let decoding = 0;
+    for (const s of queue) if (s.numUncomputed === 1) decoding++;
+    let prefill = (this.lastPrefillBudget = prefillBudget({
+      decoding,
+      expectedDecoding: Math.max(decoding, Math.min(this.config.maxNumSeqs, this.numRunningLive + this.numWaitingLive)),
+      maxNumBatchedTokens: this.config.maxNumBatchedTokens,
+      stepTimeFactor: this.config.stepTimeFactor ?? 0,
+      overheadTokens: this.cost.overheadTokens(),
+    }));
     let next = 0;
     let end = queue.length; // queue[end..] were preempted, newest first
-    for (; next < end && budget > 0; next++) {
+    for (; next < end; next++) {
       const seq = queue[next]!;
-      const numTokens = Math.min(seq.numUncomputed, budget);
+      const decode = seq.numUncomputed === 1;
+      const numTokens = Math.min(seq.numUncomputed, budget, decode ? 1 : prefill);
+      if (numTokens === 0) {
+        running.push(seq); // no budget left for it: still running, not scheduled this step
+        continue;
+      }
       let admitted = this.canAllocate(seq, seq.numComputed + numTokens);
       while (!admitted && end > next + 1) {
         this.preempt(queue[--end]!);
@@ -157,11 +179,16 @@ export class Scheduler {
       chunks.push(draft.length > 0 ? { seq, numTokens, draft } : { seq, numTokens });
       running.push(seq);
       budget -= numTokens + draft.length;
+      if (!decode) prefill -= numTokens;
     }
-    for (; next < end; next++) running.push(queue[next]!); // budget spent: still running, not scheduled this step
     this.running = running;
-    this.admitWaiting(chunks, budget, now);
+    this.admitWaiting(chunks, Math.min(budget, prefill), now);
     return { chunks, copyOps, swaCopyOps };
+  }
+
+  /** the forward time of a step of `tokens` tokens, for the prefill budget's cost model */
+  observeStep(tokens: number, forwardMs: number): void {
+    this.cost.observe(tokens, forwardMs);
   }
 
   private admitWaiting(chunks: ScheduledChunk[], budget: number, now: number): void {
