@@ -37,6 +37,27 @@ export function gatherRows(x: Float32Array, dim: number, indices: Int32Array, ou
 }
 
 /**
+ * The logits of the rows batch.logitIndices of the residual stream x: final RMSNorm, then the
+ * output projection (the head shared by the RMSNorm families).
+ */
+export function rmsNormLogits(
+  x: Float32Array,
+  logitIndices: Int32Array,
+  norm: Float32Array,
+  output: WeightTensor,
+  config: ModelConfig,
+  scratch: Scratch,
+  k: Kernels,
+): Float32Array {
+  const rows = logitIndices.length;
+  const last = gatherRows(x, config.hiddenSize, logitIndices, scratch.take('last', rows * config.hiddenSize));
+  k.rmsNorm(last, last, norm, rows, config.hiddenSize, config.normEps);
+  const logits = scratch.take('logits', rows * config.vocabSize);
+  k.matmul(logits, last, output, rows);
+  return logits;
+}
+
+/**
  * Activation buffers reused from one forward pass to the next: allocating them per step
  * (the logits alone are 12 MB at 64 sequences × 49k vocabulary) cost ~10% of a decode
  * step in garbage collection. Views are valid until the next take of the same name.

@@ -12,7 +12,7 @@ import { ropeScalingAt } from '../rope-scaling.js';
 import type { RopeScaling } from '../rope-scaling.js';
 import type { GemmaParams, ModelConfig, TensorSource, WeightTensor } from '../weights.js';
 import type { Architecture } from './architecture.js';
-import { Scratch, gatherRows, loadVector, optionalVector, outputWeight } from './architecture.js';
+import { Scratch, rmsNormLogits, loadVector, optionalVector, outputWeight } from './architecture.js';
 
 interface GemmaLayer {
   attnNorm: Float32Array;
@@ -132,11 +132,8 @@ export class GemmaArchitecture implements Architecture {
       k.add(x, x, h, n * hidden);
     });
 
+    const logits = rmsNormLogits(x, batch.logitIndices, this.outputNorm, this.output, c, this.scratch, k);
     const rows = batch.logitIndices.length;
-    const last = gatherRows(x, hidden, batch.logitIndices, this.scratch.take('last', rows * hidden));
-    k.rmsNorm(last, last, this.outputNorm, rows, hidden, c.normEps);
-    const logits = this.scratch.take('logits', rows * c.vocabSize);
-    k.matmul(logits, last, this.output, rows);
     if (this.params.finalSoftcap > 0) k.softcap(logits, rows * c.vocabSize, this.params.finalSoftcap);
     return logits;
   }

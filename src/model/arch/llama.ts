@@ -6,7 +6,7 @@ import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
 import type { ModelConfig, TensorSource, WeightTensor } from '../weights.js';
 import type { Architecture } from './architecture.js';
-import { Scratch, gatherRows, loadVector, optionalVector, outputWeight } from './architecture.js';
+import { Scratch, rmsNormLogits, loadVector, optionalVector, outputWeight } from './architecture.js';
 import { ropeScalingAt } from '../rope-scaling.js';
 import type { RopeScaling } from '../rope-scaling.js';
 
@@ -126,12 +126,7 @@ export class LlamaArchitecture implements Architecture {
       k.add(x, x, h, n * c.hiddenSize);
     });
 
-    const rows = batch.logitIndices.length;
-    const last = gatherRows(x, c.hiddenSize, batch.logitIndices, this.scratch.take('last', batch.logitIndices.length * c.hiddenSize));
-    k.rmsNorm(last, last, this.outputNorm, rows, c.hiddenSize, c.normEps);
-    const logits = this.scratch.take('logits', rows * c.vocabSize);
-    k.matmul(logits, last, this.output, rows);
-    return logits;
+    return rmsNormLogits(x, batch.logitIndices, this.outputNorm, this.output, c, this.scratch, k);
   }
 }
 

@@ -14,7 +14,7 @@ import type { RecurrentState } from '../recurrent-state.js';
 import { linearConvDim } from '../weights.js';
 import type { LinearAttention, ModelConfig, TensorSource, WeightTensor } from '../weights.js';
 import type { Architecture } from './architecture.js';
-import { Scratch, gatherRows, loadVector, outputWeight } from './architecture.js';
+import { Scratch, rmsNormLogits, loadVector, outputWeight } from './architecture.js';
 
 interface AttentionMixer {
   readonly kind: 'attention';
@@ -135,12 +135,7 @@ export class Qwen35Architecture implements Architecture {
       k.add(x, x, h, n * hidden);
     });
 
-    const rows = batch.logitIndices.length;
-    const last = gatherRows(x, hidden, batch.logitIndices, this.scratch.take('last', rows * hidden));
-    k.rmsNorm(last, last, this.outputNorm, rows, hidden, c.normEps);
-    const logits = this.scratch.take('logits', rows * c.vocabSize);
-    k.matmul(logits, last, this.output, rows);
-    return logits;
+    return rmsNormLogits(x, batch.logitIndices, this.outputNorm, this.output, c, this.scratch, k);
   }
 
   /** out [n, hidden] = gated attention of h [n, hidden] (out may alias h) */
