@@ -4,25 +4,20 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { referenceKernels } from '../src/kernels/reference.js';
-import { loadModel } from '../src/model/load.js';
 import type { LoadedModel } from '../src/model/load.js';
 import { EngineCore } from '../src/engine/engine.js';
-import { resolveEngineConfig } from '../src/engine/options.js';
 import type { EngineOptions } from '../src/engine/options.js';
 import type { RequestDelta } from '../src/engine/protocol.js';
 import type { SamplingParamsInput } from '../src/engine/sampling-params.js';
-import { GOLDEN_DIR, ggufFixturePath } from './fixtures/index.js';
+import { GOLDEN_DIR } from './fixtures/index.js';
+import { fixtureEngine, fixtureModel } from './fixtures/engine-run.js';
 import { readGolden } from './fixtures/golden.js';
-import { GGUF_FIXTURES } from './fixtures/recipe.js';
 
 const FIXTURE = 'llama-q8_0';
-let cached: LoadedModel | undefined;
-const model = (): LoadedModel => (cached ??= loadModel(ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === FIXTURE)!)));
+const model = (): LoadedModel => fixtureModel(FIXTURE);
 
 function engine(opts: Partial<EngineOptions> = {}): EngineCore {
-  const m = model();
-  const config = resolveEngineConfig({ model: '', kvCacheMemory: '64MiB', ...opts }, m.config, [...m.tokenizer.stopIds]);
-  return new EngineCore(m, referenceKernels, config);
+  return fixtureEngine(FIXTURE, referenceKernels, { kvCacheMemory: '64MiB', ...opts });
 }
 
 interface Outcome {
