@@ -56,7 +56,7 @@ describe('sliding-window KV pool', () => {
     assert.equal(c.swaBlocks, 4 * (perSeq + 1) + 64 / BLOCK);
     assert.equal(c.enablePrefixCaching, false);
     // 5 of 6 layers slide: the pool costs 5 layers × 16 blocks where a full cache would cost 5 × numBlocks
-    const layerBlock = KvCache.bytesPerLayerToken(m.config, 'f16') * BLOCK;
+    const layerBlock = (KvCache.bytesPerToken(m.config, 'f16') / 6) * BLOCK;
     assert.ok(c.numBlocks * layerBlock + c.swaBlocks! * 5 * layerBlock <= 8 * 2 ** 20);
     assert.ok(c.numBlocks > 6 * c.swaBlocks!, `${c.numBlocks} global blocks, ${c.swaBlocks} sliding`);
     const shared = resolveEngineConfig({ model: '', blockSize: BLOCK, kvCacheMemory: '8MiB', swaPool: false }, m.config, []);
@@ -83,7 +83,7 @@ describe('sliding-window KV pool', () => {
 
   it('preemption when the pools run short, and n > 1 forks share the window blocks', () => {
     // 14 blocks in each pool (56 tokens): four 50-token sequences cannot all stay
-    const layerBlock = KvCache.bytesPerLayerToken(model().config, 'f16') * BLOCK;
+    const layerBlock = (KvCache.bytesPerToken(model().config, 'f16') / 6) * BLOCK;
     const e = engine({ kvCacheMemory: 14 * 6 * layerBlock, maxNumSeqs: 4, maxNumBatchedTokens: 16, maxModelLen: 56 });
     assert.deepEqual([e.config.numBlocks, e.config.swaBlocks], [14, 14]);
     const p = golden()[1]!;

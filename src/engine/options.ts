@@ -154,10 +154,8 @@ function splitSwaPool(
   maxNumBatchedTokens: number,
 ): { numBlocks: number; swaBlocks: number } {
   const sw = model.slidingWindow!;
-  const numSwa = sw.layers.filter(Boolean).length;
-  const layerBlock = KvCache.bytesPerLayerToken(model, dtype) * blockSize;
-  const globalBlock = layerBlock * (model.numLayers - numSwa);
-  const swaBlock = layerBlock * numSwa;
+  const globalBlock = KvCache.bytesPerToken(model, dtype, 'global') * blockSize;
+  const swaBlock = KvCache.bytesPerToken(model, dtype, 'sliding') * blockSize;
   const swaNeed = maxNumSeqs * (SwaBlocks.blocksPerSequence(sw.size, blockSize) + 1) + Math.ceil(maxNumBatchedTokens / blockSize);
   // both pools the same size while that stays under swaNeed
   let numBlocks = Math.min(Math.floor(memory / (globalBlock + swaBlock)), useful);

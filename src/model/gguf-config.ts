@@ -2,6 +2,7 @@
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { MetadataReader } from './gguf-metadata.js';
 import type { GGUFMetadata } from './gguf-metadata.js';
+import { gemma4ModelConfig } from './gguf-config-gemma4.js';
 import { ggufRopeScaling } from './gguf-rope.js';
 import type { ArchName, LinearAttention, ModelConfig, RopeStyle, TensorSource } from './weights.js';
 
@@ -14,10 +15,11 @@ const ROPE_STYLE: Record<ArchName, RopeStyle> = {
   smollm3: 'normal', // converted as llama (permuted q/k)
   gemma2: 'neox',
   gemma3: 'neox',
+  gemma4: 'neox',
   qwen35: 'neox', // IMROPE: text positions repeat over the sections, which is NeoX over ropeDim
 };
 
-export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35'];
+export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'gemma4', 'qwen35'];
 
 /** llama.cpp's smollm3: every 4th layer (il + 1 ≡ 0 mod 4) skips RoPE */
 export const SMOLLM3_NO_ROPE_STEP = 4;
@@ -29,6 +31,7 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
   if (!arch) {
     throw new UnsupportedModelError(file, `architecture "${archKey}" (general.architecture) is not supported; loom runs ${SUPPORTED_ARCHS.join(', ')}`);
   }
+  if (arch === 'gemma4') return gemma4ModelConfig(meta, tensors);
   const key = (k: string): string => `${arch}.${k}`;
   const experts = meta.optionalNumber(key('expert_count')) ?? 0;
   if (experts > 0) {

@@ -1,24 +1,29 @@
 import type { KvCacheShape, KvDtype, KvLayer } from '../kernels/index.js';
 import { RecurrentState } from './recurrent-state.js';
-import { attentionLayerCount } from './weights.js';
+import { layerAttention, ownsKv } from './weights.js';
 import type { ModelConfig } from './weights.js';
 
 /**
- * The paged KV cache: per layer, k and v of [numBlocks, blockSize, numKvHeads, headDim].
- * A model with sliding-window layers may give those layers a pool of their own
+ * The paged KV cache: per layer, k and v of [numBlocks, blockSize, numKvHeads, headDim]
+ * (heads and head size are the layer's own: Gemma 4's sliding-window layers differ from its
+ * global ones). A model with sliding-window layers may give those layers a pool of their own
  * (`swaShape`, its own block ids and tables, see engine/swa-blocks.ts): they need only
  * their window's blocks per sequence, so the pool is much smaller than the global one.
  * A hybrid model's linear-attention layers keep no KV (empty arrays) but a per-sequence
- * `recurrent` state instead, indexed by the batch's state slots.
+ * `recurrent` state instead, indexed by the batch's state slots. Gemma 4's shared-KV layers
+ * keep none either: their entry is the arrays of the layer they read (config.kvSource).
  */
 export class KvCache {
   readonly layers: KvLayer[];
   /** [numLayers] whether layer i lives in the sliding-window pool */
   readonly inSwaPool: readonly boolean[];
+  private readonly shapes: KvCacheShape[];
+  /** [numLayers] whether layer i's arrays are its own (false: linear-attention or shared-KV layers) */
+  private readonly owned: boolean[];
 
   constructor(
     readonly shape: KvCacheShape,
-    numLayers: number,
+    readonly config: ModelConfig,
     /** the sliding-window pool: its shape and which layers use it */
     readonly swa?: { readonly shape: KvCacheShape; readonly layers: readonly boolean[] },
     /** a hybrid model's linear-layer state; its layers get no KV arrays */
@@ -28,12 +33,20 @@ export class KvCache {
       const size = s.numBlocks * s.blockSize * s.numKvHeads * s.headDim;
       return s.dtype === 'f16' ? new Uint16Array(size) : new Float32Array(size);
     };
-    this.inSwaPool = Array.from({ length: numLayers }, (_, i) => swa?.layers[i] === true);
-    this.layers = this.inSwaPool.map((pooled, li) => {
-      if (recurrent?.linear.layers[li]) return { k: new Float32Array(0), v: new Float32Array(0) };
-      const s = pooled ? swa!.shape : shape;
-      return { k: make(s), v: make(s) };
+    const n = config.numLayers;
+    this.inSwaPool = Array.from({ length: n }, (_, i) => swa?.layers[i] === true);
+    this.shapes = this.inSwaPool.map((pooled, li) => {
+      const { numKvHeads, headDim } = layerAttention(config, li);
+      return { ...(pooled ? swa!.shape : shape), numKvHeads, headDim };
     });
+    this.owned = Array.from({ length: n }, (_, li) => ownsKv(config, li));
+    this.layers = [];
+    for (let li = 0; li < n; li++) {
+      const source = config.kvSource?.[li] ?? li;
+      if (recurrent?.linear.layers[li]) this.layers.push({ k: new Float32Array(0), v: new Float32Array(0) });
+      else if (source !== li) this.layers.push(this.layers[source]!);
+      else this.layers.push({ k: make(this.shapes[li]!), v: make(this.shapes[li]!) });
+    }
   }
 
   /** `swaBlocks` > 0 puts the model's sliding-window layers (if any) in a pool of that many blocks;
@@ -43,30 +56,34 @@ export class KvCache {
     const sw = config.slidingWindow;
     const swa = sw && swaBlocks > 0 ? { shape: { ...shape, numBlocks: swaBlocks }, layers: sw.layers } : undefined;
     const recurrent = config.linearAttention ? new RecurrentState(config.linearAttention, stateSlots) : undefined;
-    return new KvCache(shape, config.numLayers, swa, recurrent);
+    return new KvCache(shape, config, swa, recurrent);
   }
 
-  /** the shape of layer li's cache (the sliding-window pool's for its layers) */
+  /** the shape of layer li's cache (the sliding-window pool's for its layers, with the layer's own heads) */
   layerShape(li: number): KvCacheShape {
-    return this.inSwaPool[li] ? this.swa!.shape : this.shape;
+    return this.shapes[li]!;
   }
 
-  /** bytes one token takes across all attention layers (every one holding the whole context) */
-  static bytesPerToken(config: ModelConfig, dtype: KvDtype): number {
-    return KvCache.bytesPerLayerToken(config, dtype) * attentionLayerCount(config);
-  }
-
-  /** bytes one token takes in one layer */
-  static bytesPerLayerToken(config: ModelConfig, dtype: KvDtype): number {
-    return 2 * config.numKvHeads * config.headDim * (dtype === 'f16' ? 2 : 4);
+  /** bytes one token takes across the layers that keep KV of their own (every one holding the whole context);
+   *  `which` narrows that to the sliding-window or the global layers */
+  static bytesPerToken(config: ModelConfig, dtype: KvDtype, which?: 'sliding' | 'global'): number {
+    let bytes = 0;
+    for (let li = 0; li < config.numLayers; li++) {
+      if (!ownsKv(config, li)) continue;
+      const a = layerAttention(config, li);
+      if (which !== undefined && a.sliding !== (which === 'sliding')) continue;
+      bytes += 2 * a.numKvHeads * a.headDim * (dtype === 'f16' ? 2 : 4);
+    }
+    return bytes;
   }
 
   /** Copies whole blocks (k and v) for copy-on-write of shared blocks: `ops` in the global
    *  pool's layers, `swaOps` in the sliding-window pool's. */
   copyBlocks(ops: readonly { src: number; dst: number }[], swaOps: readonly { src: number; dst: number }[] = []): void {
-    const blockValues = this.shape.blockSize * this.shape.numKvHeads * this.shape.headDim;
     this.layers.forEach((layer, li) => {
-      if (layer.k.length === 0) return;
+      if (!this.owned[li]) return;
+      const s = this.shapes[li]!;
+      const blockValues = s.blockSize * s.numKvHeads * s.headDim;
       for (const { src, dst } of this.inSwaPool[li] ? swaOps : ops) {
         for (const cache of [layer.k, layer.v]) cache.copyWithin(dst * blockValues, src * blockValues, (src + 1) * blockValues);
       }

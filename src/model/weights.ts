@@ -15,7 +15,7 @@ export interface WeightTensor {
   readonly data: Uint8Array;
 }
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35';
+export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35';
 
 /** How RoPE pairs dimensions: `normal` rotates (x[2i], x[2i+1]) (llama.cpp's llama layout);
  *  `neox` rotates (x[i], x[i + ropeDim/2]) (HF rotate_half, Qwen, GPT-NeoX). */
@@ -50,6 +50,36 @@ export interface ModelConfig {
   readonly gemma?: GemmaParams;
   /** Gated DeltaNet layers of a hybrid model (Qwen3.5, see arch/qwen35.ts); absent = attention only */
   readonly linearAttention?: LinearAttention;
+  /** [numLayers] the earlier layer whose KV cache layer i reads instead of keeping its own
+   *  (Gemma 4's shared-KV layers), or i itself; absent = every layer keeps its own */
+  readonly kvSource?: readonly number[];
+  /** Gemma 4's extras (see arch/gemma4.ts) */
+  readonly gemma4?: Gemma4Params;
+}
+
+/** Gemma 4 beyond Gemma 3's params: per-layer token embeddings and per-layer FFN widths. */
+export interface Gemma4Params {
+  /** width of each layer's slice of the per-layer token embedding (0 = the model has none) */
+  readonly perLayerInput: number;
+  /** [numLayers] FFN width (E2B: doubled in the shared-KV layers) */
+  readonly ffnSizes: readonly number[];
+  /** [ropeDim / 2] divisors of the global layers' RoPE (rope_freqs: 1e30 leaves a pair unrotated) */
+  readonly globalFreqFactors?: Float32Array;
+}
+
+/** The KV geometry of layer li: sliding-window layers may have their own head size, KV heads and rotated dims (Gemma 4). */
+export function layerAttention(config: ModelConfig, li: number): { numKvHeads: number; headDim: number; ropeDim: number; sliding: boolean } {
+  const sw = config.slidingWindow;
+  if (sw?.layers[li] === true) {
+    return { numKvHeads: sw.numKvHeads ?? config.numKvHeads, headDim: sw.headDim ?? config.headDim, ropeDim: sw.ropeDim ?? config.ropeDim, sliding: true };
+  }
+  return { numKvHeads: config.numKvHeads, headDim: config.headDim, ropeDim: config.ropeDim, sliding: false };
+}
+
+/** whether layer li writes KV-cache entries of its own (not a linear-attention layer, not sharing an earlier layer's) */
+export function ownsKv(config: ModelConfig, li: number): boolean {
+  if (config.linearAttention?.layers[li]) return false;
+  return (config.kvSource?.[li] ?? li) === li;
 }
 
 /**
@@ -88,9 +118,9 @@ export function recurrentStateBytes(config: ModelConfig): number {
   return 4 * (conv + ssm) * l.layers.filter(Boolean).length;
 }
 
-/** how many layers keep KV-cache entries (all but the linear-attention ones) */
+/** how many layers keep KV-cache entries of their own (not the linear-attention ones, not the shared-KV ones) */
 export function attentionLayerCount(config: ModelConfig): number {
-  return config.linearAttention ? config.linearAttention.layers.filter((x) => !x).length : config.numLayers;
+  return Array.from({ length: config.numLayers }, (_, li) => ownsKv(config, li)).filter(Boolean).length;
 }
 
 export interface SlidingWindow {
@@ -100,6 +130,10 @@ export interface SlidingWindow {
   readonly layers: readonly boolean[];
   /** RoPE base of the sliding-window layers (Gemma 3: 10000 while global layers use ropeBase) */
   readonly ropeBase: number;
+  /** the sliding-window layers' own head size, KV heads and rotated dims where they differ from the global layers' (Gemma 4) */
+  readonly headDim?: number;
+  readonly numKvHeads?: number;
+  readonly ropeDim?: number;
 }
 
 export interface GemmaParams {

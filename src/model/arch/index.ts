@@ -23,5 +23,7 @@ export function createArchitecture(config: ModelConfig, tensors: TensorSource, c
       return new GemmaArchitecture(config, tensors, contextLength);
     case 'qwen35':
       return new Qwen35Architecture(config, tensors);
+    case 'gemma4':
+      throw new Error('gemma4: not yet');
   }
 }
