@@ -2,6 +2,7 @@ import type { ModelConfig, TensorSource } from '../weights.js';
 import type { Architecture } from './architecture.js';
 import { Gpt2Architecture } from './gpt2.js';
 import { GemmaArchitecture } from './gemma.js';
+import { Gemma4Architecture } from './gemma4.js';
 import { LlamaArchitecture } from './llama.js';
 import { Qwen35Architecture } from './qwen35.js';
 
@@ -24,6 +25,6 @@ export function createArchitecture(config: ModelConfig, tensors: TensorSource, c
     case 'qwen35':
       return new Qwen35Architecture(config, tensors);
     case 'gemma4':
-      throw new Error('gemma4: not yet');
+      return new Gemma4Architecture(config, tensors, contextLength);
   }
 }
