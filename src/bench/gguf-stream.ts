@@ -13,7 +13,8 @@ export type StreamEntry =
   | { readonly key: string; readonly type: GGUFValueType.BOOL; readonly value: boolean }
   | { readonly key: string; readonly type: GGUFValueType.STRING; readonly value: string }
   | { readonly key: string; readonly type: GGUFValueType.ARRAY; readonly itemType: GGUFValueType.STRING; readonly value: readonly string[] }
-  | { readonly key: string; readonly type: GGUFValueType.ARRAY; readonly itemType: GGUFValueType.INT32; readonly value: readonly number[] };
+  | { readonly key: string; readonly type: GGUFValueType.ARRAY; readonly itemType: GGUFValueType.INT32; readonly value: readonly number[] }
+  | { readonly key: string; readonly type: GGUFValueType.ARRAY; readonly itemType: GGUFValueType.BOOL; readonly value: readonly boolean[] };
 
 export const entry = {
   u32: (key: string, value: number): StreamEntry => ({ key, type: GGUFValueType.UINT32, value }),
@@ -22,6 +23,7 @@ export const entry = {
   str: (key: string, value: string): StreamEntry => ({ key, type: GGUFValueType.STRING, value }),
   strings: (key: string, value: readonly string[]): StreamEntry => ({ key, type: GGUFValueType.ARRAY, itemType: GGUFValueType.STRING, value }),
   i32s: (key: string, value: readonly number[]): StreamEntry => ({ key, type: GGUFValueType.ARRAY, itemType: GGUFValueType.INT32, value }),
+  bools: (key: string, value: readonly boolean[]): StreamEntry => ({ key, type: GGUFValueType.ARRAY, itemType: GGUFValueType.BOOL, value }),
 };
 
 export interface StreamTensor {
@@ -72,6 +74,7 @@ function header(metadata: readonly StreamEntry[], tensors: readonly StreamTensor
         c.u32(e.itemType);
         c.u64(e.value.length);
         if (e.itemType === GGUFValueType.STRING) for (const s of e.value) c.str(s);
+        else if (e.itemType === GGUFValueType.BOOL) for (const v of e.value) c.u8(v ? 1 : 0);
         else for (const v of e.value) c.i32(v);
         break;
     }

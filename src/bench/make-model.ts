@@ -11,9 +11,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Rng } from '../engine/rng.js';
 import { InvalidArgumentError } from '../errors.js';
-import { GGMLType } from '../model/ggml-types.js';
+import { GGMLType, rowBytes } from '../model/ggml-types.js';
 import { quantize } from '../model/quant/quantize.js';
 import { llama3FreqFactors, longropeAttnFactor } from '../model/rope-scaling.js';
+import { gemma4BenchMetadata, gemma4BenchTensors } from './make-model-gemma4.js';
+import type { Gemma4BenchShape } from './make-model-gemma4.js';
 import { mixType } from './quant-mix.js';
 import { entry as kv, writeGGUFStream } from './gguf-stream.js';
 import type { StreamEntry, StreamTensor } from './gguf-stream.js';
@@ -21,7 +23,7 @@ import { modelVocab } from './model-vocab.js';
 import type { ModelVocab } from './model-vocab.js';
 
 export interface BenchShape {
-  readonly arch: 'llama' | 'qwen2' | 'phi3' | 'gemma3' | 'qwen35';
+  readonly arch: 'llama' | 'qwen2' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35';
   readonly name: string;
   readonly hidden: number;
   readonly layers: number;
@@ -52,6 +54,8 @@ export interface BenchShape {
     readonly vHeads: number;
     readonly ropeSections: readonly number[];
   };
+  /** Gemma 4: per-layer embeddings, shared-KV layers, the sliding layers' own heads (headDim: the global layers') */
+  readonly gemma4?: Gemma4BenchShape;
 }
 
 export const BENCH_SHAPES = {
@@ -86,6 +90,17 @@ export const BENCH_SHAPES = {
     arch: 'qwen35', name: 'Qwen3.5-2B', hidden: 2048, layers: 24, heads: 8, kvHeads: 2, headDim: 256, ropeDim: 64, ffn: 6144,
     vocab: 248320, context: 262144, ropeBase: 10000000, rmsEps: 1e-6, qkvBias: false, pre: 'qwen2',
     linear: { interval: 4, convKernel: 4, stateSize: 128, kHeads: 16, vHeads: 16, ropeSections: [11, 11, 10, 0] },
+  },
+  // Gemma 4 E2B's text decoder as its config.json gives it (hidden 1536, 35 layers, every 5th
+  // global; sliding layers 8 heads of 256, global 8 of 512, one KV head each; the last 20 layers
+  // share the KV of layers 13/14 and have double-wide FFNs; per-layer inputs of 256; tied)
+  'gemma-4-e2b': {
+    arch: 'gemma4', name: 'Gemma-4-E2B', hidden: 1536, layers: 35, heads: 8, kvHeads: 1, headDim: 512, ffn: 6144,
+    vocab: 262144, context: 131072, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'smollm',
+    gemma4: {
+      swaHeadDim: 256, swaKvHeads: 1, globalEvery: 5, sharedKvLayers: 20, perLayerInput: 256, window: 512,
+      swaRopeBase: 10000, partialRotary: 0.25, finalSoftcap: 30, doubleWideMlp: true,
+    },
   },
 } as const satisfies Record<string, BenchShape>;
 
@@ -151,12 +166,19 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   const matrix = (name: string, inF: number, outF: number, std: number): void => {
     const type = matrixType(o.type, name, inF, s.layers);
     const seed = seedOf();
-    out.push({ name, type, dims: [inF, outF], produce: () => quantize(type, gaussian(inF * outF, std, 0, seed), inF) });
+    out.push({ name, type, dims: [inF, outF], produce: () => quantizedRows(type, inF, outF, std, seed) });
   };
   const vector = (name: string, n: number, std: number, mean: number): void => {
     const seed = seedOf();
-    out.push({ name, type: GGMLType.F32, dims: [n], produce: () => new Uint8Array(gaussian(n, std, mean, seed).buffer) });
+    out.push({ name, type: GGMLType.F32, dims: [n], produce: () => new Uint8Array(gaussian(n, std, mean, new Rng(seed)).buffer) });
   };
+  const f32 = (name: string, values: Float32Array): void => {
+    out.push({ name, type: GGMLType.F32, dims: [values.length], produce: () => new Uint8Array(values.buffer) });
+  };
+  if (s.gemma4) {
+    gemma4BenchTensors(s, s.gemma4, matrix, vector, f32);
+    return out;
+  }
   const d = s.hidden;
   const q = s.heads * s.headDim;
   const kvw = s.kvHeads * s.headDim;
@@ -238,9 +260,6 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
     matrix(`${p}ffn_down.weight`, s.ffn, d, 1 / Math.sqrt(s.ffn));
   }
   vector('output_norm.weight', d, 0.1, 1);
-  const f32 = (name: string, values: Float32Array): void => {
-    out.push({ name, type: GGMLType.F32, dims: [values.length], produce: () => new Uint8Array(values.buffer) });
-  };
   const ropeDim = s.ropeDim ?? s.headDim;
   if (s.rope === 'llama3') f32('rope_freqs.weight', llama3FreqFactors(ropeDim, s.ropeBase, LLAMA3_1_ROPE));
   if (s.rope === 'longrope') {
@@ -256,9 +275,26 @@ const LLAMA3_1_ROPE = { factor: 32, lowFreqFactor: 1, highFreqFactor: 4, origCon
 /** Phi-4-mini's original_max_position_embeddings */
 const PHI_ORIG_CONTEXT = 4096;
 
-/** n samples of mean + std·N(0, 1) (Box–Muller over sfc32), as f32 */
-function gaussian(n: number, std: number, mean: number, seed: number): Float32Array {
+/**
+ * A matrix of outF rows of inF N(0, std²) values in `type`, generated and quantized a few
+ * million values at a time (Gemma 4's per-layer embedding has 2.3G): the values are those of
+ * one pass over the seeded stream, since every chunk holds an even number of them.
+ */
+function quantizedRows(type: GGMLType, inF: number, outF: number, std: number, seed: number): Uint8Array {
   const rng = new Rng(seed);
+  const row = rowBytes(type, inF)!;
+  const out = new Uint8Array(row * outF);
+  const rows = Math.max(1, Math.floor(CHUNK_VALUES / inF));
+  for (let r = 0; r < outF; r += rows) {
+    const n = Math.min(rows, outF - r);
+    out.set(quantize(type, gaussian(n * inF, std, 0, rng), inF), r * row);
+  }
+  return out;
+}
+const CHUNK_VALUES = 1 << 22;
+
+/** n samples of mean + std·N(0, 1) (Box–Muller over sfc32), as f32 */
+function gaussian(n: number, std: number, mean: number, rng: Rng): Float32Array {
   const out = new Float32Array(n);
   for (let i = 0; i < n; i += 2) {
     const r = std * Math.sqrt(-2 * Math.log(1 - rng.next()));
@@ -270,6 +306,14 @@ function gaussian(n: number, std: number, mean: number, seed: number): Float32Ar
 }
 
 function modelMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
+  if (s.gemma4) {
+    const common = commonMetadata(s, o).filter((e) => !/\.(feed_forward_length|attention\.head_count_kv)$/.test(e.key));
+    return [...common, ...gemma4BenchMetadata(s, s.gemma4)];
+  }
+  return commonMetadata(s, o);
+}
+
+function commonMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
   const a = s.arch;
   return [
     kv.str('general.architecture', a),
