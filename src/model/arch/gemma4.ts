@@ -75,16 +75,19 @@ export class Gemma4Architecture implements Architecture {
       const kvWidth = layer.numKvHeads * layer.headDim;
       const qs = q.subarray(0, n * qWidth);
       const pooled = layer.window > 0 && batch.swa !== undefined;
+      const ks = kk.subarray(0, n * kvWidth);
+      const vs = v.subarray(0, n * kvWidth);
       k.rmsNorm(h, x, layer.attnNorm, n, hidden, c.normEps);
-      k.matmul(qs, h, layer.wq, n);
+      // q, and k/v where the layer keeps KV, from one pass over h
+      k.matmulSet(h, n, [
+        { out: qs, w: layer.wq },
+        ...(layer.kv ? [{ out: ks, w: layer.kv.wk }] : []),
+        ...(layer.kv?.wv ? [{ out: vs, w: layer.kv.wv }] : []),
+      ]);
       k.rmsNorm(qs, qs, layer.qNorm, n * c.numHeads, layer.headDim, c.normEps);
       k.rope(qs, batch.positions, c.numHeads, layer.headDim, layer.ropeDim, layer.ropeBase, 'neox', layer.ropeScaling);
       if (layer.kv) {
-        const ks = kk.subarray(0, n * kvWidth);
-        const vs = v.subarray(0, n * kvWidth);
-        k.matmul(ks, h, layer.kv.wk, n);
-        if (layer.kv.wv) k.matmul(vs, h, layer.kv.wv, n);
-        else vs.set(ks);
+        if (!layer.kv.wv) vs.set(ks);
         k.rmsNorm(ks, ks, layer.kv.kNorm, n * layer.numKvHeads, layer.headDim, c.normEps);
         k.rmsNorm(vs, vs, this.ones.subarray(0, layer.headDim), n * layer.numKvHeads, layer.headDim, c.normEps);
         k.rope(ks, batch.positions, layer.numKvHeads, layer.headDim, layer.ropeDim, layer.ropeBase, 'neox', layer.ropeScaling);
@@ -100,8 +103,7 @@ export class Gemma4Architecture implements Architecture {
 
       const f = layer.ffnSize;
       k.rmsNorm(h, x, layer.ffnNorm, n, hidden, c.normEps);
-      k.matmul(gate.subarray(0, n * f), h, layer.gate, n);
-      k.matmul(up.subarray(0, n * f), h, layer.up, n);
+      k.matmulSet(h, n, [{ out: gate.subarray(0, n * f), w: layer.gate }, { out: up.subarray(0, n * f), w: layer.up }]);
       k.geluMul(gate, gate, up, n * f);
       k.matmul(h, gate.subarray(0, n * f), layer.down, n);
       k.rmsNorm(h, h, layer.ffnPostNorm, n, hidden, c.normEps);
