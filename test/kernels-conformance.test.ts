@@ -101,6 +101,28 @@ function conformance(k: Kernels): void {
     }
   });
 
+  it("Gemma 4's proportional RoPE: divisors of 1e30 leave their pairs where they were", () => {
+    const positions = Int32Array.from([0, 1, 5, 517, 30011, 131071]);
+    const [heads, headDim, rotated] = [3, 128, 16];
+    const freqFactors = Float32Array.from({ length: headDim / 2 }, (_, i) => (i < rotated ? 1 : 1e30));
+    const x = rngFor('rope proportional').fill(positions.length * heads * headDim, 1);
+    const expected = x.slice();
+    ref.rope(expected, positions, heads, headDim, headDim, 1e6, 'neox', { ...linearScaling(1), freqFactors });
+    const out = x.slice();
+    k.rope(out, positions, heads, headDim, headDim, 1e6, 'neox', { ...linearScaling(1), freqFactors });
+    close(out, expected, BOUND.rope, 'proportional rope');
+    // NeoX pairs (i, i + 64): pairs 16..63 stay put, pairs 0..15 turn (position 5: by 5 rad at pair 0)
+    for (let t = 0; t < positions.length; t++) {
+      for (let h = 0; h < heads; h++) {
+        const at = (t * heads + h) * headDim;
+        for (let i = rotated; i < headDim / 2; i++) {
+          for (const j of [at + i, at + i + headDim / 2]) assert.ok(Math.abs(out[j]! - x[j]!) <= 1e-6 * Math.abs(x[j]!), `token ${t} head ${h} dim ${j - at}`);
+        }
+      }
+    }
+    assert.notEqual(out[2 * heads * headDim], x[2 * heads * headDim]);
+  });
+
   it('rope scaling invariants: linear = squeezed positions, factors = linear, YaRN ends, attention factor', () => {
     const heads = 2, dim = 64, base = 10000;
     const x = rngFor('rope invariants').fill(3 * heads * dim, 1);

@@ -117,5 +117,6 @@ export function writeGGUFStream(path: string, metadata: readonly StreamEntry[], 
 
 function writeAll(fd: number, bytes: Uint8Array): void {
   let done = 0;
-  while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);
+  // one write takes at most 2 GiB − 1 bytes (Gemma 4 E2B's per-layer embedding is 2.5 GB)
+  while (done < bytes.length) done += writeSync(fd, bytes, done, Math.min(bytes.length - done, 1 << 30));
 }
