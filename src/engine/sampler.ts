@@ -9,6 +9,7 @@ import { Rng } from './rng.js';
 import { GREEDY_EPSILON, isGreedy, resolveSamplingParams } from './sampling-params.js';
 import type { SamplingParams, SamplingParamsInput } from './sampling-params.js';
 import { getScratch, kthLargest, topKPrefilter, topPCut, topPPrefilter } from './truncation.js';
+import { rejectionSample } from './spec/verify.js';
 
 export type { SamplingParams, SamplingParamsInput } from './sampling-params.js';
 export { validateSamplingParams } from './sampling-params.js';
@@ -156,6 +157,17 @@ export class RequestSampler {
 
   /** temperature → min-p → top-k → top-p → one draw; O(vocab) plus expected O(candidates) selection */
   private draw(row: Float32Array): number {
+    const c = this.truncate(row);
+    if (typeof c === 'number') return c;
+    return c.idx[this.kernels.drawIndex(c.weight, c.n, this.rng.next() * c.total)]!;
+  }
+
+  /**
+   * temperature → min-p → top-k → top-p on `row` in place (−∞ where a token is cut): the
+   * candidates idx[0, n) with unnormalized weights weight[0, n) summing to total, or the
+   * argmax alone when no logit is finite.
+   */
+  private truncate(row: Float32Array): number | { idx: Int32Array; weight: Float64Array; n: number; total: number } {
     const p = this.params;
     const v = row.length;
     const { idx, weight, value } = getScratch(v);
@@ -187,8 +199,43 @@ export class RequestSampler {
       total = 0;
       for (let j = 0; j < n; j++) total += weight[j]!;
     }
-    return idx[this.kernels.drawIndex(weight, n, this.rng.next() * total)]!;
+    return { idx, weight, n, total };
   }
+
+  /**
+   * Fills `out` ([vocab]) with the distribution sample() would draw from for `logits` (a
+   * point mass at the argmax when greedy); draws nothing and accepts nothing. O(vocab).
+   * lastProcessedLogits() is then the processed row.
+   */
+  distribution(logits: Float32Array, out: Float32Array): void {
+    const row = processedRow(logits.length);
+    row.set(logits);
+    if (this.modifiesLogits()) this.applyPenalties(row);
+    this.processed = row;
+    out.fill(0);
+    const c = this.greedy ? this.kernels.argmax(row) : this.truncate(row);
+    if (typeof c === 'number') {
+      out[c] = 1;
+      return;
+    }
+    for (let j = 0; j < c.n; j++) out[c.idx[j]!] = c.weight[j]! / c.total;
+  }
+
+  /**
+   * The token at a draft position whose draft token x was drawn from q ([vocab], the draft
+   * model's distribution): rejection sampling against this sampler's distribution p of
+   * `logits` (spec/verify.ts), then accepted as sample() accepts. Two uniforms at most.
+   */
+  sampleAgainstDraft(logits: Float32Array, x: number, q: Float32Array): number {
+    if (this.pRow.length !== logits.length) this.pRow = new Float32Array(logits.length);
+    this.distribution(logits, this.pRow);
+    const id = rejectionSample(this.pRow, q, x, () => this.rng.next());
+    this.accept(id);
+    return id;
+  }
+
+  /** [vocab] scratch of sampleAgainstDraft */
+  private pRow = new Float32Array(0);
 }
 
 function isAllowed(mask: Int32Array, id: number): boolean {
