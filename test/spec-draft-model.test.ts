@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { referenceKernels } from '../src/kernels/reference.js';
+import { loadNativeKernels } from '../src/kernels/native.js';
 import type { LoadedModel } from '../src/model/load.js';
 import { EngineCore } from '../src/engine/engine.js';
 import { createEngineCore } from '../src/engine/create.js';
@@ -57,11 +58,14 @@ const draftModel = (f: GGUFFixture): LoadedModel => {
   return m;
 };
 
+/** the native core where it is built (the greedy comparisons hold on either) */
+const kernels = loadNativeKernels() ?? referenceKernels;
+
 const spec = (draft: LoadedModel, k = 4, extra: Partial<SpeculativeConfigInput> = {}): SpeculativeConfigInput => ({ method: 'draft_model', model: draft.path, num_speculative_tokens: k, disable_by_batch_size: 64, ...extra });
 
 function engine(target: LoadedModel, draft: LoadedModel | undefined, opts: Partial<EngineOptions> = {}, k = 4): EngineCore {
   const o: EngineOptions = { model: '', kvCacheMemory: '64MiB', ...(draft && { speculativeConfig: spec(draft, k) }), ...opts };
-  return new EngineCore(target, referenceKernels, resolveEngineConfig(o, target.config, [...target.tokenizer.stopIds], draft?.config), draft);
+  return new EngineCore(target, kernels, resolveEngineConfig(o, target.config, [...target.tokenizer.stopIds], draft?.config), draft);
 }
 
 interface Run {

@@ -147,7 +147,6 @@ export class Scheduler {
     const running: Sequence[] = [];
     // finished sequences leave the running list here, as it is walked for this step anyway
     const queue = this.running.filter((s) => s.status === 'running');
-    this.speculator?.prepare(queue, this.numRunningLive);
     let decoding = 0;
     for (const s of queue) if (s.numUncomputed === 1) decoding++;
     let prefill = (this.lastPrefillBudget = prefillBudget({
@@ -157,6 +156,8 @@ export class Scheduler {
       stepTimeFactor: this.config.stepTimeFactor ?? 0,
       overheadTokens: this.cost.overheadTokens(),
     }));
+    // a draft model drafts now, its catch-up prefill within the same prefill budget
+    this.speculator?.prepare(queue, this.numRunningLive, prefill);
     let next = 0;
     let end = queue.length; // queue[end..] were preempted, newest first
     for (; next < end; next++) {

@@ -38,8 +38,6 @@ export interface DraftCacheOptions {
   readonly kvDtype: KvDtype;
   /** the target's served context: the draft never needs positions past it plus K */
   readonly maxModelLen: number;
-  /** tokens of one draft forward (the catch-up prefill's chunk budget) */
-  readonly maxNumBatchedTokens: number;
 }
 
 /** a draft: its tokens and, for a sampled request, q ([tokens.length, vocab]) they were drawn from */
@@ -80,7 +78,7 @@ export class DraftModelDrafter {
     private readonly opts: DraftCacheOptions,
     /** the sampling parameters of seq's request (undefined once it is gone) */
     private readonly paramsOf: (seq: Sequence) => SamplingParams | undefined,
-    maxSpeculativeTokens: number,
+    private readonly maxSpeculativeTokens: number,
   ) {
     this.maxLen = Math.min(model.config.contextLength, opts.maxModelLen + maxSpeculativeTokens);
     const kv = KvCache.forModel(model.config, opts.numBlocks, opts.blockSize, opts.kvDtype);
@@ -96,17 +94,18 @@ export class DraftModelDrafter {
 
   /**
    * Drafts for every job (sequences with one token to compute), batched: a catch-up forward
-   * over the tokens each lacks, then k − 1 one-token forwards. A job whose catch-up does not
-   * fit this step's token budget, whose blocks do not fit, or that would pass the draft
+   * over the tokens each lacks, then k − 1 one-token forwards. A catch-up of more than K + 1
+   * tokens (a prompt: a prefill) takes from `prefillBudget`, as the target's chunks do; a
+   * job whose catch-up does not fit it, whose blocks do not fit, or that would pass the draft
    * model's context, catches up what fits and drafts nothing this step.
    */
-  draft(jobs: readonly DraftJob[]): void {
+  draft(jobs: readonly DraftJob[], prefillBudget: number): void {
     // last step's drafts are gone, verified or not
     for (const state of this.states.values()) {
       state.tokens = [];
       state.probs = undefined;
     }
-    let budget = this.opts.maxNumBatchedTokens;
+    let budget = prefillBudget;
     const chunks: SequenceChunk[] = [];
     const drafting: { job: DraftJob; state: DraftState; k: number }[] = [];
     for (const job of jobs) {
@@ -115,14 +114,15 @@ export class DraftModelDrafter {
       const length = seq.tokens.length;
       const lacking = length - state.computed;
       const k = Math.min(job.k, this.maxLen - length);
-      const n = Math.min(lacking, budget);
+      const prefill = lacking > this.maxSpeculativeTokens + 1;
+      const n = prefill ? Math.min(lacking, budget) : lacking;
       const full = n === lacking && k > 0;
       const cover = state.computed + n + (full ? k - 1 : 0);
       if (n <= 0 || !this.blocks.canAllocate(state.owner, cover)) continue;
       this.blocks.allocate(state.owner, cover);
       chunks.push({ tokenIds: seq.tokens.slice(state.computed, state.computed + n), startPos: state.computed, blockTable: state.owner.blockTable, wantLogits: full });
       state.computed += n;
-      budget -= n;
+      if (prefill) budget -= n;
       if (!full) continue;
       const params = this.paramsOf(seq);
       if (params && !isGreedy(params)) state.probs = new Float32Array(k * this.vocab);

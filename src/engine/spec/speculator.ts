@@ -33,16 +33,17 @@ export class Speculator {
 
   /**
    * Start of a step: the draft model drafts, in one batch, for every sequence in `running`
-   * that may draft (propose() then hands the drafts out). Nothing for prompt lookup.
+   * that may draft (propose() then hands the drafts out); `prefillBudget`: the tokens its
+   * catch-up prefills may take (the step's prefill budget). Nothing for prompt lookup.
    */
-  prepare(running: readonly Sequence[], numRunning: number): void {
+  prepare(running: readonly Sequence[], numRunning: number, prefillBudget: number): void {
     if (!this.drafter) return;
     const jobs: DraftJob[] = [];
     for (const seq of running) {
       const k = this.maxDraft(seq, this.config.numSpeculativeTokens, numRunning);
       if (k > 0) jobs.push({ seq, k });
     }
-    this.drafter.draft(jobs);
+    this.drafter.draft(jobs, prefillBudget);
   }
 
   /**
