@@ -89,6 +89,17 @@ describe('the library with speculativeConfig', () => {
     }
     await assert.rejects(LLM.load(path, { backend: 'reference', kvCacheMemory: '16MiB', speculativeConfig: { method: 'ngram' } }), /--speculative-config: "num_speculative_tokens" is required/);
   });
+
+  it('a draft model by path (the model as its own draft), loaded beside the target, gives the same story', async () => {
+    const llm = await LLM.load(path, { kvCacheMemory: '16MiB', speculativeConfig: { method: 'draft_model', model: path, num_speculative_tokens: 3 } });
+    try {
+      assert.equal((await llm.generate('Once upon a time', { maxTokens: 60, temperature: 0 })).text, STORY);
+    } finally {
+      await llm.close();
+    }
+    const other = ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'llama-q8_0')!);
+    await assert.rejects(LLM.load(path, { kvCacheMemory: '16MiB', speculativeConfig: { method: 'draft_model', model: other, num_speculative_tokens: 3 } }), /does not share the vocabulary of .*stories260K\.gguf/);
+  });
 });
 
 describe('loom generate --speculative-config', () => {
@@ -127,5 +138,19 @@ describe('loom bench spec', () => {
     assert.deepEqual(report.verify.map((v) => v.batchSize), [1, 2]);
     for (const v of report.verify) assert.ok(v.msByTokens.length === 3 && v.msByTokens.every((ms) => ms > 0));
     assert.ok(report.predicted.every((x) => x.speedup > 0));
+  });
+
+  it('--draft-model: drafts with it (the model as its own draft accepts every draft) and times its steps', () => {
+    const args = ['--output-len', '24', '--repeat-runs', '1', '-k', '2', '--draft-model', path, '--batch-sizes', '1', '--context', '16', '--json'];
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'bench', 'spec', ...args], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as SpecReport;
+    for (const p of report.prompts) {
+      assert.ok(p.sameTokens, p.name);
+      assert.ok(p.drafts > 0 && p.acceptedTokens === p.draftTokens, JSON.stringify(p));
+    }
+    assert.equal(report.settings.draftModel, path);
+    assert.deepEqual(report.verify.map((v) => v.msByTokens.length), [3]);
+    assert.ok(report.draftCost.length === 1 && report.draftCost[0]!.stepMs > 0);
   });
 });
