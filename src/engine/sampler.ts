@@ -20,6 +20,8 @@ export const GREEDY: SamplingParams = resolveSamplingParams({ temperature: 0, se
 export const argmax: (row: Float32Array) => number = referenceKernels.argmax;
 
 let scratchRow = new Float32Array(0);
+/** [vocab] p of sampleAgainstDraft, shared as scratchRow is */
+let scratchProbs = new Float32Array(0);
 
 /** A [v] scratch row, reused (sampling is synchronous within a thread). */
 function processedRow(v: number): Float32Array {
@@ -227,15 +229,12 @@ export class RequestSampler {
    * `logits` (spec/verify.ts), then accepted as sample() accepts. Two uniforms at most.
    */
   sampleAgainstDraft(logits: Float32Array, x: number, q: Float32Array): number {
-    if (this.pRow.length !== logits.length) this.pRow = new Float32Array(logits.length);
-    this.distribution(logits, this.pRow);
-    const id = rejectionSample(this.pRow, q, x, () => this.rng.next());
+    if (scratchProbs.length !== logits.length) scratchProbs = new Float32Array(logits.length);
+    this.distribution(logits, scratchProbs);
+    const id = rejectionSample(scratchProbs, q, x, () => this.rng.next());
     this.accept(id);
     return id;
   }
-
-  /** [vocab] scratch of sampleAgainstDraft */
-  private pRow = new Float32Array(0);
 }
 
 function isAllowed(mask: Int32Array, id: number): boolean {
