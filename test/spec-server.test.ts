@@ -2,7 +2,8 @@
 // gets without speculation, cut at a stop string; /metrics carries vLLM's spec_decode_*
 // counters; `loom generate --speculative-config` prints llama.cpp's story.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -99,6 +100,40 @@ describe('the library with speculativeConfig', () => {
     }
     const other = ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'llama-q8_0')!);
     await assert.rejects(LLM.load(path, { kvCacheMemory: '16MiB', speculativeConfig: { method: 'draft_model', model: other, num_speculative_tokens: 3 } }), /does not share the vocabulary of .*stories260K\.gguf/);
+  });
+});
+
+describe('loom serve with a draft model', () => {
+  it('prints the draft cache and the ignored fields at start, serves the same story, counts drafts in /metrics', async () => {
+    const config = JSON.stringify({ model: path, num_speculative_tokens: 3, draft_tensor_parallel_size: 1 });
+    const child = spawn(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'serve', '--model', path, '--port', '0', '--kv-cache-memory', '16MiB', '--speculative-config', config], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let log = '';
+    child.stderr.setEncoding('utf8');
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        child.stderr.on('data', (chunk: string) => {
+          log += chunk;
+          const m = /on http:\/\/[^:]+:(\d+)/.exec(log);
+          if (m && /"draft_tensor_parallel_size" is ignored/.test(log)) resolve(Number(m[1]));
+        });
+        child.once('exit', () => reject(new Error(`serve exited early: ${log}`)));
+      });
+      assert.match(log, /loom: speculative decoding: draft model .*stories260K\.gguf \(5 layers, hidden 64\), K 3; its KV cache \d+ blocks of 16 tokens = [\d.]+ MiB of --kv-cache-memory/);
+      const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 60, temperature: 0 }),
+      });
+      assert.equal(((await res.json()) as { choices: { text: string }[] }).choices[0]!.text, STORY);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const m = /^vllm:spec_decode_num_accepted_tokens_total\{[^}]*\} (\d+)$/m.exec(metrics);
+      assert.ok(m && Number(m[1]) > 0, 'accepted draft tokens are counted');
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
   });
 });
 
