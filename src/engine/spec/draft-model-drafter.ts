@@ -56,6 +56,7 @@ interface DraftState {
   /** this step's draft so far, and for a sampled request q ([k, vocab]) of each token */
   tokens: number[];
   probs: Float32Array | undefined;
+  probsBuffer?: Float32Array;
 }
 
 /** a sequence to draft for this step: up to k tokens */
@@ -114,9 +115,10 @@ export class DraftModelDrafter {
       const length = seq.tokens.length;
       const lacking = length - state.computed;
       const k = Math.min(job.k, this.maxLen - length);
+      if (k <= 0) continue; // past the draft model's context: no more drafts for seq
       const prefill = lacking > this.maxSpeculativeTokens + 1;
       const n = prefill ? Math.min(lacking, budget) : lacking;
-      const full = n === lacking && k > 0;
+      const full = n === lacking;
       const cover = state.computed + n + (full ? k - 1 : 0);
       if (n <= 0 || !this.blocks.canAllocate(state.owner, cover)) continue;
       this.blocks.allocate(state.owner, cover);
@@ -125,7 +127,8 @@ export class DraftModelDrafter {
       if (prefill) budget -= n;
       if (!full) continue;
       const params = this.paramsOf(seq);
-      if (params && !isGreedy(params)) state.probs = new Float32Array(k * this.vocab);
+      // q rows are read by verification in this step only: one buffer per sequence, reused
+      if (params && !isGreedy(params)) state.probs = (state.probsBuffer ??= new Float32Array(this.maxSpeculativeTokens * this.vocab)).subarray(0, k * this.vocab);
       drafting.push({ job, state, k });
     }
     if (chunks.length === 0) return;
