@@ -100,6 +100,7 @@ describe('the library with speculativeConfig', () => {
     }
     const other = ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'llama-q8_0')!);
     await assert.rejects(LLM.load(path, { kvCacheMemory: '16MiB', speculativeConfig: { method: 'draft_model', model: other, num_speculative_tokens: 3 } }), /does not share the vocabulary of .*stories260K\.gguf/);
+    await assert.rejects(LLM.load(path, { kvCacheMemory: '16MiB', speculativeConfig: { model: 'no-such-draft.gguf', num_speculative_tokens: 3 } }), /--speculative-config: draft model no-such-draft\.gguf: no such file or folder/);
   });
 });
 
