@@ -23,10 +23,10 @@ import { checkDraftVocabulary } from '../src/engine/spec/draft-vocab.js';
 import { RequestState } from '../src/engine/request-state.js';
 import { Rng } from '../src/engine/rng.js';
 import { KvCache } from '../src/model/kv-cache.js';
-import { GOLDEN_DIR, ggufFixturePath } from './fixtures/index.js';
+import { GOLDEN_DIR, ggufFixturePath, hfFixturePaths } from './fixtures/index.js';
 import { fixtureModel } from './fixtures/engine-run.js';
 import { readGolden } from './fixtures/golden.js';
-import { SHAPES } from './fixtures/recipe.js';
+import { HF_FIXTURES, SHAPES } from './fixtures/recipe.js';
 import type { GGUFFixture } from './fixtures/recipe.js';
 import type { FixtureTensor } from './fixtures/weights.js';
 import { loadModel } from '../src/model/load.js';
@@ -302,6 +302,21 @@ describe('speculative decoding with a draft model in the engine', () => {
     assert.equal(run.out.get(`${ids[3]}#0`)!.finishReason, 'stop');
     assert.ok(e.scheduler.numPreemptions > 0 && run.accepted > 0, `${e.scheduler.numPreemptions} preemptions, ${run.accepted} accepted`);
     assertAllFree(e);
+  });
+
+  it('a Hugging Face folder drafts for its GGUF twin: the vocabularies agree across formats, the tokens are the same', () => {
+    const { folder, gguf } = hfFixturePaths(HF_FIXTURES.find((f) => f.name === 'hf-llama')!);
+    const target = loadModel(gguf);
+    const draft = loadModel(folder);
+    checkDraftVocabulary(target, draft);
+    const prompt = target.tokenizer.encode('Once upon a time, in a small village', { addSpecial: true });
+    const runs = [undefined, draft].map((d) => {
+      const e = engine(target, d);
+      const id = add(e, prompt, greedy(24));
+      return { run: runToEnd(e), id };
+    });
+    assert.deepEqual(tokensOf(runs[1]!.run, runs[1]!.id), tokensOf(runs[0]!.run, runs[0]!.id));
+    assert.ok(runs[1]!.run.accepted > 0.9 * runs[1]!.run.draftTokens, `${runs[1]!.run.accepted} of ${runs[1]!.run.draftTokens} accepted`);
   });
 
   it('logprobs of the accepted tokens are those without speculation', () => {
