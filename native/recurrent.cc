@@ -1,13 +1,15 @@
-// Gated DeltaNet kernels (recurrent.h). The delta rule walks each (sequence, value head)
-// state matrix twice per token: decay + M·k in one pass, the rank-1 update + M·q in the
-// next, so a 128×128 head's 64 KB state stays in L1/L2 while its tokens stream through.
-// Work is split over (sequence, head) pairs, each owned by one thread: no sharing.
+// Gated DeltaNet kernels (recurrent.h). The delta rule runs per (sequence, value head), each
+// owned by one thread (no sharing): token by token for decode, in chunks for prefill (see
+// recurrent-impl.h), on the widest instruction set the CPU has (x86/recurrent_*.cc) or the
+// portable Ops here.
 #include "recurrent.h"
 
 #include <cmath>
 #include <vector>
 
+#include "cpu.h"
 #include "parallel.h"
+#include "recurrent-impl.h"
 
 namespace loom {
 
@@ -26,38 +28,46 @@ inline float dot(const float* a, const float* b, int n) {
   return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
-// row *= d; returns Σ row[i]·k[i] after the decay
-inline float scale_dot(float* row, float d, const float* k, int n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; l++) {
-      row[i + l] *= d;
-      acc[l] += row[i + l] * k[i + l];
+struct PortableOps {
+  static void step(float* m, const float* k, const float* q, const float* v, float decay, float beta, float scale, float* out, int S) {
+    for (int j = 0; j < S; j++) {
+      float* row = m + static_cast<int64_t>(j) * S;
+      for (int i = 0; i < S; i++) row[i] *= decay;
+      const float delta = (v[j] - dot(row, k, S)) * beta;
+      for (int i = 0; i < S; i++) row[i] += k[i] * delta;
+      out[j] = dot(row, q, S) * scale;
     }
-  float s = 0;
-  for (; i < n; i++) {
-    row[i] *= d;
-    s += row[i] * k[i];
   }
-  return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
+  static void gemm(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int rows, int inner, int cols,
+                   float c_scale) {
+    for (int r = 0; r < rows; r++) {
+      float* cr = c + r * ldc;
+      if (c_scale == 0.0f)
+        for (int x = 0; x < cols; x++) cr[x] = 0.0f;
+      else if (c_scale != 1.0f)
+        for (int x = 0; x < cols; x++) cr[x] *= c_scale;
+      for (int y = 0; y < inner; y++) {
+        const float w = a[r * lda + y];
+        const float* by = b + y * ldb;
+        for (int x = 0; x < cols; x++) cr[x] += w * by[x];
+      }
+    }
+  }
+};
 
-// row += k·delta; returns Σ row[i]·q[i] after the update
-inline float mad_dot(float* row, const float* k, float delta, const float* q, int n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; l++) {
-      row[i + l] += k[i + l] * delta;
-      acc[l] += row[i + l] * q[i + l];
-    }
-  float s = 0;
-  for (; i < n; i++) {
-    row[i] += k[i] * delta;
-    s += row[i] * q[i];
-  }
-  return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+void delta_head_portable(const DeltaHead& h) { delta_head<PortableOps>(h); }
+
+const RecurrentOps kPortableRecurrent = {"portable", delta_head_portable};
+
+const RecurrentOps& recurrent_ops() {
+  static const RecurrentOps& ops = [&]() -> const RecurrentOps& {
+#if defined(__x86_64__)
+    if (use_avx512()) return x86::kAvx512Recurrent;
+    if (use_avx2()) return x86::kAvx2Recurrent;
+#endif
+    return kPortableRecurrent;
+  }();
+  return ops;
 }
 
 }  // namespace
@@ -93,23 +103,35 @@ void gated_delta_rule(float* out, const float* q, const float* k, const float* v
   const float scale = 1.0f / std::sqrt(static_cast<float>(S));
   const int64_t tokens = seq_starts[num_seqs] - seq_starts[0];
   const int64_t cost = num_seqs > 0 ? (tokens / num_seqs + 1) * 4 * S * S : 0;
+  const RecurrentOps& ops = recurrent_ops();
   parallel_ranges(static_cast<int64_t>(num_seqs) * hv, cost, [&](int64_t p0, int64_t p1) {
-    std::vector<float> delta(static_cast<size_t>(S));
+    std::vector<float> scratch;
     for (int64_t p = p0; p < p1; p++) {
       const int s = static_cast<int>(p / hv), h = static_cast<int>(p % hv);
-      float* m = state + (static_cast<int64_t>(slots[s]) * hv + h) * S * S;
-      for (int64_t t = seq_starts[s]; t < seq_starts[s + 1]; t++) {
-        const float* kt = k + (t * hk + h % hk) * S;
-        const float* qt = q + (t * hk + h % hk) * S;
-        const float* vt = v + (t * hv + h) * S;
-        const float decay = std::exp(g[t * hv + h]);
-        const float b = beta[t * hv + h];
-        for (int j = 0; j < S; j++) delta[j] = (vt[j] - scale_dot(m + j * S, decay, kt, S)) * b;
-        float* o = out + (t * hv + h) * S;
-        for (int j = 0; j < S; j++) o[j] = mad_dot(m + j * S, kt, delta[j], qt, S) * scale;
+      const int64_t t0 = seq_starts[s];
+      DeltaHead job{};
+      job.m = state + (static_cast<int64_t>(slots[s]) * hv + h) * S * S;
+      job.q = q + (t0 * hk + h % hk) * S;
+      job.k = k + (t0 * hk + h % hk) * S;
+      job.qk_stride = static_cast<int64_t>(hk) * S;
+      job.v = v + (t0 * hv + h) * S;
+      job.out = out + (t0 * hv + h) * S;
+      job.v_stride = static_cast<int64_t>(hv) * S;
+      job.g = g + t0 * hv + h;
+      job.beta = beta + t0 * hv + h;
+      job.gb_stride = hv;
+      job.n = seq_starts[s + 1] - seq_starts[s];
+      job.S = S;
+      job.scale = scale;
+      if (job.n >= kDeltaChunkMin) {
+        if (scratch.empty()) scratch.resize(static_cast<size_t>(delta_scratch_floats(S)));
+        job.scratch = scratch.data();
       }
+      ops.delta_head(job);
     }
   });
 }
+
+const char* recurrent_kernels() { return recurrent_ops().name; }
 
 }  // namespace loom

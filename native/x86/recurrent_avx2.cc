@@ -1,0 +1,129 @@
+// The gated delta rule's Ops (recurrent-impl.h) for AVX2 + FMA (compiled with -mavx2 -mfma,
+// called only when the CPU has them). Tails use masked loads and stores. No STL here: see
+// half.h.
+#include <immintrin.h>
+
+#include "../recurrent-impl.h"
+
+namespace loom {
+namespace {
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// lanes [0, left) on
+inline __m256i tail_mask(int left) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lanes);
+}
+
+// One token on rows j of an S = 8·NV state: the row stays in registers between its two dots.
+template <int NV>
+void step_nv(float* m, const float* k, const float* q, const float* v, float decay, float beta, float scale, float* out, int S) {
+  const __m256 dv = _mm256_set1_ps(decay);
+  for (int j = 0; j < S; j++) {
+    float* row = m + static_cast<int64_t>(j) * S;
+    __m256 r[NV];
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    for (int c = 0; c < NV; c += 2) {
+      r[c] = _mm256_mul_ps(_mm256_loadu_ps(row + 8 * c), dv);
+      r[c + 1] = _mm256_mul_ps(_mm256_loadu_ps(row + 8 * c + 8), dv);
+      a0 = _mm256_fmadd_ps(r[c], _mm256_loadu_ps(k + 8 * c), a0);
+      a1 = _mm256_fmadd_ps(r[c + 1], _mm256_loadu_ps(k + 8 * c + 8), a1);
+    }
+    const __m256 delta = _mm256_set1_ps((v[j] - hsum(_mm256_add_ps(a0, a1))) * beta);
+    a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    for (int c = 0; c < NV; c += 2) {
+      r[c] = _mm256_fmadd_ps(_mm256_loadu_ps(k + 8 * c), delta, r[c]);
+      r[c + 1] = _mm256_fmadd_ps(_mm256_loadu_ps(k + 8 * c + 8), delta, r[c + 1]);
+      a0 = _mm256_fmadd_ps(r[c], _mm256_loadu_ps(q + 8 * c), a0);
+      a1 = _mm256_fmadd_ps(r[c + 1], _mm256_loadu_ps(q + 8 * c + 8), a1);
+      _mm256_storeu_ps(row + 8 * c, r[c]);
+      _mm256_storeu_ps(row + 8 * c + 8, r[c + 1]);
+    }
+    out[j] = hsum(_mm256_add_ps(a0, a1)) * scale;
+  }
+}
+
+// Any S: two passes over each row (it is in L1 for the second)
+void step_any(float* m, const float* k, const float* q, const float* v, float decay, float beta, float scale, float* out, int S) {
+  const __m256 dv = _mm256_set1_ps(decay);
+  for (int j = 0; j < S; j++) {
+    float* row = m + static_cast<int64_t>(j) * S;
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < S; i += 8) {
+      const __m256i mk = tail_mask(S - i);
+      const __m256 r = _mm256_mul_ps(_mm256_maskload_ps(row + i, mk), dv);
+      acc = _mm256_fmadd_ps(r, _mm256_maskload_ps(k + i, mk), acc);
+      _mm256_maskstore_ps(row + i, mk, r);
+    }
+    const __m256 delta = _mm256_set1_ps((v[j] - hsum(acc)) * beta);
+    acc = _mm256_setzero_ps();
+    for (int i = 0; i < S; i += 8) {
+      const __m256i mk = tail_mask(S - i);
+      const __m256 r = _mm256_fmadd_ps(_mm256_maskload_ps(k + i, mk), delta, _mm256_maskload_ps(row + i, mk));
+      acc = _mm256_fmadd_ps(r, _mm256_maskload_ps(q + i, mk), acc);
+      _mm256_maskstore_ps(row + i, mk, r);
+    }
+    out[j] = hsum(acc) * scale;
+  }
+}
+
+// R rows × up to 16 columns of c: 2R accumulators, each b row loaded once for the R rows
+template <int R>
+void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int inner, int cols, float c_scale) {
+  const __m256i m0 = tail_mask(cols), m1 = tail_mask(cols - 8);
+  __m256 acc[R][2];
+  const __m256 cs = _mm256_set1_ps(c_scale);
+  for (int r = 0; r < R; r++) {
+    if (c_scale == 0.0f) {
+      acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    } else {
+      acc[r][0] = _mm256_mul_ps(cs, _mm256_maskload_ps(c + r * ldc, m0));
+      acc[r][1] = _mm256_mul_ps(cs, _mm256_maskload_ps(c + r * ldc + 8, m1));
+    }
+  }
+  for (int y = 0; y < inner; y++) {
+    const float* by = b + y * ldb;
+    const __m256 b0 = _mm256_maskload_ps(by, m0), b1 = _mm256_maskload_ps(by + 8, m1);
+    for (int r = 0; r < R; r++) {
+      const __m256 w = _mm256_broadcast_ss(a + r * lda + y);
+      acc[r][0] = _mm256_fmadd_ps(w, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(w, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < R; r++) {
+    _mm256_maskstore_ps(c + r * ldc, m0, acc[r][0]);
+    _mm256_maskstore_ps(c + r * ldc + 8, m1, acc[r][1]);
+  }
+}
+
+struct Avx2Ops {
+  static void step(float* m, const float* k, const float* q, const float* v, float decay, float beta, float scale, float* out, int S) {
+    if (S == 64) return step_nv<8>(m, k, q, v, decay, beta, scale, out, S);
+    step_any(m, k, q, v, decay, beta, scale, out, S);
+  }
+  static void gemm(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int rows, int inner, int cols,
+                   float c_scale) {
+    for (int x = 0; x < cols; x += 16) {
+      const int w = cols - x < 16 ? cols - x : 16;
+      int r = 0;
+      for (; r + 4 <= rows; r += 4) gemm_block<4>(c + r * ldc + x, ldc, a + r * lda, lda, b + x, ldb, inner, w, c_scale);
+      for (; r < rows; r++) gemm_block<1>(c + r * ldc + x, ldc, a + r * lda, lda, b + x, ldb, inner, w, c_scale);
+    }
+  }
+};
+
+void delta_head_avx2(const DeltaHead& h) { delta_head<Avx2Ops>(h); }
+
+}  // namespace
+
+namespace x86 {
+const RecurrentOps kAvx2Recurrent = {"avx2", delta_head_avx2};
+}  // namespace x86
+
+}  // namespace loom
