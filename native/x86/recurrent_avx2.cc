@@ -73,33 +73,38 @@ void step_any(float* m, const float* k, const float* q, const float* v, float de
   }
 }
 
-// R rows × up to 16 columns of c: 2R accumulators, each b row loaded once for the R rows
+// R rows × up to 16 columns of c: 2R accumulators (named, so they stay in registers), each
+// b row loaded once for the R rows
 template <int R>
 void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int inner, int cols, float c_scale) {
   const __m256i m0 = tail_mask(cols), m1 = tail_mask(cols - 8);
-  __m256 acc[R][2];
-  const __m256 cs = _mm256_set1_ps(c_scale);
-  for (int r = 0; r < R; r++) {
-    if (c_scale == 0.0f) {
-      acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    } else {
-      acc[r][0] = _mm256_mul_ps(cs, _mm256_maskload_ps(c + r * ldc, m0));
-      acc[r][1] = _mm256_mul_ps(cs, _mm256_maskload_ps(c + r * ldc + 8, m1));
-    }
-  }
+  const float* a0 = a;
+  const float* a1 = a + (R > 1 ? lda : 0);
+  const float* a2 = a + (R > 2 ? 2 * lda : 0);
+  const float* a3 = a + (R > 3 ? 3 * lda : 0);
+  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
   for (int y = 0; y < inner; y++) {
     const float* by = b + y * ldb;
     const __m256 b0 = _mm256_maskload_ps(by, m0), b1 = _mm256_maskload_ps(by + 8, m1);
-    for (int r = 0; r < R; r++) {
-      const __m256 w = _mm256_broadcast_ss(a + r * lda + y);
-      acc[r][0] = _mm256_fmadd_ps(w, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(w, b1, acc[r][1]);
+    __m256 w = _mm256_broadcast_ss(a0 + y);
+    c00 = _mm256_fmadd_ps(w, b0, c00), c01 = _mm256_fmadd_ps(w, b1, c01);
+    if (R > 1) w = _mm256_broadcast_ss(a1 + y), c10 = _mm256_fmadd_ps(w, b0, c10), c11 = _mm256_fmadd_ps(w, b1, c11);
+    if (R > 2) w = _mm256_broadcast_ss(a2 + y), c20 = _mm256_fmadd_ps(w, b0, c20), c21 = _mm256_fmadd_ps(w, b1, c21);
+    if (R > 3) w = _mm256_broadcast_ss(a3 + y), c30 = _mm256_fmadd_ps(w, b0, c30), c31 = _mm256_fmadd_ps(w, b1, c31);
+  }
+  const __m256 cs = _mm256_set1_ps(c_scale);
+  const auto put = [&](float* row, __m256 x0, __m256 x1) {
+    if (c_scale != 0.0f) {
+      x0 = _mm256_fmadd_ps(cs, _mm256_maskload_ps(row, m0), x0);
+      x1 = _mm256_fmadd_ps(cs, _mm256_maskload_ps(row + 8, m1), x1);
     }
-  }
-  for (int r = 0; r < R; r++) {
-    _mm256_maskstore_ps(c + r * ldc, m0, acc[r][0]);
-    _mm256_maskstore_ps(c + r * ldc + 8, m1, acc[r][1]);
-  }
+    _mm256_maskstore_ps(row, m0, x0);
+    _mm256_maskstore_ps(row + 8, m1, x1);
+  };
+  put(c, c00, c01);
+  if (R > 1) put(c + ldc, c10, c11);
+  if (R > 2) put(c + 2 * ldc, c20, c21);
+  if (R > 3) put(c + 3 * ldc, c30, c31);
 }
 
 struct Avx2Ops {

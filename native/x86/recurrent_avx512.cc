@@ -59,27 +59,54 @@ void step_any(float* m, const float* k, const float* q, const float* v, float de
   }
 }
 
-// R rows × up to 64 columns of c: 4R accumulators, each b row loaded once for the R rows
+// R rows × up to 64 columns of c: 4R accumulators (named, so they stay in registers), each
+// b row loaded once for the R rows
 template <int R>
 void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int inner, int cols, float c_scale) {
-  __mmask16 mk[4];
-  for (int v = 0; v < 4; v++) mk[v] = cols > 16 * v ? tail_mask(cols - 16 * v) : 0;
-  __m512 acc[R][4];
-  const __m512 cs = _mm512_set1_ps(c_scale);
-  for (int r = 0; r < R; r++)
-    for (int v = 0; v < 4; v++)
-      acc[r][v] = c_scale == 0.0f ? _mm512_setzero_ps() : _mm512_mul_ps(cs, _mm512_maskz_loadu_ps(mk[v], c + r * ldc + 16 * v));
+  const __mmask16 m0 = tail_mask(cols), m1 = cols > 16 ? tail_mask(cols - 16) : 0;
+  const __mmask16 m2 = cols > 32 ? tail_mask(cols - 32) : 0, m3 = cols > 48 ? tail_mask(cols - 48) : 0;
+  const float* a0 = a;
+  const float* a1 = a + (R > 1 ? lda : 0);
+  const float* a2 = a + (R > 2 ? 2 * lda : 0);
+  const float* a3 = a + (R > 3 ? 3 * lda : 0);
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+  __m512 c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
   for (int y = 0; y < inner; y++) {
     const float* by = b + y * ldb;
-    __m512 bv[4];
-    for (int v = 0; v < 4; v++) bv[v] = _mm512_maskz_loadu_ps(mk[v], by + 16 * v);
-    for (int r = 0; r < R; r++) {
-      const __m512 w = _mm512_set1_ps(a[r * lda + y]);
-      for (int v = 0; v < 4; v++) acc[r][v] = _mm512_fmadd_ps(w, bv[v], acc[r][v]);
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, by), b1 = _mm512_maskz_loadu_ps(m1, by + 16);
+    const __m512 b2 = _mm512_maskz_loadu_ps(m2, by + 32), b3 = _mm512_maskz_loadu_ps(m3, by + 48);
+    __m512 w = _mm512_set1_ps(a0[y]);
+    c00 = _mm512_fmadd_ps(w, b0, c00), c01 = _mm512_fmadd_ps(w, b1, c01), c02 = _mm512_fmadd_ps(w, b2, c02), c03 = _mm512_fmadd_ps(w, b3, c03);
+    if (R > 1) {
+      w = _mm512_set1_ps(a1[y]);
+      c10 = _mm512_fmadd_ps(w, b0, c10), c11 = _mm512_fmadd_ps(w, b1, c11), c12 = _mm512_fmadd_ps(w, b2, c12), c13 = _mm512_fmadd_ps(w, b3, c13);
+    }
+    if (R > 2) {
+      w = _mm512_set1_ps(a2[y]);
+      c20 = _mm512_fmadd_ps(w, b0, c20), c21 = _mm512_fmadd_ps(w, b1, c21), c22 = _mm512_fmadd_ps(w, b2, c22), c23 = _mm512_fmadd_ps(w, b3, c23);
+    }
+    if (R > 3) {
+      w = _mm512_set1_ps(a3[y]);
+      c30 = _mm512_fmadd_ps(w, b0, c30), c31 = _mm512_fmadd_ps(w, b1, c31), c32 = _mm512_fmadd_ps(w, b2, c32), c33 = _mm512_fmadd_ps(w, b3, c33);
     }
   }
-  for (int r = 0; r < R; r++)
-    for (int v = 0; v < 4; v++) _mm512_mask_storeu_ps(c + r * ldc + 16 * v, mk[v], acc[r][v]);
+  const __m512 cs = _mm512_set1_ps(c_scale);
+  const auto put = [&](float* row, __m512 x0, __m512 x1, __m512 x2, __m512 x3) {
+    if (c_scale != 0.0f) {
+      x0 = _mm512_fmadd_ps(cs, _mm512_maskz_loadu_ps(m0, row), x0);
+      x1 = _mm512_fmadd_ps(cs, _mm512_maskz_loadu_ps(m1, row + 16), x1);
+      x2 = _mm512_fmadd_ps(cs, _mm512_maskz_loadu_ps(m2, row + 32), x2);
+      x3 = _mm512_fmadd_ps(cs, _mm512_maskz_loadu_ps(m3, row + 48), x3);
+    }
+    _mm512_mask_storeu_ps(row, m0, x0);
+    _mm512_mask_storeu_ps(row + 16, m1, x1);
+    _mm512_mask_storeu_ps(row + 32, m2, x2);
+    _mm512_mask_storeu_ps(row + 48, m3, x3);
+  };
+  put(c, c00, c01, c02, c03);
+  if (R > 1) put(c + ldc, c10, c11, c12, c13);
+  if (R > 2) put(c + 2 * ldc, c20, c21, c22, c23);
+  if (R > 3) put(c + 3 * ldc, c30, c31, c32, c33);
 }
 
 struct Avx512Ops {
