@@ -38,7 +38,18 @@ struct DeltaHead {
 
 static inline int64_t delta_scratch_floats(int S) {
   const int64_t C = kDeltaChunk;
-  return C + 5 * static_cast<int64_t>(S) * C + 4 * C * C;
+  return 2 * C + 5 * static_cast<int64_t>(S) * C + 4 * C * C;
+}
+
+// dst[x][r] = scale · src[r][x] in tiles of 8 src rows: the stores run along dst rows and the
+// 8 src lines a tile reads stay in L1 even when src rows are a multiple of 4 KiB apart (q, k,
+// v and out rows are: they land in one L1 set)
+static inline void transpose(float* dst, int64_t ldd, const float* src, int64_t lds, int rows, int cols, float scale) {
+  for (int r0 = 0; r0 < rows; r0 += 8) {
+    const int r1 = rows - r0 < 8 ? rows : r0 + 8;
+    for (int x = 0; x < cols; x++)
+      for (int r = r0; r < r1; r++) dst[x * ldd + r] = src[r * lds + x] * scale;
+  }
 }
 
 // Tokens [t0, t0 + n), n ≤ kDeltaChunk, of h in one chunk. With the state S0 at the chunk
@@ -55,7 +66,7 @@ static void delta_chunk(const DeltaHead& h, int t0, int n) {
   constexpr int C = kDeltaChunk;
   const int S = h.S;
   float* G = h.scratch;
-  float* KT = G + C;                      // [i][t] keys
+  float* KT = G + 2 * C;                  // [i][t] keys
   float* QT = KT + S * C;                 // [i][t] queries
   float* RT = QT + S * C;                 // [j][t] K·S0, then R
   float* VT = RT + S * C;                 // [j][t] V'
@@ -67,23 +78,26 @@ static void delta_chunk(const DeltaHead& h, int t0, int n) {
   const float* k = h.k + t0 * h.qk_stride;
   const float* q = h.q + t0 * h.qk_stride;
 
+  float* E = G + C;                       // [t] γ_t = e^(G_t), then e^(G_last − G_t)
   float acc = 0.0f;
   for (int t = 0; t < n; t++) G[t] = acc += h.g[(t0 + t) * h.gb_stride];
-  for (int t = 0; t < n; t++)
-    for (int i = 0; i < S; i++) {
-      KT[i * C + t] = k[t * h.qk_stride + i];
-      QT[i * C + t] = q[t * h.qk_stride + i];
-    }
+  for (int t = 0; t < n; t++) E[t] = vexp(G[t]);
+  transpose(KT, C, k, h.qk_stride, n, S, 1.0f);
+  transpose(QT, C, q, h.qk_stride, n, S, 1.0f);
   Ops::gemm(KK, C, k, h.qk_stride, KT, C, n, S, n, 0.0f);
   Ops::gemm(QK, C, q, h.qk_stride, KT, C, n, S, n, 0.0f);
-  // A (in KK) and Pᵀ (in TT after T is transposed, so first P in QK)
+  // A in KK, P[t][s] = D[t][s] (q_t·k_s) in QK; both 0 above the diagonal
   for (int t = 0; t < n; t++) {
     const float bt = h.beta[(t0 + t) * h.gb_stride];
-    for (int s = 0; s < n; s++) {
-      const float d = s <= t ? vexp(G[t] - G[s]) : 0.0f;
-      KK[t * C + s] = s < t ? bt * d * KK[t * C + s] : 0.0f;
-      QK[t * C + s] = d * QK[t * C + s];
+    float* kk = KK + t * C;
+    float* qk = QK + t * C;
+    for (int s = 0; s <= t; s++) {
+      const float d = vexp(G[t] - G[s]);
+      kk[s] *= bt * d;
+      qk[s] *= d;
     }
+    for (int s = t; s < n; s++) kk[s] = 0.0f;
+    for (int s = t + 1; s < n; s++) qk[s] = 0.0f;
   }
   // T = (I + A)^-1 by forward substitution, row t = e_t − Σ_{s<t} A[t][s] T[s]
   for (int t = 0; t < n; t++) {
@@ -95,36 +109,30 @@ static void delta_chunk(const DeltaHead& h, int t0, int n) {
       for (int x = 0; x <= s; x++) row[x] -= a * rs[x];
     }
   }
-  for (int t = 0; t < n; t++)
-    for (int s = 0; s < n; s++) TT[s * C + t] = T[t * C + s];
-  // R = diag(β) V − diag(βγ) K S0, transposed: RT[j][t]
-  Ops::gemm(RT, C, h.m, S, KT, C, S, S, n, 0.0f);
+  transpose(TT, C, T, C, n, n, 1.0f);
+  // R = diag(β) V − diag(βγ) K S0, transposed: RT[j][t] (K S0 in VT for now)
+  Ops::gemm(VT, C, h.m, S, KT, C, S, S, n, 0.0f);
+  transpose(RT, C, h.v + t0 * h.v_stride, h.v_stride, n, S, 1.0f);
+  float* B = T;  // T is in TT now: β_t, β_t γ_t
   for (int t = 0; t < n; t++) {
-    const float bt = h.beta[(t0 + t) * h.gb_stride];
-    const float bg = bt * vexp(G[t]);
-    const float* vt = h.v + (t0 + t) * h.v_stride;
-    for (int j = 0; j < S; j++) RT[j * C + t] = bt * vt[j] - bg * RT[j * C + t];
+    B[t] = h.beta[(t0 + t) * h.gb_stride];
+    B[C + t] = B[t] * E[t];
   }
+  for (int j = 0; j < S; j++)
+    for (int t = 0; t < n; t++) RT[j * C + t] = B[t] * RT[j * C + t] - B[C + t] * VT[j * C + t];
   Ops::gemm(VT, C, RT, C, TT, C, S, n, n, 0.0f);  // V'ᵀ = Rᵀ Tᵀ
   // Oᵀ = S0ᵀ Qᵀ ⊙ γ + V'ᵀ Pᵀ
   Ops::gemm(OT, C, h.m, S, QT, C, S, S, n, 0.0f);
-  for (int t = 0; t < n; t++) {
-    const float gt = vexp(G[t]);
-    for (int j = 0; j < S; j++) OT[j * C + t] *= gt;
-  }
-  for (int t = 0; t < n; t++)
-    for (int s = 0; s < n; s++) TT[s * C + t] = QK[t * C + s];
+  for (int j = 0; j < S; j++)
+    for (int t = 0; t < n; t++) OT[j * C + t] *= E[t];
+  transpose(TT, C, QK, C, n, n, 1.0f);
   Ops::gemm(OT, C, VT, C, TT, C, S, n, n, 1.0f);
-  for (int t = 0; t < n; t++) {
-    float* o = h.out + (t0 + t) * h.v_stride;
-    for (int j = 0; j < S; j++) o[j] = OT[j * C + t] * h.scale;
-  }
+  transpose(h.out + t0 * h.v_stride, h.v_stride, OT, C, S, n, h.scale);
   // S_end: m = γ_last m + (V'ᵀ ⊙ D[last]) K
   const float last = G[n - 1];
-  for (int s = 0; s < n; s++) {
-    const float d = vexp(last - G[s]);
-    for (int j = 0; j < S; j++) VT[j * C + s] *= d;
-  }
+  for (int s = 0; s < n; s++) E[s] = vexp(last - G[s]);
+  for (int j = 0; j < S; j++)
+    for (int s = 0; s < n; s++) VT[j * C + s] *= E[s];
   Ops::gemm(h.m, S, VT, C, k, h.qk_stride, S, n, S, vexp(last));
 }
 

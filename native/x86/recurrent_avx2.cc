@@ -49,25 +49,36 @@ void step_nv(float* m, const float* k, const float* q, const float* v, float dec
   }
 }
 
-// Any S: two passes over each row (it is in L1 for the second)
+// Any S: two passes over each row (it is in L1 for the second); masked loads and stores only
+// for a tail (vmaskmovps stores are slow on some CPUs)
 void step_any(float* m, const float* k, const float* q, const float* v, float decay, float beta, float scale, float* out, int S) {
   const __m256 dv = _mm256_set1_ps(decay);
+  const int full = S & ~7;
+  const __m256i mk = tail_mask(S - full);
   for (int j = 0; j < S; j++) {
     float* row = m + static_cast<int64_t>(j) * S;
     __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < S; i += 8) {
-      const __m256i mk = tail_mask(S - i);
-      const __m256 r = _mm256_mul_ps(_mm256_maskload_ps(row + i, mk), dv);
-      acc = _mm256_fmadd_ps(r, _mm256_maskload_ps(k + i, mk), acc);
-      _mm256_maskstore_ps(row + i, mk, r);
+    for (int i = 0; i < full; i += 8) {
+      const __m256 r = _mm256_mul_ps(_mm256_loadu_ps(row + i), dv);
+      acc = _mm256_fmadd_ps(r, _mm256_loadu_ps(k + i), acc);
+      _mm256_storeu_ps(row + i, r);
+    }
+    if (full < S) {
+      const __m256 r = _mm256_mul_ps(_mm256_maskload_ps(row + full, mk), dv);
+      acc = _mm256_fmadd_ps(r, _mm256_maskload_ps(k + full, mk), acc);
+      _mm256_maskstore_ps(row + full, mk, r);
     }
     const __m256 delta = _mm256_set1_ps((v[j] - hsum(acc)) * beta);
     acc = _mm256_setzero_ps();
-    for (int i = 0; i < S; i += 8) {
-      const __m256i mk = tail_mask(S - i);
-      const __m256 r = _mm256_fmadd_ps(_mm256_maskload_ps(k + i, mk), delta, _mm256_maskload_ps(row + i, mk));
-      acc = _mm256_fmadd_ps(r, _mm256_maskload_ps(q + i, mk), acc);
-      _mm256_maskstore_ps(row + i, mk, r);
+    for (int i = 0; i < full; i += 8) {
+      const __m256 r = _mm256_fmadd_ps(_mm256_loadu_ps(k + i), delta, _mm256_loadu_ps(row + i));
+      acc = _mm256_fmadd_ps(r, _mm256_loadu_ps(q + i), acc);
+      _mm256_storeu_ps(row + i, r);
+    }
+    if (full < S) {
+      const __m256 r = _mm256_fmadd_ps(_mm256_maskload_ps(k + full, mk), delta, _mm256_maskload_ps(row + full, mk));
+      acc = _mm256_fmadd_ps(r, _mm256_maskload_ps(q + full, mk), acc);
+      _mm256_maskstore_ps(row + full, mk, r);
     }
     out[j] = hsum(acc) * scale;
   }
@@ -75,7 +86,7 @@ void step_any(float* m, const float* k, const float* q, const float* v, float de
 
 // R rows × up to 16 columns of c: 2R accumulators (named, so they stay in registers), each
 // b row loaded once for the R rows
-template <int R>
+template <int R, bool kFull>
 void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int inner, int cols, float c_scale) {
   const __m256i m0 = tail_mask(cols), m1 = tail_mask(cols - 8);
   const float* a0 = a;
@@ -85,7 +96,8 @@ void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float*
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
   for (int y = 0; y < inner; y++) {
     const float* by = b + y * ldb;
-    const __m256 b0 = _mm256_maskload_ps(by, m0), b1 = _mm256_maskload_ps(by + 8, m1);
+    const __m256 b0 = kFull ? _mm256_loadu_ps(by) : _mm256_maskload_ps(by, m0);
+    const __m256 b1 = kFull ? _mm256_loadu_ps(by + 8) : _mm256_maskload_ps(by + 8, m1);
     __m256 w = _mm256_broadcast_ss(a0 + y);
     c00 = _mm256_fmadd_ps(w, b0, c00), c01 = _mm256_fmadd_ps(w, b1, c01);
     if (R > 1) w = _mm256_broadcast_ss(a1 + y), c10 = _mm256_fmadd_ps(w, b0, c10), c11 = _mm256_fmadd_ps(w, b1, c11);
@@ -94,6 +106,15 @@ void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float*
   }
   const __m256 cs = _mm256_set1_ps(c_scale);
   const auto put = [&](float* row, __m256 x0, __m256 x1) {
+    if (kFull) {
+      if (c_scale != 0.0f) {
+        x0 = _mm256_fmadd_ps(cs, _mm256_loadu_ps(row), x0);
+        x1 = _mm256_fmadd_ps(cs, _mm256_loadu_ps(row + 8), x1);
+      }
+      _mm256_storeu_ps(row, x0);
+      _mm256_storeu_ps(row + 8, x1);
+      return;
+    }
     if (c_scale != 0.0f) {
       x0 = _mm256_fmadd_ps(cs, _mm256_maskload_ps(row, m0), x0);
       x1 = _mm256_fmadd_ps(cs, _mm256_maskload_ps(row + 8, m1), x1);
@@ -115,11 +136,19 @@ struct Avx2Ops {
   static void gemm(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int rows, int inner, int cols,
                    float c_scale) {
     for (int x = 0; x < cols; x += 16) {
-      const int w = cols - x < 16 ? cols - x : 16;
-      int r = 0;
-      for (; r + 4 <= rows; r += 4) gemm_block<4>(c + r * ldc + x, ldc, a + r * lda, lda, b + x, ldb, inner, w, c_scale);
-      for (; r < rows; r++) gemm_block<1>(c + r * ldc + x, ldc, a + r * lda, lda, b + x, ldb, inner, w, c_scale);
+      if (cols - x >= 16) {
+        block_rows<true>(c + x, ldc, a, lda, b + x, ldb, rows, inner, 16, c_scale);
+      } else {
+        block_rows<false>(c + x, ldc, a, lda, b + x, ldb, rows, inner, cols - x, c_scale);
+      }
     }
+  }
+  template <bool kFull>
+  static void block_rows(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int rows, int inner, int w,
+                         float c_scale) {
+    int r = 0;
+    for (; r + 4 <= rows; r += 4) gemm_block<4, kFull>(c + r * ldc, ldc, a + r * lda, lda, b, ldb, inner, w, c_scale);
+    for (; r < rows; r++) gemm_block<1, kFull>(c + r * ldc, ldc, a + r * lda, lda, b, ldb, inner, w, c_scale);
   }
 };
 
