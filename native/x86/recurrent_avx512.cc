@@ -59,9 +59,9 @@ void step_any(float* m, const float* k, const float* q, const float* v, float de
   }
 }
 
-// R rows × up to 64 columns of c: 4R accumulators (named, so they stay in registers), each
-// b row loaded once for the R rows
-template <int R>
+// R rows × up to 16·NV ≤ 64 columns of c: R·NV accumulators (named, so they stay in
+// registers), each b row loaded once for the R rows
+template <int R, int NV>
 void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int inner, int cols, float c_scale) {
   const __mmask16 m0 = tail_mask(cols), m1 = cols > 16 ? tail_mask(cols - 16) : 0;
   const __mmask16 m2 = cols > 32 ? tail_mask(cols - 32) : 0, m3 = cols > 48 ? tail_mask(cols - 48) : 0;
@@ -73,35 +73,49 @@ void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float*
   __m512 c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
   for (int y = 0; y < inner; y++) {
     const float* by = b + y * ldb;
-    const __m512 b0 = _mm512_maskz_loadu_ps(m0, by), b1 = _mm512_maskz_loadu_ps(m1, by + 16);
-    const __m512 b2 = _mm512_maskz_loadu_ps(m2, by + 32), b3 = _mm512_maskz_loadu_ps(m3, by + 48);
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, by);
+    const __m512 b1 = NV > 1 ? _mm512_maskz_loadu_ps(m1, by + 16) : b0;
+    const __m512 b2 = NV > 2 ? _mm512_maskz_loadu_ps(m2, by + 32) : b0;
+    const __m512 b3 = NV > 3 ? _mm512_maskz_loadu_ps(m3, by + 48) : b0;
     __m512 w = _mm512_set1_ps(a0[y]);
-    c00 = _mm512_fmadd_ps(w, b0, c00), c01 = _mm512_fmadd_ps(w, b1, c01), c02 = _mm512_fmadd_ps(w, b2, c02), c03 = _mm512_fmadd_ps(w, b3, c03);
+    c00 = _mm512_fmadd_ps(w, b0, c00);
+    if (NV > 1) c01 = _mm512_fmadd_ps(w, b1, c01);
+    if (NV > 2) c02 = _mm512_fmadd_ps(w, b2, c02);
+    if (NV > 3) c03 = _mm512_fmadd_ps(w, b3, c03);
     if (R > 1) {
       w = _mm512_set1_ps(a1[y]);
-      c10 = _mm512_fmadd_ps(w, b0, c10), c11 = _mm512_fmadd_ps(w, b1, c11), c12 = _mm512_fmadd_ps(w, b2, c12), c13 = _mm512_fmadd_ps(w, b3, c13);
+      c10 = _mm512_fmadd_ps(w, b0, c10);
+    if (NV > 1) c11 = _mm512_fmadd_ps(w, b1, c11);
+    if (NV > 2) c12 = _mm512_fmadd_ps(w, b2, c12);
+    if (NV > 3) c13 = _mm512_fmadd_ps(w, b3, c13);
     }
     if (R > 2) {
       w = _mm512_set1_ps(a2[y]);
-      c20 = _mm512_fmadd_ps(w, b0, c20), c21 = _mm512_fmadd_ps(w, b1, c21), c22 = _mm512_fmadd_ps(w, b2, c22), c23 = _mm512_fmadd_ps(w, b3, c23);
+      c20 = _mm512_fmadd_ps(w, b0, c20);
+    if (NV > 1) c21 = _mm512_fmadd_ps(w, b1, c21);
+    if (NV > 2) c22 = _mm512_fmadd_ps(w, b2, c22);
+    if (NV > 3) c23 = _mm512_fmadd_ps(w, b3, c23);
     }
     if (R > 3) {
       w = _mm512_set1_ps(a3[y]);
-      c30 = _mm512_fmadd_ps(w, b0, c30), c31 = _mm512_fmadd_ps(w, b1, c31), c32 = _mm512_fmadd_ps(w, b2, c32), c33 = _mm512_fmadd_ps(w, b3, c33);
+      c30 = _mm512_fmadd_ps(w, b0, c30);
+    if (NV > 1) c31 = _mm512_fmadd_ps(w, b1, c31);
+    if (NV > 2) c32 = _mm512_fmadd_ps(w, b2, c32);
+    if (NV > 3) c33 = _mm512_fmadd_ps(w, b3, c33);
     }
   }
   const __m512 cs = _mm512_set1_ps(c_scale);
   const auto put = [&](float* row, __m512 x0, __m512 x1, __m512 x2, __m512 x3) {
     if (c_scale != 0.0f) {
       x0 = _mm512_fmadd_ps(cs, _mm512_maskz_loadu_ps(m0, row), x0);
-      x1 = _mm512_fmadd_ps(cs, _mm512_maskz_loadu_ps(m1, row + 16), x1);
-      x2 = _mm512_fmadd_ps(cs, _mm512_maskz_loadu_ps(m2, row + 32), x2);
-      x3 = _mm512_fmadd_ps(cs, _mm512_maskz_loadu_ps(m3, row + 48), x3);
+      if (NV > 1) x1 = _mm512_fmadd_ps(cs, _mm512_maskz_loadu_ps(m1, row + 16), x1);
+      if (NV > 2) x2 = _mm512_fmadd_ps(cs, _mm512_maskz_loadu_ps(m2, row + 32), x2);
+      if (NV > 3) x3 = _mm512_fmadd_ps(cs, _mm512_maskz_loadu_ps(m3, row + 48), x3);
     }
     _mm512_mask_storeu_ps(row, m0, x0);
-    _mm512_mask_storeu_ps(row + 16, m1, x1);
-    _mm512_mask_storeu_ps(row + 32, m2, x2);
-    _mm512_mask_storeu_ps(row + 48, m3, x3);
+    if (NV > 1) _mm512_mask_storeu_ps(row + 16, m1, x1);
+    if (NV > 2) _mm512_mask_storeu_ps(row + 32, m2, x2);
+    if (NV > 3) _mm512_mask_storeu_ps(row + 48, m3, x3);
   };
   put(c, c00, c01, c02, c03);
   if (R > 1) put(c + ldc, c10, c11, c12, c13);
@@ -119,10 +133,20 @@ struct Avx512Ops {
                    float c_scale) {
     for (int x = 0; x < cols; x += 64) {
       const int w = cols - x < 64 ? cols - x : 64;
-      int r = 0;
-      for (; r + 4 <= rows; r += 4) gemm_block<4>(c + r * ldc + x, ldc, a + r * lda, lda, b + x, ldb, inner, w, c_scale);
-      for (; r < rows; r++) gemm_block<1>(c + r * ldc + x, ldc, a + r * lda, lda, b + x, ldb, inner, w, c_scale);
+      switch ((w + 15) / 16) {
+        case 1: block_rows<1>(c + x, ldc, a, lda, b + x, ldb, rows, inner, w, c_scale); break;
+        case 2: block_rows<2>(c + x, ldc, a, lda, b + x, ldb, rows, inner, w, c_scale); break;
+        case 3: block_rows<3>(c + x, ldc, a, lda, b + x, ldb, rows, inner, w, c_scale); break;
+        default: block_rows<4>(c + x, ldc, a, lda, b + x, ldb, rows, inner, w, c_scale); break;
+      }
     }
+  }
+  template <int NV>
+  static void block_rows(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int rows, int inner, int w,
+                         float c_scale) {
+    int r = 0;
+    for (; r + 4 <= rows; r += 4) gemm_block<4, NV>(c + r * ldc, ldc, a + r * lda, lda, b, ldb, inner, w, c_scale);
+    for (; r < rows; r++) gemm_block<1, NV>(c + r * ldc, ldc, a + r * lda, lda, b, ldb, inner, w, c_scale);
   }
 };
 
