@@ -5,6 +5,7 @@
 //       keys i): m_j ← decay·m_j; δ_j = β(v_j − m_j·k); m_j += δ_j k; out_j = scale · m_j·q
 //   gemm(c, ldc, a, lda, b, ldb, rows, inner, cols, c_scale)
 //       c[r][x] = c_scale·c[r][x] + Σ_y a[r][y]·b[y][x]  (c_scale 0: c is not read)
+//   kChunkMin   tokens of one head from which the chunked form is used
 // Long runs of tokens go through the chunkwise-parallel form (fla's chunk_gated_delta_rule,
 // the WY/UT transform) so that the work is matmul-shaped and the state is read and written
 // once per chunk of kDeltaChunk tokens instead of once per token.
@@ -17,6 +18,8 @@
 namespace loom {
 
 constexpr int kDeltaChunk = 64;
+// the fewest tokens any Ops chunks (the caller provides scratch from here on)
+constexpr int kDeltaChunkMin = 8;
 
 // One (sequence, value head): its n tokens' rows and its state.
 struct DeltaHead {
@@ -33,7 +36,7 @@ struct DeltaHead {
   int n;
   int S;
   float scale;
-  float* scratch;         // delta_scratch_floats(S) floats when n ≥ the chunked threshold
+  float* scratch;         // delta_scratch_floats(S) floats when n ≥ kDeltaChunkMin
 };
 
 static inline int64_t delta_scratch_floats(int S) {
@@ -151,14 +154,12 @@ static void delta_chunk(const DeltaHead& h, int t0, int n) {
   Ops::gemm(h.m, S, VT, C, k, h.qk_stride, S, n, S, vexp(last));
 }
 
-// Tokens of one head below this count go token by token: measured (S = 128, one thread,
-// CPU time per token of 16 heads) a chunk of 8 costs 39 µs against 33 token by token on
-// AVX-512, 12 costs 28 against 33, 64 costs 29 against 33; on AVX2 the chunk wins from 8.
-constexpr int kDeltaChunkMin = 12;
-
+// A head with at least Ops::kChunkMin tokens (each Ops sets it from measurements) goes
+// through chunks; fewer go token by token, where a chunk's fixed costs (the C×C products, the
+// solve) would outweigh the state traffic they save.
 template <class Ops>
 static void delta_head(const DeltaHead& h) {
-  if (h.n >= kDeltaChunkMin && h.scratch) {
+  if (h.n >= Ops::kChunkMin && h.scratch) {
     for (int t0 = 0; t0 < h.n; t0 += kDeltaChunk) delta_chunk<Ops>(h, t0, h.n - t0 < kDeltaChunk ? h.n - t0 : kDeltaChunk);
     return;
   }

@@ -17,25 +17,49 @@ namespace {
 
 inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
-// Σ a[i]·b[i] in 8 independent f32 lanes (vectorizable without reassociation flags)
-inline float dot(const float* a, const float* b, int n) {
+// row *= d; returns Σ row[i]·k[i] after the decay
+inline float scale_dot(float* row, float d, const float* k, int n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int i = 0;
   for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; l++) acc[l] += a[i + l] * b[i + l];
+    for (int l = 0; l < 8; l++) {
+      row[i + l] *= d;
+      acc[l] += row[i + l] * k[i + l];
+    }
   float s = 0;
-  for (; i < n; i++) s += a[i] * b[i];
+  for (; i < n; i++) {
+    row[i] *= d;
+    s += row[i] * k[i];
+  }
+  return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+// row += k·delta; returns Σ row[i]·q[i] after the update
+inline float mad_dot(float* row, const float* k, float delta, const float* q, int n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; l++) {
+      row[i + l] += k[i + l] * delta;
+      acc[l] += row[i + l] * q[i + l];
+    }
+  float s = 0;
+  for (; i < n; i++) {
+    row[i] += k[i] * delta;
+    s += row[i] * q[i];
+  }
   return s + ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
 struct PortableOps {
+  // measured on x86-64 (SSE2 code): chunks of 128 tokens cost 144 µs per token of 16 heads
+  // against 78 token by token (the plain-loop gemm is not register-blocked), so never
+  static constexpr int kChunkMin = 1 << 30;
   static void step(float* m, const float* k, const float* q, const float* v, float decay, float beta, float scale, float* out, int S) {
     for (int j = 0; j < S; j++) {
       float* row = m + static_cast<int64_t>(j) * S;
-      for (int i = 0; i < S; i++) row[i] *= decay;
-      const float delta = (v[j] - dot(row, k, S)) * beta;
-      for (int i = 0; i < S; i++) row[i] += k[i] * delta;
-      out[j] = dot(row, q, S) * scale;
+      const float delta = (v[j] - scale_dot(row, decay, k, S)) * beta;
+      out[j] = mad_dot(row, k, delta, q, S) * scale;
     }
   }
   static void gemm(float* c, int64_t ldc, const float* a, int64_t lda, const float* b, int64_t ldb, int rows, int inner, int cols,

@@ -129,6 +129,9 @@ void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float*
 }
 
 struct Avx2Ops {
+  // S = 128, one thread, CPU time per token of 16 heads: a chunk of 8 tokens costs 57 µs
+  // against 62 token by token, 64 costs 44 against 61
+  static constexpr int kChunkMin = 8;
   static void step(float* m, const float* k, const float* q, const float* v, float decay, float beta, float scale, float* out, int S) {
     if (S == 64) return step_nv<8>(m, k, q, v, decay, beta, scale, out, S);
     step_any(m, k, q, v, decay, beta, scale, out, S);

@@ -124,6 +124,9 @@ void gemm_block(float* c, int64_t ldc, const float* a, int64_t lda, const float*
 }
 
 struct Avx512Ops {
+  // S = 128, one thread, CPU time per token of 16 heads: a chunk of 8 tokens costs 39 µs
+  // against 33 token by token, 12 costs 28 against 33, 64 costs 29 against 33
+  static constexpr int kChunkMin = 12;
   static void step(float* m, const float* k, const float* q, const float* v, float decay, float beta, float scale, float* out, int S) {
     if (S == 128) return step_nv<8>(m, k, q, v, decay, beta, scale, out, S);
     if (S == 64) return step_nv<4>(m, k, q, v, decay, beta, scale, out, S);
