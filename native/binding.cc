@@ -33,6 +33,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("gatedDeltaRule", Napi::Function::New(env, GatedDeltaRule, "gatedDeltaRule"));
 #ifdef LOOM_HAVE_MATMUL
   exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
+  exports.Set("matmulSet", Napi::Function::New(env, MatmulSet, "matmulSet"));
   exports.Set("embedRows", Napi::Function::New(env, EmbedRows, "embedRows"));
 #endif
   return exports;

@@ -255,39 +255,105 @@ thread_local Scratch t_xa;  // prepared or packed activations of the current cal
 
 int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
-// ---- few rows: every task takes a chunk of output rows against all activation rows ----
+// ---- few rows: every task takes a range of output rows against all activation rows ----
+//
+// A set of weights that read the same activations (q/k/v, gate/up) runs as one: x is
+// prepared once per activation kind, and the output rows of all the weights, end to end,
+// are cut into tasks of about equal weight bytes, so a layer's small matrices cost one
+// parallel region instead of one each.
 
-void matmul_dot(const Kernels& k, float* out, const float* x, int rows, const uint8_t* w, int type, int K, int N) {
-  const size_t wstride = weight_row_bytes(type, K);
-  const uint8_t* xa = reinterpret_cast<const uint8_t*>(x);
-  size_t xstride = 4 * static_cast<size_t>(K);
-  if (type != kF32) {
-    xstride = prepared_row_bytes(type, K);
-    uint8_t* buf = t_xa.get(xstride * rows);
-    auto prep = [&](int r, int) { k.prepare(type, x + static_cast<size_t>(r) * K, K, buf + xstride * r); };
-    if (rows >= 8) pool().parallel_for(rows, prep);
-    else
-      for (int r = 0; r < rows; r++) prep(r, 0);
-    xa = buf;
+struct DotPart {
+  const MatmulPart* part;
+  size_t wstride;
+  const uint8_t* xa;  // prepared activations (x itself for F32)
+  size_t xstride;
+};
+
+// Prepares x for every kind of activation the parts need, once per kind, into t_xa.
+void prepare_parts(const Kernels& k, const float* x, int rows, int K, const MatmulPart* parts, int n, DotPart* dp) {
+  int owner[kMaxMatmulParts];  // the first part with the same kind of prepared row; -1: F32 (x as it is)
+  size_t offset[kMaxMatmulParts];
+  size_t bytes = 0;
+  for (int j = 0; j < n; j++) {
+    const int type = parts[j].type;
+    dp[j] = {&parts[j], weight_row_bytes(type, K), reinterpret_cast<const uint8_t*>(x), 4 * static_cast<size_t>(K)};
+    owner[j] = type == kF32 ? -1 : j;
+    for (int i = 0; i < j && owner[j] == j; i++)
+      if (owner[i] == i && weight_traits(parts[i].type)->act == weight_traits(type)->act) owner[j] = i;
+    if (owner[j] != j) continue;
+    dp[j].xstride = prepared_row_bytes(type, K);
+    offset[j] = bytes;
+    bytes += dp[j].xstride * rows;
   }
-  // Chunks of 16 output rows (a cache line of out) or more: about 2 tasks per thread (each
-  // task start costs a memory ramp, and a small model's matrices are only a few hundred KB:
-  // 8 a thread made its 211 one-row matmuls 25% slower), but never under ~16 KB of weights.
+  if (bytes == 0) return;
+  uint8_t* buf = t_xa.get(bytes);
+  for (int j = 0; j < n; j++) {
+    if (owner[j] < 0) continue;
+    if (owner[j] == j) {
+      uint8_t* dst = buf + offset[j];
+      const int type = parts[j].type;
+      const size_t xs = dp[j].xstride;
+      auto prep = [&](int r, int) { k.prepare(type, x + static_cast<size_t>(r) * K, K, dst + xs * r); };
+      if (rows >= 8) pool().parallel_for(rows, prep);
+      else
+        for (int r = 0; r < rows; r++) prep(r, 0);
+    }
+    dp[j].xa = buf + offset[owner[j]];
+    dp[j].xstride = dp[owner[j]].xstride;
+  }
+}
+
+// A place in the parts' output rows taken end to end: row `row` of part `part`.
+struct RowAt {
+  int part;
+  int row;
+};
+
+// Where the first `bytes` weight bytes of the end-to-end rows end, rounded up to 16 rows
+// (a cache line of out) within a part.
+RowAt row_at_bytes(const DotPart* dp, int n, size_t bytes) {
+  for (int j = 0; j < n; j++) {
+    const int N = dp[j].part->out_features;
+    const size_t part_bytes = dp[j].wstride * static_cast<size_t>(N);
+    if (bytes < part_bytes) {
+      const int row = std::min(N, ceil_div(static_cast<int>(bytes / dp[j].wstride), 16) * 16);
+      return row == N ? RowAt{j + 1, 0} : RowAt{j, row};
+    }
+    bytes -= part_bytes;
+  }
+  return {n, 0};
+}
+
+void matmul_dot_set(const Kernels& k, const float* x, int rows, int K, const MatmulPart* parts, int n) {
+  DotPart dp[kMaxMatmulParts];
+  prepare_parts(k, x, rows, K, parts, n, dp);
+  // About 2 tasks per thread (each task start costs a memory ramp, and a small model's
+  // matrices are only a few hundred KB: 8 a thread made its 211 one-row matmuls 25% slower),
+  // but never under ~16 KB of weights.
+  size_t total = 0;
+  for (int j = 0; j < n; j++) total += dp[j].wstride * static_cast<size_t>(parts[j].out_features);
   const int threads = pool().size();
-  int chunk = ceil_div(N, 2 * threads);
-  const int min_chunk = std::max<int>(16, static_cast<int>(16384 / std::max<size_t>(wstride, 1)));
-  chunk = std::max(chunk, min_chunk);
-  chunk = ceil_div(chunk, 16) * 16;
-  const int tasks = ceil_div(N, chunk);
+  const int tasks = static_cast<int>(std::max<size_t>(1, std::min<size_t>(2 * threads, total / 16384)));
   pool().parallel_for(tasks, [&](int t, int) {
-    const int o0 = t * chunk, o1 = std::min(N, o0 + chunk);
-    // The kernels prefetch LOOM_PREFETCH_AHEAD bytes ahead of where they read; the task's
-    // first that many would otherwise arrive one miss at a time while the hardware
-    // prefetcher warms up (a cost paid per task, large for a small model's many matrices).
-    const uint8_t* first = w + wstride * static_cast<size_t>(o0);
-    const size_t warm = std::min<size_t>(LOOM_PREFETCH_AHEAD, wstride * static_cast<size_t>(o1 - o0));
-    for (size_t off = 0; off < warm; off += 64) __builtin_prefetch(first + off);
-    k.dot(type, xa, xstride, rows, w, wstride, K, o0, o1, out, N);
+    const RowAt begin = row_at_bytes(dp, n, total * t / tasks);
+    const RowAt end = row_at_bytes(dp, n, total * (t + 1) / tasks);
+    bool warmed = false;
+    for (int j = begin.part; j < n && (j < end.part || (j == end.part && end.row > 0)); j++) {
+      const DotPart& d = dp[j];
+      const int N = d.part->out_features;
+      const int o0 = j == begin.part ? begin.row : 0, o1 = j == end.part ? end.row : N;
+      if (o0 >= o1) continue;
+      if (!warmed) {
+        // The kernels prefetch LOOM_PREFETCH_AHEAD bytes ahead of where they read; the task's
+        // first that many would otherwise arrive one miss at a time while the hardware
+        // prefetcher warms up (a cost paid per task, large for a small model's many matrices).
+        const uint8_t* first = d.part->w + d.wstride * static_cast<size_t>(o0);
+        const size_t warm = std::min<size_t>(LOOM_PREFETCH_AHEAD, d.wstride * static_cast<size_t>(o1 - o0));
+        for (size_t off = 0; off < warm; off += 64) __builtin_prefetch(first + off);
+        warmed = true;
+      }
+      k.dot(d.part->type, d.xa, d.xstride, rows, d.part->w, d.wstride, K, o0, o1, d.part->out, N);
+    }
   });
 }
 
@@ -329,16 +395,36 @@ int matmul_best_isa() { return best_isa(); }
 
 void matmul_set_gemm_min_rows(int rows) { g_gemm_min_rows = std::max(0, rows); }
 
-void matmul(float* out, const float* x, int rows, const uint8_t* w, int type, int in_features, int out_features) {
-  if (rows <= 0 || out_features <= 0 || !is_supported_weight_type(type)) return;
-  const Kernels k = kernels_for(current_isa());
+bool uses_gemm(int type, int rows, int in_features) {
 #ifdef LOOM_X86
-  if (k.gemm && rows >= gemm_min_rows(type) && x86::avx512_gemm_supports(type, in_features)) {
-    matmul_gemm(out, x, rows, w, type, in_features, out_features);
-    return;
-  }
+  return kernels_for(current_isa()).gemm && rows >= gemm_min_rows(type) && x86::avx512_gemm_supports(type, in_features);
+#else
+  (void)type, (void)rows, (void)in_features;
+  return false;
 #endif
-  matmul_dot(k, out, x, rows, w, type, in_features, out_features);
+}
+
+void matmul_set(const float* x, int rows, int in_features, const MatmulPart* parts, int n_parts) {
+  if (rows <= 0 || n_parts <= 0 || n_parts > kMaxMatmulParts) return;
+  MatmulPart dot[kMaxMatmulParts];
+  int n_dot = 0;
+  for (int j = 0; j < n_parts; j++) {
+    const MatmulPart& p = parts[j];
+    if (p.out_features <= 0 || !is_supported_weight_type(p.type)) continue;
+#ifdef LOOM_X86
+    if (uses_gemm(p.type, rows, in_features)) {
+      matmul_gemm(p.out, x, rows, p.w, p.type, in_features, p.out_features);
+      continue;
+    }
+#endif
+    dot[n_dot++] = p;
+  }
+  if (n_dot > 0) matmul_dot_set(kernels_for(current_isa()), x, rows, in_features, dot, n_dot);
+}
+
+void matmul(float* out, const float* x, int rows, const uint8_t* w, int type, int in_features, int out_features) {
+  const MatmulPart part{out, w, type, out_features};
+  matmul_set(x, rows, in_features, &part, 1);
 }
 
 void embed_rows(float* out, const uint8_t* table, int type, int dim, int n_rows, const int32_t* ids, int n_ids) {

@@ -15,6 +15,20 @@ bool is_supported_weight_type(int type);
 // match the TypeScript reference within summation order. Uses loom::pool().
 void matmul(float* out, const float* x, int rows, const uint8_t* w, int type, int in_features, int out_features);
 
+// One weight of a matmul_set: out[r * out_features + o] = sum_i x[r * in_features + i] * w[o, i].
+struct MatmulPart {
+  float* out;
+  const uint8_t* w;
+  int type;
+  int out_features;
+};
+constexpr int kMaxMatmulParts = 8;
+
+// matmul of several weights against the same activations (q/k/v, gate/up), each result
+// exactly as matmul gives it; few-row products share one activation preparation and one
+// parallel region. At most kMaxMatmulParts parts.
+void matmul_set(const float* x, int rows, int in_features, const MatmulPart* parts, int n_parts);
+
 // out[t * dim + i] = row ids[t] of a [n_rows, dim] table of `type`, dequantized.
 void embed_rows(float* out, const uint8_t* table, int type, int dim, int n_rows, const int32_t* ids, int n_ids);
 

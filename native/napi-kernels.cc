@@ -267,6 +267,30 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// (x, rows, inFeatures, out0, data0, type0, outFeatures0, out1, data1, …): matmul_set
+Napi::Value MatmulSet(const Napi::CallbackInfo& info) {
+  auto x = f32_array(info, 0, "x");
+  const int64_t rows = integer(info, 1, "rows", 0);
+  const int64_t in = integer(info, 2, "inFeatures", 1);
+  need(info, x.length, product(info, {rows, in}, "x"), "x");
+  const size_t n = (info.Length() - 3) / 4;
+  if (info.Length() < 7 || (info.Length() - 3) % 4 != 0 || n > static_cast<size_t>(kMaxMatmulParts))
+    throw Napi::RangeError::New(info.Env(), "matmulSet takes 1 to " + std::to_string(kMaxMatmulParts) + " (out, data, type, outFeatures) groups");
+  MatmulPart parts[kMaxMatmulParts];
+  for (size_t j = 0; j < n; j++) {
+    const size_t a = 3 + 4 * j;
+    auto out = f32_array(info, a, "out");
+    auto w = u8_array(info, a + 1, "weight data");
+    const int type = static_cast<int>(integer(info, a + 2, "type", 0, 255));
+    const int64_t outF = integer(info, a + 3, "outFeatures", 1);
+    need(info, w.length, product(info, {checked_row_bytes(info, type, in), outF}, "weight data"), "weight data");
+    need(info, out.length, product(info, {rows, outF}, "out"), "out");
+    parts[j] = {out.data, w.data, type, static_cast<int>(outF)};
+  }
+  matmul_set(x.data, static_cast<int>(rows), static_cast<int>(in), parts, static_cast<int>(n));
+  return info.Env().Undefined();
+}
+
 // (out, table, type, dim, nRows, ids)
 Napi::Value EmbedRows(const Napi::CallbackInfo& info) {
   auto out = f32_array(info, 0, "out");

@@ -35,6 +35,7 @@ Napi::Value GatedDeltaRule(const Napi::CallbackInfo& info);
 
 #ifdef LOOM_HAVE_MATMUL
 Napi::Value Matmul(const Napi::CallbackInfo& info);
+Napi::Value MatmulSet(const Napi::CallbackInfo& info);
 Napi::Value EmbedRows(const Napi::CallbackInfo& info);
 #endif
 

@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { KernelReport } from '../src/bench/kernels.js';
 import { measure } from '../src/bench/peer.js';
+import { decodeWeightBytes } from '../src/bench/weight-traffic.js';
+import type { GGUFFile } from '../src/model/gguf.js';
+import { fixtureModel } from './fixtures/engine-run.js';
 import { loadNativeKernels, nativeUnavailableReason, probeFmaPeak, probeReadBandwidth } from '../src/kernels/native.js';
 import { PROJECT_ROOT } from './fixtures/index.js';
 
@@ -66,5 +69,22 @@ describe('loom bench kernels', { skip }, () => {
 describe('bench peer arithmetic', () => {
   it('median, min and max of runs', () => {
     assert.deepEqual(measure([3, 1, 2]), { median: 2, min: 1, max: 3, runs: [3, 1, 2] });
+  });
+
+  it('weight bytes a decoded token reads: every matrix once, an embedding row, the tied lm_head whole, no MTP layers', () => {
+    // the fixture shapes (recipe.ts): hidden 256, 2 layers, q 4 × 64, k/v 2 × 64, ffn 512, F32
+    const layer = 256 * 256 + 2 * 256 * 128 + 256 * 256 + 3 * 256 * 512;
+    const untied = fixtureModel('llama-f32');
+    const vocab = untied.config.vocabSize;
+    assert.equal(decodeWeightBytes(untied), 4 * (2 * layer + vocab * 256 + 256)); // output + one token_embd row
+    const tied = fixtureModel('qwen2-f32');
+    assert.equal(decodeWeightBytes(tied), 4 * (2 * layer + tied.config.vocabSize * 256)); // token_embd is the lm_head
+    // the Q8_0 Qwen3.5 file carries a multi-token-prediction block (blk.4) that inference skips
+    const mtp = fixtureModel('qwen35-q8_0');
+    const infos = [...(mtp.tensors as GGUFFile).tensorInfos.values()];
+    const mtpMatrices = infos.filter((t) => t.name.startsWith('blk.4.') && t.dims.length > 1 && t.dims[1]! > 1);
+    assert.ok(mtpMatrices.length > 0);
+    const runAll = { ...mtp, config: { ...mtp.config, numLayers: 5 } };
+    assert.equal(decodeWeightBytes(runAll)! - decodeWeightBytes(mtp)!, mtpMatrices.reduce((n, t) => n + t.byteLength, 0));
   });
 });

@@ -363,6 +363,35 @@ function conformance(k: Kernels): void {
   }
 }
 
+/** matmulSet (q/k/v, gate/up against one x) gives each weight exactly what matmul gives it:
+ *  mixed weight types (shared and separate activation kinds, F32's raw x), one row to GEMM rows. */
+function matmulSetSuite(k: Kernels): void {
+  it('matmulSet: each product the same bits as its own matmul, for mixed types and 1 to 64 rows', () => {
+    const sets: readonly (readonly MatmulType[])[] = [
+      ['Q5_0', 'Q5_0', 'Q8_0'], // Qwen2.5 q/k/v in a Q4_K_M file (one Q8_0 preparation for all)
+      ['Q4_K', 'Q6_K', 'Q8_0', 'F32'], // Q8_K and Q8_0 preparations and raw x in one call
+      ['F16', 'BF16', 'Q4_0', 'IQ4_XS', 'Q3_K', 'Q2_K', 'Q5_K', 'Q4_1', 'Q5_1', 'IQ4_NL'], // more than one native call
+    ];
+    const inF = 512;
+    for (const [s, types] of sets.entries()) {
+      for (const rows of [1, 2, 5, 17, 64]) {
+        const rng = rngFor(`matmulSet ${s} ${rows}`);
+        const ws = types.map((t, j) => ({ ...randomWeight(rng, t, inF, [3, 130, 17, 64, 1][j % 5]!), name: `w${j}` }));
+        const x = rng.fill(rows * inF, 1);
+        const outs = ws.map((w) => new Float32Array(rows * w.dims[1]!).fill(NaN));
+        k.matmulSet(x, rows, ws.map((w, j) => ({ out: outs[j]!, w })));
+        for (const [j, w] of ws.entries()) {
+          const alone = new Float32Array(rows * w.dims[1]!);
+          k.matmul(alone, x, w, rows);
+          assert.deepEqual(outs[j], alone, `${types[j]} (part ${j} of [${types.join(', ')}]), ${rows} rows`);
+        }
+      }
+    }
+    const [a, b] = [randomWeight(rngFor('set dims a'), 'Q8_0', 64, 4), randomWeight(rngFor('set dims b'), 'Q8_0', 96, 4)];
+    assert.throws(() => k.matmulSet(new Float32Array(64), 1, [{ out: new Float32Array(4), w: a }, { out: new Float32Array(4), w: b }]), /takes 96 inputs/);
+  });
+}
+
 /** What only the native side needs showing: it rejects bad calls and its pool is sound. */
 function nativeOnly(k: Kernels): void {
   it('bad arguments throw TypeError or RangeError instead of touching memory', () => {
@@ -432,6 +461,7 @@ for (const impl of IMPLEMENTATIONS) {
         assert.ok(nativeHasMatmul(), 'the addon was built without native/matmul.cc: the reference matmul stands in');
       });
       if (impl.kernels) nativeOnly(impl.kernels);
+      if (impl.kernels) matmulSetSuite(impl.kernels);
     }
     if (impl.kernels) conformance(impl.kernels);
   });

@@ -148,6 +148,18 @@ const CASES: Record<string, Case> = {
       [[f32(6), f32(128), 2, f32(51), Q8_0, 64, 3], TypeError, /weight data must be a Uint8Array/],
     ],
   },
+  // x, rows, inFeatures, then (out, data, type, outFeatures) per weight
+  matmulSet: {
+    ok: [f32(2 * 64), 2, 64, f32(2 * 3), new Uint8Array(3 * 68), Q8_0, 3, f32(2), new Uint8Array(68), Q8_0, 1],
+    bad: [
+      [[f32(2 * 64), 2, 64, f32(2 * 3), new Uint8Array(3 * 68), Q8_0, 3, f32(2), new Uint8Array(67), Q8_0, 1], RangeError, /weight data holds/],
+      [[f32(2 * 64), 2, 64, f32(2 * 3), new Uint8Array(3 * 68), Q8_0, 3, f32(1), new Uint8Array(68), Q8_0, 1], RangeError, /out holds/],
+      [[f32(2 * 64), 2, 64, f32(2 * 3), new Uint8Array(3 * 68), Q8_0, 3, f32(2), new Uint8Array(68), Q8_0], RangeError, /groups/],
+      [[f32(2 * 64), 2, 64], RangeError, /groups/],
+      [[f32(2 * 63), 2, 64, f32(2 * 3), new Uint8Array(3 * 68), Q8_0, 3], RangeError, /x holds/],
+      [[f32(2 * 64), 2, 64, f32(2 * 3), new Uint8Array(3 * 68), 99, 3], TypeError, /unsupported weight type 99/],
+    ],
+  },
   embedRows: {
     ok: [f32(2 * 64), new Uint8Array(3 * 68), Q8_0, 64, 3, i32(0, 2)],
     bad: [

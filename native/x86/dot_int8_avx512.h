@@ -131,16 +131,39 @@ inline __m512i q_0_pair(const uint8_t* blk, bool one) {
   return one ? _mm512_zextsi256_si512(_mm512_castsi512_si256(u)) : u;
 }
 
-// Blocks b0 .. b0+15 of one weight row against R prepared rows; mcorr: Σ m·dx·Σx (types with a min).
-template <int R, Q0 T>
+// f16 at byte `off` of each of 8 blocks `stride` bytes apart, as f32 in lanes 0..7 (8..15 zero)
+template <int kStride, int off>
+inline __m512 group_f16_8(const uint8_t* p) {
+  __m128i lo = _mm_setzero_si128();
+  const auto word = [&](int i) {
+    uint16_t v;
+    std::memcpy(&v, p + kStride * i + off, 2);
+    return static_cast<int>(v);
+  };
+  lo = _mm_insert_epi16(lo, word(0), 0); lo = _mm_insert_epi16(lo, word(1), 1);
+  lo = _mm_insert_epi16(lo, word(2), 2); lo = _mm_insert_epi16(lo, word(3), 3);
+  lo = _mm_insert_epi16(lo, word(4), 4); lo = _mm_insert_epi16(lo, word(5), 5);
+  lo = _mm_insert_epi16(lo, word(6), 6); lo = _mm_insert_epi16(lo, word(7), 7);
+  return _mm512_cvtph_ps(_mm256_zextsi128_si256(lo));
+}
+
+// Blocks b0 .. b0+kN−1 (kN = 16, or 8: half a group, the scales in lanes 0..7) of one weight
+// row against R prepared rows; mcorr: Σ m·dx·Σx (types with a min).
+template <int R, Q0 T, int kN = 16>
 inline void q_0_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m512 (&acc)[4][R], __m512 (&corr)[R], __m512 (&mcorr)[R]) {
+  static_assert(kN == 16 || kN == 8);
   constexpr int kStride = kQ0Stride<T>;
-  const __m512 d = q_0_group_d16<T>(w + kStride * b0);
+  constexpr __mmask16 kLanes = kN == 16 ? 0xFFFF : 0x00FF;
+  const __m512 d = kN == 16 ? q_0_group_d16<T>(w + kStride * b0) : group_f16_8<kStride, 0>(w + kStride * b0);
   __m512 m = _mm512_setzero_ps();
-  if (kQ0Min<T>) m = _mm512_fmadd_ps(d, _mm512_set1_ps(kQ0Bias<T>), group_f16_16<kStride, 2>(w + kStride * b0));
+  if (kQ0Min<T>) {
+    const __m512 mins = kN == 16 ? group_f16_16<kStride, 2>(w + kStride * b0) : group_f16_8<kStride, 2>(w + kStride * b0);
+    m = _mm512_fmadd_ps(d, _mm512_set1_ps(kQ0Bias<T>), mins);
+  }
   __m512 s[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) {
-    const __m512 dx = _mm512_loadu_ps(x[r].d + b0), sx = _mm512_cvtepi32_ps(_mm512_loadu_si512(x[r].s + b0));
+    const __m512 dx = _mm512_maskz_loadu_ps(kLanes, x[r].d + b0);
+    const __m512 sx = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(kLanes, x[r].s + b0));
     s[r] = _mm512_mul_ps(d, dx);
     corr[r] = _mm512_fmadd_ps(s[r], sx, corr[r]);
     if (kQ0Min<T>) mcorr[r] = _mm512_fmadd_ps(_mm512_mul_ps(m, dx), sx, mcorr[r]);
@@ -160,13 +183,15 @@ inline void q_0_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m512 (&a
   step(std::integral_constant<int, 1>());
   step(std::integral_constant<int, 2>());
   step(std::integral_constant<int, 3>());
-  step(std::integral_constant<int, 4>());
-  step(std::integral_constant<int, 5>());
-  step(std::integral_constant<int, 6>());
-  step(std::integral_constant<int, 7>());
+  if constexpr (kN == 16) {
+    step(std::integral_constant<int, 4>());
+    step(std::integral_constant<int, 5>());
+    step(std::integral_constant<int, 6>());
+    step(std::integral_constant<int, 7>());
+  }
 }
 
-// The last n < 16 blocks, a pair at a time with scalar scales: a group's scale vector (a
+// The last n < 8 blocks, a pair at a time with scalar scales: a group's scale vector (a
 // stack round trip for a partial group) cost more here than a whole group of 16 blocks, and
 // most rows of small models (K = 576: 16 + 2 blocks) end in such a tail. The bias·Σx term
 // comes off each block's integer sum here (lane 0 of each half), exactly; the offset term is
@@ -179,6 +204,7 @@ inline void q_0_tail(const uint8_t* w, const loom::XQ8_0* x, int b0, int n, __m5
     const int b = b0 + 2 * k;
     const bool one = 2 * k + 1 == n;
     const uint8_t* blk = w + kStride * b;
+    LOOM_PREFETCH(blk);  // as the groups do: a tail is up to 40% of a short row's bytes
     const float da = f16_scalar(blk), db = one ? 0.f : f16_scalar(blk + kStride);
     const __m512i u = q_0_pair<T>(blk, one);
     LOOM_UNROLL for (int r = 0; r < R; r++) {
@@ -209,12 +235,19 @@ void dot_q_0_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) 
   }
   int b0 = 0;
   for (; b0 + 16 <= nb; b0 += 16) q_0_group<R, T>(w, x, b0, acc, corr, mcorr);
+  if (b0 + 8 <= nb) {  // half a group: K = 896's 28 blocks are 16 + 8 + a tail of 4
+    q_0_group<R, T, 8>(w, x, b0, acc, corr, mcorr);
+    b0 += 8;
+  }
   if (b0 < nb) q_0_tail<R, T>(w, x, b0, nb - b0, acc, mtail);
   constexpr float kBias = kQ0Bias<T>;
   LOOM_UNROLL for (int r = 0; r < R; r++) {
-    const __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]), _mm512_add_ps(acc[2][r], acc[3][r]));
-    res[r] = hsum512(a) - kBias * hsum512(corr[r]);
-    if (kQ0Min<T>) res[r] += hsum512(mcorr[r]) + mtail[r];
+    // one horizontal sum a row (a short row's fixed cost): the bias and offset terms come off lane-wise
+    __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]), _mm512_add_ps(acc[2][r], acc[3][r]));
+    a = _mm512_fnmadd_ps(_mm512_set1_ps(kBias), corr[r], a);
+    if (kQ0Min<T>) a = _mm512_add_ps(a, mcorr[r]);
+    res[r] = hsum512(a);
+    if (kQ0Min<T>) res[r] += mtail[r];
   }
 }
 

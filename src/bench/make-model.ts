@@ -21,7 +21,7 @@ import { modelVocab } from './model-vocab.js';
 import type { ModelVocab } from './model-vocab.js';
 
 export interface BenchShape {
-  readonly arch: 'llama' | 'qwen2' | 'phi3' | 'gemma3' | 'qwen35';
+  readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'qwen35';
   readonly name: string;
   readonly hidden: number;
   readonly layers: number;
@@ -62,6 +62,15 @@ export const BENCH_SHAPES = {
   'qwen2.5-0.5b': {
     arch: 'qwen2', name: 'Qwen2.5-0.5B', hidden: 896, layers: 24, heads: 14, kvHeads: 2, headDim: 64, ffn: 4864,
     vocab: 151936, context: 32768, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: true, pre: 'qwen2',
+  },
+  'qwen2.5-1.5b': {
+    arch: 'qwen2', name: 'Qwen2.5-1.5B', hidden: 1536, layers: 28, heads: 12, kvHeads: 2, headDim: 128, ffn: 8960,
+    vocab: 151936, context: 32768, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: true, pre: 'qwen2',
+  },
+  // heads of 128 although 2560 / 32 = 80 (the GGUF's key_length), per-head q/k RMSNorm, tied embeddings
+  'qwen3-4b': {
+    arch: 'qwen3', name: 'Qwen3-4B', hidden: 2560, layers: 36, heads: 32, kvHeads: 8, headDim: 128, ffn: 9728,
+    vocab: 151936, context: 40960, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'qwen2',
   },
   'llama-3.2-1b': {
     arch: 'llama', name: 'Llama-3.2-1B', hidden: 2048, layers: 16, heads: 32, kvHeads: 8, headDim: 64, ffn: 8192,
@@ -139,7 +148,7 @@ export function ensureBenchModel(dir: string, o: MakeModelOptions, log?: (line: 
 export function makeModel(path: string, o: MakeModelOptions, log?: (line: string) => void): void {
   const shape: BenchShape = BENCH_SHAPES[o.shape];
   if (!shape) throw new InvalidArgumentError(`unknown shape "${o.shape}" (known: ${Object.keys(BENCH_SHAPES).join(', ')})`);
-  const vocab = modelVocab(shape.vocab, shape.arch !== 'qwen2');
+  const vocab = modelVocab(shape.vocab, shape.arch !== 'qwen2' && shape.arch !== 'qwen3');
   log?.(`make-model: writing a ${shape.name}-shaped ${o.type} model, seed ${o.seed} …`);
   writeGGUFStream(path, [...modelMetadata(shape, o), ...tokenizerMetadata(shape, vocab)], benchTensors(shape, o));
 }
@@ -222,6 +231,10 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
       matrix(`${p}attn_k.weight`, d, kvw, 2 * hidden);
       matrix(`${p}attn_v.weight`, d, kvw, hidden);
     }
+    if (s.arch === 'qwen3') {
+      vector(`${p}attn_q_norm.weight`, s.headDim, 0.1, 1);
+      vector(`${p}attn_k_norm.weight`, s.headDim, 0.1, 1);
+    }
     if (s.qkvBias) {
       vector(`${p}attn_q.bias`, q, 0.2, 0);
       vector(`${p}attn_k.bias`, kvw, 0.2, 0);
@@ -284,6 +297,7 @@ function modelMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
     kv.u32(`${a}.attention.head_count_kv`, s.kvHeads),
     kv.f32(`${a}.attention.layer_norm_rms_epsilon`, s.rmsEps),
     kv.f32(`${a}.rope.freq_base`, s.ropeBase),
+    ...(a === 'qwen3' ? [kv.u32(`${a}.attention.key_length`, s.headDim), kv.u32(`${a}.attention.value_length`, s.headDim)] : []),
     ...(a === 'llama' ? [kv.u32(`${a}.rope.dimension_count`, s.headDim), kv.u32(`${a}.vocab_size`, s.vocab)] : []),
     ...(a === 'phi3'
       ? [

@@ -8,6 +8,10 @@ import { resolveEngineConfig } from '../engine/options.js';
 import type { LoadedModel } from '../model/load.js';
 import type { PeerSide, Profile, TimedTokens } from './peer-types.js';
 
+function matmulBucket(weight: string): string {
+  return weight === 'output.weight' || weight === 'token_embd.weight' ? 'lm_head' : weight.includes('ffn_') ? 'matmul ffn' : 'matmul attn';
+}
+
 /** Kernel time by bucket (ms) while `on`; the wrapper adds about 0.1 µs per call. */
 class KernelClock {
   readonly ms = new Map<string, number>();
@@ -24,7 +28,8 @@ class KernelClock {
     };
     return {
       name: k.name,
-      matmul: timed(k.matmul, (_o, _x, w) => (w.name === 'output.weight' || w.name === 'token_embd.weight' ? 'lm_head' : w.name.includes('ffn_') ? 'matmul ffn' : 'matmul attn')),
+      matmul: timed(k.matmul, (_o, _x, w) => matmulBucket(w.name)),
+      matmulSet: timed(k.matmulSet, (_x, _rows, targets) => matmulBucket(targets[0]!.w.name)),
       embedRows: timed(k.embedRows, 'other kernels'),
       rmsNorm: timed(k.rmsNorm, 'other kernels'),
       layerNorm: timed(k.layerNorm, 'other kernels'),

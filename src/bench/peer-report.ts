@@ -14,6 +14,18 @@ function profileLine(p: Readonly<Record<string, number>> | undefined): string {
     .join(', ');
 }
 
+function trafficLines(r: PeerReport): string[] {
+  const t = r.decodeTraffic;
+  if (!t) return [];
+  const side = (name: string, s: { gbs: number; fraction: number }) => `${name} ${s.gbs.toFixed(1)} GB/s = ${pct(s.fraction)}`;
+  return [
+    `one-sequence decode reads ${(t.weightBytes / 1e6).toFixed(0)} MB of weights a token; read bandwidth probed in this run ${t.readGBs.toFixed(1)} GB/s ` +
+      `(median of ${t.probes.length}: ${t.probes.map((g) => g.toFixed(1)).join(', ')}):`,
+    `  ${side('loom', t.loom)}, ${side('llama.cpp', t.llamaCpp)} of it (goal: loom ≥ ${pct(t.goalFraction)}; ${t.loom.fraction >= t.goalFraction ? 'met' : 'NOT MET'})`,
+    '',
+  ];
+}
+
 export function formatPeerReport(r: PeerReport): string {
   const s = r.settings;
   const lines = [
@@ -35,6 +47,7 @@ export function formatPeerReport(r: PeerReport): string {
       ]),
     ]),
     '',
+    ...trafficLines(r),
     'where the time went (last run of each):',
   ];
   for (const row of r.rows) {

@@ -16,6 +16,8 @@ import { LLAMA_CPP_SETTINGS, LlamaCppSide, importNodeLlamaCpp } from './peer-lla
 import { LoomSide } from './peer-loom.js';
 import type { PeerSide, Profile, TimedTokens } from './peer-types.js';
 import { percentile } from './stats.js';
+import { decodeWeightBytes } from './weight-traffic.js';
+import { probeReadBandwidth } from '../kernels/native.js';
 
 export interface PeerBenchOptions {
   readonly model?: string;
@@ -60,12 +62,32 @@ export interface PeerRow {
   readonly met?: boolean;
 }
 
+/** One-sequence decode against the memory: the weights a token reads and the read bandwidth probed in the run. */
+export interface DecodeTraffic {
+  /** weight bytes read per decoded token (weight-traffic.ts) */
+  readonly weightBytes: number;
+  /** median of the read-bandwidth probes (GB/s), one before each round of runs */
+  readonly readGBs: number;
+  readonly probes: readonly number[];
+  /** GB/s of weights at each side's median decode tokens/s, and as a fraction of readGBs */
+  readonly loom: { readonly gbs: number; readonly fraction: number };
+  readonly llamaCpp: { readonly gbs: number; readonly fraction: number };
+  readonly goalFraction: number;
+}
+
 export interface PeerReport {
   readonly settings: PeerBenchOptions & { readonly model: string; readonly threads: number; readonly llamaCpp: string; readonly loom: string };
   /** 1-minute load average of the machine before and after (other work on it skews both sides, llama.cpp's spinning pool most) */
   readonly loadAverage: { readonly before: number; readonly after: number };
   readonly rows: PeerRow[];
+  readonly decodeTraffic?: DecodeTraffic;
 }
+
+/** the read probe: a buffer larger than any cache, for about half a second per round */
+const PROBE_BYTES = 512 * 2 ** 20;
+const PROBE_SECONDS = 0.5;
+/** one-sequence decode should read its weights at this fraction of the probed bandwidth (issue 18) */
+const DECODE_BANDWIDTH_GOAL = 0.8;
 
 export function measure(runs: readonly number[]): Measure {
   return { median: percentile(runs, 50), min: Math.min(...runs), max: Math.max(...runs), runs };
@@ -129,9 +151,12 @@ export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => v
   const sides: PeerSide[] = [new LoomSide(model, threads, maxSeqs, perSeq), await LlamaCppSide.open(nlc, path, threads)];
   const all = cases(o, prompt, (n) => shortPrompts.slice(0, n));
   const results = sides.map(() => all.map(() => [] as TimedTokens[]));
+  const weightBytes = decodeWeightBytes(model);
+  const probes: number[] = [];
   try {
     for (const side of sides) await side.prefill(prompt); // warm: first-use allocations
     for (let rep = 0; rep < o.repeat; rep++) {
+      if (weightBytes !== undefined) probes.push(probeReadBandwidth(PROBE_BYTES, PROBE_SECONDS));
       for (const [s, side] of sides.entries()) {
         for (const [c, kase] of all.entries()) {
           const r = await kase.run(side);
@@ -158,7 +183,19 @@ export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => v
     const ratio = loom.tokensPerSec.median / llamaCpp.tokensPerSec.median;
     return { kind: kase.kind, label: kase.label, sequences: kase.sequences, loom, llamaCpp, ratio, ...(kase.goal !== undefined && { goal: kase.goal, met: ratio >= kase.goal }) };
   });
+  const decode = rows.find((r) => r.kind === 'decode');
+  const traffic = (tokensPerSec: number, readGBs: number) => ({ gbs: (weightBytes! * tokensPerSec) / 1e9, fraction: (weightBytes! * tokensPerSec) / 1e9 / readGBs });
+  const readGBs = percentile(probes, 50);
+  const decodeTraffic: DecodeTraffic | undefined =
+    weightBytes !== undefined && decode && probes.length > 0
+      ? {
+          weightBytes, readGBs, probes, goalFraction: DECODE_BANDWIDTH_GOAL,
+          loom: traffic(decode.loom.tokensPerSec.median, readGBs),
+          llamaCpp: traffic(decode.llamaCpp.tokensPerSec.median, readGBs),
+        }
+      : undefined;
   return {
+    ...(decodeTraffic && { decodeTraffic }),
     settings: { ...o, model: path, threads, llamaCpp: LLAMA_CPP_SETTINGS, loom: 'EngineCore stepped in-process, native kernels, f16 KV cache, prefix cache off, greedy, ignore_eos' },
     rows,
     loadAverage: { before: loadBefore, after: loadavg()[0]! },

@@ -58,12 +58,23 @@ export interface DeltaRuleShape {
   readonly headDim: number;
 }
 
+/** One weight of a matmulSet and where its product goes ([rows, w.dims[1]]). */
+export interface MatmulTarget {
+  readonly out: Float32Array;
+  readonly w: WeightTensor;
+}
+
 export interface Kernels {
   readonly name: string;
 
   /** out[r, o] = Σ_i x[r, i] · W[o, i]. x: [rows, dims[0]], out: [rows, dims[1]].
    *  Activations are rounded to the weight's dot-product type first, as llama.cpp does. */
   matmul(out: Float32Array, x: Float32Array, w: WeightTensor, rows: number): void;
+
+  /** matmul of several weights against the same x (q/k/v, gate/up): each out exactly as matmul
+   *  gives it; the native core prepares x once and runs the few-row products in one parallel region.
+   *  Every weight has x's row width as its dims[0]. */
+  matmulSet(x: Float32Array, rows: number, targets: readonly MatmulTarget[]): void;
 
   /** out[t, :] = row ids[t] of table (any weight type), dequantized. out: [ids.length, dims[0]] */
   embedRows(out: Float32Array, table: WeightTensor, ids: Int32Array): void;

@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AttentionBatch, AttentionShape, DeltaRuleShape, KvCacheShape, KvLayer, Kernels } from './index.js';
+import type { AttentionBatch, AttentionShape, DeltaRuleShape, KvCacheShape, KvLayer, Kernels, MatmulTarget } from './index.js';
 import { referenceKernels } from './reference.js';
 import type { RopeStyle, WeightTensor } from '../model/weights.js';
 import type { RopeScaling } from '../model/rope-scaling.js';
@@ -67,6 +67,8 @@ interface NativeAddon {
     numHeads: number, scale: number, window: number, softcap: number): void;
   /** absent when the addon was built without native/matmul.cc */
   matmul?(out: F32, x: F32, rows: number, data: Uint8Array, type: number, inFeatures: number, outFeatures: number): void;
+  /** (x, rows, inFeatures, then out, data, type, outFeatures for each weight) */
+  matmulSet?(x: F32, rows: number, inFeatures: number, ...targets: (F32 | Uint8Array | number)[]): void;
   embedRows?(out: F32, data: Uint8Array, type: number, dim: number, nRows: number, ids: Int32Array): void;
   /** absent when the addon was built without native/recurrent.cc */
   convSilu?(out: F32, x: F32, weight: F32, state: F32, slots: Int32Array, seqStarts: Int32Array, channels: number, kernel: number): void;
@@ -166,8 +168,11 @@ function matrixDims(w: WeightTensor): [number, number] {
   return [inF, outF];
 }
 
+/** weights per native matmulSet call (native/matmul.h kMaxMatmulParts) */
+const MAX_MATMUL_SET = 8;
+
 function wrap(a: NativeAddon): Kernels {
-  const { matmul, embedRows } = a;
+  const { matmul, matmulSet, embedRows } = a;
   return {
     name: matmul && embedRows ? 'native' : 'native (reference matmul)',
     matmul: matmul
@@ -176,6 +181,20 @@ function wrap(a: NativeAddon): Kernels {
           matmul(out, x, rows, w.data, w.type, inF, outF);
         }
       : referenceKernels.matmul,
+    matmulSet: matmulSet
+      ? (x: F32, rows: number, targets: readonly MatmulTarget[]) => {
+          const inF = matrixDims(targets[0]!.w)[0];
+          for (let at = 0; at < targets.length; at += MAX_MATMUL_SET) {
+            const args: (F32 | Uint8Array | number)[] = [];
+            for (const { out, w } of targets.slice(at, at + MAX_MATMUL_SET)) {
+              const [wIn, outF] = matrixDims(w);
+              if (wIn !== inF) throw new Error(`matmulSet: ${w.name} takes ${wIn} inputs, ${targets[0]!.w.name} ${inF}`);
+              args.push(out, w.data, w.type, outF);
+            }
+            matmulSet(x, rows, inF, ...args);
+          }
+        }
+      : referenceKernels.matmulSet,
     embedRows: embedRows
       ? (out: F32, table: WeightTensor, ids: Int32Array) => {
           const [dim, rows] = matrixDims(table);

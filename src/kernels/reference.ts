@@ -3,7 +3,7 @@
 // (activations to the weight's dot type, q and softmax weights to f16 against an f16 KV
 // cache, GELU through f16), these round the same way, so that greedy tokens agree.
 import { convSilu, gatedDeltaRule } from './reference-recurrent.js';
-import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer, Kernels } from './index.js';
+import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer, Kernels, MatmulTarget } from './index.js';
 import type { RopeStyle, WeightTensor } from '../model/weights.js';
 import type { RopeScaling } from '../model/rope-scaling.js';
 import { NO_SCALING } from '../model/rope-scaling.js';
@@ -29,6 +29,10 @@ function matmul(out: Float32Array, x: Float32Array, w: WeightTensor, rows: numbe
       out[r * outF + o] = sum;
     }
   }
+}
+
+function matmulSet(x: Float32Array, rows: number, targets: readonly MatmulTarget[]): void {
+  for (const { out, w } of targets) matmul(out, x, w, rows);
 }
 
 function matrixDims(w: WeightTensor): [number, number] {
@@ -319,6 +323,7 @@ function attention(
 export const referenceKernels: Kernels = {
   name: 'reference',
   matmul,
+  matmulSet,
   embedRows,
   rmsNorm,
   layerNorm,

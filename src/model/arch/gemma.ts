@@ -107,9 +107,7 @@ export class GemmaArchitecture implements Architecture {
     scaleInPlace(x, n * hidden, Math.fround(Math.sqrt(hidden)));
     this.layers.forEach((layer, li) => {
       k.rmsNorm(h, x, layer.attnNorm, n, hidden, c.normEps);
-      k.matmul(q, h, layer.wq, n);
-      k.matmul(kk, h, layer.wk, n);
-      k.matmul(v, h, layer.wv, n);
+      k.matmulSet(h, n, [{ out: q, w: layer.wq }, { out: kk, w: layer.wk }, { out: v, w: layer.wv }]);
       if (layer.qNorm) k.rmsNorm(q, q, layer.qNorm, n * c.numHeads, c.headDim, c.normEps);
       if (layer.kNorm) k.rmsNorm(kk, kk, layer.kNorm, n * c.numKvHeads, c.headDim, c.normEps);
       k.rope(q, batch.positions, c.numHeads, c.headDim, c.ropeDim, layer.ropeBase, c.ropeStyle, layer.ropeScaling);
@@ -124,8 +122,7 @@ export class GemmaArchitecture implements Architecture {
       k.add(x, x, h, n * hidden);
 
       k.rmsNorm(h, x, layer.ffnNorm, n, hidden, c.normEps);
-      k.matmul(gate, h, layer.gate, n);
-      k.matmul(up, h, layer.up, n);
+      k.matmulSet(h, n, [{ out: gate, w: layer.gate }, { out: up, w: layer.up }]);
       k.geluMul(gate, gate, up, n * c.ffnSize);
       k.matmul(h, gate, layer.down, n);
       k.rmsNorm(h, h, layer.ffnPostNorm, n, hidden, c.normEps);

@@ -93,9 +93,7 @@ export class LlamaArchitecture implements Architecture {
         k.matmul(qkv, h, layer.qkv.fused, n);
         splitRows(qkv, n, [q, qWidth], [kk, kvWidth], [v, kvWidth]);
       } else {
-        k.matmul(q, h, layer.qkv.wq, n);
-        k.matmul(kk, h, layer.qkv.wk, n);
-        k.matmul(v, h, layer.qkv.wv, n);
+        k.matmulSet(h, n, [{ out: q, w: layer.qkv.wq }, { out: kk, w: layer.qkv.wk }, { out: v, w: layer.qkv.wv }]);
       }
       if (layer.bq) k.addBias(q, layer.bq, n);
       if (layer.bk) k.addBias(kk, layer.bk, n);
@@ -114,8 +112,7 @@ export class LlamaArchitecture implements Architecture {
 
       k.rmsNorm(h, x, layer.ffnNorm, n, c.hiddenSize, c.normEps);
       if (layer.gate) {
-        k.matmul(gate, h, layer.gate, n);
-        k.matmul(up, h, layer.up, n);
+        k.matmulSet(h, n, [{ out: gate, w: layer.gate }, { out: up, w: layer.up }]);
       } else {
         const gateUp = this.scratch.take('gateUp', n * 2 * c.ffnSize);
         k.matmul(gateUp, h, layer.up, n);

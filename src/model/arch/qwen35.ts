@@ -128,8 +128,7 @@ export class Qwen35Architecture implements Architecture {
       else this.deltaNet(h, h, layer.mixer, li, batch, slots, state, k);
       k.add(x, x, h, n * hidden);
       k.rmsNorm(h, x, layer.postNorm, n, hidden, c.normEps);
-      k.matmul(gate, h, layer.gate, n);
-      k.matmul(up, h, layer.up, n);
+      k.matmulSet(h, n, [{ out: gate, w: layer.gate }, { out: up, w: layer.up }]);
       k.siluMul(gate, gate, up, n * c.ffnSize);
       k.matmul(h, gate, layer.down, n);
       k.add(x, x, h, n * hidden);
@@ -151,9 +150,7 @@ export class Qwen35Architecture implements Architecture {
     const kk = this.scratch.take('kk', n * kvWidth);
     const v = this.scratch.take('v', n * kvWidth);
     const attn = this.scratch.take('attn', n * qWidth);
-    k.matmul(qFull, h, m.wq, n);
-    k.matmul(kk, h, m.wk, n);
-    k.matmul(v, h, m.wv, n);
+    k.matmulSet(h, n, [{ out: qFull, w: m.wq }, { out: kk, w: m.wk }, { out: v, w: m.wv }]);
     for (let r = 0; r < n * c.numHeads; r++) {
       q.set(qFull.subarray(2 * r * hd, (2 * r + 1) * hd), r * hd);
       g.set(qFull.subarray((2 * r + 1) * hd, (2 * r + 2) * hd), r * hd);
@@ -183,10 +180,7 @@ export class Qwen35Architecture implements Architecture {
     const kk = this.scratch.take('dk', n * hk * S);
     const v = this.scratch.take('dv', n * hv * S);
     const o = this.scratch.take('do', n * hv * S);
-    k.matmul(qkv, h, m.wqkv, n);
-    k.matmul(z, h, m.wz, n);
-    k.matmul(beta, h, m.wBeta, n);
-    k.matmul(g, h, m.wAlpha, n);
+    k.matmulSet(h, n, [{ out: qkv, w: m.wqkv }, { out: z, w: m.wz }, { out: beta, w: m.wBeta }, { out: g, w: m.wAlpha }]);
     for (let t = 0; t < n; t++) {
       for (let j = 0; j < hv; j++) {
         const i = t * hv + j;
