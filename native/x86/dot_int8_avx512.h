@@ -64,24 +64,32 @@ inline __m512 q4_0_group_d16(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_mask_mov_epi16(lo, 0xFF00, hi)));
 }
 
-// f16 at byte `off` of each of 16 blocks `stride` bytes apart, as f32 (word inserts)
+// the f16 words at byte `off` of 8 blocks `stride` bytes apart (word inserts)
+template <int kStride, int off>
+inline __m128i f16_words8(const uint8_t* p) {
+  __m128i v = _mm_setzero_si128();
+  const auto word = [&](int i) {
+    uint16_t w;
+    std::memcpy(&w, p + kStride * i + off, 2);
+    return static_cast<int>(w);
+  };
+  v = _mm_insert_epi16(v, word(0), 0); v = _mm_insert_epi16(v, word(1), 1);
+  v = _mm_insert_epi16(v, word(2), 2); v = _mm_insert_epi16(v, word(3), 3);
+  v = _mm_insert_epi16(v, word(4), 4); v = _mm_insert_epi16(v, word(5), 5);
+  v = _mm_insert_epi16(v, word(6), 6); v = _mm_insert_epi16(v, word(7), 7);
+  return v;
+}
+
+// f16 at byte `off` of each of 16 blocks `stride` bytes apart, as f32
 template <int kStride, int off>
 inline __m512 group_f16_16(const uint8_t* p) {
-  __m128i lo = _mm_setzero_si128(), hi = _mm_setzero_si128();
-  const auto word = [&](int i) {
-    uint16_t v;
-    std::memcpy(&v, p + kStride * i + off, 2);
-    return static_cast<int>(v);
-  };
-  lo = _mm_insert_epi16(lo, word(0), 0); lo = _mm_insert_epi16(lo, word(1), 1);
-  lo = _mm_insert_epi16(lo, word(2), 2); lo = _mm_insert_epi16(lo, word(3), 3);
-  lo = _mm_insert_epi16(lo, word(4), 4); lo = _mm_insert_epi16(lo, word(5), 5);
-  lo = _mm_insert_epi16(lo, word(6), 6); lo = _mm_insert_epi16(lo, word(7), 7);
-  hi = _mm_insert_epi16(hi, word(8), 0); hi = _mm_insert_epi16(hi, word(9), 1);
-  hi = _mm_insert_epi16(hi, word(10), 2); hi = _mm_insert_epi16(hi, word(11), 3);
-  hi = _mm_insert_epi16(hi, word(12), 4); hi = _mm_insert_epi16(hi, word(13), 5);
-  hi = _mm_insert_epi16(hi, word(14), 6); hi = _mm_insert_epi16(hi, word(15), 7);
-  return _mm512_cvtph_ps(_mm256_set_m128i(hi, lo));
+  return _mm512_cvtph_ps(_mm256_set_m128i(f16_words8<kStride, off>(p + 8 * kStride), f16_words8<kStride, off>(p)));
+}
+
+// the same for 8 blocks, as f32 in lanes 0..7 (8..15 zero)
+template <int kStride, int off>
+inline __m512 group_f16_8(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_zextsi128_si256(f16_words8<kStride, off>(p)));
 }
 
 template <Q0 T>
@@ -129,22 +137,6 @@ inline __m512i q_0_pair(const uint8_t* blk, bool one) {
     u = _mm512_or_si512(u, _mm512_maskz_mov_epi8(static_cast<__mmask64>(ha) | (static_cast<__mmask64>(hb) << 32), _mm512_set1_epi8(16)));
   }
   return one ? _mm512_zextsi256_si512(_mm512_castsi512_si256(u)) : u;
-}
-
-// f16 at byte `off` of each of 8 blocks `stride` bytes apart, as f32 in lanes 0..7 (8..15 zero)
-template <int kStride, int off>
-inline __m512 group_f16_8(const uint8_t* p) {
-  __m128i lo = _mm_setzero_si128();
-  const auto word = [&](int i) {
-    uint16_t v;
-    std::memcpy(&v, p + kStride * i + off, 2);
-    return static_cast<int>(v);
-  };
-  lo = _mm_insert_epi16(lo, word(0), 0); lo = _mm_insert_epi16(lo, word(1), 1);
-  lo = _mm_insert_epi16(lo, word(2), 2); lo = _mm_insert_epi16(lo, word(3), 3);
-  lo = _mm_insert_epi16(lo, word(4), 4); lo = _mm_insert_epi16(lo, word(5), 5);
-  lo = _mm_insert_epi16(lo, word(6), 6); lo = _mm_insert_epi16(lo, word(7), 7);
-  return _mm512_cvtph_ps(_mm256_zextsi128_si256(lo));
 }
 
 // Blocks b0 .. b0+kN−1 (kN = 16, or 8: half a group, the scales in lanes 0..7) of one weight

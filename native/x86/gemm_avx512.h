@@ -109,20 +109,22 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
             uint8_t sm[16];
             q4_k_scales(blk + 4, sm);
             const __m256i m4 = _mm256_set1_epi8(15);
+            // C's Σ_j sc_j · Σ q over sub-block j as it is unpacked: one dpbusd a pair of
+            // sub-blocks (nibbles × their scales), not a horizontal sum per sub-block
+            __m512i csum = _mm512_setzero_si512();
             LOOM_UNROLL for (int c = 0; c < 4; c++) {
               const __m256i qs = loadu256(blk + 16 + 32 * c);
-              _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c), _mm256_and_si256(qs, m4));
-              _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c + 32),
-                                  _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4));
+              const __m256i lo = _mm256_and_si256(qs, m4), hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
+              _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c), lo);
+              _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c + 32), hi);
+              const __m512i scales = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8(static_cast<char>(sm[2 * c]))),
+                                                        _mm256_set1_epi8(static_cast<char>(sm[2 * c + 1])), 1);
+              csum = _mm512_dpbusd_epi32(csum, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), scales);
             }
             t.d = f16_scalar(blk);
             t.dmin = f16_scalar(blk + 2);
-            int32_t C = 0;
-            LOOM_UNROLL for (int j = 0; j < 8; j++) {
-              t.sc[j] = sm[j];
-              C += sm[j] * sum_i8_32(q + 32 * j);
-            }
-            t.C = -128 * C;
+            LOOM_UNROLL for (int j = 0; j < 8; j++) t.sc[j] = sm[j];
+            t.C = -128 * _mm512_reduce_add_epi32(csum);
             LOOM_UNROLL for (int i = 0; i < 4; i++) t.mpair[i] = sm[8 + 2 * i] | (static_cast<uint32_t>(sm[9 + 2 * i]) << 16);
           } else {
             const uint8_t* blk = row + 210 * b;

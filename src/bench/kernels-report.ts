@@ -23,11 +23,12 @@ export function formatKernelReport(r: KernelReport): string {
     `matmul, 1 row (${one?.inFeatures ?? '?'} in, weights of about ${fmtBytes(one?.weightBytes ?? 0)}) and ` +
       `${many?.rows ?? '?'} rows (${many?.inFeatures ?? '?'} → ${many?.outFeatures ?? '?'}); median ms per call.`,
     `1-row % bw: best matmul against the best read of a buffer of the same size, probed in alternation ` +
-      `(${one?.rounds.length ?? '?'} rounds; median of the rounds' ratios; "read" is the median read)`,
+      `(${one?.rounds.length ?? '?'} rounds; median of the rounds' ratios; "read" is the median read); ` +
+      `"short": the same at a small model's row width (896 in, or 1536 for 256-value blocks), where per-row costs and block tails show`,
   );
   lines.push(
     table([
-      ['type', '1 row ms', 'GB/s', 'read', '% bw', 'goal', '', `${many?.rows ?? ''} rows ms`, 'GFLOP/s', '% peak', 'goal', ''],
+      ['type', '1 row ms', 'GB/s', 'read', '% bw', 'goal', '', 'short in', 'GB/s', '% bw', `${many?.rows ?? ''} rows ms`, 'GFLOP/s', '% peak', 'goal', ''],
       ...r.matmul.map((x) => [
         x.type,
         fmt(x.oneRow.medianMs),
@@ -36,6 +37,9 @@ export function formatKernelReport(r: KernelReport): string {
         fmt(x.oneRow.pctBandwidth),
         x.oneRow.goalPct !== undefined ? `≥ ${x.oneRow.goalPct}%` : '',
         mark(x.oneRow.met),
+        String(x.shortRow.inFeatures),
+        fmt(x.shortRow.gbps),
+        fmt(x.shortRow.pctBandwidth),
         fmt(x.manyRows.medianMs),
         fmt(x.manyRows.gflops),
         fmt(x.manyRows.pctPeak),

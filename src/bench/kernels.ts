@@ -46,21 +46,23 @@ export interface Timing {
   readonly samples: number;
 }
 
+export type OneRowFigures = Timing & {
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+  readonly weightBytes: number;
+  /** weight bytes / median ms */
+  readonly gbps: number;
+  /** rounds of (read probe of a same-size buffer, matmul calls): best of each per round */
+  readonly rounds: readonly { readonly readGBs: number; readonly matmulGBs: number }[];
+  /** median over rounds of matmul / read */
+  readonly pctBandwidth: number;
+};
+
 export interface MatmulFigures {
   readonly type: string;
-  readonly oneRow: Timing & {
-    readonly inFeatures: number;
-    readonly outFeatures: number;
-    readonly weightBytes: number;
-    /** weight bytes / median ms */
-    readonly gbps: number;
-    /** rounds of (read probe of a same-size buffer, matmul calls): best of each per round */
-    readonly rounds: readonly { readonly readGBs: number; readonly matmulGBs: number }[];
-    /** median over rounds of matmul / read */
-    readonly pctBandwidth: number;
-    readonly goalPct?: number;
-    readonly met?: boolean;
-  };
+  readonly oneRow: OneRowFigures & { readonly goalPct?: number; readonly met?: boolean };
+  /** one row of a small model's width (896 or 1536 inputs): per-row costs and block tails show here */
+  readonly shortRow: OneRowFigures;
   readonly manyRows: Timing & { readonly rows: number; readonly inFeatures: number; readonly outFeatures: number; readonly gflops: number; readonly pctPeak: number; readonly goalPct: number; readonly met: boolean };
 }
 
@@ -163,12 +165,12 @@ function weights(type: GGMLType, inFeatures: number, outFeatures: number, rng: R
   return { name: `bench.${typeName(type)}`, type, dims: [inFeatures, outFeatures], data };
 }
 
-function benchMatmul(k: Kernels, type: GGMLType, s: Sizes, peak: number, rng: Rng): MatmulFigures {
-  const name = typeName(type);
-  const row = rowBytes(type, s.k1)!;
+/** The 1-row figures of a [n, inFeatures] matrix of about s.oneRowBytes against same-size read probes. */
+function benchOneRow(k: Kernels, type: GGMLType, inFeatures: number, s: Sizes, rng: Rng): OneRowFigures {
+  const row = rowBytes(type, inFeatures)!;
   const n1 = Math.max(s.manyOut, Math.ceil(s.oneRowBytes / row));
-  const w = weights(type, s.k1, n1, rng);
-  const x1 = randomF32(s.k1, rng);
+  const w = weights(type, inFeatures, n1, rng);
+  const x1 = randomF32(inFeatures, rng);
   const o1 = new Float32Array(n1);
   const bytes = w.data.length;
   const oneRow = () => k.matmul(o1, x1, w, 1);
@@ -182,11 +184,23 @@ function benchMatmul(k: Kernels, type: GGMLType, s: Sizes, peak: number, rng: Rn
     rounds.push({ readGBs, matmulGBs: bytes / (Math.min(...ms) * 1e6) });
   }
   const t1 = timing(all);
-  const gbps = bytes / (t1.medianMs * 1e6);
-  const oneGoal = ONE_ROW_GOAL.types.includes(name) ? ONE_ROW_GOAL.pct : undefined;
   const pctBandwidth = percentile(rounds.map((r) => (100 * r.matmulGBs) / r.readGBs), 50);
-  // many rows: the first manyOut output rows of the same matrix
-  const wm: WeightTensor = { ...w, dims: [s.k1, s.manyOut], data: w.data.subarray(0, row * s.manyOut) };
+  return { ...t1, inFeatures, outFeatures: n1, weightBytes: bytes, gbps: bytes / (t1.medianMs * 1e6), rounds, pctBandwidth };
+}
+
+/** the short row of a type: a small model's hidden width that is whole blocks of it (Qwen2.5-0.5B's 896, else 1.5B's 1536) */
+function shortRowWidth(type: GGMLType, s: Sizes): number {
+  if (s === QUICK) return s.k1;
+  return rowBytes(type, 896) !== undefined ? 896 : 1536;
+}
+
+function benchMatmul(k: Kernels, type: GGMLType, s: Sizes, peak: number, rng: Rng): MatmulFigures {
+  const name = typeName(type);
+  const one = benchOneRow(k, type, s.k1, s, rng);
+  const oneGoal = ONE_ROW_GOAL.types.includes(name) ? ONE_ROW_GOAL.pct : undefined;
+  const shortRow = benchOneRow(k, type, shortRowWidth(type, s), s, rng);
+  // many rows: manyOut output rows of s.k1 inputs
+  const wm = weights(type, s.k1, s.manyOut, rng);
   const xm = randomF32(s.manyRows * s.k1, rng);
   const om = new Float32Array(s.manyRows * s.manyOut);
   const tm = time(() => k.matmul(om, xm, wm, s.manyRows), s.minReps, s.seconds);
@@ -194,7 +208,8 @@ function benchMatmul(k: Kernels, type: GGMLType, s: Sizes, peak: number, rng: Rn
   const pctPeak = (100 * gflops) / peak;
   return {
     type: name,
-    oneRow: { ...t1, inFeatures: s.k1, outFeatures: n1, weightBytes: bytes, gbps, rounds, pctBandwidth, ...(oneGoal !== undefined && { goalPct: oneGoal, met: pctBandwidth >= oneGoal }) },
+    oneRow: { ...one, ...(oneGoal !== undefined && { goalPct: oneGoal, met: one.pctBandwidth >= oneGoal }) },
+    shortRow,
     manyRows: { ...tm, rows: s.manyRows, inFeatures: s.k1, outFeatures: s.manyOut, gflops, pctPeak, goalPct: MANY_ROWS_GOAL_PCT, met: pctPeak >= MANY_ROWS_GOAL_PCT },
   };
 }

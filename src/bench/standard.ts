@@ -22,6 +22,8 @@ export interface StandardOptions {
   readonly threads?: number;
   readonly numPrompts?: number;
   readonly seed: number;
+  /** more `loom serve` flags (e.g. --step-time-factor 3) */
+  readonly loomArgs?: readonly string[];
 }
 
 export interface StandardResult {
@@ -36,7 +38,7 @@ const SERVED_NAME = 'loom-bench';
 
 export async function runStandard(o: StandardOptions, log: (line: string) => void): Promise<StandardResult> {
   const model = o.model ?? ensureBenchModel(BENCH_MODELS_DIR, { shape: o.shape, type: o.type, seed: 0 }, log).path;
-  const args = ['--served-model-name', SERVED_NAME, '--backend', o.backend, ...(o.threads !== undefined ? ['--threads', String(o.threads)] : [])];
+  const args = ['--served-model-name', SERVED_NAME, '--backend', o.backend, ...(o.threads !== undefined ? ['--threads', String(o.threads)] : []), ...(o.loomArgs ?? [])];
   const server = await startLoomServer(model, args, log);
   try {
     const options: ServeBenchOptions = {

@@ -19,6 +19,7 @@ interface StandardFlags {
   seed: number;
   json?: boolean;
   outputFile?: string;
+  loomArgs?: string;
 }
 
 export function benchStandardCommand(): Command {
@@ -38,6 +39,7 @@ export function benchStandardCommand(): Command {
     .addOption(new Option('--seed <s>', 'seed of the prompts').default(0).argParser(intArg('seed', 0)))
     .option('--json', 'print the JSON object (with model and kernels) instead of the report')
     .option('--output-file <file>', 'append that JSON object as one line')
+    .option('--loom-args <flags>', 'more loom serve flags, space-separated (e.g. "--step-time-factor 3"); no longer the standard figure')
     .action(async (f: StandardFlags) => {
       const r = await runStandard(
         {
@@ -48,12 +50,13 @@ export function benchStandardCommand(): Command {
           ...(f.model !== undefined && { model: f.model }),
           ...(f.threads !== undefined && { threads: f.threads }),
           ...(f.numPrompts !== undefined && { numPrompts: f.numPrompts }),
+          ...(f.loomArgs?.trim() && { loomArgs: f.loomArgs.trim().split(/\s+/) }),
         },
         (line) => process.stderr.write(line + '\n'),
       );
-      const json = JSON.stringify({ ...serveReportJson(r.report), model_file: r.model, model_bytes: r.modelBytes, kernels: r.kernels, server_backend: f.backend });
+      const json = JSON.stringify({ ...serveReportJson(r.report), model_file: r.model, model_bytes: r.modelBytes, kernels: r.kernels, server_backend: f.backend, loom_args: f.loomArgs ?? '' });
       if (f.outputFile !== undefined) appendFileSync(f.outputFile, json + '\n');
-      const head = `loom bench standard: ${r.model} (${fmtBytes(r.modelBytes)}), loom serve --backend ${f.backend}${f.threads ? ` --threads ${f.threads}` : ''}; kernels: ${r.kernels}`;
+      const head = `loom bench standard: ${r.model} (${fmtBytes(r.modelBytes)}), loom serve --backend ${f.backend}${f.threads ? ` --threads ${f.threads}` : ''}${f.loomArgs ? ` ${f.loomArgs}` : ''}; kernels: ${r.kernels}`;
       process.stdout.write((f.json ? json : `${head}\n${formatServeReport(r.report)}`) + '\n');
     });
 }
