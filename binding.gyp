@@ -46,6 +46,7 @@
           'sources': [
             'native/x86/simd_avx2.cc',
             'native/x86/probe_avx2.cc',
+            'native/x86/recurrent_avx2.cc',
             '<!@(node -p "[\'native/x86/matmul_avx2.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
           ],
           'cflags': ['-O3', '-fPIC', '-mavx2', '-mfma', '-mf16c'],
@@ -56,6 +57,7 @@
           'sources': [
             'native/x86/simd_avx512.cc',
             'native/x86/probe_avx512.cc',
+            'native/x86/recurrent_avx512.cc',
             '<!@(node -p "[\'native/x86/matmul_avx512.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
           ],
           'cflags': [

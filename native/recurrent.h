@@ -17,4 +17,7 @@ void gated_delta_rule(float* out, const float* q, const float* k, const float* v
                       const float* beta, float* state, const int32_t* slots, const int32_t* seq_starts,
                       int num_seqs, int hk, int hv, int S);
 
+// The instruction set the delta rule runs on ("avx512", "avx2", "portable")
+const char* recurrent_kernels();
+
 }  // namespace loom

@@ -240,3 +240,40 @@ describe('readHFConfig: errors name the config file and the problem', () => {
     throwsWith(() => readHFConfig(folder({ ...GPT2, activation_function: 'relu' })), UnsupportedModelError, 'relu');
   });
 });
+
+// Qwen3_5TextConfig fields (transformers' names) of a Qwen3.5-2B-shaped model
+const QWEN35_2B = {
+  architectures: ['Qwen3_5ForCausalLM'], model_type: 'qwen3_5_text', vocab_size: 248320, hidden_size: 2048,
+  intermediate_size: 6144, num_hidden_layers: 24, num_attention_heads: 8, num_key_value_heads: 2, head_dim: 256,
+  hidden_act: 'silu', max_position_embeddings: 262144, rms_norm_eps: 1e-6, tie_word_embeddings: true,
+  attn_output_gate: true, attention_bias: false, full_attention_interval: 4,
+  layer_types: Array.from({ length: 24 }, (_, i) => ((i + 1) % 4 === 0 ? 'full_attention' : 'linear_attention')),
+  linear_conv_kernel_dim: 4, linear_key_head_dim: 128, linear_value_head_dim: 128, linear_num_key_heads: 16, linear_num_value_heads: 16,
+  rope_parameters: { rope_type: 'default', rope_theta: 10000000, partial_rotary_factor: 0.25, mrope_section: [11, 11, 10], mrope_interleaved: true },
+};
+
+describe('readHFConfig: Qwen3.5 (Qwen3_5ForCausalLM)', () => {
+  test('the hybrid layout, the linear layers and RoPE from rope_parameters', () => {
+    const c = readHFConfig(folder(QWEN35_2B));
+    assert.equal(c.arch, 'qwen35');
+    assert.deepEqual([c.numHeads, c.numKvHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle, c.tiedEmbeddings], [8, 2, 256, 64, 10000000, 'neox', true]);
+    assert.deepEqual(c.linearAttention, {
+      layers: QWEN35_2B.layer_types.map((t) => t === 'linear_attention'),
+      convKernel: 4, headDim: 128, numKHeads: 16, numVHeads: 16,
+    });
+  });
+
+  test('without layer_types every full_attention_interval-th layer attends; model_type alone selects it', () => {
+    const { layer_types: _, architectures: __, ...rest } = QWEN35_2B;
+    const c = readHFConfig(folder({ ...rest, num_hidden_layers: 6, full_attention_interval: 3 }));
+    assert.deepEqual(c.linearAttention?.layers, [true, true, false, true, true, false]);
+  });
+
+  test('what the loader cannot map is refused by name', () => {
+    throwsWith(() => readHFConfig(folder({ ...QWEN35_2B, linear_value_head_dim: 64 })), UnsupportedModelError, 'linear_value_head_dim');
+    throwsWith(() => readHFConfig(folder({ ...QWEN35_2B, linear_num_value_heads: 24 })), ModelFormatError, 'linear_num_value_heads');
+    throwsWith(() => readHFConfig(folder({ ...QWEN35_2B, layer_types: ['linear_attention'] })), ModelFormatError, 'layer_types');
+    throwsWith(() => readHFConfig(folder({ ...QWEN35_2B, attn_output_gate: false })), UnsupportedModelError, 'attn_output_gate');
+    throwsWith(() => readHFConfig(folder({ ...QWEN35_2B, rope_parameters: { rope_type: 'yarn', factor: 4 } })), UnsupportedModelError, 'yarn');
+  });
+});

@@ -173,6 +173,23 @@ function conformance(k: Kernels): void {
     }
   });
 
+  it('long prefills (the chunked form) match the token-by-token reference across chunk boundaries', () => {
+    // 64-token chunks: lengths on both sides of 16 (token by token below it), 64, 65, 130 (a
+    // 2-token last chunk), mixed with decode tokens; a head size off the vector widths too
+    const cases: { shape: DeltaRuleShape; lengths: number[]; slots: number[] }[] = [
+      { shape: { numKHeads: 1, numVHeads: 2, headDim: 128 }, lengths: [1, 130, 15, 64], slots: [2, 0, 3, 1] },
+      { shape: { numKHeads: 2, numVHeads: 4, headDim: 37 }, lengths: [65, 1, 16, 97], slots: [1, 3, 0, 2] },
+      { shape: { numKHeads: 1, numVHeads: 1, headDim: 64 }, lengths: [200], slots: [0] },
+    ];
+    for (const { shape, lengths, slots } of cases) {
+      const c = deltaCase(`delta long ${JSON.stringify(shape)} ${lengths}`, shape, lengths, slots, slots.length);
+      const got = runDelta(k, c);
+      const want = runDelta(ref, c);
+      close(got.out, want.out, BOUND, `outputs ${JSON.stringify(shape)} ${lengths}`);
+      close(got.state, want.state, BOUND, `states ${JSON.stringify(shape)} ${lengths}`);
+    }
+  });
+
   it('a prefill in chunks (state carried) equals the prefill in one call', () => {
     const shape = { numKHeads: 2, numVHeads: 4, headDim: 32 };
     const c = deltaCase('delta chunks', shape, [23], [1], 2);

@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { loadNativeKernels, nativeUnavailableReason } from '../src/kernels/native.js';
 import { PROJECT_ROOT } from './fixtures/index.js';
 
-const SUITE = ['kernels-conformance.test.js', 'sliding-window-kernels.test.js'].map((f) => join(PROJECT_ROOT, 'dist', 'test', f));
+const SUITE = ['kernels-conformance.test.js', 'sliding-window-kernels.test.js', 'recurrent-kernels.test.js'].map((f) => join(PROJECT_ROOT, 'dist', 'test', f));
 const skip = loadNativeKernels() ? false : `native core unavailable (${nativeUnavailableReason()})`;
 
 describe('conformance on the narrower instruction sets', { skip }, () => {

@@ -32,11 +32,12 @@ describe('--speculative-config', () => {
       promptLookupMax: 5,
       promptLookupMin: 5,
       disableByBatchSize: DEFAULT_DISABLE_BY_BATCH_SIZE,
+      notes: [],
     });
     const onlyMax = parseSpeculativeConfig({ method: 'ngram', num_speculative_tokens: 2, prompt_lookup_max: 3 });
-    assert.equal(onlyMax.promptLookupMin, 3);
+    assert.equal(onlyMax.method === 'ngram' && onlyMax.promptLookupMin, 3);
     const onlyMin = parseSpeculativeConfig({ method: 'ngram', num_speculative_tokens: 2, prompt_lookup_min: 2 });
-    assert.equal(onlyMin.promptLookupMax, 2);
+    assert.equal(onlyMin.method === 'ngram' && onlyMin.promptLookupMax, 2);
   });
 
   it('refuses bad input naming the option and the field', () => {
@@ -44,7 +45,7 @@ describe('--speculative-config', () => {
       ['{', /--speculative-config: not valid JSON/],
       ['[1]', /--speculative-config must be a JSON object/],
       ['{"num_speculative_tokens": 3}', /"method" is required/],
-      ['{"method": "eagle", "num_speculative_tokens": 3}', /"method" must be "ngram", got "eagle"/],
+      ['{"method": "eagle", "num_speculative_tokens": 3}', /"method" must be "ngram" or "draft_model", got "eagle"/],
       ['{"method": "ngram"}', /"num_speculative_tokens" is required/],
       ['{"method": "ngram", "num_speculative_tokens": 0}', /"num_speculative_tokens" must be an integer in \[1, 64\], got 0/],
       ['{"method": "ngram", "num_speculative_tokens": 2.5}', /"num_speculative_tokens" must be an integer/],
@@ -52,7 +53,7 @@ describe('--speculative-config', () => {
       ['{"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 5, "prompt_lookup_max": 3}', /"prompt_lookup_min" \(5\) must not exceed "prompt_lookup_max" \(3\)/],
       ['{"method": "ngram", "num_speculative_tokens": 2, "lookahead": 3}', /unknown field "lookahead"/],
       ['{"method": "ngram", "num_speculative_tokens": 2, "model": "x.gguf"}', /"model" does not apply to method "ngram"/],
-      ['{"model": "x.gguf", "num_speculative_tokens": 2}', /method "draft_model" is not available/],
+      ['{"method": "ngram", "num_speculative_tokens": 2, "draft_tensor_parallel_size": 1}', /"draft_tensor_parallel_size" does not apply to method "ngram"/],
       ['{"method": "ngram", "num_speculative_tokens": 2, "disable_by_batch_size": 0}', /"disable_by_batch_size" must be an integer in \[1/],
     ];
     for (const [json, re] of bad) assert.throws(() => parseSpeculativeConfig(json), re, json);

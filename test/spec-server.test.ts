@@ -2,7 +2,8 @@
 // gets without speculation, cut at a stop string; /metrics carries vLLM's spec_decode_*
 // counters; `loom generate --speculative-config` prints llama.cpp's story.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -89,6 +90,52 @@ describe('the library with speculativeConfig', () => {
     }
     await assert.rejects(LLM.load(path, { backend: 'reference', kvCacheMemory: '16MiB', speculativeConfig: { method: 'ngram' } }), /--speculative-config: "num_speculative_tokens" is required/);
   });
+
+  it('a draft model by path (the model as its own draft), loaded beside the target, gives the same story', async () => {
+    const llm = await LLM.load(path, { kvCacheMemory: '16MiB', speculativeConfig: { method: 'draft_model', model: path, num_speculative_tokens: 3 } });
+    try {
+      assert.equal((await llm.generate('Once upon a time', { maxTokens: 60, temperature: 0 })).text, STORY);
+    } finally {
+      await llm.close();
+    }
+    const other = ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'llama-q8_0')!);
+    await assert.rejects(LLM.load(path, { kvCacheMemory: '16MiB', speculativeConfig: { method: 'draft_model', model: other, num_speculative_tokens: 3 } }), /does not share the vocabulary of .*stories260K\.gguf/);
+    await assert.rejects(LLM.load(path, { kvCacheMemory: '16MiB', speculativeConfig: { model: 'no-such-draft.gguf', num_speculative_tokens: 3 } }), /--speculative-config: draft model no-such-draft\.gguf: no such file or folder/);
+  });
+});
+
+describe('loom serve with a draft model', () => {
+  it('prints the draft cache and the ignored fields at start, serves the same story, counts drafts in /metrics', async () => {
+    const config = JSON.stringify({ model: path, num_speculative_tokens: 3, draft_tensor_parallel_size: 1 });
+    const child = spawn(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'serve', '--model', path, '--port', '0', '--kv-cache-memory', '16MiB', '--speculative-config', config], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let log = '';
+    child.stderr.setEncoding('utf8');
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        child.stderr.on('data', (chunk: string) => {
+          log += chunk;
+          const m = /on http:\/\/[^:]+:(\d+)/.exec(log);
+          if (m && /"draft_tensor_parallel_size" is ignored/.test(log)) resolve(Number(m[1]));
+        });
+        child.once('exit', () => reject(new Error(`serve exited early: ${log}`)));
+      });
+      assert.match(log, /loom: speculative decoding: draft model .*stories260K\.gguf \(5 layers, hidden 64\), K 3; its KV cache \d+ blocks of 16 tokens = [\d.]+ MiB of --kv-cache-memory/);
+      const res = await fetch(`http://127.0.0.1:${port}/v1/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'stories260K', prompt: 'Once upon a time', max_tokens: 60, temperature: 0 }),
+      });
+      assert.equal(((await res.json()) as { choices: { text: string }[] }).choices[0]!.text, STORY);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const m = /^vllm:spec_decode_num_accepted_tokens_total\{[^}]*\} (\d+)$/m.exec(metrics);
+      assert.ok(m && Number(m[1]) > 0, 'accepted draft tokens are counted');
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
+  });
 });
 
 describe('loom generate --speculative-config', () => {
@@ -127,5 +174,19 @@ describe('loom bench spec', () => {
     assert.deepEqual(report.verify.map((v) => v.batchSize), [1, 2]);
     for (const v of report.verify) assert.ok(v.msByTokens.length === 3 && v.msByTokens.every((ms) => ms > 0));
     assert.ok(report.predicted.every((x) => x.speedup > 0));
+  });
+
+  it('--draft-model: drafts with it (the model as its own draft accepts every draft) and times its steps', () => {
+    const args = ['--output-len', '24', '--repeat-runs', '1', '-k', '2', '--draft-model', path, '--batch-sizes', '1', '--context', '16', '--json'];
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'bench', 'spec', ...args], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const report = JSON.parse(r.stdout) as SpecReport;
+    for (const p of report.prompts) {
+      assert.ok(p.sameTokens, p.name);
+      assert.ok(p.drafts > 0 && p.acceptedTokens === p.draftTokens, JSON.stringify(p));
+    }
+    assert.equal(report.settings.draftModel, path);
+    assert.deepEqual(report.verify.map((v) => v.msByTokens.length), [3]);
+    assert.ok(report.draftCost.length === 1 && report.draftCost[0]!.stepMs > 0);
   });
 });

@@ -126,6 +126,8 @@ export interface MakeModelOptions {
   readonly shape: BenchShapeName;
   readonly type: BenchWeightType;
   readonly seed: number;
+  /** fewer (or more) layers than the shape has: a draft model with the shape's vocabulary */
+  readonly layers?: number;
 }
 
 /** The type matrix `name` (rows of `rowLength` values, bench models tie output to token_embd) is stored in. */
@@ -141,7 +143,7 @@ export function matrixType(type: BenchWeightType, name: string, rowLength: numbe
 
 /** where `ensureBenchModel` caches a file: dist/bench-models/<shape>-<type>-s<seed>-v<n>.gguf */
 export function benchModelPath(dir: string, o: MakeModelOptions): string {
-  return join(dir, `${o.shape}-${o.type}-s${o.seed}-v${GENERATOR_VERSION}.gguf`);
+  return join(dir, `${o.shape}${o.layers !== undefined ? `-l${o.layers}` : ''}-${o.type}-s${o.seed}-v${GENERATOR_VERSION}.gguf`);
 }
 
 /** The cached file for these options, written first when missing (via a temporary name). */
@@ -161,8 +163,10 @@ export function ensureBenchModel(dir: string, o: MakeModelOptions, log?: (line: 
 
 /** Writes the model to `path`. */
 export function makeModel(path: string, o: MakeModelOptions, log?: (line: string) => void): void {
-  const shape: BenchShape = BENCH_SHAPES[o.shape];
-  if (!shape) throw new InvalidArgumentError(`unknown shape "${o.shape}" (known: ${Object.keys(BENCH_SHAPES).join(', ')})`);
+  const base: BenchShape = BENCH_SHAPES[o.shape];
+  if (!base) throw new InvalidArgumentError(`unknown shape "${o.shape}" (known: ${Object.keys(BENCH_SHAPES).join(', ')})`);
+  if (o.layers !== undefined && base.linear && o.layers % base.linear.interval !== 0) throw new InvalidArgumentError(`--layers of a ${base.name} shape must be a multiple of ${base.linear.interval}`);
+  const shape: BenchShape = o.layers !== undefined ? { ...base, layers: o.layers, name: `${base.name} (${o.layers} layers)` } : base;
   const vocab = modelVocab(shape.vocab, shape.arch !== 'qwen2' && shape.arch !== 'qwen3');
   log?.(`make-model: writing a ${shape.name}-shaped ${o.type} model, seed ${o.seed} …`);
   writeGGUFStream(path, [...modelMetadata(shape, o), ...tokenizerMetadata(shape, vocab)], benchTensors(shape, o));

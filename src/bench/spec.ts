@@ -1,10 +1,15 @@
-// `loom bench spec`: what prompt-lookup speculative decoding gains for one stream.
+// `loom bench spec`: what speculative decoding (prompt lookup, or a draft model) gains for one stream.
 // Part 1, a trained model (stories260K by default) on prompts that invite copying: one
 // greedy sequence with and without speculation (alternating runs), acceptance and tokens/s.
 // Part 2, a bandwidth-bound model (random weights: its own acceptance means nothing): the
 // forward pass's time for B sequences of K+1 tokens against B of 1 at the same context,
 // combined with part 1's acceptance into the speedup to expect at each batch size B — where
 // that falls under 1 is where loom stops drafting (disable_by_batch_size).
+// With a draft model (--draft-model), part 1 drafts with it, and part 3 times its decode step
+// for B sequences: a speculative step costs K draft steps plus the K+1-token verify, against
+// one plain decode step; the table gives the acceptance where that breaks even and the
+// speedup at several acceptance rates (random-weight models accept nothing meaningful, so
+// the cost is what they measure).
 import { performance } from 'node:perf_hooks';
 import { createEngineCore } from '../engine/create.js';
 import type { EngineCore } from '../engine/engine.js';
@@ -17,8 +22,10 @@ import { mean } from './stats.js';
 
 export interface SpecBenchOptions {
   readonly model: string;
-  /** the bandwidth-bound model whose verify cost is measured (none: part 2 is skipped) */
+  /** the bandwidth-bound model whose verify cost is measured (none: part 2 is skipped; with a draft model, -m is timed) */
   readonly verifyModel?: string;
+  /** a draft model with the model's vocabulary (method "draft_model"); none: prompt lookup */
+  readonly draftModel?: string;
   readonly numSpeculativeTokens: number;
   readonly promptLookupMax: number;
   readonly promptLookupMin: number;
@@ -71,16 +78,23 @@ export interface SpecReport {
   readonly verify: VerifyCost[];
   /** per batch size: the one-stream speedup expected on the verify model with part 1's drafts */
   readonly predicted: { batchSize: number; speedup: number }[];
+  /** with a draft model: per batch size, its decode step's ms (B × 1 token) */
+  readonly draftCost: { batchSize: number; stepMs: number }[];
 }
+
+/** acceptance rates the draft-model cost table shows the speedup at */
+export const ACCEPTANCE_RATES = [0.5, 0.7, 0.9] as const;
 
 export function runSpecBench(opts: SpecBenchOptions, log: (line: string) => void = () => {}): SpecReport {
   const model = loadModel(opts.model);
-  const spec: SpeculativeConfigInput = {
-    method: 'ngram',
-    num_speculative_tokens: opts.numSpeculativeTokens,
-    prompt_lookup_max: opts.promptLookupMax,
-    prompt_lookup_min: opts.promptLookupMin,
-  };
+  const spec: SpeculativeConfigInput = opts.draftModel
+    ? { method: 'draft_model', model: opts.draftModel, num_speculative_tokens: opts.numSpeculativeTokens }
+    : {
+        method: 'ngram',
+        num_speculative_tokens: opts.numSpeculativeTokens,
+        prompt_lookup_max: opts.promptLookupMax,
+        prompt_lookup_min: opts.promptLookupMin,
+      };
   // one sequence: a context of 2048 at most keeps the cache small for any model
   const maxModelLen = Math.min(model.config.contextLength, 2048);
   const base = { model: opts.model, backend: opts.backend, kvCacheMemory: '512MiB', maxModelLen, maxNumSeqs: 1, enablePrefixCaching: false, ...(opts.threads !== undefined && { threads: opts.threads }) };
@@ -120,9 +134,29 @@ export function runSpecBench(opts: SpecBenchOptions, log: (line: string) => void
     log(`${name}: ${result.acceptedTokens}/${result.draftTokens} draft tokens accepted, ${result.plainTokPerS.toFixed(0)} → ${result.specTokPerS.toFixed(0)} tok/s`);
     prompts.push(result);
   }
-  const verify = opts.verifyModel ? measureVerify(opts, log) : [];
-  const predicted = verify.map((v) => ({ batchSize: v.batchSize, speedup: predictSpeedup(prompts, v) }));
-  return { settings: opts, prompts, verify, predicted };
+  const verifyModel = opts.verifyModel ?? (opts.draftModel ? opts.model : undefined);
+  const verify = verifyModel ? measureForward(verifyModel, 'verify', opts.numSpeculativeTokens + 1, opts, log) : [];
+  const draftCost = opts.draftModel ? measureForward(opts.draftModel, 'draft', 1, opts, log).map((d) => ({ batchSize: d.batchSize, stepMs: d.msByTokens[0]! })) : [];
+  const predicted = verify.map((v, i) => ({ batchSize: v.batchSize, speedup: predictSpeedup(prompts, v, draftCost[i]?.stepMs ?? 0, opts.numSpeculativeTokens) }));
+  return { settings: opts, prompts, verify, predicted, draftCost };
+}
+
+/** tokens a step emits when each of K drafts is accepted with probability a (independently): (1 − a^(K+1)) / (1 − a) */
+export function expectedTokensPerStep(a: number, k: number): number {
+  return a >= 1 ? k + 1 : (1 - a ** (k + 1)) / (1 - a);
+}
+
+/** the acceptance rate where a step of K draft steps and a K+1 verify emits as fast as plain decoding (1 when never) */
+export function breakEvenAcceptance(costRatio: number, k: number): number {
+  if (expectedTokensPerStep(1, k) < costRatio) return 1;
+  let lo = 0;
+  let hi = 1;
+  for (let i = 0; i < 40; i++) {
+    const mid = (lo + hi) / 2;
+    if (expectedTokensPerStep(mid, k) < costRatio) lo = mid;
+    else hi = mid;
+  }
+  return hi;
 }
 
 /** One greedy sequence to its end; the speculative counts and draft lengths per step. */
@@ -154,14 +188,14 @@ function generateOnce(engine: EngineCore, promptIds: readonly number[], outputLe
 }
 let nextId = 0;
 
-/** Forward-pass time of B sequences × n tokens (n = 1 … K + 1) at opts.context: the fastest of
- *  3 × repeatRuns passes, interleaved over n (on a shared machine the minimum is the figure
- *  least disturbed by other work; interleaving spreads drift over every n alike). */
-function measureVerify(opts: SpecBenchOptions, log: (line: string) => void): VerifyCost[] {
+/** Forward-pass time of `model` for B sequences × n tokens (n = 1 … maxTokens) at opts.context:
+ *  the fastest of 3 × repeatRuns passes, interleaved over n (on a shared machine the minimum is
+ *  the figure least disturbed by other work; interleaving spreads drift over every n alike). */
+function measureForward(model: string, what: string, maxTokens: number, opts: SpecBenchOptions, log: (line: string) => void): VerifyCost[] {
   const maxB = Math.max(...opts.batchSizes);
-  const k = opts.numSpeculativeTokens;
+  const k = maxTokens - 1;
   const engine = createEngineCore({
-    model: opts.verifyModel!,
+    model,
     backend: opts.backend,
     maxModelLen: opts.context + k + 1,
     maxNumSeqs: maxB,
@@ -171,7 +205,7 @@ function measureVerify(opts: SpecBenchOptions, log: (line: string) => void): Ver
   });
   const bs = engine.config.blockSize;
   const blocksPerSeq = Math.ceil((opts.context + k + 1) / bs);
-  if (blocksPerSeq * maxB > engine.config.numBlocks) throw new Error(`the verify model's cache holds ${engine.config.numBlocks} blocks, ${blocksPerSeq * maxB} needed`);
+  if (blocksPerSeq * maxB > engine.config.numBlocks) throw new Error(`the ${what} model's cache holds ${engine.config.numBlocks} blocks, ${blocksPerSeq * maxB} needed`);
   const vocab = engine.model.config.vocabSize;
   const costs: VerifyCost[] = [];
   for (const b of opts.batchSizes) {
@@ -195,7 +229,7 @@ function measureVerify(opts: SpecBenchOptions, log: (line: string) => void): Ver
         if (r >= 0) msByTokens[i] = Math.min(msByTokens[i]!, performance.now() - t0);
       });
     }
-    log(`verify B=${b}: ${msByTokens.map((m, i) => `${i + 1} tok ${m.toFixed(1)} ms`).join(', ')}`);
+    log(`${what} B=${b}: ${msByTokens.map((m, i) => `${i + 1} tok ${m.toFixed(1)} ms`).join(', ')}`);
     costs.push({ batchSize: b, msByTokens });
   }
   return costs;
@@ -203,15 +237,16 @@ function measureVerify(opts: SpecBenchOptions, log: (line: string) => void): Ver
 
 /**
  * Time without / time with speculation for the drafts part 1 saw: each decode step costs the
- * forward pass of its 1 + draft-length tokens per sequence (all B sequences alike), and the
- * output is what part 1 produced. > 1: speculation pays.
+ * forward pass of its 1 + draft-length tokens per sequence (all B sequences alike) plus, with
+ * a draft model, its K decode steps (draftStepMs each) when it drafted; the output is what
+ * part 1 produced. > 1: speculation pays.
  */
-function predictSpeedup(prompts: readonly PromptResult[], v: VerifyCost): number {
+function predictSpeedup(prompts: readonly PromptResult[], v: VerifyCost, draftStepMs: number, k: number): number {
   let plainMs = 0;
   let specMs = 0;
   for (const p of prompts) {
     plainMs += (p.outputTokens - 1) * v.msByTokens[0]!;
-    p.stepsByDraftLength.forEach((steps, len) => (specMs += steps * v.msByTokens[len]!));
+    p.stepsByDraftLength.forEach((steps, len) => (specMs += steps * (v.msByTokens[len]! + (len > 0 ? k * draftStepMs : 0))));
   }
   return plainMs / specMs;
 }
@@ -219,7 +254,8 @@ function predictSpeedup(prompts: readonly PromptResult[], v: VerifyCost): number
 export function formatSpecReport(r: SpecReport): string {
   const s = r.settings;
   const lines = [
-    `speculative decoding (ngram, K ${s.numSpeculativeTokens}, lookup ${s.promptLookupMin}..${s.promptLookupMax}), one greedy sequence of ${s.outputLen} tokens, ${s.repeatRuns} runs each`,
+    `speculative decoding (${s.draftModel ? `draft model ${s.draftModel}, K ${s.numSpeculativeTokens}` : `ngram, K ${s.numSpeculativeTokens}, lookup ${s.promptLookupMin}..${s.promptLookupMax}`}), ` +
+      `one greedy sequence of ${s.outputLen} tokens, ${s.repeatRuns} runs each`,
     'prompt   accepted/drafted  acceptance  tokens/step  plain tok/s  spec tok/s  speedup  same tokens',
   ];
   for (const p of r.prompts) {
@@ -238,7 +274,7 @@ export function formatSpecReport(r: SpecReport): string {
     );
   }
   if (r.verify.length > 0) {
-    lines.push(`verify cost on ${s.verifyModel} at context ${s.context} (forward ms, B sequences × n tokens) and the speedup to expect with the drafts above:`);
+    lines.push(`verify cost on ${s.verifyModel ?? s.model} at context ${s.context} (forward ms, B sequences × n tokens) and the speedup to expect with the drafts above:`);
     const k = s.numSpeculativeTokens;
     lines.push(['B'.padStart(4), ...Array.from({ length: k + 1 }, (_, i) => `n=${i + 1}`.padStart(9)), '(K+1)/1'.padStart(8), 'expected'.padStart(9)].join(' '));
     r.verify.forEach((v, i) => {
@@ -252,5 +288,33 @@ export function formatSpecReport(r: SpecReport): string {
       );
     });
   }
+  if (r.draftCost.length > 0) lines.push(...formatDraftCost(r));
   return lines.join('\n');
+}
+
+/** the draft-model cost table: a speculative step (K draft steps + the K+1 verify) against a plain decode step */
+function formatDraftCost(r: SpecReport): string[] {
+  const k = r.settings.numSpeculativeTokens;
+  const lines = [
+    `draft model cost: K ${k} draft steps + the ${k + 1}-token verify against one plain decode step (ms), the acceptance where it breaks even, the speedup at acceptance rates:`,
+    ['B'.padStart(4), 'plain'.padStart(7), 'K drafts'.padStart(9), 'verify'.padStart(7), 'spec/plain'.padStart(11), 'break-even'.padStart(11), ...ACCEPTANCE_RATES.map((a) => `at ${a * 100}%`.padStart(7))].join(' '),
+  ];
+  r.draftCost.forEach((d, i) => {
+    const v = r.verify[i]!;
+    const plain = v.msByTokens[0]!;
+    const drafts = k * d.stepMs;
+    const step = drafts + v.msByTokens[k]!;
+    lines.push(
+      [
+        String(d.batchSize).padStart(4),
+        plain.toFixed(1).padStart(7),
+        drafts.toFixed(1).padStart(9),
+        v.msByTokens[k]!.toFixed(1).padStart(7),
+        (step / plain).toFixed(2).padStart(11),
+        `${(breakEvenAcceptance(step / plain, k) * 100).toFixed(0)} %`.padStart(11),
+        ...ACCEPTANCE_RATES.map((a) => `${((expectedTokensPerStep(a, k) * plain) / step).toFixed(2)}×`.padStart(7)),
+      ].join(' '),
+    );
+  });
+  return lines;
 }

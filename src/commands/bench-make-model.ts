@@ -10,6 +10,7 @@ interface MakeModelFlags {
   shape: BenchShapeName;
   type: BenchWeightType;
   seed: number;
+  layers?: number;
   out?: string;
   force?: boolean;
 }
@@ -26,12 +27,13 @@ export function benchMakeModelCommand(): Command {
     .addOption(new Option('--shape <name>', 'architecture shape').choices(Object.keys(BENCH_SHAPES)).default('smollm2-135m'))
     .addOption(new Option('--type <type>', 'weight type of the matrices').choices([...BENCH_TYPES]).default('q8_0'))
     .addOption(new Option('--seed <s>', 'seed of the weights').default(0).argParser(intArg('seed', 0)))
+    .addOption(new Option('--layers <n>', 'layers instead of the shape\'s own (same vocabulary: e.g. a draft model for speculative decoding)').argParser(intArg('layers')))
     .option('--out <file>', 'also copy the file here (the cache keeps its copy)')
     .option('--force', 'write the file again even if it is cached')
     .action((f: MakeModelFlags) => {
       const t0 = performance.now();
       const log = (line: string): void => void process.stderr.write(line + '\n');
-      const options = { shape: f.shape, type: f.type, seed: f.seed };
+      const options = { shape: f.shape, type: f.type, seed: f.seed, ...(f.layers !== undefined && { layers: f.layers }) };
       if (f.force) rmSync(benchModelPath(BENCH_MODELS_DIR, options), { force: true });
       const { path: cached, made } = ensureBenchModel(BENCH_MODELS_DIR, options, log);
       if (made) log(`make-model: wrote ${cached} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);

@@ -1,4 +1,4 @@
-// `loom bench spec`: one stream with and without prompt-lookup speculative decoding.
+// `loom bench spec`: one stream with and without speculative decoding (prompt lookup or a draft model).
 import { Command, Option } from 'commander';
 import { ENGINE_DEFAULTS } from '../engine/options.js';
 import type { Backend } from '../engine/options.js';
@@ -9,6 +9,7 @@ import { intArg, intListArg } from './bench-args.js';
 interface SpecFlags {
   model: string;
   verifyModel?: string;
+  draftModel?: string;
   numSpeculativeTokens: number;
   promptLookupMax: number;
   promptLookupMin: number;
@@ -24,11 +25,12 @@ interface SpecFlags {
 export function benchSpecCommand(): Command {
   return new Command('spec')
     .description(
-      'speculative decoding (ngram prompt lookup) for one greedy stream: acceptance and tokens/s with and without it on ' +
+      'speculative decoding (ngram prompt lookup, or --draft-model) for one greedy stream: acceptance and tokens/s with and without it on ' +
         'prompts that invite copying (retell, continue a list, edit a passage); with --verify-model, the forward cost of ' +
         'K+1 tokens per sequence against 1 at several batch sizes and the speedup those drafts would give there',
     )
     .option('-m, --model <path>', 'the model that drafts are measured on (default: the built-in stories260K)', DEFAULT_MODEL_PATH)
+    .option('--draft-model <path>', 'draft with this model (same vocabulary as --model: vLLM\'s "draft_model") instead of prompt lookup, and time its K draft steps + verify against plain decode')
     .option('--verify-model <path>', 'a bandwidth-bound model (e.g. `loom bench make-model --shape qwen2.5-0.5b`) to time the verify step on')
     .addOption(new Option('-k, --num-speculative-tokens <k>', 'draft tokens per step').default(4).argParser(intArg('num-speculative-tokens')))
     .addOption(new Option('--prompt-lookup-max <n>', 'longest suffix n-gram looked up').default(4).argParser(intArg('prompt-lookup-max')))
@@ -45,6 +47,7 @@ export function benchSpecCommand(): Command {
         {
           model: f.model,
           ...(f.verifyModel !== undefined && { verifyModel: f.verifyModel }),
+          ...(f.draftModel !== undefined && { draftModel: f.draftModel }),
           numSpeculativeTokens: f.numSpeculativeTokens,
           promptLookupMax: f.promptLookupMax,
           promptLookupMin: f.promptLookupMin,

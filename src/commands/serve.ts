@@ -233,6 +233,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
   console.error(`loom: serving ${servedModelName} on ${tls ? 'https' : 'http'}://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
   const stateLine = recurrentStateLine(model.config, engine.info.maxNumSeqs);
   if (stateLine) console.error(`loom: ${stateLine}`);
+  for (const note of engine.info.notes ?? []) console.error(`loom: ${note}`);
   console.error(`loom: ${addressesLine(address, flags.webui, tls ? 'https' : 'http')}`);
 
   // one line every 10 s while busy

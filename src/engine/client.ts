@@ -13,6 +13,8 @@ export interface EngineInfo {
   readonly maxNumSeqs: number;
   /** what logprobs report ('none': the engine refuses logprobs) */
   readonly logprobsMode: LogprobsMode;
+  /** start-up lines worth printing (the draft model's cache, ignored settings) */
+  readonly notes?: readonly string[];
 }
 
 export interface EngineClient {

@@ -1,18 +1,34 @@
-// Builds an EngineCore from user options: opens the model, picks kernels, sizes the cache.
+// Builds an EngineCore from user options: opens the model (and a draft model), picks kernels, sizes the cache.
+import { InvalidArgumentError } from '../errors.js';
 import { selectKernels } from '../kernels/select.js';
 import { loadModel } from '../model/load.js';
 import type { LoadedModel } from '../model/load.js';
 import type { EngineInfo } from './client.js';
 import { EngineCore } from './engine.js';
-import { resolveEngineConfig } from './options.js';
+import { draftModelLines, resolveEngineConfig } from './options.js';
 import type { EngineOptions } from './options.js';
+import { parseSpeculativeConfig } from './spec/config.js';
+import { checkDraftVocabulary } from './spec/draft-vocab.js';
 
-export function createEngineCore(opts: EngineOptions, model: LoadedModel = loadModel(opts.model)): EngineCore {
-  const config = resolveEngineConfig(opts, model.config, [...model.tokenizer.stopIds]);
-  return new EngineCore(model, selectKernels(opts.backend ?? 'auto', opts.threads), config);
+export function createEngineCore(opts: EngineOptions, model: LoadedModel = loadModel(opts.model), draftModel?: LoadedModel): EngineCore {
+  const spec = opts.speculativeConfig !== undefined ? parseSpeculativeConfig(opts.speculativeConfig) : undefined;
+  const draft = spec?.method === 'draft_model' ? (draftModel ?? loadDraft(spec.model)) : undefined;
+  if (draft) checkDraftVocabulary(model, draft);
+  const config = resolveEngineConfig(opts, model.config, [...model.tokenizer.stopIds], draft?.config);
+  return new EngineCore(model, selectKernels(opts.backend ?? 'auto', opts.threads), config, draft);
+}
+
+/** the draft model, its load errors naming the option they came from */
+function loadDraft(path: string): LoadedModel {
+  try {
+    return loadModel(path);
+  } catch (err) {
+    throw new InvalidArgumentError(`--speculative-config: draft model ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
 
 export function engineInfo(engine: EngineCore): EngineInfo {
+  const notes = draftModelLines(engine.config, engine.drafter?.model.config);
   return {
     numBlocks: engine.config.numBlocks,
     blockSize: engine.config.blockSize,
@@ -20,5 +36,6 @@ export function engineInfo(engine: EngineCore): EngineInfo {
     vocabSize: engine.model.config.vocabSize,
     logprobsMode: engine.config.logprobsMode,
     maxNumSeqs: engine.config.maxNumSeqs,
+    ...(notes.length > 0 && { notes }),
   };
 }

@@ -25,6 +25,8 @@ import type { GrammarVocab } from './grammar/compiler.js';
 import { xgrammarIfLoaded } from './grammar/xgrammar-binding.js';
 import type { SpeculativeConfig } from './spec/config.js';
 import { Speculator } from './spec/speculator.js';
+import { DraftModelDrafter } from './spec/draft-model-drafter.js';
+import type { DraftModel } from './spec/draft-model-drafter.js';
 
 export interface EngineConfig extends SchedulerConfig {
   readonly numBlocks: number;
@@ -37,7 +39,7 @@ export interface EngineConfig extends SchedulerConfig {
   readonly eosTokenIds: readonly number[];
   /** report prefix-cache changes as KV events, block hashes rooted at this seed */
   readonly kvEvents?: { readonly hashSeed: string };
-  /** speculative decoding (prompt lookup), when on */
+  /** speculative decoding (prompt lookup or a draft model), when on */
   readonly speculative?: SpeculativeConfig;
 }
 
@@ -55,6 +57,8 @@ export class EngineCore {
   private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels; grammars?: GrammarCompiler };
   private readonly kvEvents: KvEventRecorder | undefined;
   private readonly speculator: Speculator | undefined;
+  /** the draft model and its cache (speculative method "draft_model") */
+  readonly drafter: DraftModelDrafter | undefined;
   /**
    * Sees every logits row a token is sampled from ([vocab], valid only during the call):
    * how agreement tests compare the serving engine's logits with llama.cpp's. In-process only.
@@ -66,6 +70,8 @@ export class EngineCore {
     readonly model: { readonly config: ModelConfig; readonly tensors: TensorSource; readonly tokenizer?: GrammarVocab },
     kernels: Kernels,
     readonly config: EngineConfig,
+    /** the draft model of speculative method "draft_model" (its vocabulary checked: spec/draft-vocab.ts) */
+    draftModel?: DraftModel,
   ) {
     const window = model.config.slidingWindow?.size;
     const swaBlocks = window !== undefined ? (config.swaBlocks ?? 0) : 0;
@@ -80,7 +86,12 @@ export class EngineCore {
     const recurrent = kv.recurrent;
     this.states = recurrent ? new StateSlots(recurrent.numSlots, (src, dst) => recurrent.copy(src, dst)) : undefined;
     if (config.speculative && (this.swaBlocks || this.states)) throw new Error('speculative decoding needs every layer in the global KV blocks (no sliding-window pool, no recurrent state)');
-    this.speculator = config.speculative ? new Speculator(config.speculative) : undefined;
+    const spec = config.speculative;
+    if (spec?.method === 'draft_model' && !draftModel) throw new Error(`speculative method draft_model: the draft model ${spec.model} is not loaded`);
+    const drafter = (this.drafter = spec?.method === 'draft_model'
+      ? new DraftModelDrafter(draftModel!, kernels, config, (seq) => this.requests.get(seq.requestId)?.params, spec.numSpeculativeTokens)
+      : undefined);
+    this.speculator = spec ? new Speculator(spec, drafter) : undefined;
     this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks, this.states, this.speculator);
     this.stopConfig = { ...config, samplingKernels: kernels };
   }
@@ -162,24 +173,24 @@ export class EngineCore {
       // walk the logits rows in chunk order: prompt-logprob rows, then the row to sample from
       let row = 0;
       // a chunk with a draft: [draft.length + 1, vocab], one row per position verified
-      const toSample: [Sequence, Float32Array, (readonly number[])?][] = [];
-      chunks.forEach(({ seq, draft }, i) => {
+      const toSample: [Sequence, Float32Array, (readonly number[])?, Float32Array?][] = [];
+      chunks.forEach(({ seq, draft, draftProbs }, i) => {
         const c = batchChunks[i]!;
         const rows = c.allLogits ? c.tokenIds.length : c.wantLogits ? 1 : 0;
         const block = logits.subarray(row * vocab, (row + rows) * vocab);
         row += rows;
-        if (draft) toSample.push([seq, block, draft]);
+        if (draft) toSample.push([seq, block, draft, draftProbs]);
         else {
           if (c.allLogits) this.requests.get(seq.requestId)?.addPromptLogprobs(seq, block, seq.numComputed);
           if (c.wantLogits) toSample.push([seq, block.subarray((rows - 1) * vocab)]);
         }
       });
       this.scheduler.update(chunks);
-      for (const [seq, logitsRow, draft] of toSample) {
+      for (const [seq, logitsRow, draft, draftProbs] of toSample) {
         if (seq.status !== 'running') continue; // aborted while its step ran
         const state = this.requests.get(seq.requestId)!;
         if (draft) {
-          this.verify(state, seq, logitsRow, draft, time);
+          this.verify(state, seq, logitsRow, draft, draftProbs, time);
           advanced.push(seq);
           continue;
         }
@@ -233,11 +244,11 @@ export class EngineCore {
     };
   }
 
-  /** Samples seq's draft positions in order (rows [draft.length + 1, vocab]); keeps the accepted K/V. */
-  private verify(state: RequestState, seq: Sequence, rows: Float32Array, draft: readonly number[], time: number): void {
+  /** Samples seq's draft positions in order (rows [draft.length + 1, vocab]; q: a sampled draft's [draft.length, vocab]); keeps the accepted K/V. */
+  private verify(state: RequestState, seq: Sequence, rows: Float32Array, draft: readonly number[], q: Float32Array | undefined, time: number): void {
     const tap = this.logitsTap && ((row: Float32Array) => this.logitsTap!(seq.requestId, seq.index, row));
-    const accepted = state.sampleDraft(seq, rows, draft, time, tap);
-    this.speculator!.record(draft.length, accepted);
+    const accepted = state.sampleDraft(seq, rows, draft, time, tap, q);
+    this.speculator!.record(seq, draft.length, accepted);
     const finish = state.finishReason(seq);
     if (finish) this.scheduler.finish(seq, finish.reason, finish.stopTokenId);
     else this.scheduler.acceptDraft(seq, accepted);

@@ -72,7 +72,15 @@ function positiveInt(name: string, value: number): number {
   return value;
 }
 
-export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eosTokenIds: readonly number[]): EngineConfig {
+/** `draftModel`: the draft model's config when --speculative-config names one (its KV cache shares the memory) */
+export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eosTokenIds: readonly number[], draftModel?: ModelConfig): EngineConfig {
+  const speculative = opts.speculativeConfig !== undefined ? parseSpeculativeConfig(opts.speculativeConfig) : undefined;
+  const draft = speculative?.method === 'draft_model' ? draftModel : undefined;
+  if (speculative?.method === 'draft_model') {
+    if (!draft) throw new InvalidArgumentError(`--speculative-config: the draft model ${speculative.model} is not loaded`);
+    // a recurrent state has no positions to roll rejected drafts back to
+    if (draft.linearAttention) throw new InvalidArgumentError(`--speculative-config: the draft model ${speculative.model} has recurrent (linear-attention) layers, which cannot roll back rejected drafts`);
+  }
   const blockSize = positiveInt('block-size', opts.blockSize ?? ENGINE_DEFAULTS.blockSize);
   const maxModelLen = positiveInt('max-model-len', opts.maxModelLen ?? model.contextLength);
   if (maxModelLen > model.contextLength) {
@@ -92,14 +100,16 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   // never more than every sequence at full length could use
   const useful = maxNumSeqs * Math.ceil(maxModelLen / blockSize);
   const pooled = model.slidingWindow !== undefined && opts.swaPool !== false;
+  // a draft model's cache holds as many blocks as the target's (speculation is refused with a swa pool)
+  const perToken = KvCache.bytesPerToken(model, kvCacheDtype) + (draft ? KvCache.bytesPerToken(draft, kvCacheDtype) : 0);
   const { numBlocks, swaBlocks } = pooled
     ? splitSwaPool(model, kvCacheDtype, blockSize, memory, useful, maxNumSeqs, maxNumBatchedTokens)
-    : { numBlocks: Math.min(Math.floor(memory / (KvCache.bytesPerToken(model, kvCacheDtype) * blockSize)), useful), swaBlocks: 0 };
+    : { numBlocks: Math.min(Math.floor(memory / (perToken * blockSize)), useful), swaBlocks: 0 };
   // one request may grow to the whole context: a cache that cannot hold that would cut it short
   const blocksPerContext = Math.ceil(maxModelLen / blockSize);
   if (numBlocks < blocksPerContext) {
     // what one context needs in every layer's cache (a sliding-window pool needs less: this is the bound to quote)
-    const mib = (blocks: number) => `${((blocks * KvCache.bytesPerToken(model, kvCacheDtype) * blockSize) / 2 ** 20).toFixed(1)} MiB`;
+    const mib = (blocks: number) => `${((blocks * perToken * blockSize) / 2 ** 20).toFixed(1)} MiB`;
     throw new InvalidArgumentError(
       `the KV cache holds ${numBlocks * blockSize} tokens (from --kv-cache-memory ${opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory}), ` +
         `fewer than one context of ${maxModelLen} tokens: raise --kv-cache-memory to at least ${mib(blocksPerContext)} ` +
@@ -110,7 +120,6 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   if (!(stepTimeFactor === 0 || stepTimeFactor >= 1) || !Number.isFinite(stepTimeFactor)) {
     throw new InvalidArgumentError(`--step-time-factor must be 0 (no limit) or a number ≥ 1, got ${stepTimeFactor}`);
   }
-  const speculative = opts.speculativeConfig !== undefined ? parseSpeculativeConfig(opts.speculativeConfig) : undefined;
   if (speculative && pooled) {
     throw new InvalidArgumentError('--speculative-config: not available while the sliding-window layers keep a pool of their own (library option swaPool: false keeps them in the global blocks)');
   }
@@ -161,6 +170,18 @@ function splitSwaPool(
   let numBlocks = Math.min(Math.floor(memory / (globalBlock + swaBlock)), useful);
   if (numBlocks > swaNeed && globalBlock > 0) numBlocks = Math.min(Math.floor((memory - swaNeed * swaBlock) / globalBlock), useful);
   return { numBlocks, swaBlocks: Math.max(1, Math.min(numBlocks, swaNeed)) };
+}
+
+/** The start-up lines of a draft model: its KV cache, which comes out of --kv-cache-memory, and the fields ignored. */
+export function draftModelLines(config: EngineConfig, draft: ModelConfig | undefined): string[] {
+  const spec = config.speculative;
+  if (spec?.method !== 'draft_model' || !draft) return [...(spec?.notes ?? [])];
+  const bytes = KvCache.bytesPerToken(draft, config.kvDtype) * config.numBlocks * config.blockSize;
+  return [
+    `speculative decoding: draft model ${spec.model} (${draft.numLayers} layers, hidden ${draft.hiddenSize}), K ${spec.numSpeculativeTokens}; ` +
+      `its KV cache ${config.numBlocks} blocks of ${config.blockSize} tokens = ${(bytes / 2 ** 20).toFixed(1)} MiB of --kv-cache-memory`,
+    ...spec.notes,
+  ];
 }
 
 /** The start-up line of a hybrid model: its recurrent state per sequence and in all, which

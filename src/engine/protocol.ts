@@ -96,6 +96,7 @@ export interface EngineReady {
   readonly vocabSize: number;
   readonly logprobsMode: LogprobsMode;
   readonly maxNumSeqs: number;
+  readonly notes?: readonly string[];
 }
 
 export interface EngineError {

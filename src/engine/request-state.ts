@@ -105,14 +105,16 @@ export class RequestState {
   /**
    * Verifies seq's draft against rows ([draft.length + 1, vocab], the target's logits at each
    * draft position): samples and emits tokens position by position until one differs from the
-   * draft or ends seq (spec/verify.ts). Returns the number of draft tokens accepted.
+   * draft or ends seq (spec/verify.ts). `q` ([draft.length, vocab]): the probabilities a
+   * sampled draft was drawn from (rejection sampling against them); absent: a point-mass
+   * draft. Returns the number of draft tokens accepted.
    */
-  sampleDraft(seq: Sequence, rows: Float32Array, draft: readonly number[], time: number, tap?: (row: Float32Array) => void): number {
+  sampleDraft(seq: Sequence, rows: Float32Array, draft: readonly number[], time: number, tap?: (row: Float32Array) => void, q?: Float32Array): number {
     const v = this.vocabSize;
     return verifyDraft(draft, (i) => {
       const row = rows.subarray(i * v, (i + 1) * v);
       tap?.(row);
-      this.sampleOne(seq, row, time);
+      this.sampleOne(seq, row, time, q && i < draft.length ? { token: draft[i]!, q: q.subarray(i * v, (i + 1) * v) } : undefined);
       return { token: seq.tokens[seq.tokens.length - 1]!, finished: this.finishReason(seq) !== undefined };
     });
   }
@@ -146,11 +148,12 @@ export class RequestState {
     return false;
   }
 
-  private sampleOne(seq: Sequence, logits: Float32Array, time: number): void {
+  /** `draft`: the draft token at this position and the q it was drawn from (rejection sampling) */
+  private sampleOne(seq: Sequence, logits: Float32Array, time: number, draft?: { token: number; q: Float32Array }): void {
     const sampler = this.samplers.get(seq)!;
     const wantLogprobs = this.params.logprobs !== null;
     const grammar = this.grammars.get(seq);
-    const token = sampler.sample(logits, grammar ? this.masks.get(seq) : undefined);
+    const token = draft ? sampler.sampleAgainstDraft(logits, draft.token, draft.q) : sampler.sample(logits, grammar ? this.masks.get(seq) : undefined);
     if (grammar && !grammar.accept(token)) this.grammarBroken.add(seq);
     seq.tokens.push(token);
     seq.pending.times.push(time);

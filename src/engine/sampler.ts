@@ -9,6 +9,7 @@ import { Rng } from './rng.js';
 import { GREEDY_EPSILON, isGreedy, resolveSamplingParams } from './sampling-params.js';
 import type { SamplingParams, SamplingParamsInput } from './sampling-params.js';
 import { getScratch, kthLargest, topKPrefilter, topPCut, topPPrefilter } from './truncation.js';
+import { rejectionSample } from './spec/verify.js';
 
 export type { SamplingParams, SamplingParamsInput } from './sampling-params.js';
 export { validateSamplingParams } from './sampling-params.js';
@@ -19,6 +20,8 @@ export const GREEDY: SamplingParams = resolveSamplingParams({ temperature: 0, se
 export const argmax: (row: Float32Array) => number = referenceKernels.argmax;
 
 let scratchRow = new Float32Array(0);
+/** [vocab] p of sampleAgainstDraft, shared as scratchRow is */
+let scratchProbs = new Float32Array(0);
 
 /** A [v] scratch row, reused (sampling is synchronous within a thread). */
 function processedRow(v: number): Float32Array {
@@ -156,6 +159,17 @@ export class RequestSampler {
 
   /** temperature → min-p → top-k → top-p → one draw; O(vocab) plus expected O(candidates) selection */
   private draw(row: Float32Array): number {
+    const c = this.truncate(row);
+    if (typeof c === 'number') return c;
+    return c.idx[this.kernels.drawIndex(c.weight, c.n, this.rng.next() * c.total)]!;
+  }
+
+  /**
+   * temperature → min-p → top-k → top-p on `row` in place (−∞ where a token is cut): the
+   * candidates idx[0, n) with unnormalized weights weight[0, n) summing to total, or the
+   * argmax alone when no logit is finite.
+   */
+  private truncate(row: Float32Array): number | { idx: Int32Array; weight: Float64Array; n: number; total: number } {
     const p = this.params;
     const v = row.length;
     const { idx, weight, value } = getScratch(v);
@@ -187,7 +201,39 @@ export class RequestSampler {
       total = 0;
       for (let j = 0; j < n; j++) total += weight[j]!;
     }
-    return idx[this.kernels.drawIndex(weight, n, this.rng.next() * total)]!;
+    return { idx, weight, n, total };
+  }
+
+  /**
+   * Fills `out` ([vocab]) with the distribution sample() would draw from for `logits` (a
+   * point mass at the argmax when greedy); draws nothing and accepts nothing. O(vocab).
+   * lastProcessedLogits() is then the processed row.
+   */
+  distribution(logits: Float32Array, out: Float32Array): void {
+    const row = processedRow(logits.length);
+    row.set(logits);
+    if (this.modifiesLogits()) this.applyPenalties(row);
+    this.processed = row;
+    out.fill(0);
+    const c = this.greedy ? this.kernels.argmax(row) : this.truncate(row);
+    if (typeof c === 'number') {
+      out[c] = 1;
+      return;
+    }
+    for (let j = 0; j < c.n; j++) out[c.idx[j]!] = c.weight[j]! / c.total;
+  }
+
+  /**
+   * The token at a draft position whose draft token x was drawn from q ([vocab], the draft
+   * model's distribution): rejection sampling against this sampler's distribution p of
+   * `logits` (spec/verify.ts), then accepted as sample() accepts. Two uniforms at most.
+   */
+  sampleAgainstDraft(logits: Float32Array, x: number, q: Float32Array): number {
+    if (scratchProbs.length !== logits.length) scratchProbs = new Float32Array(logits.length);
+    this.distribution(logits, scratchProbs);
+    const id = rejectionSample(scratchProbs, q, x, () => this.rng.next());
+    this.accept(id);
+    return id;
   }
 }
 

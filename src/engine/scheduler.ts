@@ -11,6 +11,7 @@ import type { SwaBlocks } from './swa-blocks.js';
 import type { Sequence } from './sequence.js';
 import type { FinishReason } from './protocol.js';
 import type { Speculator } from './spec/speculator.js';
+import type { Draft } from './spec/draft-model-drafter.js';
 import { StepCostModel, prefillBudget } from './step-budget.js';
 
 export interface SchedulerConfig {
@@ -30,6 +31,8 @@ export interface ScheduledChunk {
   readonly numTokens: number;
   /** speculative tokens computed after them (counted in the budget, not in numTokens); verified by the engine */
   readonly draft?: readonly number[];
+  /** a sampled draft model's q: [draft.length, vocab], the probabilities the draft was drawn from */
+  readonly draftProbs?: Float32Array;
 }
 
 export interface SchedulerOutput {
@@ -39,6 +42,8 @@ export interface SchedulerOutput {
   /** the same in the sliding-window pool */
   readonly swaCopyOps: CopyOp[];
 }
+
+const NO_DRAFT: Draft = Object.freeze({ tokens: Object.freeze([]) });
 
 export class Scheduler {
   /** FIFO; preempted sequences return to the front. Finished (aborted) entries are skipped when reached. */
@@ -84,6 +89,7 @@ export class Scheduler {
     this.blocks.free(seq);
     this.swa?.free(seq);
     this.states?.release(seq);
+    this.speculator?.release(seq);
   }
 
   get numWaiting(): number {
@@ -150,6 +156,8 @@ export class Scheduler {
       stepTimeFactor: this.config.stepTimeFactor ?? 0,
       overheadTokens: this.cost.overheadTokens(),
     }));
+    // a draft model drafts now, its catch-up prefill within the same prefill budget
+    this.speculator?.prepare(queue, this.numRunningLive, prefill);
     let next = 0;
     let end = queue.length; // queue[end..] were preempted, newest first
     for (; next < end; next++) {
@@ -175,10 +183,11 @@ export class Scheduler {
         continue;
       }
       const draft = this.draftFor(seq, numTokens, budget, end - next - 1);
-      this.allocate(seq, seq.numComputed + numTokens + draft.length, copyOps, swaCopyOps);
-      chunks.push(draft.length > 0 ? { seq, numTokens, draft } : { seq, numTokens });
+      const n = draft.tokens.length;
+      this.allocate(seq, seq.numComputed + numTokens + n, copyOps, swaCopyOps);
+      chunks.push(n > 0 ? { seq, numTokens, draft: draft.tokens, ...(draft.probs && { draftProbs: draft.probs }) } : { seq, numTokens });
       running.push(seq);
-      budget -= numTokens + draft.length;
+      budget -= numTokens + n;
       if (!decode) prefill -= numTokens;
     }
     this.running = running;
@@ -224,12 +233,12 @@ export class Scheduler {
    * seq's draft for this step: only what the budget and the free blocks hold while keeping a
    * block for each of the `reserve` running sequences after it (drafting never preempts).
    */
-  private draftFor(seq: Sequence, numTokens: number, budget: number, reserve: number): readonly number[] {
-    if (!this.speculator || numTokens !== seq.numUncomputed) return [];
+  private draftFor(seq: Sequence, numTokens: number, budget: number, reserve: number): Draft {
+    if (!this.speculator || numTokens !== seq.numUncomputed) return NO_DRAFT;
     const draft = this.speculator.propose(seq, budget - numTokens, this.numRunningLive);
     // reserve·blockSize more tokens need exactly `reserve` more blocks
-    const covered = seq.numComputed + numTokens + draft.length + reserve * this.blocks.blockSize;
-    return draft.length > 0 && this.canAllocate(seq, covered) ? draft : [];
+    const covered = seq.numComputed + numTokens + draft.tokens.length + reserve * this.blocks.blockSize;
+    return draft.tokens.length > 0 && this.canAllocate(seq, covered) ? draft : NO_DRAFT;
   }
 
   /**

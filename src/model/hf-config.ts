@@ -8,11 +8,12 @@ import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { Fields } from './hf-fields.js';
 import { gemmaConfig } from './hf-config-gemma.js';
 import type { ArchName, ModelConfig } from './weights.js';
+import { qwen35Config } from './hf-qwen35.js';
 import { hfRopeScaling } from './hf-rope.js';
 
 export const CONFIG_FILE = 'config.json';
 
-type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3';
+type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35';
 
 const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   LlamaForCausalLM: 'llama',
@@ -24,10 +25,11 @@ const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   SmolLM3ForCausalLM: 'smollm3',
   Gemma2ForCausalLM: 'gemma2',
   Gemma3ForCausalLM: 'gemma3',
+  Qwen3_5ForCausalLM: 'qwen35',
 };
-const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3'];
+const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35'];
 /** Mistral runs as llama (llama.cpp converts it to a llama GGUF and attends to the whole context) */
-const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3'>, ArchName>> = {
+const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35'>, ArchName>> = {
   llama: 'llama',
   mistral: 'llama',
   qwen2: 'qwen2',
@@ -64,6 +66,7 @@ export function parseHFConfig(file: string, json: unknown): ModelConfig {
   const c = new Fields(file, json as Record<string, unknown>);
   const family = familyOf(c);
   if (family === 'gemma2' || family === 'gemma3') return gemmaConfig(c, family);
+  if (family === 'qwen35') return qwen35Config(c);
   return family === 'gpt2' ? gpt2Config(c) : llamaLikeConfig(c, family);
 }
 
@@ -81,7 +84,7 @@ function familyOf(c: Fields): Family {
     return family;
   }
   const raw = c.raw('model_type');
-  const type = raw === 'gemma3_text' ? 'gemma3' : raw;
+  const type = raw === 'gemma3_text' ? 'gemma3' : raw === 'qwen3_5_text' ? 'qwen35' : raw;
   const family = FAMILIES.find((f) => f === type);
   if (!family) {
     throw new UnsupportedModelError(c.file, `model_type ${JSON.stringify(type)} is not supported (loom runs ${FAMILIES.join(', ')})`);
@@ -89,7 +92,7 @@ function familyOf(c: Fields): Family {
   return family;
 }
 
-function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3'>): ModelConfig {
+function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3' | 'qwen35'>): ModelConfig {
   const hiddenSize = c.count('hidden_size');
   const numHeads = c.count('num_attention_heads');
   const numKvHeads = c.count('num_key_value_heads', () => numHeads);

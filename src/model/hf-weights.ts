@@ -6,6 +6,7 @@
 import { ModelFormatError } from '../errors.js';
 import { ggmlTypeOf, openSafetensorsModel } from './safetensors.js';
 import type { SafetensorsModel } from './safetensors.js';
+import { qwen35HFName, qwen35Transform } from './hf-qwen35.js';
 import type { ArchName, ModelConfig, TensorSource, WeightTensor } from './weights.js';
 
 /** A TensorSource that also reports how much it has read from disk. */
@@ -80,6 +81,10 @@ export interface HFLocation {
 
 /** HF names for a canonical tensor name, or undefined when the arch has no such tensor. */
 export function hfLocation(arch: ArchName, numLayers: number, canonical: string): HFLocation | undefined {
+  if (arch === 'qwen35') {
+    const name = qwen35HFName(numLayers, canonical);
+    return name ? { names: [name], conv: false } : undefined;
+  }
   const m = BLOCK_NAME.exec(canonical);
   const layer = m ? Number(m[1]) : -1;
   if (m && layer >= numLayers) return undefined;
@@ -129,7 +134,8 @@ export function hfTensorSource(dir: string, config: ModelConfig): HFTensorSource
       if (hit) return hit;
       const where = locate(name);
       if (!where) throw missing(dir, config, name);
-      const tensor = load(model, name, where.hfName, where.conv);
+      const raw = load(model, name, where.hfName, where.conv);
+      const tensor = config.arch === 'qwen35' ? qwen35Transform(config, name, raw) : raw;
       cache.set(name, tensor);
       return tensor;
     },

@@ -1,18 +1,32 @@
 // Speculative decoding's settings, as vLLM's --speculative-config spells them (a JSON object).
-// Only prompt lookup ("ngram") runs in loom: drafts are copied from the sequence's own
-// prompt and output, so no second model is loaded.
+// Two methods: prompt lookup ("ngram": drafts copied from the sequence's own prompt and
+// output, no second model) and a draft model ("draft_model": a small model with the same
+// vocabulary runs K decode steps per sequence, spec/draft-model-drafter.ts).
 import { InvalidArgumentError } from '../../errors.js';
 
-export interface SpeculativeConfig {
-  readonly method: 'ngram';
+interface CommonConfig {
   /** K: most draft tokens verified per sequence per step */
   readonly numSpeculativeTokens: number;
+  /** no drafting while more sequences than this run (vLLM's disable_by_batch_size) */
+  readonly disableByBatchSize: number;
+  /** fields vLLM reads that loom accepts and ignores, each with why (printed at start) */
+  readonly notes: readonly string[];
+}
+
+export interface NgramConfig extends CommonConfig {
+  readonly method: 'ngram';
   /** longest and shortest suffix n-gram looked up in the sequence */
   readonly promptLookupMax: number;
   readonly promptLookupMin: number;
-  /** no drafting while more sequences than this run (vLLM's disable_by_batch_size) */
-  readonly disableByBatchSize: number;
 }
+
+export interface DraftModelConfig extends CommonConfig {
+  readonly method: 'draft_model';
+  /** the draft model's path (a GGUF file or a Hugging Face folder) */
+  readonly model: string;
+}
+
+export type SpeculativeConfig = NgramConfig | DraftModelConfig;
 
 /** the JSON fields, as vLLM names them */
 export interface SpeculativeConfigInput {
@@ -22,6 +36,11 @@ export interface SpeculativeConfigInput {
   readonly prompt_lookup_min?: number;
   readonly disable_by_batch_size?: number;
   readonly model?: string;
+  readonly draft_tensor_parallel_size?: number;
+  readonly quantization?: string | null;
+  readonly revision?: string | null;
+  readonly code_revision?: string | null;
+  readonly max_model_len?: number | null;
 }
 
 /** vLLM's default n-gram sizes when neither is given */
@@ -30,7 +49,15 @@ const DEFAULT_LOOKUP = 5;
 export const DEFAULT_DISABLE_BY_BATCH_SIZE = 8;
 /** beyond this a draft is far longer than prompt lookup ever gets accepted */
 const MAX_SPECULATIVE_TOKENS = 64;
-const FIELDS = ['method', 'num_speculative_tokens', 'prompt_lookup_max', 'prompt_lookup_min', 'disable_by_batch_size', 'model'];
+/** vLLM's draft-model fields that have no meaning on one CPU engine: accepted, ignored with a note */
+const IGNORED: Record<string, string> = {
+  draft_tensor_parallel_size: 'loom runs the draft model in the engine worker, on the same threads as the target',
+  quantization: 'the draft model runs in the weight types of its file',
+  revision: 'the draft model is a local path',
+  code_revision: 'the draft model is a local path',
+  max_model_len: 'the draft model drafts up to its own context length, then the sequence stops drafting',
+};
+const FIELDS = ['method', 'num_speculative_tokens', 'prompt_lookup_max', 'prompt_lookup_min', 'disable_by_batch_size', 'model', ...Object.keys(IGNORED)];
 
 /**
  * Reads --speculative-config: a JSON text or an already parsed object. Every error names the
@@ -51,10 +78,8 @@ export function parseSpeculativeConfig(value: string | SpeculativeConfigInput, o
     if (!FIELDS.includes(key)) throw new InvalidArgumentError(`${option}: unknown field "${key}" (known: ${FIELDS.join(', ')})`);
   }
   const method = obj.method ?? (obj.model !== undefined ? 'draft_model' : undefined);
-  if (method === undefined) throw new InvalidArgumentError(`${option}: "method" is required ("ngram")`);
-  if (method === 'draft_model') throw new InvalidArgumentError(`${option}: method "draft_model" is not available in loom yet; use "ngram" (prompt lookup)`);
-  if (method !== 'ngram') throw new InvalidArgumentError(`${option}: "method" must be "ngram", got ${JSON.stringify(method)}`);
-  if (obj.model !== undefined) throw new InvalidArgumentError(`${option}: "model" does not apply to method "ngram" (it drafts from the sequence itself)`);
+  if (method === undefined) throw new InvalidArgumentError(`${option}: "method" is required ("ngram" or "draft_model")`);
+  if (method !== 'ngram' && method !== 'draft_model') throw new InvalidArgumentError(`${option}: "method" must be "ngram" or "draft_model", got ${JSON.stringify(method)}`);
   const int = (field: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined => {
     const v = obj[field];
     if (v === undefined) return undefined;
@@ -65,12 +90,27 @@ export function parseSpeculativeConfig(value: string | SpeculativeConfigInput, o
   };
   const k = int('num_speculative_tokens', 1, MAX_SPECULATIVE_TOKENS);
   if (k === undefined) throw new InvalidArgumentError(`${option}: "num_speculative_tokens" is required`);
+  const disableByBatchSize = int('disable_by_batch_size', 1) ?? DEFAULT_DISABLE_BY_BATCH_SIZE;
+  if (method === 'draft_model') {
+    for (const field of ['prompt_lookup_max', 'prompt_lookup_min']) {
+      if (obj[field] !== undefined) throw new InvalidArgumentError(`${option}: "${field}" does not apply to method "draft_model" (it is an "ngram" setting)`);
+    }
+    const model = obj.model;
+    if (typeof model !== 'string' || model.length === 0) throw new InvalidArgumentError(`${option}: method "draft_model" needs "model", the draft model's path`);
+    const notes = Object.keys(IGNORED)
+      .filter((f) => obj[f] !== undefined && obj[f] !== null)
+      .map((f) => `${option}: "${f}" is ignored (${IGNORED[f]})`);
+    return { method, model, numSpeculativeTokens: k, disableByBatchSize, notes };
+  }
+  if (obj.model !== undefined) throw new InvalidArgumentError(`${option}: "model" does not apply to method "ngram" (it drafts from the sequence itself)`);
+  for (const f of Object.keys(IGNORED)) {
+    if (obj[f] !== undefined) throw new InvalidArgumentError(`${option}: "${f}" does not apply to method "ngram" (it is a draft-model setting)`);
+  }
   let max = int('prompt_lookup_max', 1);
   let min = int('prompt_lookup_min', 1);
   // as vLLM: one given sets the other; neither gives 5 and 5
   max ??= min ?? DEFAULT_LOOKUP;
   min ??= max;
   if (min > max) throw new InvalidArgumentError(`${option}: "prompt_lookup_min" (${min}) must not exceed "prompt_lookup_max" (${max})`);
-  const disableByBatchSize = int('disable_by_batch_size', 1) ?? DEFAULT_DISABLE_BY_BATCH_SIZE;
-  return { method: 'ngram', numSpeculativeTokens: k, promptLookupMax: max, promptLookupMin: min, disableByBatchSize };
+  return { method: 'ngram', numSpeculativeTokens: k, promptLookupMax: max, promptLookupMin: min, disableByBatchSize, notes: [] };
 }
