@@ -11,7 +11,6 @@ import type { LoadedModel } from '../src/model/load.js';
 import { EngineCore } from '../src/engine/engine.js';
 import { resolveEngineConfig } from '../src/engine/options.js';
 import type { EngineOptions } from '../src/engine/options.js';
-import type { RequestDelta } from '../src/engine/protocol.js';
 import type { SamplingParamsInput } from '../src/engine/sampling-params.js';
 import { parseSpeculativeConfig, DEFAULT_DISABLE_BY_BATCH_SIZE } from '../src/engine/spec/config.js';
 import type { SpeculativeConfigInput } from '../src/engine/spec/config.js';
@@ -20,6 +19,8 @@ import { RequestState } from '../src/engine/request-state.js';
 import { Rng } from '../src/engine/rng.js';
 import { GOLDEN_DIR, PROJECT_ROOT, ggufFixturePath } from './fixtures/index.js';
 import { readGolden } from './fixtures/golden.js';
+import { addRequest as add, runToEnd } from './fixtures/spec-run.js';
+import type { SpecRun } from './fixtures/spec-run.js';
 import { GGUF_FIXTURES } from './fixtures/recipe.js';
 
 const NGRAM: SpeculativeConfigInput = { method: 'ngram', num_speculative_tokens: 4, prompt_lookup_max: 4, prompt_lookup_min: 1, disable_by_batch_size: 64 };
@@ -156,56 +157,8 @@ function engine(m: LoadedModel, opts: Partial<EngineOptions> = {}): EngineCore {
   return new EngineCore(m, referenceKernels, config);
 }
 
-interface Outcome {
-  tokens: number[];
-  logprobs: number[];
-  finishReason?: string;
-  cachedPromptTokens?: number;
-}
-
-interface Run {
-  out: Map<string, Outcome>;
-  drafts: number;
-  draftTokens: number;
-  accepted: number;
-}
-
-function runToEnd(e: EngineCore, onStep?: (step: number) => void): Run {
-  const run: Run = { out: new Map(), drafts: 0, draftTokens: 0, accepted: 0 };
-  const record = (d: RequestDelta) => {
-    const key = `${d.id}#${d.index}`;
-    const o = run.out.get(key) ?? { tokens: [], logprobs: [] };
-    o.tokens.push(...d.tokenIds);
-    o.logprobs.push(...(d.logprobs ?? []));
-    o.finishReason ??= d.finishReason;
-    o.cachedPromptTokens ??= d.cachedPromptTokens;
-    run.out.set(key, o);
-  };
-  for (let step = 0; e.hasWork; step++) {
-    onStep?.(step);
-    const out = e.step();
-    out?.deltas.forEach(record);
-    if (out?.stats.spec) {
-      run.drafts += out.stats.spec.numDrafts;
-      run.draftTokens += out.stats.spec.numDraftTokens;
-      run.accepted += out.stats.spec.numAcceptedTokens;
-      assert.equal(out.stats.spec.acceptedPerPosition.reduce((a, b) => a + b, 0), out.stats.spec.numAcceptedTokens);
-    }
-    e.blocks.assertConsistent();
-    assert.ok(step < 10_000, 'the engine keeps making progress');
-  }
-  return run;
-}
-
-let nextId = 0;
-function add(e: EngineCore, promptIds: readonly number[], params: SamplingParamsInput, id = `r${nextId++}`): string {
-  const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params, arrivalTime: 0 });
-  assert.equal(refused, undefined, refused?.error);
-  return id;
-}
-
 const greedy = (maxTokens: number, extra: SamplingParamsInput = {}): SamplingParamsInput => ({ temperature: 0, maxTokens, ignoreEos: true, ...extra });
-const tokensOf = (run: Run, id: string): number[] => run.out.get(`${id}#0`)!.tokens;
+const tokensOf = (run: SpecRun, id: string): number[] => run.out.get(`${id}#0`)!.tokens;
 
 function assertAllBlocksFree(e: EngineCore): void {
   assert.equal(e.blocks.usage(), 0, 'no block is held');

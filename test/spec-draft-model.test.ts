@@ -14,7 +14,6 @@ import { EngineCore } from '../src/engine/engine.js';
 import { createEngineCore } from '../src/engine/create.js';
 import { resolveEngineConfig } from '../src/engine/options.js';
 import type { EngineOptions } from '../src/engine/options.js';
-import type { RequestDelta } from '../src/engine/protocol.js';
 import type { SamplingParamsInput } from '../src/engine/sampling-params.js';
 import { RequestSampler } from '../src/engine/sampler.js';
 import { parseSpeculativeConfig } from '../src/engine/spec/config.js';
@@ -26,6 +25,8 @@ import { KvCache } from '../src/model/kv-cache.js';
 import { GOLDEN_DIR, ggufFixturePath, hfFixturePaths } from './fixtures/index.js';
 import { fixtureModel } from './fixtures/engine-run.js';
 import { readGolden } from './fixtures/golden.js';
+import { addRequest as add, runToEnd } from './fixtures/spec-run.js';
+import type { SpecRun } from './fixtures/spec-run.js';
 import { HF_FIXTURES, SHAPES } from './fixtures/recipe.js';
 import type { GGUFFixture } from './fixtures/recipe.js';
 import type { FixtureTensor } from './fixtures/weights.js';
@@ -68,48 +69,8 @@ function engine(target: LoadedModel, draft: LoadedModel | undefined, opts: Parti
   return new EngineCore(target, kernels, resolveEngineConfig(o, target.config, [...target.tokenizer.stopIds], draft?.config), draft);
 }
 
-interface Run {
-  out: Map<string, { tokens: number[]; logprobs: number[]; finishReason?: string }>;
-  drafts: number;
-  draftTokens: number;
-  accepted: number;
-}
-
-function runToEnd(e: EngineCore, onStep?: (step: number) => void): Run {
-  const run: Run = { out: new Map(), drafts: 0, draftTokens: 0, accepted: 0 };
-  const record = (d: RequestDelta) => {
-    const key = `${d.id}#${d.index}`;
-    const o = run.out.get(key) ?? { tokens: [], logprobs: [] };
-    o.tokens.push(...d.tokenIds);
-    o.logprobs.push(...(d.logprobs ?? []));
-    o.finishReason ??= d.finishReason;
-    run.out.set(key, o);
-  };
-  for (let step = 0; e.hasWork; step++) {
-    onStep?.(step);
-    const out = e.step();
-    out?.deltas.forEach(record);
-    if (out?.stats.spec) {
-      run.drafts += out.stats.spec.numDrafts;
-      run.draftTokens += out.stats.spec.numDraftTokens;
-      run.accepted += out.stats.spec.numAcceptedTokens;
-    }
-    e.blocks.assertConsistent();
-    e.drafter?.blocks.assertConsistent();
-    assert.ok(step < 10_000, 'the engine keeps making progress');
-  }
-  return run;
-}
-
-let nextId = 0;
-function add(e: EngineCore, promptIds: readonly number[], params: SamplingParamsInput, id = `r${nextId++}`): string {
-  const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params, arrivalTime: 0 });
-  assert.equal(refused, undefined, refused?.error);
-  return id;
-}
-
 const greedy = (maxTokens: number, extra: SamplingParamsInput = {}): SamplingParamsInput => ({ temperature: 0, maxTokens, ignoreEos: true, ...extra });
-const tokensOf = (run: Run, id: string): number[] => run.out.get(`${id}#0`)!.tokens;
+const tokensOf = (run: SpecRun, id: string): number[] => run.out.get(`${id}#0`)!.tokens;
 
 function assertAllFree(e: EngineCore): void {
   assert.equal(e.blocks.usage(), 0, 'no target block is held');
@@ -265,8 +226,8 @@ describe('speculative decoding with a draft model in the engine', () => {
     const target = fixtureModel(TARGET);
     const g = readGolden(GOLDEN_DIR, TARGET).prompts[1]!;
     for (const [draft, check] of [
-      [draftModel(STRANGER), (r: Run) => r.accepted < 0.5 * r.draftTokens],
-      [target, (r: Run) => r.accepted === r.draftTokens],
+      [draftModel(STRANGER), (r: SpecRun) => r.accepted < 0.5 * r.draftTokens],
+      [target, (r: SpecRun) => r.accepted === r.draftTokens],
     ] as const) {
       const e = engine(target, draft);
       const id = add(e, g.promptIds, greedy(g.tokens.length));
