@@ -2,7 +2,8 @@
 // ModelConfig, with transformers' Gemma2Config / Gemma3TextConfig defaults. Which layers
 // slide: `layer_types` when given, else Gemma 2 every even layer, Gemma 3 all but every
 // `sliding_window_pattern`-th (6) — the same layers llama.cpp's pattern picks.
-import { ModelFormatError, UnsupportedModelError } from '../errors.js';
+import { UnsupportedModelError } from '../errors.js';
+import { attentionHeads } from './hf-fields.js';
 import type { Fields } from './hf-fields.js';
 import { ropeOf } from './hf-config.js';
 import { hfRopeScaling } from './hf-rope.js';
@@ -10,13 +11,9 @@ import type { ModelConfig } from './weights.js';
 
 export function gemmaConfig(c: Fields, arch: 'gemma2' | 'gemma3'): ModelConfig {
   const hiddenSize = c.count('hidden_size');
-  const numHeads = c.count('num_attention_heads');
-  const numKvHeads = c.count('num_key_value_heads', () => numHeads);
+  const { numHeads, numKvHeads } = attentionHeads(c);
   const headDim = c.count('head_dim', () => 256);
   const numLayers = c.count('num_hidden_layers');
-  if (numHeads % numKvHeads !== 0) {
-    throw new ModelFormatError(c.file, `num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`);
-  }
   const act = c.raw('hidden_activation') ?? c.raw('hidden_act') ?? 'gelu_pytorch_tanh';
   if (act !== 'gelu_pytorch_tanh' && act !== 'gelu_new') {
     throw new UnsupportedModelError(c.file, `hidden_activation ${JSON.stringify(act)} is not supported (only the tanh GELU)`);

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
-import { Fields } from './hf-fields.js';
+import { Fields, attentionHeads } from './hf-fields.js';
 import { gemmaConfig } from './hf-config-gemma.js';
 import type { ArchName, ModelConfig } from './weights.js';
 import { qwen35Config } from './hf-qwen35.js';
@@ -94,12 +94,8 @@ function familyOf(c: Fields): Family {
 
 function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3' | 'qwen35'>): ModelConfig {
   const hiddenSize = c.count('hidden_size');
-  const numHeads = c.count('num_attention_heads');
-  const numKvHeads = c.count('num_key_value_heads', () => numHeads);
+  const { numHeads, numKvHeads } = attentionHeads(c);
   const headDim = c.count('head_dim', () => c.whole('hidden_size', hiddenSize / numHeads));
-  if (numHeads % numKvHeads !== 0) {
-    throw new ModelFormatError(c.file, `num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`);
-  }
   const contextLength = c.count('max_position_embeddings');
   checkSlidingWindow(c, family, contextLength);
   const act = c.raw('hidden_act') ?? 'silu';

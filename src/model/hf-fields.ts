@@ -51,3 +51,13 @@ export class Fields {
     return value;
   }
 }
+
+/** num_attention_heads and num_key_value_heads (default: as many), the first a multiple of the second. */
+export function attentionHeads(c: Fields): { numHeads: number; numKvHeads: number } {
+  const numHeads = c.count('num_attention_heads');
+  const numKvHeads = c.count('num_key_value_heads', () => numHeads);
+  if (numHeads % numKvHeads !== 0) {
+    throw new ModelFormatError(c.file, `num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`);
+  }
+  return { numHeads, numKvHeads };
+}

@@ -11,19 +11,16 @@
 //     value channels of conv1d and the input columns of out_proj are reordered.
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { GGMLType } from './ggml-types.js';
+import { attentionHeads } from './hf-fields.js';
 import type { Fields } from './hf-fields.js';
 import { dequantizeRow } from './quant/dequantize.js';
 import type { LinearAttention, ModelConfig, WeightTensor } from './weights.js';
 
 export function qwen35Config(c: Fields): ModelConfig {
   const hiddenSize = c.count('hidden_size');
-  const numHeads = c.count('num_attention_heads');
-  const numKvHeads = c.count('num_key_value_heads', () => numHeads);
+  const { numHeads, numKvHeads } = attentionHeads(c);
   const headDim = c.count('head_dim', () => 256);
   const numLayers = c.count('num_hidden_layers');
-  if (numHeads % numKvHeads !== 0) {
-    throw new ModelFormatError(c.file, `num_attention_heads ${numHeads} is not a multiple of num_key_value_heads ${numKvHeads}`);
-  }
   const act = c.raw('hidden_act') ?? 'silu';
   if (act !== 'silu') throw new UnsupportedModelError(c.file, `hidden_act ${JSON.stringify(act)} is not supported (only silu)`);
   if (c.raw('attention_bias') === true) throw new UnsupportedModelError(c.file, 'attention_bias: true is not supported');
