@@ -28,6 +28,7 @@
         'native/attention.cc',
         'native/recurrent.cc',
         'native/probe.cc',
+        'native/huge-pages.cc',
         '<!@(node -p "[\'native/matmul.cc\', \'native/quant.cc\', \'native/weight-types.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
       ],
       'cflags': ['-O3'],

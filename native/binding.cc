@@ -12,6 +12,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("threads", Napi::Function::New(env, Threads, "threads"));
   exports.Set("probeFmaPeak", Napi::Function::New(env, ProbeFmaPeak, "probeFmaPeak"));
   exports.Set("probeReadBandwidth", Napi::Function::New(env, ProbeReadBandwidth, "probeReadBandwidth"));
+  exports.Set("largeBuffer", Napi::Function::New(env, LargeBuffer, "largeBuffer"));
   exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));
   exports.Set("layerNorm", Napi::Function::New(env, LayerNorm, "layerNorm"));
   exports.Set("rope", Napi::Function::New(env, Rope, "rope"));

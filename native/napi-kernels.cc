@@ -1,8 +1,9 @@
-// N-API wrappers: system (features, threads, machine probes), norms, RoPE, activations, matmul.
+// N-API wrappers: system (features, threads, machine probes, large buffers), norms, RoPE, activations, matmul.
 #include "napi-kernels.h"
 
 #include "act.h"
 #include "cpu.h"
+#include "huge-pages.h"
 #include "napi-args.h"
 #include "norm.h"
 #include "probe.h"
@@ -334,6 +335,21 @@ Napi::Value ProbeReadBandwidth(const Napi::CallbackInfo& info) {
   const double gbps = probe_read_bandwidth(bytes, seconds);
   if (gbps < 0) throw Napi::Error::New(info.Env(), "probeReadBandwidth: cannot allocate " + std::to_string(bytes) + " bytes");
   return Napi::Number::New(info.Env(), gbps);
+}
+
+// (bytes) → a zeroed ArrayBuffer on huge pages (huge-pages.h), freed when collected; its
+// size counts as external memory, so the collector knows what dropping it frees.
+Napi::Value LargeBuffer(const Napi::CallbackInfo& info) {
+  const Napi::Env env = info.Env();
+  const int64_t bytes = integer(info, 0, "bytes", 0, int64_t{1} << 46);
+  void* p = alloc_large(static_cast<size_t>(bytes));
+  if (!p) throw Napi::RangeError::New(env, "largeBuffer: cannot allocate " + std::to_string(bytes) + " bytes");
+  Napi::MemoryManagement::AdjustExternalMemory(env, bytes);
+  return Napi::ArrayBuffer::New(env, p, static_cast<size_t>(bytes), [](Napi::Env e, void* data, size_t* size) {
+    Napi::MemoryManagement::AdjustExternalMemory(e, -static_cast<int64_t>(*size));
+    free_large(data, *size);
+    delete size;
+  }, new size_t(static_cast<size_t>(bytes)));
 }
 
 }  // namespace loom::napi

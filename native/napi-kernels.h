@@ -10,6 +10,7 @@ Napi::Value SetThreads(const Napi::CallbackInfo& info);
 Napi::Value Threads(const Napi::CallbackInfo& info);
 Napi::Value ProbeFmaPeak(const Napi::CallbackInfo& info);
 Napi::Value ProbeReadBandwidth(const Napi::CallbackInfo& info);
+Napi::Value LargeBuffer(const Napi::CallbackInfo& info);
 
 Napi::Value RmsNorm(const Napi::CallbackInfo& info);
 Napi::Value LayerNorm(const Napi::CallbackInfo& info);

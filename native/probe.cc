@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cpu.h"
+#include "huge-pages.h"
 #include "threadpool.h"
 #include "x86/matmul_x86.h"
 
@@ -142,7 +143,8 @@ double probe_fma_peak(double seconds, int bits) {
 
 double probe_read_bandwidth(int64_t bytes, double seconds) {
   const int64_t n = std::max<int64_t>(bytes / 8, 1024) & ~int64_t{63};
-  void* mem = std::aligned_alloc(64, static_cast<size_t>(n) * 8);
+  // on huge pages, as loom's weights and KV cache (the best read this machine gives them)
+  void* mem = alloc_large(static_cast<size_t>(n) * 8);
   if (!mem) return -1;
   uint64_t* buf = static_cast<uint64_t*>(mem);
   ThreadPool& p = pool();
@@ -171,7 +173,7 @@ double probe_read_bandwidth(int64_t bytes, double seconds) {
   uint64_t s = 0;
   for (int k = 0; k < threads; k++) s += sums[static_cast<size_t>(k) * 8];
   g_read_sink = s;
-  std::free(mem);
+  free_large(mem, static_cast<size_t>(n) * 8);
   return static_cast<double>(n) * 8 / t / 1e9;
 }
 

@@ -44,6 +44,8 @@ interface NativeAddon {
   /** absent in builds without native/probe.cc */
   probeFmaPeak?(seconds: number, bits?: number): FmaPeak;
   probeReadBandwidth?(bytes: number, seconds: number): number;
+  /** zeroed, on huge pages where the OS has them (native/huge-pages.h); absent in older builds */
+  largeBuffer?(bytes: number): ArrayBuffer;
   rmsNorm(out: F32, x: F32, weight: F32, rows: number, dim: number, eps: number): void;
   layerNorm(out: F32, x: F32, weight: F32, bias: F32, rows: number, dim: number, eps: number): void;
   rope(x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, neox: boolean,
@@ -155,6 +157,15 @@ export function probeFmaPeak(seconds: number, bits = 0): FmaPeak {
 /** Memory read bandwidth (GB/s) of the native pool's threads over a buffer of `bytes`. */
 export function probeReadBandwidth(bytes: number, seconds: number): number {
   return probes().probeReadBandwidth(bytes, seconds);
+}
+
+/**
+ * A zeroed buffer for weights or the KV cache: on 2 MiB pages from the native core (fewer
+ * TLB misses when a step streams through it), or a plain ArrayBuffer without the addon.
+ */
+export function allocateLarge(bytes: number): ArrayBuffer {
+  const s = load();
+  return 'addon' in s && s.addon.largeBuffer ? s.addon.largeBuffer(bytes) : new ArrayBuffer(bytes);
 }
 
 export function cpuFeatures(): CpuFeatures | undefined {

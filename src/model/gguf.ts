@@ -156,7 +156,12 @@ export class GGUFFile implements TensorSource {
   private tensorBytes = 0;
 
   /** use openGGUF */
-  constructor(readonly path: string, fd: number) {
+  constructor(
+    readonly path: string,
+    fd: number,
+    /** where tensor bytes go (a WeightArena's take, for one) */
+    private readonly allocate: (bytes: number) => Uint8Array = (n) => new Uint8Array(n),
+  ) {
     this.fd = fd;
     const fail = (problem: string): never => {
       throw new ModelFormatError(path, problem);
@@ -281,7 +286,7 @@ export class GGUFFile implements TensorSource {
     if (info.byteLength > bufferConstants.MAX_LENGTH) {
       throw new UnsupportedModelError(this.path, `tensor ${name} is ${info.byteLength} bytes, more than one buffer can hold`);
     }
-    const data = new Uint8Array(info.byteLength);
+    const data = this.allocate(info.byteLength);
     let got = 0;
     while (got < data.length) {
       const r = readSync(this.fd, data, got, Math.min(data.length - got, 1 << 30), info.offset + got);
@@ -302,8 +307,8 @@ export class GGUFFile implements TensorSource {
   }
 }
 
-/** Opens and parses the header of a GGUF file; tensors are read lazily. */
-export function openGGUF(path: string): GGUFFile {
+/** Opens and parses the header of a GGUF file; tensors are read lazily (into `allocate`'s bytes). */
+export function openGGUF(path: string, allocate?: (bytes: number) => Uint8Array): GGUFFile {
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -313,7 +318,7 @@ export function openGGUF(path: string): GGUFFile {
     throw new ModelFormatError(path, `cannot open: ${(e as Error).message}`);
   }
   try {
-    return new GGUFFile(path, fd);
+    return new GGUFFile(path, fd, allocate);
   } catch (e) {
     closeSync(fd);
     throw e;

@@ -1,4 +1,5 @@
 import type { KvCacheShape, KvDtype, KvLayer } from '../kernels/index.js';
+import { allocateLarge } from '../kernels/native.js';
 import { RecurrentState } from './recurrent-state.js';
 import { layerAttention, ownsKv } from './weights.js';
 import type { ModelConfig } from './weights.js';
@@ -31,7 +32,8 @@ export class KvCache {
   ) {
     const make = (s: KvCacheShape): Float32Array | Uint16Array => {
       const size = s.numBlocks * s.blockSize * s.numKvHeads * s.headDim;
-      return s.dtype === 'f16' ? new Uint16Array(size) : new Float32Array(size);
+      // huge pages: a decode step reads scattered blocks of every layer's cache
+      return s.dtype === 'f16' ? new Uint16Array(allocateLarge(2 * size)) : new Float32Array(allocateLarge(4 * size));
     };
     const n = config.numLayers;
     this.inSwaPool = Array.from({ length: n }, (_, i) => swa?.layers[i] === true);

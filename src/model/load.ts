@@ -5,10 +5,12 @@ import { ModelFormatError } from '../errors.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { tokenizerFromGGUF } from '../tokenizer/gguf-tokenizer.js';
 import { tokenizerFromHFFolder } from '../tokenizer/hf-tokenizer.js';
+import { allocateLarge } from '../kernels/native.js';
 import { openGGUF } from './gguf.js';
 import { ggufModelConfig } from './gguf-config.js';
 import { readHFConfig } from './hf-config.js';
 import { hfTensorSource } from './hf-weights.js';
+import { WeightArena } from './weight-arena.js';
 import type { ModelConfig, TensorSource } from './weights.js';
 
 export interface LoadedModel {
@@ -31,7 +33,8 @@ export function loadModel(path: string): LoadedModel {
     const tensors = hfTensorSource(path, config);
     return { path, format: 'hf', config, tensors, tokenizer: tokenizerFromHFFolder(path) };
   }
-  const gguf = openGGUF(path);
+  const arena = new WeightArena(allocateLarge);
+  const gguf = openGGUF(path, (bytes) => arena.take(bytes));
   const config = ggufModelConfig(path, gguf.metadata, gguf);
   return { path, format: 'gguf', config, tensors: gguf, tokenizer: tokenizerFromGGUF(path, gguf.metadata) };
 }
