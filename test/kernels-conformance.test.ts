@@ -101,6 +101,37 @@ function conformance(k: Kernels): void {
     }
   });
 
+  it('rope after rope: angles kept from the last call serve only the same positions and parameters', () => {
+    // the native core keeps the last call's cos/sin table: each call below changes one
+    // thing the table depends on, in the same buffers, and must still match the reference
+    const positions = Int32Array.from([3, 9, 200, 4000]);
+    const freqFactors = Float32Array.from({ length: 32 }, (_, i) => 1 + i / 8);
+    const steps: [string, () => void][] = [
+      ['first call', () => {}],
+      ['same call again', () => {}],
+      ['a position changed in place', () => (positions[2] = 201)],
+      ['frequency factors changed in place', () => (freqFactors[5] = 7)],
+    ];
+    for (const [what, change] of steps) {
+      change();
+      const scaling = { ...linearScaling(1), freqFactors };
+      const x = rngFor(`rope memo ${what}`).fill(positions.length * 2 * 64, 1);
+      const expected = x.slice();
+      ref.rope(expected, positions, 2, 64, 64, 10000, 'neox', scaling);
+      const out = x.slice();
+      k.rope(out, positions, 2, 64, 64, 10000, 'neox', scaling);
+      close(out, expected, BOUND.rope, `rope memo: ${what}`);
+    }
+    for (const [what, base, scaling] of [['another base', 500000, undefined], ['a YaRN scaling', 10000, yarnScaling(4, 64, 10000, 4096)]] as const) {
+      const x = rngFor(`rope memo ${what}`).fill(positions.length * 2 * 64, 1);
+      const expected = x.slice();
+      ref.rope(expected, positions, 2, 64, 64, base, 'neox', scaling);
+      const out = x.slice();
+      k.rope(out, positions, 2, 64, 64, base, 'neox', scaling);
+      close(out, expected, BOUND.rope, `rope memo: ${what}`);
+    }
+  });
+
   it("Gemma 4's proportional RoPE: divisors of 1e30 leave their pairs where they were", () => {
     const positions = Int32Array.from([0, 1, 5, 517, 30011, 131071]);
     const [heads, headDim, rotated] = [3, 128, 16];
