@@ -9,8 +9,10 @@
 namespace loom {
 
 // `bytes` of zeroed memory, 2 MiB-aligned and advised for huge pages (nullptr when out of
-// memory). Release with free_large(p, bytes).
-void* alloc_large(size_t bytes);
+// memory). `populate` faults every page in now rather than on first write (what a KV cache
+// wants: its first writes would otherwise stall decode steps on page faults; llama.cpp
+// clears its cache at start for the same effect). Release with free_large(p, bytes).
+void* alloc_large(size_t bytes, bool populate = false);
 void free_large(void* p, size_t bytes);
 
 }  // namespace loom

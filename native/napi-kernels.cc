@@ -337,12 +337,14 @@ Napi::Value ProbeReadBandwidth(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), gbps);
 }
 
-// (bytes) → a zeroed ArrayBuffer on huge pages (huge-pages.h), freed when collected; its
-// size counts as external memory, so the collector knows what dropping it frees.
+// (bytes, populate?) → a zeroed ArrayBuffer on huge pages (huge-pages.h), its pages faulted
+// in now when populate; freed when collected. Its size counts as external memory, so the
+// collector knows what dropping it frees.
 Napi::Value LargeBuffer(const Napi::CallbackInfo& info) {
   const Napi::Env env = info.Env();
   const int64_t bytes = integer(info, 0, "bytes", 0, int64_t{1} << 46);
-  void* p = alloc_large(static_cast<size_t>(bytes));
+  const bool populate = info.Length() > 1 && !info[1].IsUndefined() && boolean(info, 1, "populate");
+  void* p = alloc_large(static_cast<size_t>(bytes), populate);
   if (!p) throw Napi::RangeError::New(env, "largeBuffer: cannot allocate " + std::to_string(bytes) + " bytes");
   Napi::MemoryManagement::AdjustExternalMemory(env, bytes);
   return Napi::ArrayBuffer::New(env, p, static_cast<size_t>(bytes), [](Napi::Env e, void* data, size_t* size) {

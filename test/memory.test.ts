@@ -63,12 +63,14 @@ describe('memory', () => {
     assert.deepEqual(chunks, [1024, 1024, 600]);
   });
 
-  it('large buffers (huge pages where the OS has them) are zeroed and hold what is written', () => {
-    const buf = new Uint8Array(allocateLarge(3 << 20));
-    assert.equal(buf.byteLength, 3 << 20);
-    assert.ok(buf.every((x) => x === 0));
-    buf[buf.length - 1] = 9;
-    assert.equal(buf[buf.length - 1], 9);
+  it('large buffers (huge pages where the OS has them), populated or not, are zeroed and hold what is written', () => {
+    for (const populate of [false, true]) {
+      const buf = new Uint8Array(allocateLarge(3 << 20, populate));
+      assert.equal(buf.byteLength, 3 << 20);
+      assert.ok(buf.every((x) => x === 0));
+      buf[buf.length - 1] = 9;
+      assert.equal(buf[buf.length - 1], 9);
+    }
   });
 
   it('a loaded GGUF model keeps its tensors 64-byte-aligned in the arena', () => {

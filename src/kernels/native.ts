@@ -44,8 +44,9 @@ interface NativeAddon {
   /** absent in builds without native/probe.cc */
   probeFmaPeak?(seconds: number, bits?: number): FmaPeak;
   probeReadBandwidth?(bytes: number, seconds: number): number;
-  /** zeroed, on huge pages where the OS has them (native/huge-pages.h); absent in older builds */
-  largeBuffer?(bytes: number): ArrayBuffer;
+  /** zeroed, on huge pages where the OS has them (native/huge-pages.h), faulted in now when
+   *  populate; absent in older builds */
+  largeBuffer?(bytes: number, populate?: boolean): ArrayBuffer;
   rmsNorm(out: F32, x: F32, weight: F32, rows: number, dim: number, eps: number): void;
   layerNorm(out: F32, x: F32, weight: F32, bias: F32, rows: number, dim: number, eps: number): void;
   rope(x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, neox: boolean,
@@ -162,10 +163,14 @@ export function probeReadBandwidth(bytes: number, seconds: number): number {
 /**
  * A zeroed buffer for weights or the KV cache: on 2 MiB pages from the native core (fewer
  * TLB misses when a step streams through it), or a plain ArrayBuffer without the addon.
+ * `populate`: its memory is faulted in now, not on first write.
  */
-export function allocateLarge(bytes: number): ArrayBuffer {
+export function allocateLarge(bytes: number, populate = false): ArrayBuffer {
   const s = load();
-  return 'addon' in s && s.addon.largeBuffer ? s.addon.largeBuffer(bytes) : new ArrayBuffer(bytes);
+  if ('addon' in s && s.addon.largeBuffer) return s.addon.largeBuffer(bytes, populate);
+  const buf = new ArrayBuffer(bytes);
+  if (populate) new Uint8Array(buf).fill(0);
+  return buf;
 }
 
 export function cpuFeatures(): CpuFeatures | undefined {
