@@ -13,7 +13,8 @@ namespace {
 // The cos/sin table of one call's positions ([n_tokens][half] cos, then sin, each already
 // rounded to f32 and scaled), kept per calling thread: every layer of a step, q and k
 // alike, rotates the same positions with the same parameters, so all but the first call
-// of a step reuse it. The key is compared in full (positions and every parameter).
+// of a step reuse it (two tables: Gemma's sliding and global layers take different bases).
+// The key is compared in full (positions and every parameter).
 struct AngleTable {
   std::vector<int32_t> positions;
   double base = 0;
@@ -58,25 +59,34 @@ void fill_angles(float* cos_t, float* sin_t, int32_t position, int half, float t
   }
 }
 
+// The table for this call: one of the two kept, refilling the one used less recently on a miss
+const AngleTable& angles_for(const int32_t* positions, int64_t n_tokens, int rope_dim, double base, const RopeScaling& s) {
+  thread_local AngleTable tables[2];
+  thread_local int last = 0;
+  if (tables[last].matches(positions, n_tokens, rope_dim, base, s)) return tables[last];
+  last = 1 - last;
+  AngleTable& table = tables[last];
+  if (table.matches(positions, n_tokens, rope_dim, base, s)) return table;
+  table.set_key(positions, n_tokens, rope_dim, base, s);
+  const int half = rope_dim / 2;
+  const float theta_scale = static_cast<float>(std::pow(base, -2.0 / rope_dim));
+  // ggml's rope_yarn: with ext_factor ≠ 0 the magnitude grows by 1 + 0.1·ln(1/freq_scale)
+  const float mscale =
+      s.ext_factor != 0.0f ? s.attn_factor * static_cast<float>(1.0 + 0.1 * std::log(1.0 / s.freq_scale)) : s.attn_factor;
+  table.cs.resize(static_cast<size_t>(n_tokens) * 2 * half);
+  float* cs = table.cs.data();
+  parallel_ranges(n_tokens, 16 * half, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; t++) fill_angles(cs + t * 2 * half, cs + t * 2 * half + half, positions[t], half, theta_scale, mscale, s);
+  });
+  return table;
+}
+
 }  // namespace
 
 void rope(float* x, const int32_t* positions, int64_t n_tokens, int n_heads, int head_dim, int rope_dim, double base, bool neox,
           const RopeScaling& s) {
   const int half = rope_dim / 2;
-  thread_local AngleTable table;
-  if (!table.matches(positions, n_tokens, rope_dim, base, s)) {
-    table.set_key(positions, n_tokens, rope_dim, base, s);
-    const float theta_scale = static_cast<float>(std::pow(base, -2.0 / rope_dim));
-    // ggml's rope_yarn: with ext_factor ≠ 0 the magnitude grows by 1 + 0.1·ln(1/freq_scale)
-    const float mscale =
-        s.ext_factor != 0.0f ? s.attn_factor * static_cast<float>(1.0 + 0.1 * std::log(1.0 / s.freq_scale)) : s.attn_factor;
-    table.cs.resize(static_cast<size_t>(n_tokens) * 2 * half);
-    float* cs = table.cs.data();
-    parallel_ranges(n_tokens, 16 * half, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; t++) fill_angles(cs + t * 2 * half, cs + t * 2 * half + half, positions[t], half, theta_scale, mscale, s);
-    });
-  }
-  const float* cs = table.cs.data();
+  const float* cs = angles_for(positions, n_tokens, rope_dim, base, s).cs.data();
   parallel_ranges(n_tokens, static_cast<int64_t>(n_heads) * rope_dim, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
       const float* cos_t = cs + t * 2 * half;

@@ -122,7 +122,9 @@ function conformance(k: Kernels): void {
       k.rope(out, positions, 2, 64, 64, 10000, 'neox', scaling);
       close(out, expected, BOUND.rope, `rope memo: ${what}`);
     }
-    for (const [what, base, scaling] of [['another base', 500000, undefined], ['a YaRN scaling', 10000, yarnScaling(4, 64, 10000, 4096)]] as const) {
+    // two tables are kept (sliding and global layers alternate): switch back and forth
+    const yarn = yarnScaling(4, 64, 10000, 4096);
+    for (const [what, base, scaling] of [['another base', 500000, undefined], ['a YaRN scaling', 10000, yarn], ['the other base again', 500000, undefined], ['YaRN again', 10000, yarn], ['a third base', 1e6, undefined]] as const) {
       const x = rngFor(`rope memo ${what}`).fill(positions.length * 2 * 64, 1);
       const expected = x.slice();
       ref.rope(expected, positions, 2, 64, 64, base, 'neox', scaling);
