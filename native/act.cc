@@ -12,15 +12,17 @@ namespace loom {
 
 namespace {
 
-// f16(gelu(h)) for every f16 bit pattern h, gelu in double as the reference computes it
+// f16(gelu(h)) for every f16 bit pattern h, gelu in double as the reference computes it;
+// one entry of padding so that the vector kernels' 32-bit gathers stay inside
 const uint16_t* gelu_table() {
   static const std::unique_ptr<uint16_t[]> table = [] {
-    std::unique_ptr<uint16_t[]> t(new uint16_t[65536]);
+    std::unique_ptr<uint16_t[]> t(new uint16_t[65537]);
     for (uint32_t h = 0; h < 65536; h++) {
       const double x = f16_to_f32(static_cast<uint16_t>(h));
       const double y = 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * x * (1.0 + 0.044715 * x * x)));
       t[h] = f32_to_f16(static_cast<float>(y));
     }
+    t[65536] = 0;
     return t;
   }();
   return table.get();
@@ -35,23 +37,14 @@ void silu_mul(float* out, const float* gate, const float* up, int64_t n) {
 
 void gelu(float* out, const float* x, int64_t n) {
   const uint16_t* table = gelu_table();
-  parallel_ranges(n, 8, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; i++) {
-      const float v = x[i];
-      out[i] = v <= -10.0f ? 0.0f : v >= 10.0f ? v : f16_to_f32(table[f32_to_f16(v)]);
-    }
-  });
+  const SimdOps& ops = simd();
+  parallel_ranges(n, 8, [&](int64_t i0, int64_t i1) { ops.gelu_table_mul(out + i0, x + i0, nullptr, i1 - i0, table); });
 }
 
 void gelu_mul(float* out, const float* gate, const float* up, int64_t n) {
   const uint16_t* table = gelu_table();
-  parallel_ranges(n, 8, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; i++) {
-      const float v = gate[i];
-      const float g = v <= -10.0f ? 0.0f : v >= 10.0f ? v : f16_to_f32(table[f32_to_f16(v)]);
-      out[i] = g * up[i];
-    }
-  });
+  const SimdOps& ops = simd();
+  parallel_ranges(n, 8, [&](int64_t i0, int64_t i1) { ops.gelu_table_mul(out + i0, gate + i0, up + i0, i1 - i0, table); });
 }
 
 void softcap(float* x, int64_t n, float cap) {

@@ -55,6 +55,14 @@ void silu_mul_portable(float* out, const float* gate, const float* up, int64_t n
   }
 }
 
+void gelu_table_mul_portable(float* out, const float* gate, const float* up, int64_t n, const uint16_t* table) {
+  for (int64_t i = 0; i < n; i++) {
+    const float v = gate[i];
+    const float g = v <= -10.0f ? 0.0f : v >= 10.0f ? v : f16_to_f32(table[f32_to_f16(v)]);
+    out[i] = up ? g * up[i] : g;
+  }
+}
+
 void f32_to_f16_portable(uint16_t* out, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = f32_to_f16(x[i]);
 }
@@ -65,7 +73,7 @@ void attend_values_portable(const AttendHead& job, int p0, int p1, const float* 
 }
 
 const SimdOps kPortableOps = {
-    "portable", max_portable, exp_shift_sum_portable, silu_mul_portable, f32_to_f16_portable, attend_scores_portable, attend_values_portable, false,
+    "portable", max_portable, exp_shift_sum_portable, silu_mul_portable, gelu_table_mul_portable, f32_to_f16_portable, attend_scores_portable, attend_values_portable, false,
 };
 
 const SimdOps& select_ops() {

@@ -256,6 +256,23 @@ void silu_mul_avx512(float* out, const float* gate, const float* up, int64_t n) 
   }
 }
 
+// 16 at a time: round to f16 (as f32_to_f16, to nearest even), gather the table's entries
+// (32-bit loads at 2·index, low halves kept), widen back
+void gelu_table_mul_avx512(float* out, const float* gate, const float* up, int64_t n, const uint16_t* table) {
+  const __m512 lo = _mm512_set1_ps(-10.0f), hi = _mm512_set1_ps(10.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(static_cast<int>(n - i < 16 ? n - i : 16));
+    const __m512 v = _mm512_maskz_loadu_ps(m, gate + i);
+    const __m512i idx = _mm512_cvtepu16_epi32(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    const __m512i words = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx, table, 2);
+    __m512 g = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
+    g = _mm512_mask_mov_ps(g, _mm512_cmp_ps_mask(v, hi, _CMP_GE_OQ), v);
+    g = _mm512_mask_mov_ps(g, _mm512_cmp_ps_mask(v, lo, _CMP_LE_OQ), _mm512_setzero_ps());
+    if (up) g = _mm512_mul_ps(g, _mm512_maskz_loadu_ps(m, up + i));
+    _mm512_mask_storeu_ps(out + i, m, g);
+  }
+}
+
 void f32_to_f16_avx512(uint16_t* out, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = tail_mask(static_cast<int>(n - i < 16 ? n - i : 16));
@@ -271,7 +288,7 @@ void attend_values_avx512(const AttendHead& job, int p0, int p1, const float* fa
 }  // namespace
 
 namespace x86 {
-const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, f32_to_f16_avx512, attend_scores_avx512, attend_values_avx512, true};
+const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, gelu_table_mul_avx512, f32_to_f16_avx512, attend_scores_avx512, attend_values_avx512, true};
 }  // namespace x86
 
 }  // namespace loom
