@@ -63,6 +63,23 @@ void gelu_table_mul_portable(float* out, const float* gate, const float* up, int
   }
 }
 
+// Two passes: the maximum over 16 independent lanes (x > lane: a NaN never wins, a NaN
+// x[0] stays), then the first index holding it
+int64_t argmax_portable(const float* x, int64_t n) {
+  constexpr int kLanes = 16;
+  float lane[kLanes];
+  for (int l = 0; l < kLanes; l++) lane[l] = x[0];
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; l++) lane[l] = x[i + l] > lane[l] ? x[i + l] : lane[l];
+  float best = x[0];
+  for (int l = 0; l < kLanes; l++) best = lane[l] > best ? lane[l] : best;
+  for (; i < n; i++) best = x[i] > best ? x[i] : best;
+  for (int64_t j = 0; j < n; j++)
+    if (x[j] == best) return j;
+  return 0;  // only NaNs
+}
+
 void f32_to_f16_portable(uint16_t* out, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; i++) out[i] = f32_to_f16(x[i]);
 }
@@ -73,7 +90,7 @@ void attend_values_portable(const AttendHead& job, int p0, int p1, const float* 
 }
 
 const SimdOps kPortableOps = {
-    "portable", max_portable, exp_shift_sum_portable, silu_mul_portable, gelu_table_mul_portable, f32_to_f16_portable, attend_scores_portable, attend_values_portable, false,
+    "portable", max_portable, exp_shift_sum_portable, silu_mul_portable, gelu_table_mul_portable, argmax_portable, f32_to_f16_portable, attend_scores_portable, attend_values_portable, false,
 };
 
 const SimdOps& select_ops() {

@@ -42,6 +42,8 @@ struct SimdOps {
   // out[i] = G(gate[i]) · up[i] (up null: G alone), G(v) = 0 for v ≤ −10, v for v ≥ 10, else
   // f16→f32 of table[f16(v)] (table: 65536 entries and one of padding, for 32-bit gathers)
   void (*gelu_table_mul)(float* out, const float* gate, const float* up, int64_t n, const uint16_t* table);
+  // the first index of the row's maximum (NaNs ignored unless x[0] is one: then 0)
+  int64_t (*argmax)(const float* x, int64_t n);
   // f32 → f16 bits, round to nearest even
   void (*f32_to_f16)(uint16_t* out, const float* x, int64_t n);
   // attention over positions [p0, p1) of the job's context: scores → e^(s − max) with the

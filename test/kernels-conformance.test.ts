@@ -233,7 +233,24 @@ function conformance(k: Kernels): void {
       const tied = x.slice();
       tied[n - 1] = top; // a tie after the first maximum
       assert.equal(k.argmax(tied), tied.indexOf(top), `argmax of ${n} with a tie`);
+      const last = x.slice();
+      last[n - 1] = top + 1; // the maximum in the vector tail
+      assert.equal(k.argmax(last), n - 1, `argmax of ${n}, maximum last`);
     }
+    // what the reference does with NaN, signed zeros and masked rows, at vector and tail positions
+    const special = (n: number, set: [number, number][], fill = -1): Float32Array => {
+      const row = new Float32Array(n).fill(fill);
+      for (const [i, v] of set) row[i] = v;
+      return row;
+    };
+    const rows: [string, Float32Array][] = [
+      ['NaNs around the maximum are ignored', special(40, [[3, NaN], [17, 5], [18, NaN], [39, NaN]])],
+      ['a NaN first wins nothing: index 0', special(40, [[0, NaN], [20, 5]])],
+      ['−0 before +0: the first zero', special(37, [[5, -0], [20, 0], [36, 0]])],
+      ['a row of −∞ (all masked): index 0', special(33, [], -Infinity)],
+      ['one finite value among −∞', special(49_153, [[49_150, -3]], -Infinity)],
+    ];
+    for (const [what, row] of rows) assert.equal(k.argmax(row), ref.argmax(row), what);
   });
 
   it('sampling weights e^(x − max): whole rows and gathered candidates; bad indices refused', () => {

@@ -146,6 +146,27 @@ void gelu_table_mul_avx2(float* out, const float* gate, const float* up, int64_t
   }
 }
 
+// as argmax_portable, 8 lanes (max(x, acc) keeps acc where x is NaN); the tail one at a time
+int64_t argmax_avx2(const float* x, int64_t n) {
+  __m256 acc = _mm256_set1_ps(x[0]);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) acc = _mm256_max_ps(_mm256_loadu_ps(x + i), acc);
+  alignas(32) float lane[8];
+  _mm256_store_ps(lane, acc);
+  float best = x[0];
+  for (int l = 0; l < 8; l++) best = lane[l] > best ? lane[l] : best;
+  for (; i < n; i++) best = x[i] > best ? x[i] : best;
+  const __m256 bv = _mm256_set1_ps(best);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const int eq = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + j), bv, _CMP_EQ_OQ));
+    if (eq) return j + __builtin_ctz(eq);
+  }
+  for (; j < n; j++)
+    if (x[j] == best) return j;
+  return 0;  // only NaNs
+}
+
 void f32_to_f16_avx2(uint16_t* out, const float* x, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -161,7 +182,7 @@ void attend_values_avx2(const AttendHead& job, int p0, int p1, const float* fact
 }  // namespace
 
 namespace x86 {
-const SimdOps kAvx2Ops = {"avx2", max_avx2, exp_shift_sum_avx2, silu_mul_avx2, gelu_table_mul_avx2, f32_to_f16_avx2, attend_scores_avx2, attend_values_avx2, false};
+const SimdOps kAvx2Ops = {"avx2", max_avx2, exp_shift_sum_avx2, silu_mul_avx2, gelu_table_mul_avx2, argmax_avx2, f32_to_f16_avx2, attend_scores_avx2, attend_values_avx2, false};
 }  // namespace x86
 
 }  // namespace loom

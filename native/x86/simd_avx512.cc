@@ -273,6 +273,27 @@ void gelu_table_mul_avx512(float* out, const float* gate, const float* up, int64
   }
 }
 
+// as argmax_portable: max(x, acc) keeps acc where x is NaN (and where both are zeros), the
+// lanes are folded in the same order, then a compare finds the first index
+int64_t argmax_avx512(const float* x, int64_t n) {
+  __m512 acc = _mm512_set1_ps(x[0]);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(static_cast<int>(n - i < 16 ? n - i : 16));
+    acc = _mm512_mask_max_ps(acc, m, _mm512_maskz_loadu_ps(m, x + i), acc);
+  }
+  alignas(64) float lane[16];
+  _mm512_store_ps(lane, acc);
+  float best = x[0];
+  for (int l = 0; l < 16; l++) best = lane[l] > best ? lane[l] : best;
+  const __m512 bv = _mm512_set1_ps(best);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = tail_mask(static_cast<int>(n - i < 16 ? n - i : 16));
+    const __mmask16 eq = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, x + i), bv, _CMP_EQ_OQ);
+    if (eq) return i + __builtin_ctz(eq);
+  }
+  return 0;  // only NaNs
+}
+
 void f32_to_f16_avx512(uint16_t* out, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = tail_mask(static_cast<int>(n - i < 16 ? n - i : 16));
@@ -288,7 +309,7 @@ void attend_values_avx512(const AttendHead& job, int p0, int p1, const float* fa
 }  // namespace
 
 namespace x86 {
-const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, gelu_table_mul_avx512, f32_to_f16_avx512, attend_scores_avx512, attend_values_avx512, true};
+const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, gelu_table_mul_avx512, argmax_avx512, f32_to_f16_avx512, attend_scores_avx512, attend_values_avx512, true};
 }  // namespace x86
 
 }  // namespace loom
