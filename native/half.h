@@ -62,6 +62,12 @@ static inline float f16_to_f32(uint16_t h) {
 
 static inline float round_to_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
 
+// GELU from a table of f16(gelu(h)) over every f16 bit pattern h: 0 below −10, x above 10
+// (act.cc builds the table; the SIMD kernels vectorize the same steps)
+static inline float gelu_from_table(float x, const uint16_t* table) {
+  return x <= -10.0f ? 0.0f : x >= 10.0f ? x : f16_to_f32(table[f32_to_f16(x)]);
+}
+
 static inline uint16_t f32_to_bf16(float x) {
   const uint32_t u = f32_bits(x);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 64u);

@@ -57,8 +57,7 @@ void silu_mul_portable(float* out, const float* gate, const float* up, int64_t n
 
 void gelu_table_mul_portable(float* out, const float* gate, const float* up, int64_t n, const uint16_t* table) {
   for (int64_t i = 0; i < n; i++) {
-    const float v = gate[i];
-    const float g = v <= -10.0f ? 0.0f : v >= 10.0f ? v : f16_to_f32(table[f32_to_f16(v)]);
+    const float g = gelu_from_table(gate[i], table);
     out[i] = up ? g * up[i] : g;
   }
 }

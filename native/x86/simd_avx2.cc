@@ -140,8 +140,7 @@ void gelu_table_mul_avx2(float* out, const float* gate, const float* up, int64_t
     _mm256_storeu_ps(out + i, g);
   }
   for (; i < n; i++) {
-    const float v = gate[i];
-    const float g = v <= -10.0f ? 0.0f : v >= 10.0f ? v : f16_to_f32(table[f32_to_f16(v)]);
+    const float g = gelu_from_table(gate[i], table);
     out[i] = up ? g * up[i] : g;
   }
 }
