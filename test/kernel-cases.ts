@@ -154,4 +154,9 @@ export const ATTENTION_PLANS: readonly { plan: SeqPlan[]; heads: { numHeads: num
   // contexts over 1024 keys are split across threads in chunks: a decode token three chunks
   // deep, and a prefill chunk whose tokens cross from one chunk into two
   { plan: [{ cached: 2500, chunk: 1 }, { cached: 1000, chunk: 40 }], heads: { numHeads: 9, numKvHeads: 3, headDim: 64 }, blockSize: 16 },
+  // heads wider than 128 (Gemma's 256 and 512): keys 4 at a time with q read from memory, V
+  // summed 128 columns at a time; 272 leaves a last column chunk of 16, 7-slot blocks key tails
+  { plan: [{ cached: 45, chunk: 1 }, { cached: 0, chunk: 6 }, { cached: 20, chunk: 3 }], heads: { numHeads: 4, numKvHeads: 1, headDim: 256 }, blockSize: 16 },
+  { plan: [{ cached: 9, chunk: 2 }, { cached: 30, chunk: 1 }], heads: { numHeads: 2, numKvHeads: 1, headDim: 272 }, blockSize: 7 },
+  { plan: [{ cached: 21, chunk: 1 }, { cached: 0, chunk: 4 }], heads: { numHeads: 4, numKvHeads: 2, headDim: 512 }, blockSize: 16 },
 ];

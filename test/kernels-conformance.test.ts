@@ -371,9 +371,10 @@ function conformance(k: Kernels): void {
   });
 
   it('attention of a token is the same bits alone and in any batch (grouping and context chunks never depend on the batch)', () => {
-    for (const dtype of ['f32', 'f16'] as const) {
+    // head_dim 64 (query heads grouped or not, by batch size) and 256 (the wide-head kernels)
+    for (const [dtype, headDim] of [['f32', 64], ['f16', 64], ['f16', 256]] as const) {
       const plan = [{ cached: 2100, chunk: 1 }, ...Array.from({ length: 12 }, (_, i) => ({ cached: 40 * i, chunk: 1 })), { cached: 900, chunk: 30 }];
-      const c = attentionCase(rngFor(`attn batch ${dtype}`), dtype, plan, { numHeads: 9, numKvHeads: 3, headDim: 64 }, 16);
+      const c = attentionCase(rngFor(`attn batch ${dtype} ${headDim}`), dtype, plan, { numHeads: 9, numKvHeads: 3, headDim }, 16);
       const width = c.shape.numHeads * c.shape.headDim;
       const all = new Float32Array(c.numTokens * width);
       k.attention(all, c.q, c.layer, c.cache, c.batch, c.shape);
@@ -389,7 +390,7 @@ function conformance(k: Kernels): void {
         };
         const out = new Float32Array((t1 - t0) * width);
         k.attention(out, c.q.slice(t0 * width, t1 * width), c.layer, c.cache, alone, c.shape);
-        assert.deepEqual(out, all.slice(t0 * width, t1 * width), `${dtype}: sequence ${s} alone vs in the batch`);
+        assert.deepEqual(out, all.slice(t0 * width, t1 * width), `${dtype}, head_dim ${headDim}: sequence ${s} alone vs in the batch`);
       }
     }
   });

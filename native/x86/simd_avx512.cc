@@ -70,6 +70,32 @@ void scores_nv(const float* q, const T* k, int64_t stride, int n, float scale, f
   }
 }
 
+// Heads wider than 8 vectors (Gemma's 256, 512): as scores_nv, q read from L1 instead of
+// registers, and the same arithmetic (per key, products summed in column order, then reduce4).
+// A key at a time with a horizontal sum each cost more than the dot products.
+template <class T>
+void scores_wide(const float* q, const T* k, int64_t stride, int n, int d, float scale, float* out) {
+  const __m128 sv = _mm_set1_ps(scale);
+  int j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const T* k0 = k + j * stride;
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (int i = 0; i < d; i += 16) {
+      const __m512 qv = _mm512_loadu_ps(q + i);
+      s0 = _mm512_fmadd_ps(qv, load16(k0 + i), s0);
+      s1 = _mm512_fmadd_ps(qv, load16(k0 + stride + i), s1);
+      s2 = _mm512_fmadd_ps(qv, load16(k0 + 2 * stride + i), s2);
+      s3 = _mm512_fmadd_ps(qv, load16(k0 + 3 * stride + i), s3);
+    }
+    _mm_storeu_ps(out + j, _mm_mul_ps(reduce4(s0, s1, s2, s3), sv));
+  }
+  for (; j < n; j++) {
+    __m512 s = _mm512_setzero_ps();
+    for (int i = 0; i < d; i += 16) s = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), load16(k + j * stride + i), s);
+    out[j] = _mm512_reduce_add_ps(s) * scale;
+  }
+}
+
 // G query heads sharing these keys: each K row is loaded (and widened) once, 4 keys a step,
 // and dotted with every head's q (read from L1).
 template <int NV, class T>
@@ -176,6 +202,7 @@ struct Avx512Ops : HeadLoopOps<Avx512Ops> {
       case 7: return scores_nv<7>(q, k, stride, n, scale, out);
       case 8: return scores_nv<8>(q, k, stride, n, scale, out);
       default:
+        if (d % 16 == 0) return scores_wide(q, k, stride, n, d, scale, out);
         for (int j = 0; j < n; j++) out[j] = dot(q, k + j * stride, d) * scale;
     }
   }
@@ -191,6 +218,10 @@ struct Avx512Ops : HeadLoopOps<Avx512Ops> {
       case 7: return accumulate_nv<7>(acc, w, v, stride, n);
       case 8: return accumulate_nv<8>(acc, w, v, stride, n);
       default:
+        if (d % 16 == 0) {  // wider heads: 128 columns at a time, their sums in registers
+          for (int c = 0; c < d; c += 128) accumulate(acc + c, w, v + c, stride, n, d - c < 128 ? d - c : 128);
+          return;
+        }
         for (int j = 0; j < n; j++) axpy(acc, w[j], v + j * stride, d);
     }
   }
