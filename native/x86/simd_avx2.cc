@@ -37,7 +37,68 @@ inline __m256 exp8(__m256 x) {
   return _mm256_mul_ps(er, scale);
 }
 
+inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load8(const uint16_t* p) { return load_f16(p); }
+
+// (Σa, Σb, Σc, Σd) of four vectors
+inline __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  // per 128-bit half: (a, b, c, d) partial sums, then the halves added
+  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1));
+}
+
+// NV·8 columns of acc += Σ_j w[j]·v_j, the sums in registers (as axpy per key, same order)
+template <int NV, class T>
+void accumulate_cols(float* acc, const float* w, const T* v, int64_t stride, int n) {
+  __m256 a[NV];
+  for (int c = 0; c < NV; c++) a[c] = _mm256_loadu_ps(acc + 8 * c);
+  for (int j = 0; j < n; j++) {
+    const __m256 wv = _mm256_set1_ps(w[j]);
+    for (int c = 0; c < NV; c++) a[c] = _mm256_fmadd_ps(wv, load8(v + j * stride + 8 * c), a[c]);
+  }
+  for (int c = 0; c < NV; c++) _mm256_storeu_ps(acc + 8 * c, a[c]);
+}
+
 struct Avx2Ops : PerKeyOps<Avx2Ops>, HeadLoopOps<Avx2Ops> {
+  // head_dim a multiple of 8: keys 4 at a time, sharing each q load and one horizontal sum
+  // (a key at a time, the sum cost as much as the products); other sizes key by key
+  template <class T>
+  static void scores(const float* q, const T* k, int64_t stride, int n, int d, float scale, float* out) {
+    if (d % 8 != 0) return PerKeyOps<Avx2Ops>::scores(q, k, stride, n, d, scale, out);
+    const __m128 sv = _mm_set1_ps(scale);
+    int j = 0;
+    for (; j + 4 <= n; j += 4) {
+      const T* k0 = k + j * stride;
+      __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+      for (int i = 0; i < d; i += 8) {
+        const __m256 qv = _mm256_loadu_ps(q + i);
+        s0 = _mm256_fmadd_ps(qv, load8(k0 + i), s0);
+        s1 = _mm256_fmadd_ps(qv, load8(k0 + stride + i), s1);
+        s2 = _mm256_fmadd_ps(qv, load8(k0 + 2 * stride + i), s2);
+        s3 = _mm256_fmadd_ps(qv, load8(k0 + 3 * stride + i), s3);
+      }
+      _mm_storeu_ps(out + j, _mm_mul_ps(reduce4(s0, s1, s2, s3), sv));
+    }
+    for (; j < n; j++) out[j] = dot(q, k + j * stride, d) * scale;
+  }
+  // head_dim a multiple of 8: 64 columns at a time with their sums in registers, instead of
+  // loading and storing the accumulator once a key
+  template <class T>
+  static void accumulate(float* acc, const float* w, const T* v, int64_t stride, int n, int d) {
+    if (d % 8 != 0) return PerKeyOps<Avx2Ops>::accumulate(acc, w, v, stride, n, d);
+    for (int c = 0; c < d; c += 64) {
+      switch ((d - c < 64 ? d - c : 64) / 8) {
+        case 1: accumulate_cols<1>(acc + c, w, v + c, stride, n); break;
+        case 2: accumulate_cols<2>(acc + c, w, v + c, stride, n); break;
+        case 3: accumulate_cols<3>(acc + c, w, v + c, stride, n); break;
+        case 4: accumulate_cols<4>(acc + c, w, v + c, stride, n); break;
+        case 5: accumulate_cols<5>(acc + c, w, v + c, stride, n); break;
+        case 6: accumulate_cols<6>(acc + c, w, v + c, stride, n); break;
+        case 7: accumulate_cols<7>(acc + c, w, v + c, stride, n); break;
+        default: accumulate_cols<8>(acc + c, w, v + c, stride, n); break;
+      }
+    }
+  }
   static float dot(const float* q, const float* k, int d) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     int i = 0;
