@@ -362,27 +362,81 @@ void matmul_dot_set(const Kernels& k, const float* x, int rows, int K, const Mat
 
 #ifdef LOOM_X86
 // ---- many rows (AVX-512): pack x once in 16-row tiles, then tile rows × outputs ----
+//
+// As for the dot kernels, a set of weights that read the same activations runs as one: x is
+// packed once per activation kind, and every part's (row chunk, output panel) pairs are the
+// tasks of one parallel region, so q/k/v (or gate/up) pay one packing and one barrier.
 
-void matmul_gemm(float* out, const float* x, int rows, const uint8_t* w, int type, int K, int N) {
-  const size_t wstride = weight_row_bytes(type, K);
+struct GemmPart {
+  const uint8_t* packed;  // the part's activation kind, every 16-row tile
+  size_t tile_bytes;
+  int chunk_tiles;  // tiles per row chunk
+  int panels;       // output panels
+  int first_task;   // its tasks are [first_task, first_task + row chunks × panels)
+};
+
+void matmul_gemm_set(const float* x, int rows, int K, const MatmulPart* parts, int n) {
   const int T = x86::kGemmTile;
   const int tiles = ceil_div(rows, T);
-  const size_t tile_bytes = x86::avx512_gemm_tile_bytes(type, K);
-  uint8_t* packed = t_xa.get(tile_bytes * tiles);
-  pool().parallel_for(tiles, [&](int t, int) {
-    x86::avx512_gemm_pack(type, x, rows, K, t, packed + tile_bytes * t);
+  GemmPart gp[kMaxMatmulParts];
+  int owner[kMaxMatmulParts];  // the first part with the same activation kind
+  size_t offset[kMaxMatmulParts];
+  size_t bytes = 0;
+  for (int j = 0; j < n; j++) {
+    owner[j] = j;
+    for (int i = 0; i < j && owner[j] == j; i++)
+      if (owner[i] == i && weight_traits(parts[i].type)->act == weight_traits(parts[j].type)->act) owner[j] = i;
+    gp[j].tile_bytes = x86::avx512_gemm_tile_bytes(parts[j].type, K);
+    if (owner[j] != j) continue;
+    offset[j] = bytes;
+    bytes += gp[j].tile_bytes * tiles;
+  }
+  uint8_t* buf = t_xa.get(bytes);
+  int kinds[kMaxMatmulParts], n_kinds = 0;
+  for (int j = 0; j < n; j++)
+    if (owner[j] == j) kinds[n_kinds++] = j;
+  pool().parallel_for(tiles * n_kinds, [&](int t, int) {
+    const int j = kinds[t / tiles], tile = t % tiles;
+    x86::avx512_gemm_pack(parts[j].type, x, rows, K, tile, buf + offset[j] + gp[j].tile_bytes * tile);
   });
   // Row chunks of ~768 KB of packed activations (they stay in L2 while a panel of weights
   // sweeps them); output panels of 48 rows (a multiple of every micro-kernel width).
-  const int chunk_tiles = std::max<int>(4, static_cast<int>((768u << 10) / tile_bytes)) & ~3;
-  const int row_chunks = ceil_div(tiles, chunk_tiles);
   const int panel = x86::kGemmPanel;
-  const int panels = ceil_div(N, panel);
-  pool().parallel_for(row_chunks * panels, [&](int t, int) {
-    const int rc = t / panels, p = t % panels;
-    const int r0 = rc * chunk_tiles * T, r1 = std::min(rows, r0 + chunk_tiles * T);
-    const int o0 = p * panel, o1 = std::min(N, o0 + panel);
-    x86::avx512_gemm(type, packed, r0, r1, w, wstride, K, o0, o1, out, N);
+  int tasks = 0;
+  for (int j = 0; j < n; j++) {
+    gp[j].packed = buf + offset[owner[j]];
+    gp[j].chunk_tiles = std::max<int>(4, static_cast<int>((768u << 10) / gp[j].tile_bytes)) & ~3;
+    gp[j].panels = ceil_div(parts[j].out_features, panel);
+    gp[j].first_task = tasks;
+    tasks += ceil_div(tiles, gp[j].chunk_tiles) * gp[j].panels;
+  }
+  // task t → its part, row chunk and panel
+  struct Task {
+    int part, chunk, panel;
+  };
+  const auto task_at = [&](int t) {
+    int j = 0;
+    while (j + 1 < n && gp[j + 1].first_task <= t) j++;
+    return Task{j, (t - gp[j].first_task) / gp[j].panels, (t - gp[j].first_task) % gp[j].panels};
+  };
+  const int threads = pool().size();
+  pool().parallel_for(tasks, [&](int t, int) {
+    const Task at = task_at(t);
+    const MatmulPart& p = parts[at.part];
+    const size_t wstride = weight_row_bytes(p.type, K);
+    const int r0 = at.chunk * gp[at.part].chunk_tiles * T, r1 = std::min(rows, r0 + gp[at.part].chunk_tiles * T);
+    const int o0 = at.panel * panel, o1 = std::min(p.out_features, o0 + panel);
+    // Tasks are claimed in order, so this thread's next is most likely `threads` further on:
+    // its weights are fetched while this panel is computed.
+    x86::PrefetchRange next;
+    if (t + threads < tasks) {
+      const Task nx = task_at(t + threads);
+      const MatmulPart& q = parts[nx.part];
+      const size_t qstride = weight_row_bytes(q.type, K);
+      const int q0 = nx.panel * panel, q1 = std::min(q.out_features, q0 + panel);
+      if (nx.part != at.part || nx.panel != at.panel) next = {q.w + qstride * q0, qstride * static_cast<size_t>(q1 - q0)};
+    }
+    x86::avx512_gemm(p.type, gp[at.part].packed, r0, r1, p.w, wstride, K, o0, o1, p.out, p.out_features, next);
   });
 }
 #endif
@@ -409,19 +463,17 @@ bool uses_gemm(int type, int rows, int in_features) {
 
 void matmul_set(const float* x, int rows, int in_features, const MatmulPart* parts, int n_parts) {
   if (rows <= 0 || n_parts <= 0 || n_parts > kMaxMatmulParts) return;
-  MatmulPart dot[kMaxMatmulParts];
-  int n_dot = 0;
+  MatmulPart dot[kMaxMatmulParts], gemm[kMaxMatmulParts];
+  int n_dot = 0, n_gemm = 0;
   for (int j = 0; j < n_parts; j++) {
     const MatmulPart& p = parts[j];
     if (p.out_features <= 0 || !is_supported_weight_type(p.type)) continue;
-#ifdef LOOM_X86
-    if (uses_gemm(p.type, rows, in_features)) {
-      matmul_gemm(p.out, x, rows, p.w, p.type, in_features, p.out_features);
-      continue;
-    }
-#endif
-    dot[n_dot++] = p;
+    if (uses_gemm(p.type, rows, in_features)) gemm[n_gemm++] = p;
+    else dot[n_dot++] = p;
   }
+#ifdef LOOM_X86
+  if (n_gemm > 0) matmul_gemm_set(x, rows, in_features, gemm, n_gemm);
+#endif
   if (n_dot > 0) matmul_dot_set(kernels_for(current_isa()), x, rows, in_features, dot, n_dot);
 }
 

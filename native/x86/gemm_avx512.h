@@ -209,9 +209,10 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
 // ---- micro-kernels ----
 // x: tile 0 of this micro-kernel at the K-block start; tile v is x + v·tw (32-bit words).
 
-#define LOOM_ACC_LOAD(f, acc, astride)                                    \
-  LOOM_UNROLL for (int o = 0; o < NR; o++)                                 \
-    LOOM_UNROLL for (int v = 0; v < NV; v++) f[o][v] = _mm512_loadu_ps(acc + o * astride + 16 * v)
+// The first K-block starts from zero (acc is not cleared beforehand), later ones from acc.
+#define LOOM_ACC_LOAD(f, acc, astride, first)                                                       \
+  LOOM_UNROLL for (int o = 0; o < NR; o++)                                                           \
+    LOOM_UNROLL for (int v = 0; v < NV; v++) f[o][v] = (first) ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + o * astride + 16 * v)
 #define LOOM_ACC_STORE(f, acc, astride)                                   \
   LOOM_UNROLL for (int o = 0; o < NR; o++)                                 \
     LOOM_UNROLL for (int v = 0; v < NV; v++) _mm512_storeu_ps(acc + o * astride + 16 * v, f[o][v])
@@ -220,7 +221,7 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
 template <int NR, int NV>
 void kern_f32(const Panel& p, int og, const uint32_t* x, size_t tw, int k0, int kc, float* acc, int astride) {
   __m512 f[NR][NV];
-  LOOM_ACC_LOAD(f, acc, astride);
+  LOOM_ACC_LOAD(f, acc, astride, k0 == 0);
   const float* w[NR];
   LOOM_UNROLL for (int o = 0; o < NR; o++) w[o] = reinterpret_cast<const float*>(p.w[og + o]) + k0;
   const float* xf = reinterpret_cast<const float*>(x);
@@ -239,7 +240,7 @@ void kern_f32(const Panel& p, int og, const uint32_t* x, size_t tw, int k0, int 
 template <int NR, int NV>
 void kern_bf16(const Panel& p, int og, const uint32_t* x, size_t tw, int k0, int kc, float* acc, int astride) {
   __m512 f[NR][NV];
-  LOOM_ACC_LOAD(f, acc, astride);
+  LOOM_ACC_LOAD(f, acc, astride, k0 == 0);
   const uint8_t* w[NR];
   LOOM_UNROLL for (int o = 0; o < NR; o++) w[o] = p.w[og + o] + 2 * k0;
   for (int k2 = 0; k2 < kc / 2; k2++) {
@@ -257,7 +258,7 @@ void kern_bf16(const Panel& p, int og, const uint32_t* x, size_t tw, int k0, int
 template <int NR, int NV>
 void kern_q8(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0, int nbk, float* acc, int astride) {
   __m512 f[NR][NV];
-  LOOM_ACC_LOAD(f, acc, astride);
+  LOOM_ACC_LOAD(f, acc, astride, b0 == 0);
   const int nb = K / 32;
   const uint32_t* xd = x + 16 * (K / 4);  // d section of tile 0
   for (int b = b0; b < b0 + nbk; b++) {
@@ -290,7 +291,7 @@ template <int NR, int NV, bool kQ4K>
 void kern_kq(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0, int nbk, float* acc, int astride) {
   constexpr int SUB = kQ4K ? 32 : 16, NSUB = 256 / SUB, G = SUB / 4;
   __m512 f[NR][NV];
-  LOOM_ACC_LOAD(f, acc, astride);
+  LOOM_ACC_LOAD(f, acc, astride, b0 == 0);
   const int nb = K / 256;
   const uint32_t* xd = x + 16 * (K / 4);
   const uint32_t* xs = xd + 16 * nb;
@@ -344,6 +345,8 @@ void kern_kq(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0
 
 // ---- driver ----
 
+inline size_t ceil_div_size(int a, int b) { return static_cast<size_t>((a + b - 1) / b); }
+
 constexpr int kPanel = 48;    // output rows per task (matmul.cc uses the same)
 constexpr int kMaxTiles = 4;  // activation tiles per micro-kernel pass
 
@@ -380,6 +383,9 @@ GemmShape gemm_shape(int type) {
     default: return {4, 2, 1024};  // Q4_K, Q6_K
   }
 }
+
+// output rows per micro-kernel in a pass of nv tiles
+int pass_nr(int type, const GemmShape& sh, int nv) { return nv == 1 ? single_tile_nr(type) : sh.nr; }
 
 using KernFn = void (*)(const Panel&, int, const uint32_t*, size_t, int, int, int, float*, int);
 
@@ -439,7 +445,7 @@ KernFn kernel_for(int type, int nr, int nv) {
 
 // out[r·N + o] for r in [r0, r1), o in [o0, o1) (o1 − o0 ≤ kPanel); packed: every 16-row tile.
 void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0,
-                int o1, float* out, int N) {
+                int o1, float* out, int N, PrefetchRange next) {
   thread_local Panel panel;
   const int no = o1 - o0;
   prepare_panel(type, w, wstride, K, o0, no, panel);
@@ -447,15 +453,26 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
   const size_t tb = tile_bytes(type, K), tw = tb / 4;
   constexpr int AS = 16 * kMaxTiles;  // acc row stride (floats)
   alignas(64) float acc[kPanel * AS];
+  // `next` is fetched into L2 in equal slices, one before each micro-kernel call of this
+  // panel: weights come from memory, and prepare_panel would otherwise wait for them a line
+  // at a time (a burst of prefetches at once stalls the kernel instead)
+  size_t calls = 0;
+  for (int t = r0 / 16; 16 * t < r1; t += sh.tiles)
+    calls += ceil_div_size(K, sh.kc) * ceil_div_size(no, pass_nr(type, sh, imin(sh.tiles, (r1 - 16 * t + 15) / 16)));
+  const size_t slice = (next.bytes + calls - 1) / calls;
+  size_t call = 0;
   for (int t = r0 / 16; 16 * t < r1; t += sh.tiles) {
     const int nv = imin(sh.tiles, (r1 - 16 * t + 15) / 16);
-    std::memset(acc, 0, sizeof(acc));
     const uint32_t* x = reinterpret_cast<const uint32_t*>(packed + tb * t);
     for (int k0 = 0; k0 < K; k0 += sh.kc) {
       const int kc = imin(sh.kc, K - k0);
-      const int step = nv == 1 ? single_tile_nr(type) : sh.nr;
+      const int step = pass_nr(type, sh, nv);
       for (int og = 0; og < no; og += step) {
         const int nr = imin(step, no - og);
+        if (next.bytes > 0) {
+          const size_t from = slice * static_cast<size_t>(call++), to = from + slice < next.bytes ? from + slice : next.bytes;
+          for (size_t b = from; b < to; b += 64) __builtin_prefetch(next.begin + b, 0, 2);
+        }
         kernel_for(type, nr, nv)(panel, og, x, tw, K, k0, kc, acc + og * AS, AS);
       }
     }

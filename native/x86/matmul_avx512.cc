@@ -162,9 +162,13 @@ void avx512_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8
 }
 
 void avx512_gemm(int type, const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0,
-                 int o1, float* out, int N) {
-  for (int o = o0; o < o1; o += kPanel)
-    gemm_panel(type, packed, r0, r1, w, wstride, K, o, imin(o1, o + kPanel), out, N);
+                 int o1, float* out, int N, PrefetchRange next) {
+  for (int o = o0; o < o1; o += kPanel) {
+    const int oe = imin(o1, o + kPanel);
+    // the next panel of this call, else the caller's next range
+    const PrefetchRange ahead = oe < o1 ? PrefetchRange{w + wstride * oe, wstride * static_cast<size_t>(imin(o1, oe + kPanel) - oe)} : next;
+    gemm_panel(type, packed, r0, r1, w, wstride, K, o, oe, out, N, ahead);
+  }
 }
 
 }  // namespace x86

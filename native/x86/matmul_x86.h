@@ -40,14 +40,19 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
 // Many-row matmul. x is first packed in tiles of 16 rows (kGemmTile) by avx512_gemm_pack
 // (rows past the end are zero), then avx512_gemm computes rows [r0, r1) (r0 a multiple of 16)
 // by outputs [o0, o1), best in panels of kGemmPanel outputs: each weight word is broadcast to
-// 16 rows at once and reused from L1 across the row tiles.
+// 16 rows at once and reused from L1 across the row tiles. `next` (may be null): weight bytes
+// the caller will read next, fetched into L2 while these rows are computed.
 constexpr int kGemmTile = 16;
 constexpr int kGemmPanel = 48;
 bool avx512_gemm_supports(int type, int K);
 size_t avx512_gemm_tile_bytes(int type, int K);  // bytes of one packed 16-row tile
 void avx512_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8_t* dst_tile);
+struct PrefetchRange {
+  const uint8_t* begin = nullptr;
+  size_t bytes = 0;
+};
 void avx512_gemm(int type, const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0,
-                 int o1, float* out, int N);
+                 int o1, float* out, int N, PrefetchRange next = {});
 
 }  // namespace x86
 
