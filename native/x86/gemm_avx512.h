@@ -4,8 +4,10 @@
 // A micro-kernel computes NR output rows (weights, one broadcast 32-bit word at a time) by
 // NV·16 activation rows (NV packed tiles, 16 rows per vector lane set) over a K-block,
 // accumulating into acc[o][16·v + lane] (f32). Integer types sum exact int32 products per
-// block (VNNI dpbusd: u8 = x + 128, s8 = weight; the +128 is taken back by a per-block
-// correction −128·Σw folded into the accumulator's initial value), then scale in f32.
+// block with VNNI dpbusd (u8 × s8), then scale in f32. Blocks of 32 (Q8_0 activations): u8 =
+// weight + 128 (a sign-bit flip of the broadcast word), s8 = x; the +128 is taken back by the
+// tile's −128·Σx, the accumulator's initial value. K-quants: u8 = x + 128, s8 = weight, and
+// −128·Σw comes from the panel's tables.
 
 inline uint32_t load32(const void* p) {
   uint32_t v;
@@ -33,7 +35,6 @@ struct Panel {
   int bstride = 0;       // bytes between blocks in w[o] (integer types)
   Buf<uint8_t> unpacked;  // [48][K] s8 or f32 rows
   Buf<float> dw;          // Q8_0/Q4_0: [48][K/32]
-  Buf<int32_t> corr;      // Q8_0/Q4_0: [48][K/32]
   Buf<Q4KTab> q4k;        // [48][K/256]
   Buf<Q6KTab> q6k;        // [48][K/256]
 };
@@ -69,23 +70,17 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
     case kQ4_0: {
       const int nb = K / 32;
       p.dw.get(48 * static_cast<size_t>(nb));
-      p.corr.get(48 * static_cast<size_t>(nb));
       if (type == kQ4_0) p.unpacked.get(48 * k);
       p.bstride = type == kQ8_0 ? 34 : 32;
       for (int o = 0; o < no; o++) {
         const uint8_t* row = w + wstride * (o0 + o);
         int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
         for (int b = 0; b < nb; b++) {
-          const int8_t* q;
-          if (type == kQ8_0) {
-            q = reinterpret_cast<const int8_t*>(row + 34 * b + 2);
-          } else {  // Q4_0 → s8 (q − 8), values in order
+          if (type == kQ4_0) {  // → s8 (q − 8), values in order
             const __m256i v = _mm256_sub_epi8(q4_0_unpack(row + 18 * b + 2), _mm256_set1_epi8(8));
             _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), v);
-            q = un + 32 * b;
           }
           p.dw.data()[o * nb + b] = f16_scalar(row + (type == kQ8_0 ? 34 : 18) * b);
-          p.corr.data()[o * nb + b] = -128 * sum_i8_32(q);
         }
         p.w[o] = type == kQ8_0 ? row + 2 : reinterpret_cast<const uint8_t*>(un);
       }
@@ -161,7 +156,6 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
     case kIQ4_NL: {  // → s8 values in blocks of 32, as Q4_0 (kern_q8)
       const int nb = K / 32, bytes = type == kQ5_0 ? 22 : 18;
       p.dw.get(48 * static_cast<size_t>(nb));
-      p.corr.get(48 * static_cast<size_t>(nb));
       p.unpacked.get(48 * k);
       p.bstride = 32;
       for (int o = 0; o < no; o++) {
@@ -175,7 +169,6 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
               : _mm256_shuffle_epi8(iq4nl_table(), q4_0_unpack(blk + 2));
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), v);
           p.dw.data()[o * nb + b] = f16_scalar(blk);
-          p.corr.data()[o * nb + b] = -128 * sum_i8_32(un + 32 * b);
         }
         p.w[o] = reinterpret_cast<const uint8_t*>(un);
       }
@@ -254,25 +247,27 @@ void kern_bf16(const Panel& p, int og, const uint32_t* x, size_t tw, int k0, int
   LOOM_ACC_STORE(f, acc, astride);
 }
 
-// Q8_0 / Q4_0 (s8 weights in blocks of 32 with f32 scale dw and correction): blocks [b0, b0 + nbk)
+// Q8_0 / Q4_0 (s8 weights in blocks of 32 with f32 scale dw): blocks [b0, b0 + nbk)
 template <int NR, int NV>
 void kern_q8(const Panel& p, int og, const uint32_t* x, size_t tw, int K, int b0, int nbk, float* acc, int astride) {
   __m512 f[NR][NV];
   LOOM_ACC_LOAD(f, acc, astride, b0 == 0);
   const int nb = K / 32;
   const uint32_t* xd = x + 16 * (K / 4);  // d section of tile 0
+  const uint32_t* xc = xd + 16 * nb;      // −128·Σx section
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int b = b0; b < b0 + nbk; b++) {
     __m512i s[NR][NV];
-    LOOM_UNROLL for (int o = 0; o < NR; o++) {
-      const __m512i c = _mm512_set1_epi32(p.corr.data()[(og + o) * nb + b]);
-      LOOM_UNROLL for (int v = 0; v < NV; v++) s[o][v] = c;
+    LOOM_UNROLL for (int v = 0; v < NV; v++) {
+      const __m512i c = _mm512_loadu_si512(xc + v * tw + 16 * b);
+      LOOM_UNROLL for (int o = 0; o < NR; o++) s[o][v] = c;
     }
     LOOM_UNROLL for (int g = 0; g < 8; g++) {
       __m512i xv[NV];
       LOOM_UNROLL for (int v = 0; v < NV; v++) xv[v] = _mm512_loadu_si512(x + v * tw + 16 * (8 * b + g));
       LOOM_UNROLL for (int o = 0; o < NR; o++) {
-        const __m512i wb = bcast32(p.w[og + o] + p.bstride * b + 4 * g);
-        LOOM_UNROLL for (int v = 0; v < NV; v++) s[o][v] = _mm512_dpbusd_epi32(s[o][v], xv[v], wb);
+        const __m512i wb = _mm512_xor_si512(bcast32(p.w[og + o] + p.bstride * b + 4 * g), flip);  // w + 128
+        LOOM_UNROLL for (int v = 0; v < NV; v++) s[o][v] = _mm512_dpbusd_epi32(s[o][v], wb, xv[v]);
       }
     }
     LOOM_UNROLL for (int v = 0; v < NV; v++) {

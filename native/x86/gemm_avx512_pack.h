@@ -7,7 +7,9 @@
 // copy). A tile is a sequence of such transposed arrays:
 //   F32, F16:   f32 v[K][16]                       (F16: values rounded to f16)
 //   BF16:       u32 pair[K/2][16]                  (two bf16 per word; K even)
-//   Act::kQ8_0: u32 q[K/4][16] (bytes q+128, u8);  f32 d[K/32][16]
+//   Act::kQ8_0: u32 q[K/4][16] (bytes q, s8);  f32 d[K/32][16];  i32 c[K/32][16]
+//               (c = −128·Σq per block: the weights enter dpbusd as u8 w + 128, and c takes
+//               the 128·Σq back, so a panel's weights need no sums of their own)
 //   Act::kQ8_K: u32 q[K/4][16] (bytes q+128, u8);  f32 d[K/256][16];  u32 s32pair[K/64][16]
 //               (s32pair: two int16 sums of 32 q's, for the Q4_K mins)
 // Rows past the end of x are zero.
@@ -80,7 +82,7 @@ size_t tile_bytes(int type, int K) {
     case Act::kF32:
     case Act::kF16: return 64 * static_cast<size_t>(K);
     case Act::kBF16: return 32 * static_cast<size_t>(K);
-    case Act::kQ8_0: return 16 * static_cast<size_t>(K) + 64 * (K / 32);
+    case Act::kQ8_0: return 16 * static_cast<size_t>(K) + 2 * 64 * (K / 32);
     case Act::kQ8_K: return 16 * static_cast<size_t>(K) + 64 * (K / 256) + 64 * (K / 64);
   }
   return 0;
@@ -111,19 +113,29 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst
     case kBF16: transpose16(rows_q, K / 2, out, 16); return;
     default: break;
   }
-  // integer types: q words (then +128 on every byte), then d, then (K-quants) pair sums
+  // integer types: q words (Q8_K: then +128 on every byte), then d, then Q8_0's corrections or
+  // Q8_K's pair sums
+  const bool kq = weight_traits(type)->act == Act::kQ8_K;
   const int qw = K / 4;
   transpose16(rows_q, qw, out, 16);
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (size_t i = 0; i < 16 * static_cast<size_t>(qw); i += 16) {
-    _mm512_storeu_si512(out + i, _mm512_xor_si512(_mm512_loadu_si512(out + i), flip));
+  if (kq) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (size_t i = 0; i < 16 * static_cast<size_t>(qw); i += 16)
+      _mm512_storeu_si512(out + i, _mm512_xor_si512(_mm512_loadu_si512(out + i), flip));
   }
-  const bool kq = weight_traits(type)->act == Act::kQ8_K;
   const int nd = kq ? K / 256 : K / 32;
   const uint32_t* rows_d[16];
   LOOM_UNROLL for (int i = 0; i < 16; i++) rows_d[i] = rows_q[i] ? rows_q[i] + qw : nullptr;  // d follows q
   transpose16(rows_d, nd, out + 16 * qw, 16);
-  if (!kq) return;
+  if (!kq) {  // Σq (int32 [K/32]) follows d: −128·Σq
+    const uint32_t* rows_s[16];
+    LOOM_UNROLL for (int i = 0; i < 16; i++) rows_s[i] = rows_q[i] ? rows_q[i] + qw + nd : nullptr;
+    uint32_t* c = out + 16 * (qw + nd);
+    transpose16(rows_s, nd, c, 16);
+    for (size_t i = 0; i < 16 * static_cast<size_t>(nd); i += 16)
+      _mm512_storeu_si512(c + i, _mm512_mullo_epi32(_mm512_loadu_si512(c + i), _mm512_set1_epi32(-128)));
+    return;
+  }
   const uint32_t* rows_s[16];
   LOOM_UNROLL for (int i = 0; i < 16; i++) {
     // s32 (int16 [K/32]) follows d (f32 [K/256]) and s16 (int16 [K/16])
