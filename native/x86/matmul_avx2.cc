@@ -60,7 +60,7 @@ void prepare_q8_0(const float* x, int K, uint8_t* dst) {
     m = _mm_max_ss(m, _mm_movehdup_ps(m));
     float amax = _mm_cvtss_f32(m);
     if (_mm256_movemask_ps(nan)) amax = NAN;
-    d[b] = f16_to_f32(f32_to_f16(amax / 127.f));
+    d[b] = _cvtsh_ss(_cvtss_sh(amax / 127.f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));  // F16C: the same rounding as f32_to_f16
     s[b] = quantize32(xb, amax != 0.f ? 127.f / amax : 0.f, q + 32 * b);
   }
 }
