@@ -7,6 +7,7 @@ import { BlockManager } from '../src/engine/block-manager.js';
 import { hashBlock } from '../src/engine/block-hash.js';
 import type { BlockHashFn, BlockOwner } from '../src/engine/block-manager.js';
 import { Rng } from '../src/engine/rng.js';
+import { FreeBlocks, RUNWAY_BLOCKS } from '../src/engine/free-blocks.js';
 
 const owner = (): BlockOwner => ({ blockTable: [] });
 const manager = (numBlocks: number, blockSize = 4, enablePrefixCaching = true, hash?: BlockHashFn): BlockManager =>
@@ -409,5 +410,52 @@ describe('hashBlock', () => {
     const seen = new Set<number>();
     for (let p = 0; p < 20000; p++) seen.add(hashBlock(p, t, 0, 16));
     assert.equal(seen.size, 20000);
+  });
+});
+
+describe('BlockManager: placement (a sequence\'s blocks next to each other)', () => {
+  it('grows a sequence into the block after its last, and starts sequences a runway apart', () => {
+    const bm = manager(256, 4, false);
+    const [a, b, c] = [owner(), owner(), owner()];
+    bm.allocate(a, 10); // 3 blocks
+    bm.allocate(b, 5);
+    bm.allocate(c, 1);
+    assert.deepEqual(a.blockTable, [0, 1, 2]);
+    assert.deepEqual(b.blockTable, [RUNWAY_BLOCKS, RUNWAY_BLOCKS + 1]);
+    assert.deepEqual(c.blockTable, [2 * RUNWAY_BLOCKS]);
+    for (let t = 11; t <= 40; t++) bm.allocate(a, t); // decode, one token a step
+    assert.deepEqual(a.blockTable, range(10));
+    bm.allocate(b, 9);
+    assert.deepEqual(b.blockTable, range(3, RUNWAY_BLOCKS));
+    bm.assertConsistent([a, b, c]);
+  });
+
+  it('FreeBlocks always takes the free block of lowest rank, whatever was taken by id or released', () => {
+    const n = 100, runway = 8, rows = Math.ceil(n / runway);
+    const rank = (b: number): number => (b % runway) * rows + Math.floor(b / runway);
+    const pool = new FreeBlocks(n, runway);
+    const free = new Set(range(n)); // the reference: a plain set, minimum found by scanning
+    const rng = new Rng(7);
+    for (let step = 0; step < 20000; step++) {
+      const op = rng.nextUint32() % 3;
+      if (op === 0) {
+        const expected = free.size === 0 ? -1 : [...free].reduce((m, b) => (rank(b) < rank(m) ? b : m));
+        assert.equal(pool.take(), expected);
+        free.delete(expected);
+      } else if (op === 1) {
+        const b = rng.nextUint32() % (n + 2) - 1; // -1 and n included: never free
+        assert.equal(pool.takeIfFree(b), free.has(b) ? b : -1);
+        free.delete(b);
+      } else {
+        const taken = range(n).filter((b) => !free.has(b));
+        if (taken.length === 0) continue;
+        const b = taken[rng.nextUint32() % taken.length]!;
+        pool.release(b);
+        free.add(b);
+      }
+      assert.equal(pool.size, free.size);
+    }
+    assert.deepEqual([...pool].sort((x, y) => x - y), [...free].sort((x, y) => x - y));
+    assert.throws(() => pool.release([...free][0]!), /already free/);
   });
 });

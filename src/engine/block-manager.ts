@@ -1,6 +1,6 @@
 // The paged KV cache's bookkeeping: reference counts, automatic prefix caching, copy-on-write.
 // The only code that changes block tables. Every block is in exactly one state:
-//   free    refcount 0, unregistered                  freeStack[0, freeTop)
+//   free    refcount 0, unregistered                  FreeBlocks (a sequence's next block next to its last)
 //   cached  refcount 0, mapped in the prefix cache    intrusive LRU list (head = next evicted)
 //   held    refcount > 0 (= number of tables holding it), mapped or not
 // Prefix cache: a registered full block has a content id (cid) naming its exact token prefix;
@@ -12,6 +12,7 @@
 // no window can reach them: their entries become NONE (-1) and keep the positions of the rest.
 
 import { hashBlock } from './block-hash.js';
+import { FreeBlocks } from './free-blocks.js';
 import type { BlockHashFn } from './block-hash.js';
 import type { KvEventRecorder } from './kv-events.js';
 
@@ -50,8 +51,7 @@ export class BlockManager {
   private readonly hash: BlockHashFn;
   private readonly refCount: Int32Array;  // [numBlocks]
   private readonly fill: Int32Array;      // [numBlocks] slots written or allocated, shared by all holders
-  private readonly freeStack: Int32Array; // [numBlocks]
-  private freeTop: number;
+  private readonly freeBlocks: FreeBlocks;
   private readonly prev: Int32Array;      // [numBlocks + 1] LRU links; index numBlocks is the sentinel
   private readonly next: Int32Array;
   private lruSize = 0;
@@ -76,9 +76,7 @@ export class BlockManager {
     this.events = opts.events;
     this.refCount = new Int32Array(numBlocks);
     this.fill = new Int32Array(numBlocks);
-    this.freeStack = new Int32Array(numBlocks);
-    for (let i = 0; i < numBlocks; i++) this.freeStack[i] = numBlocks - 1 - i; // block 0 is taken first
-    this.freeTop = numBlocks;
+    this.freeBlocks = new FreeBlocks(numBlocks); // block 0 is taken first
     this.prev = new Int32Array(numBlocks + 1).fill(numBlocks);
     this.next = new Int32Array(numBlocks + 1).fill(numBlocks);
     this.cid = new Float64Array(numBlocks).fill(NONE);
@@ -89,7 +87,7 @@ export class BlockManager {
 
   /** free + evictable cached blocks (refcount 0) */
   get numFreeBlocks(): number {
-    return this.freeTop + this.lruSize;
+    return this.freeBlocks.size + this.lruSize;
   }
 
   /** blocks in the prefix cache (held or evictable) */
@@ -153,7 +151,7 @@ export class BlockManager {
       this.fill[last] = Math.min(bs, numTokens - (table.length - 1) * bs);
     }
     while (table.length * bs < numTokens) {
-      const b = this.take();
+      const b = this.take(table.length > 0 ? table[table.length - 1]! : NONE);
       this.fill[b] = Math.min(bs, numTokens - table.length * bs);
       table.push(b);
     }
@@ -275,8 +273,7 @@ export class BlockManager {
     const n = this.numBlocks;
     const state = new Uint8Array(n); // 0 held, 1 free, 2 cached
     const fail = (msg: string): never => { throw new Error(`BlockManager inconsistent: ${msg}`); };
-    for (let i = 0; i < this.freeTop; i++) {
-      const b = this.freeStack[i]!;
+    for (const b of this.freeBlocks) {
       if (state[b] !== 0) fail(`block ${b} twice in the free list`);
       if (this.refCount[b] !== 0 || this.key[b] !== NONE || this.cid[b] !== NONE) fail(`free block ${b} is held or registered`);
       state[b] = 1;
@@ -354,11 +351,12 @@ export class BlockManager {
     return true;
   }
 
-  /** a fresh block (refcount 1, empty): from the free list, else evicts the least recently used */
-  private take(): number {
-    let b: number;
-    if (this.freeTop > 0) b = this.freeStack[--this.freeTop]!;
-    else {
+  /** a fresh block (refcount 1, empty): from the free pool (the one after `after` when that one is
+   *  free), else evicts the least recently used */
+  private take(after = NONE): number {
+    let b = after === NONE ? NONE : this.freeBlocks.takeIfFree(after + 1);
+    if (b === NONE) b = this.freeBlocks.take();
+    if (b === NONE) {
       b = this.next[this.numBlocks]!;
       if (b === this.numBlocks) throw new Error('BlockManager: out of blocks');
       this.unlink(b);
@@ -374,7 +372,7 @@ export class BlockManager {
 
   private release(b: number): void {
     this.cid[b] = NONE;
-    this.freeStack[this.freeTop++] = b;
+    this.freeBlocks.release(b);
   }
 
   private append(b: number): void { // at the LRU tail (most recently used)
