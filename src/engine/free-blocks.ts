@@ -36,10 +36,6 @@ export class FreeBlocks {
     return this.count;
   }
 
-  has(b: number): boolean {
-    return this.pos[b]! >= 0;
-  }
-
   /** the free block of lowest rank, taken; -1 when none is free */
   take(): number {
     return this.count === 0 ? -1 : this.remove(this.heap[0]!);
