@@ -231,6 +231,8 @@ void run_checks() {
     if (blk == 32 && type != kQ8_0 && type != kQ4_0) Ks.push_back(37);  // float types: any K
     // Q8_0 / Q4_0: two whole groups of 16 blocks, then a pair and an odd block
     if (type == kQ8_0 || type == kQ4_0) Ks.insert(Ks.begin() + 1, 32 * 35);
+    // Q4_0 (AVX-512, four blocks a step): a group of 16, of 8 and of 4, then three blocks
+    if (type == kQ4_0) Ks.insert(Ks.begin() + 1, 32 * 31);
     // K-quants: a whole group of 4 blocks and a partial one
     if (blk == 256) Ks.insert(Ks.begin() + 1, 256 * 7);
     for (int isa = 0; isa <= best; isa++) {

@@ -243,6 +243,240 @@ void dot_q_0_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) 
   }
 }
 
+// ---- Q4_0 and IQ4_NL: four blocks a step ----
+//
+// A block's 16 bytes hold its values 0..15 in their low nibbles and 16..31 in their high
+// ones. One word permute of the 72 bytes of four blocks puts 4 bytes of each block in every
+// 128-bit lane, block D in dword D; masking and shifting then give two vectors of u8
+// weights in which every dword belongs to one block. The activations are stored in the same
+// order (`quad_order`, once per call), so one convert and one FMA cover four blocks, and a
+// lane broadcast gives their four scales (pair order: two of each and a cross-lane permute).
+//
+// One activation row (decode) takes 4 weight rows at a time: the x vectors are loaded once
+// for the 4, and 4 independent chains hide the latencies. On Zen 4 the 512-bit work here is
+// bound by the vector pipes (two 512-bit operations a cycle), and one row at a time left
+// them idle waiting on loads and the block scales: K = 1152 (Gemma's FFN input and LM head)
+// went from 4.2 cycles a block (pair order, one row) to 2.2, one thread, weights in L2.
+
+// q in quad order: in each run of 4 whole blocks (128 values), dword 4L + D of the first 64
+// bytes is values 4L .. 4L+3 of block D, and of the next 64 bytes values 16 + 4L .. 19 + 4L;
+// the last K/32 mod 4 blocks stay as they are
+inline void quad_order(const int8_t* q, int K, int8_t* dst) {
+  const int quads = K / 128;
+  // dword 4L + D of the low half ← dword 8D + L of the 128 bytes; of the high half ← 8D + 4 + L
+  const __m512i lo_idx = _mm512_setr_epi32(0, 8, 16, 24, 1, 9, 17, 25, 2, 10, 18, 26, 3, 11, 19, 27);
+  const __m512i hi_idx = _mm512_add_epi32(lo_idx, _mm512_set1_epi32(4));
+  for (int i = 0; i < quads; i++) {
+    const __m512i a = _mm512_loadu_si512(q + 128 * i), b = _mm512_loadu_si512(q + 128 * i + 64);
+    _mm512_storeu_si512(dst + 128 * i, _mm512_permutex2var_epi32(a, lo_idx, b));
+    _mm512_storeu_si512(dst + 128 * i + 64, _mm512_permutex2var_epi32(a, hi_idx, b));
+  }
+  std::memcpy(dst + 128 * quads, q + 128 * quads, K - 128 * quads);
+}
+
+// u8 weights (nibble, or IQ4_NL level + 128) of blocks b .. b+3 at blk, in quad order: lo
+// holds values 0..15 of each block, hi values 16..31 (idx: quad_word_index())
+// word 8L + 2D + h (lane L, dword D, half h) ← nibble bytes 4L + 2h, +1 of block D: byte
+// 18D + 2 + 4L + 2h of the quad, from A = bytes 0..63 or B = bytes 8..71
+inline __m512i quad_word_index() {
+  alignas(64) int16_t idx[32];
+  for (int L = 0; L < 4; L++)
+    for (int D = 0; D < 4; D++)
+      for (int h = 0; h < 2; h++) {
+        const int byte = 18 * D + 2 + 4 * L + 2 * h;
+        idx[8 * L + 2 * D + h] = static_cast<int16_t>(byte < 64 ? byte / 2 : 32 + (byte - 8) / 2);
+      }
+  return _mm512_load_si512(idx);
+}
+
+template <Q0 T>
+inline void q_0_quad(const uint8_t* blk, __m512i idx, __m512i& lo, __m512i& hi) {
+  static_assert(T == Q0::kQ4_0 || T == Q0::kIQ4_NL);
+  const __m512i v = _mm512_permutex2var_epi16(_mm512_loadu_si512(blk), idx, _mm512_loadu_si512(blk + 8));
+  const __m512i m4 = _mm512_set1_epi8(15);
+  lo = _mm512_and_si512(v, m4);
+  hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  if (T == Q0::kIQ4_NL) {
+    lo = _mm512_shuffle_epi8(iq4nl_table_u8(), lo);
+    hi = _mm512_shuffle_epi8(iq4nl_table_u8(), hi);
+  }
+}
+
+// every 128-bit lane ← s[4k .. 4k+3], the scales of the four blocks of quad k
+template <int k>
+inline __m512 quad_scale(__m512 s) {
+  return _mm512_shuffle_f32x4(s, s, k * 0x55);
+}
+
+// the f16 at byte 0 of 4 blocks 18 bytes apart, as f32 in lanes 0..3 (4..15 zero)
+inline __m512 q4_0_d4(const uint8_t* p) {
+  uint16_t h[4];
+  for (int i = 0; i < 4; i++) std::memcpy(&h[i], p + 18 * i, 2);
+  return _mm512_cvtph_ps(_mm256_zextsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(h))));
+}
+
+// Blocks b0 .. b0+kN−1 (kN = 16, 8 or 4; a multiple of 4 from the row start) of one weight
+// row against R prepared rows in quad order.
+template <int R, Q0 T, int kN>
+inline void q_0_quad_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m512 (&acc)[4][R], __m512 (&corr)[R]) {
+  static_assert(kN == 16 || kN == 8 || kN == 4);
+  constexpr __mmask16 kLanes = static_cast<__mmask16>((1u << kN) - 1);
+  const uint8_t* g = w + 18 * b0;
+  const __m512i idx = quad_word_index();
+  const __m512 d = kN == 16 ? q4_0_group_d16(g) : kN == 8 ? group_f16_8<18, 0>(g) : q4_0_d4(g);
+  __m512 s[R];
+  LOOM_UNROLL for (int r = 0; r < R; r++) {
+    const __m512 dx = _mm512_maskz_loadu_ps(kLanes, x[r].d + b0);
+    const __m512 sx = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(kLanes, x[r].s + b0));
+    s[r] = _mm512_mul_ps(d, dx);
+    corr[r] = _mm512_fmadd_ps(s[r], sx, corr[r]);
+  }
+  const auto step = [&](auto kc) {
+    constexpr int k = decltype(kc)::value;
+    if (4 * k >= kN) return;
+    const int b = b0 + 4 * k;
+    LOOM_PREFETCH(w + 18 * b);  // 72 bytes a quad
+    LOOM_PREFETCH(w + 18 * b + 64);
+    __m512i lo, hi;
+    q_0_quad<T>(w + 18 * b, idx, lo, hi);
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
+      const int8_t* xq = x[r].q + 32 * b;
+      const __m512i p = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xq)), hi,
+                                            _mm512_loadu_si512(xq + 64));
+      acc[k][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), quad_scale<k>(s[r]), acc[k][r]);
+    }
+  };
+  step(std::integral_constant<int, 0>());
+  step(std::integral_constant<int, 1>());
+  step(std::integral_constant<int, 2>());
+  step(std::integral_constant<int, 3>());
+}
+
+// x: prepared rows with q in quad order
+template <int R, Q0 T>
+void dot_q_0_quad_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) {
+  const int nb = K / 32;
+  __m512 acc[4][R], corr[R];
+  float mtail[R];
+  LOOM_UNROLL for (int r = 0; r < R; r++) {
+    acc[0][r] = acc[1][r] = acc[2][r] = acc[3][r] = corr[r] = _mm512_setzero_ps();
+    mtail[r] = 0;
+  }
+  int b0 = 0;
+  for (; b0 + 16 <= nb; b0 += 16) q_0_quad_group<R, T, 16>(w, x, b0, acc, corr);
+  if (b0 + 8 <= nb) {
+    q_0_quad_group<R, T, 8>(w, x, b0, acc, corr);
+    b0 += 8;
+  }
+  if (b0 + 4 <= nb) {
+    q_0_quad_group<R, T, 4>(w, x, b0, acc, corr);
+    b0 += 4;
+  }
+  if (b0 < nb) q_0_tail<R, T>(w, x, b0, nb - b0, acc, mtail);  // in natural order
+  LOOM_UNROLL for (int r = 0; r < R; r++) {
+    __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]), _mm512_add_ps(acc[2][r], acc[3][r]));
+    res[r] = hsum512(_mm512_fnmadd_ps(_mm512_set1_ps(kQ0Bias<T>), corr[r], a));
+  }
+}
+
+// NW weight rows (wstride apart) against one prepared row in quad order: the row's x vectors
+// are loaded once for all NW, and NW independent chains overlap the latencies.
+template <int NW, Q0 T>
+void dot_q_0_quad_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, int K, float* res) {
+  const int nb = K / 32;
+  __m512 acc[NW][2], corr[NW];
+  LOOM_UNROLL for (int n = 0; n < NW; n++) acc[n][0] = acc[n][1] = corr[n] = _mm512_setzero_ps();
+  const __m512i idx = quad_word_index();
+  const auto group = [&](auto knc, int b0) {
+    constexpr int kN = decltype(knc)::value;
+    constexpr __mmask16 kLanes = static_cast<__mmask16>((1u << kN) - 1);
+    const __m512 dx = _mm512_maskz_loadu_ps(kLanes, x.d + b0);
+    const __m512 sx = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(kLanes, x.s + b0));
+    __m512 s[NW];
+    LOOM_UNROLL for (int n = 0; n < NW; n++) {
+      const uint8_t* g = w + ws * n + 18 * b0;
+      const __m512 d = kN == 16 ? q4_0_group_d16(g) : kN == 8 ? group_f16_8<18, 0>(g) : q4_0_d4(g);
+      s[n] = _mm512_mul_ps(d, dx);
+      corr[n] = _mm512_fmadd_ps(s[n], sx, corr[n]);
+    }
+    const auto step = [&](auto kc) {
+      constexpr int k = decltype(kc)::value;
+      if (4 * k >= kN) return;
+      const int b = b0 + 4 * k;
+      const __m512i x0 = _mm512_loadu_si512(x.q + 32 * b), x1 = _mm512_loadu_si512(x.q + 32 * b + 64);
+      LOOM_UNROLL for (int n = 0; n < NW; n++) {
+        const uint8_t* blk = w + ws * n + 18 * b;
+        LOOM_PREFETCH(blk);
+        LOOM_PREFETCH(blk + 64);
+        __m512i lo, hi;
+        q_0_quad<T>(blk, idx, lo, hi);
+        const __m512i p = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x0), hi, x1);
+        acc[n][k & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), quad_scale<k>(s[n]), acc[n][k & 1]);
+      }
+    };
+    step(std::integral_constant<int, 0>());
+    step(std::integral_constant<int, 1>());
+    step(std::integral_constant<int, 2>());
+    step(std::integral_constant<int, 3>());
+  };
+  int b0 = 0;
+  for (; b0 + 16 <= nb; b0 += 16) group(std::integral_constant<int, 16>(), b0);
+  if (b0 + 8 <= nb) {
+    group(std::integral_constant<int, 8>(), b0);
+    b0 += 8;
+  }
+  if (b0 + 4 <= nb) {
+    group(std::integral_constant<int, 4>(), b0);
+    b0 += 4;
+  }
+  __m512 total[NW];
+  LOOM_UNROLL for (int n = 0; n < NW; n++) {
+    if (b0 < nb) {  // the last K/32 mod 4 blocks, in natural order
+      __m512 tacc[4][1] = {{_mm512_setzero_ps()}, {_mm512_setzero_ps()}, {_mm512_setzero_ps()}, {_mm512_setzero_ps()}};
+      float mtail[1] = {0};
+      q_0_tail<1, T>(w + ws * n, &x, b0, nb - b0, tacc, mtail);
+      acc[n][0] = _mm512_add_ps(acc[n][0], _mm512_add_ps(_mm512_add_ps(tacc[0][0], tacc[1][0]), _mm512_add_ps(tacc[2][0], tacc[3][0])));
+    }
+    total[n] = _mm512_fnmadd_ps(_mm512_set1_ps(kQ0Bias<T>), corr[n], _mm512_add_ps(acc[n][0], acc[n][1]));
+  }
+  if constexpr (NW == 4) {
+    __m256 h[4];
+    LOOM_UNROLL for (int n = 0; n < 4; n++)
+      h[n] = _mm256_add_ps(_mm512_castps512_ps256(total[n]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(total[n]), 1)));
+    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
+    _mm_storeu_ps(res, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+  } else {
+    LOOM_UNROLL for (int n = 0; n < NW; n++) res[n] = hsum512(total[n]);
+  }
+}
+
+// dot_rows_driver over copies of the prepared rows with q in quad order (a few KB a call)
+template <Q0 T>
+void dot_quad_driver(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0, int o1,
+                     float* out, int N) {
+  thread_local std::vector<uint8_t> copy;
+  copy.resize(xstride * static_cast<size_t>(rows));
+  for (int r = 0; r < rows; r++) {
+    const uint8_t* src = xa + xstride * static_cast<size_t>(r);
+    uint8_t* dst = copy.data() + xstride * static_cast<size_t>(r);
+    quad_order(reinterpret_cast<const int8_t*>(src), K, reinterpret_cast<int8_t*>(dst));
+    std::memcpy(dst + K, src + K, xstride - K);  // block scales and sums
+  }
+  if (rows == 1) {
+    const loom::XQ8_0 xv = loom::xq8_0_view(copy.data(), K);
+    const int q = (o1 - o0) / 4;
+    for (int i = 0; i < q; i++) {
+      float r4[4];
+      dot_q_0_quad_wrows512<4, T>(w + wstride * static_cast<size_t>(o0 + i), wstride * q, xv, K, r4);
+      for (int j = 0; j < 4; j++) out[o0 + i + j * q] = r4[j];
+    }
+    for (int o = o0 + 4 * q; o < o1; o++) dot_q_0_quad_wrows512<1, T>(w + wstride * static_cast<size_t>(o), wstride, xv, K, out + o);
+    return;
+  }
+  dot_rows_driver(copy.data(), xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_0_view, dot_q_0_quad_rows512<1, T>,
+                  dot_q_0_quad_rows512<2, T>, dot_q_0_quad_rows512<3, T>, dot_q_0_quad_rows512<4, T>);
+}
+
 // ---- Q4_K · Q8_K: 4 blocks of 256 values a group, 64 values per vector ----
 //
 // Each block's headers (d, dmin, 12 bytes of packed scales and mins) are decoded for four

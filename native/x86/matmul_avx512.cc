@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 #include <type_traits>
+#include <vector>
 
 #include "../matmul.h"
 #include "../quant.h"
@@ -95,8 +96,8 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
                     dot_q_0_rows512<2, KIND>, dot_q_0_rows512<3, KIND>, dot_q_0_rows512<4, KIND>);                 \
     return;
     LOOM_Q0(kQ8_0, Q0::kQ8_0)
-    LOOM_Q0(kQ4_0, Q0::kQ4_0)
-    LOOM_Q0(kIQ4_NL, Q0::kIQ4_NL)
+    case kQ4_0: dot_quad_driver<Q0::kQ4_0>(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
+    case kIQ4_NL: dot_quad_driver<Q0::kIQ4_NL>(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
     LOOM_Q0(kQ5_0, Q0::kQ5_0)
     LOOM_Q0(kQ4_1, Q0::kQ4_1)
     LOOM_Q0(kQ5_1, Q0::kQ5_1)
