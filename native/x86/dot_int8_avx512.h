@@ -243,6 +243,116 @@ void dot_q_0_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) 
   }
 }
 
+// ---- one activation row (decode): four weight rows at a time ----
+//
+// Kernels that take 4 weight rows against one prepared row load each x vector once for the
+// 4, and their 4 independent chains hide the latencies that leave the vector pipes idle
+// when one row is done at a time (on Zen 4 they can take two 512-bit operations a cycle).
+// The 4 rows come from 4 separate stretches of the task's rows, so each is read
+// sequentially: 4 adjacent rows read side by side made the hardware prefetcher lose the
+// stream (a 42 MB Q4_0 matrix: 27 GB/s one row at a time, 17 adjacent, 33 in stretches).
+
+// out[o] for o in [o0, o1): kernel4(first row, distance between the 4 rows, x, K, res[4]);
+// the last (o1 − o0) mod 4 rows by kernel1
+template <class View, class Kernel4, class Kernel1>
+void one_row_in_stretches(const View& x, const uint8_t* w, size_t wstride, int K, int o0, int o1, float* out,
+                          Kernel4 kernel4, Kernel1 kernel1) {
+  const int q = (o1 - o0) / 4;
+  for (int i = 0; i < q; i++) {
+    float r4[4];
+    kernel4(w + wstride * static_cast<size_t>(o0 + i), wstride * q, x, K, r4);
+    for (int j = 0; j < 4; j++) out[o0 + i + j * q] = r4[j];
+  }
+  for (int o = o0 + 4 * q; o < o1; o++) kernel1(w + wstride * static_cast<size_t>(o), wstride, x, K, out + o);
+}
+
+// res[0..3] ← hsum of v[0..3]
+inline void hsum512x4(const __m512 (&v)[4], float* res) {
+  __m256 h[4];
+  LOOM_UNROLL for (int n = 0; n < 4; n++)
+    h[n] = _mm256_add_ps(_mm512_castps512_ps256(v[n]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v[n]), 1)));
+  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
+  _mm_storeu_ps(res, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+}
+
+// res[n] ← hsum of v[n], n < NW
+template <int NW>
+inline void hsum512_rows(const __m512 (&v)[NW], float* res) {
+  if constexpr (NW == 4) hsum512x4(v, res);
+  else
+    LOOM_UNROLL for (int n = 0; n < NW; n++) res[n] = hsum512(v[n]);
+}
+
+// NW weight rows (ws apart) against one prepared row, blocks of 32 in pair order (Q8_0, Q5_0,
+// Q4_1, Q5_1): q_0_group with the roles of the rows swapped
+template <int NW, Q0 T>
+void dot_q_0_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, int K, float* res) {
+  constexpr int kStride = kQ0Stride<T>;
+  const int nb = K / 32;
+  __m512 acc[NW][2], corr[NW], mcorr[NW];
+  LOOM_UNROLL for (int n = 0; n < NW; n++) acc[n][0] = acc[n][1] = corr[n] = mcorr[n] = _mm512_setzero_ps();
+  const auto group = [&](auto knc, int b0) {
+    constexpr int kN = decltype(knc)::value;
+    constexpr __mmask16 kLanes = kN == 16 ? 0xFFFF : 0x00FF;
+    const __m512 dx = _mm512_maskz_loadu_ps(kLanes, x.d + b0);
+    const __m512 sx = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(kLanes, x.s + b0));
+    __m512 s[NW];
+    LOOM_UNROLL for (int n = 0; n < NW; n++) {
+      const uint8_t* g = w + ws * n + kStride * b0;
+      const __m512 d = kN == 16 ? q_0_group_d16<T>(g) : group_f16_8<kStride, 0>(g);
+      s[n] = _mm512_mul_ps(d, dx);
+      corr[n] = _mm512_fmadd_ps(s[n], sx, corr[n]);
+      if (kQ0Min<T>) {
+        const __m512 mins = kN == 16 ? group_f16_16<kStride, 2>(g) : group_f16_8<kStride, 2>(g);
+        mcorr[n] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_fmadd_ps(d, _mm512_set1_ps(kQ0Bias<T>), mins), dx), sx, mcorr[n]);
+      }
+    }
+    const auto step = [&](auto kc) {
+      constexpr int k = decltype(kc)::value;
+      if (2 * k >= kN) return;
+      const int b = b0 + 2 * k;
+      const __m512i xv = _mm512_loadu_si512(x.q + 32 * b);
+      LOOM_UNROLL for (int n = 0; n < NW; n++) {
+        const uint8_t* blk = w + ws * n + kStride * b;
+        LOOM_PREFETCH(blk);
+        const __m512i u = q_0_pair<T>(blk, false);
+        const __m512 p = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), u, xv));
+        acc[n][k & 1] = _mm512_fmadd_ps(p, pair_scale<k>(s[n]), acc[n][k & 1]);
+      }
+    };
+    step(std::integral_constant<int, 0>());
+    step(std::integral_constant<int, 1>());
+    step(std::integral_constant<int, 2>());
+    step(std::integral_constant<int, 3>());
+    step(std::integral_constant<int, 4>());
+    step(std::integral_constant<int, 5>());
+    step(std::integral_constant<int, 6>());
+    step(std::integral_constant<int, 7>());
+  };
+  int b0 = 0;
+  for (; b0 + 16 <= nb; b0 += 16) group(std::integral_constant<int, 16>(), b0);
+  if (b0 + 8 <= nb) {
+    group(std::integral_constant<int, 8>(), b0);
+    b0 += 8;
+  }
+  __m512 total[NW];
+  float tail[NW];
+  LOOM_UNROLL for (int n = 0; n < NW; n++) {
+    tail[n] = 0;
+    if (b0 < nb) {  // the last n < 8 blocks
+      __m512 tacc[4][1] = {{_mm512_setzero_ps()}, {_mm512_setzero_ps()}, {_mm512_setzero_ps()}, {_mm512_setzero_ps()}};
+      float mtail[1] = {0};
+      q_0_tail<1, T>(w + ws * n, &x, b0, nb - b0, tacc, mtail);
+      acc[n][0] = _mm512_add_ps(acc[n][0], _mm512_add_ps(_mm512_add_ps(tacc[0][0], tacc[1][0]), _mm512_add_ps(tacc[2][0], tacc[3][0])));
+      tail[n] = mtail[0];
+    }
+    total[n] = _mm512_fnmadd_ps(_mm512_set1_ps(kQ0Bias<T>), corr[n], _mm512_add_ps(acc[n][0], acc[n][1]));
+    if (kQ0Min<T>) total[n] = _mm512_add_ps(total[n], mcorr[n]);
+  }
+  hsum512_rows<NW>(total, res);
+  if (kQ0Min<T>) LOOM_UNROLL for (int n = 0; n < NW; n++) res[n] += tail[n];
+}
+
 // ---- Q4_0 and IQ4_NL: four blocks a step ----
 //
 // A block's 16 bytes hold its values 0..15 in their low nibbles and 16..31 in their high
@@ -251,12 +361,8 @@ void dot_q_0_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) 
 // weights in which every dword belongs to one block. The activations are stored in the same
 // order (`quad_order`, once per call), so one convert and one FMA cover four blocks, and a
 // lane broadcast gives their four scales (pair order: two of each and a cross-lane permute).
-//
-// One activation row (decode) takes 4 weight rows at a time: the x vectors are loaded once
-// for the 4, and 4 independent chains hide the latencies. On Zen 4 the 512-bit work here is
-// bound by the vector pipes (two 512-bit operations a cycle), and one row at a time left
-// them idle waiting on loads and the block scales: K = 1152 (Gemma's FFN input and LM head)
-// went from 4.2 cycles a block (pair order, one row) to 2.2, one thread, weights in L2.
+// One row of K = 1152 (Gemma's FFN input and LM head), one thread, weights in L2: 4.2
+// cycles a block in pair order one weight row at a time, 2.2 in quad order four at a time.
 
 // q in quad order: in each run of 4 whole blocks (128 values), dword 4L + D of the first 64
 // bytes is values 4L .. 4L+3 of block D, and of the next 64 bytes values 16 + 4L .. 19 + 4L;
@@ -379,8 +485,7 @@ void dot_q_0_quad_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* 
   }
 }
 
-// NW weight rows (wstride apart) against one prepared row in quad order: the row's x vectors
-// are loaded once for all NW, and NW independent chains overlap the latencies.
+// NW weight rows (ws apart) against one prepared row in quad order
 template <int NW, Q0 T>
 void dot_q_0_quad_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, int K, float* res) {
   const int nb = K / 32;
@@ -439,15 +544,7 @@ void dot_q_0_quad_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, in
     }
     total[n] = _mm512_fnmadd_ps(_mm512_set1_ps(kQ0Bias<T>), corr[n], _mm512_add_ps(acc[n][0], acc[n][1]));
   }
-  if constexpr (NW == 4) {
-    __m256 h[4];
-    LOOM_UNROLL for (int n = 0; n < 4; n++)
-      h[n] = _mm256_add_ps(_mm512_castps512_ps256(total[n]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(total[n]), 1)));
-    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
-    _mm_storeu_ps(res, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
-  } else {
-    LOOM_UNROLL for (int n = 0; n < NW; n++) res[n] = hsum512(total[n]);
-  }
+  hsum512_rows<NW>(total, res);
 }
 
 // dot_rows_driver over copies of the prepared rows with q in quad order (a few KB a call)
@@ -463,14 +560,8 @@ void dot_quad_driver(const uint8_t* xa, size_t xstride, int rows, const uint8_t*
     std::memcpy(dst + K, src + K, xstride - K);  // block scales and sums
   }
   if (rows == 1) {
-    const loom::XQ8_0 xv = loom::xq8_0_view(copy.data(), K);
-    const int q = (o1 - o0) / 4;
-    for (int i = 0; i < q; i++) {
-      float r4[4];
-      dot_q_0_quad_wrows512<4, T>(w + wstride * static_cast<size_t>(o0 + i), wstride * q, xv, K, r4);
-      for (int j = 0; j < 4; j++) out[o0 + i + j * q] = r4[j];
-    }
-    for (int o = o0 + 4 * q; o < o1; o++) dot_q_0_quad_wrows512<1, T>(w + wstride * static_cast<size_t>(o), wstride, xv, K, out + o);
+    one_row_in_stretches(loom::xq8_0_view(copy.data(), K), w, wstride, K, o0, o1, out, dot_q_0_quad_wrows512<4, T>,
+                         dot_q_0_quad_wrows512<1, T>);
     return;
   }
   dot_rows_driver(copy.data(), xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_0_view, dot_q_0_quad_rows512<1, T>,
@@ -596,6 +687,82 @@ void dot_q4_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res)
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]) - hsum512(mins_acc[r]);
 }
 
+// NW weight rows (ws apart) against one prepared row (see one_row_in_stretches): as
+// q4_k_group with the roles of the rows swapped, each x vector loaded once for the NW.
+template <int NW>
+void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K, float* res) {
+  constexpr int kB = loom::kQ4_KBytes;
+  __m512 acc[NW], mins_acc[NW];
+  LOOM_UNROLL for (int r = 0; r < NW; r++) acc[r] = mins_acc[r] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(15);
+  const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
+  const int nb = K / 256;
+  for (int b0 = 0; b0 < nb; b0 += 4) {
+    const int n = nb - b0 < 4 ? nb - b0 : 4;
+    const __mmask32 mw = n == 4 ? ~__mmask32{0} : static_cast<__mmask32>((1u << (8 * n)) - 1);
+    const __m256 dx = _mm256_permutexvar_ps(_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
+                                            _mm256_castps128_ps256(_mm_maskz_loadu_ps(static_cast<__mmask8>((1u << n) - 1), x.d + b0)));
+    const __m512i xs32 = _mm512_maskz_loadu_epi16(mw, x.s32 + 8 * b0);
+    __m512i sm[NW];
+    __m256 ddx[NW];
+    LOOM_UNROLL for (int r = 0; r < NW; r++) {
+      const uint8_t* g = w + ws * r + kB * b0;
+      __m512i packed = _mm512_setzero_si512();
+      __m128i d_dmin = _mm_setzero_si128();
+      for (int i = 0; i < n; i++) {
+        packed = _mm512_mask_broadcast_i32x4(packed, static_cast<__mmask16>(0xF << (4 * i)), loadu128(g + kB * i + 4));
+        int32_t v;
+        std::memcpy(&v, g + kB * i, 4);
+        d_dmin = _mm_mask_set1_epi32(d_dmin, static_cast<__mmask8>(1 << i), v);
+      }
+      sm[r] = q4_k_scales_mins4(packed);
+      ddx[r] = _mm256_mul_ps(_mm256_cvtph_ps(d_dmin), dx);  // d·dx, dmin·dx per block
+      const __m512i mins = _mm512_shuffle_epi8(
+          sm[r], _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 9, -1, 10, -1, 11, -1, 12, -1, 13, -1, 14, -1, 15, -1)));
+      const __m512 mscale = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7),
+                                                  _mm512_castps256_ps512(ddx[r]));
+      mins_acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(mins, xs32)), mscale, mins_acc[r]);
+    }
+    const auto block = [&](auto ic) {
+      constexpr int i = decltype(ic)::value;
+      if (i >= n) return;
+      __m512i smi[NW], isum[NW];
+      LOOM_UNROLL for (int r = 0; r < NW; r++) {
+        const uint8_t* blk = w + ws * r + kB * (b0 + i);
+        LOOM_PREFETCH(blk);
+        LOOM_PREFETCH(blk + 64);
+        LOOM_PREFETCH(blk + 128);
+        smi[r] = _mm512_shuffle_i32x4(sm[r], sm[r], i * 0x55);
+        isum[r] = _mm512_setzero_si512();
+      }
+      const auto chunk = [&](auto cc) {
+        constexpr int c = decltype(cc)::value;
+        const __m512i xc = _mm512_loadu_si512(x.q + 256 * (b0 + i) + 64 * c);
+        LOOM_UNROLL for (int r = 0; r < NW; r++) {
+          const __m512i raw = _mm512_broadcast_i64x4(loadu256(w + ws * r + kB * (b0 + i) + 16 + 32 * c));
+          const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(raw, shifts), m4);
+          isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(q, xc), q4_k_pair_scales<c>(smi[r]));
+        }
+      };
+      chunk(std::integral_constant<int, 0>());
+      chunk(std::integral_constant<int, 1>());
+      chunk(std::integral_constant<int, 2>());
+      chunk(std::integral_constant<int, 3>());
+      LOOM_UNROLL for (int r = 0; r < NW; r++) {
+        const __m512 dscale = _mm512_permutexvar_ps(_mm512_set1_epi32(2 * i), _mm512_castps256_ps512(ddx[r]));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), dscale, acc[r]);
+      }
+    };
+    block(std::integral_constant<int, 0>());
+    block(std::integral_constant<int, 1>());
+    block(std::integral_constant<int, 2>());
+    block(std::integral_constant<int, 3>());
+  }
+  __m512 total[NW];
+  LOOM_UNROLL for (int r = 0; r < NW; r++) total[r] = _mm512_sub_ps(acc[r], mins_acc[r]);
+  hsum512_rows<NW>(total, res);
+}
+
 // ---- Q6_K · Q8_K: one 256-value block per step, 64 values per vector ----
 //
 // Half h of a block (values 128h .. 128h+127): its 64 ql bytes hold the low nibbles of
@@ -655,4 +822,51 @@ void dot_q6_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res)
     }
   }
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]);
+}
+
+// NW weight rows (ws apart) against one prepared row (see one_row_in_stretches)
+template <int NW>
+void dot_q6_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K, float* res) {
+  __m512 acc[NW];
+  LOOM_UNROLL for (int n = 0; n < NW; n++) acc[n] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
+  const __m512i up = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2), down = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
+  for (int b = 0; b < K / 256; b++) {
+    const __m256i xs16 = loadu256(x.s16 + 16 * b);
+    __m512i sc[NW], isum[NW];
+    __m256i corr[NW];
+    LOOM_UNROLL for (int n = 0; n < NW; n++) {
+      const uint8_t* blk = w + ws * n + loom::kQ6_KBytes * b;
+      LOOM_PREFETCH(blk);
+      LOOM_PREFETCH(blk + 64);
+      LOOM_PREFETCH(blk + 128);
+      LOOM_PREFETCH(blk + 192);
+      const __m256i sc16 = _mm256_cvtepi8_epi16(loadu128(blk + 192));
+      sc[n] = _mm512_castsi256_si512(sc16);
+      corr[n] = _mm256_madd_epi16(sc16, xs16);
+      isum[n] = _mm512_setzero_si512();
+    }
+    const auto half = [&](auto hc) {
+      constexpr int h = decltype(hc)::value;
+      const int8_t* q8 = x.q + 256 * b + 128 * h;
+      const __m512i x0 = _mm512_loadu_si512(q8), x1 = _mm512_loadu_si512(q8 + 64);
+      LOOM_UNROLL for (int n = 0; n < NW; n++) {
+        const uint8_t* blk = w + ws * n + loom::kQ6_KBytes * b;
+        const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
+        const __m512i qh = _mm512_broadcast_i64x4(loadu256(blk + 128 + 32 * h));
+        const __m512i lo = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, m4), _mm512_sllv_epi64(qh, up), m30, 0xF8);
+        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_srlv_epi64(qh, down), m30, 0xF8);
+        isum[n] = _mm512_dpwssd_epi32(isum[n], _mm512_maddubs_epi16(lo, x0), q6_k_quad_scales<2 * h>(sc[n]));
+        isum[n] = _mm512_dpwssd_epi32(isum[n], _mm512_maddubs_epi16(hi, x1), q6_k_quad_scales<2 * h + 1>(sc[n]));
+      }
+    };
+    half(std::integral_constant<int, 0>());
+    half(std::integral_constant<int, 1>());
+    LOOM_UNROLL for (int n = 0; n < NW; n++) {
+      const float d = f16_scalar(w + ws * n + loom::kQ6_KBytes * b + 208);
+      const __m512i t = _mm512_sub_epi32(isum[n], _mm512_zextsi256_si512(_mm256_slli_epi32(corr[n], 5)));
+      acc[n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(d * x.d[b]), acc[n]);
+    }
+  }
+  hsum512_rows<NW>(acc, res);
 }
