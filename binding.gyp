@@ -62,7 +62,7 @@
             '<!@(node -p "[\'native/x86/matmul_avx512.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
           ],
           'cflags': [
-            '-O3', '-fPIC', '-mavx512f', '-mavx512bw', '-mavx512vl', '-mavx512dq', '-mavx512vnni', '-mavx512bf16',
+            '-O3', '-fPIC', '-mavx512f', '-mavx512bw', '-mavx512vl', '-mavx512dq', '-mavx512vnni', '-mavx512bf16', '-mbmi2',
             '-mavx2', '-mfma', '-mf16c',
             # GCC 12's AVX-512 headers trip these on their own `__Y = __Y` idiom
             '-Wno-uninitialized', '-Wno-maybe-uninitialized',

@@ -21,6 +21,7 @@ CpuFeatures detect() {
   f.avx512dq = __builtin_cpu_supports("avx512dq");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+  f.bmi2 = __builtin_cpu_supports("bmi2");
 #elif defined(__aarch64__)
   f.neon = true;  // Advanced SIMD is mandatory on AArch64
 #endif
@@ -52,7 +53,7 @@ bool use_avx2() {
 bool use_avx512() {
   static const bool ok = [] {
     const CpuFeatures& f = cpu_features();
-    return use_avx2() && !no_simd() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni && f.avx512bf16;
+    return use_avx2() && !no_simd() && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni && f.avx512bf16 && f.bmi2;
   }();
   return ok;
 }

@@ -13,6 +13,7 @@ struct CpuFeatures {
   bool avx512dq = false;
   bool avx512vnni = false;
   bool avx512bf16 = false;
+  bool bmi2 = false;  // pdep (the AVX-512 Q5_0 kernel); every AVX-512 CPU has it
   bool neon = false;
 };
 

@@ -30,7 +30,7 @@ using namespace loom;
 
 namespace {
 
-const int kTypes[] = {kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ6_K};
+const int kTypes[] = {kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ5_0, kQ4_K, kQ6_K};
 const char* type_name(int t) {
   switch (t) {
     case kF32: return "F32";
@@ -38,6 +38,7 @@ const char* type_name(int t) {
     case kBF16: return "BF16";
     case kQ8_0: return "Q8_0";
     case kQ4_0: return "Q4_0";
+    case kQ5_0: return "Q5_0";
     case kQ4_K: return "Q4_K";
     case kQ6_K: return "Q6_K";
     default: return "?";
@@ -88,6 +89,13 @@ std::vector<uint8_t> random_weights(int type, int K, int N) {
           uint8_t* p = row + 18 * b;
           put_f16(p, 0.001f * uniform(1, 100));
           for (int j = 0; j < 16; j++) p[2 + j] = static_cast<uint8_t>(uniform(0, 255));
+        }
+        break;
+      case kQ5_0:  // d, 32 fifth bits, 16 nibble bytes
+        for (int b = 0; b < K / 32; b++) {
+          uint8_t* p = row + 22 * b;
+          put_f16(p, 0.001f * uniform(1, 100));
+          for (int j = 2; j < 22; j++) p[j] = static_cast<uint8_t>(uniform(0, 255));
         }
         break;
       case kQ4_K:
@@ -181,7 +189,9 @@ void check_case(int type, int isa, int rows, int K, int N, int gemm_min_rows) {
     scale = std::max(scale, std::fabs(ref[i]));
   }
   const double suite = diff / scale;
-  const bool ok = worst <= 1e-4 && suite <= 5e-6;
+  // (the suite's measure only over many outputs: one output may be a sum that cancels, and
+  // then max |oracle| is far below a typical output's size)
+  const bool ok = worst <= 1e-4 && (out.size() < 16 || suite <= 5e-6);
   if (!ok) g_failures++;
   std::printf("  %-5s %-6s rows=%-4d K=%-5d N=%-5d gemm>=%-4d err %.2e (suite measure %.2e) %s\n", type_name(type),
               isa_name(isa), rows, K, N, gemm_min_rows, worst, suite, ok ? "ok" : "FAIL");
@@ -228,11 +238,11 @@ void run_checks() {
   for (int type : kTypes) {
     const int blk = weight_block_values(type) == 1 ? 32 : weight_block_values(type);
     std::vector<int> Ks = {blk == 256 ? 256 : 96, blk * (blk == 256 ? 3 : 24)};
-    if (blk == 32 && type != kQ8_0 && type != kQ4_0) Ks.push_back(37);  // float types: any K
+    if (weight_block_values(type) == 1) Ks.push_back(37);  // float types: any K
     // Q8_0 / Q4_0: two whole groups of 16 blocks, then a pair and an odd block
     if (type == kQ8_0 || type == kQ4_0) Ks.insert(Ks.begin() + 1, 32 * 35);
-    // Q4_0 (AVX-512, four blocks a step): a group of 16, of 8 and of 4, then three blocks
-    if (type == kQ4_0) Ks.insert(Ks.begin() + 1, 32 * 31);
+    // Q4_0, Q5_0 (AVX-512, four blocks a step): a group of 16, of 8 and of 4, then three blocks
+    if (type == kQ4_0 || type == kQ5_0) Ks.insert(Ks.begin() + 1, 32 * 31);
     // K-quants: a whole group of 4 blocks and a partial one
     if (blk == 256) Ks.insert(Ks.begin() + 1, 256 * 7);
     for (int isa = 0; isa <= best; isa++) {

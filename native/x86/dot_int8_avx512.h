@@ -380,31 +380,57 @@ inline void quad_order(const int8_t* q, int K, int8_t* dst) {
   std::memcpy(dst + 128 * quads, q + 128 * quads, K - 128 * quads);
 }
 
-// u8 weights (nibble, or IQ4_NL level + 128) of blocks b .. b+3 at blk, in quad order: lo
-// holds values 0..15 of each block, hi values 16..31 (idx: quad_word_index())
 // word 8L + 2D + h (lane L, dword D, half h) ← nibble bytes 4L + 2h, +1 of block D: byte
-// 18D + 2 + 4L + 2h of the quad, from A = bytes 0..63 or B = bytes 8..71
+// stride·D + nibbles + 4L + 2h of the quad (always even), from A = its bytes 0..63 or B =
+// bytes 4·stride − 64 .. 4·stride − 1
+template <Q0 T>
 inline __m512i quad_word_index() {
+  constexpr int kS = kQ0Stride<T>, kB = 4 * kS - 64;
   alignas(64) int16_t idx[32];
   for (int L = 0; L < 4; L++)
     for (int D = 0; D < 4; D++)
       for (int h = 0; h < 2; h++) {
-        const int byte = 18 * D + 2 + 4 * L + 2 * h;
-        idx[8 * L + 2 * D + h] = static_cast<int16_t>(byte < 64 ? byte / 2 : 32 + (byte - 8) / 2);
+        const int byte = kS * D + kQ0Nibbles<T> + 4 * L + 2 * h;
+        idx[8 * L + 2 * D + h] = static_cast<int16_t>(byte < 64 ? byte / 2 : 32 + (byte - kB) / 2);
       }
   return _mm512_load_si512(idx);
 }
 
+// Q5_0: the fifth bits of blocks b .. b+3 as byte masks in quad order (bit 16L + 4D + e of
+// lo ← bit 4L + e of block D's qh, of hi ← bit 16 + 4L + e): a bit deposit per block and half
+inline void q5_0_quad_high(const uint8_t* blk, __mmask64& lo, __mmask64& hi) {
+  uint64_t l = 0, h = 0;
+  for (int D = 0; D < 4; D++) {
+    uint32_t qh;
+    std::memcpy(&qh, blk + 22 * D + 2, 4);
+    const uint64_t lanes = 0x000F000F000F000Full << (4 * D);
+    l |= _pdep_u64(qh & 0xFFFF, lanes);
+    h |= _pdep_u64(qh >> 16, lanes);
+  }
+  lo = l;
+  hi = h;
+}
+
+// u8 weights (nibble, IQ4_NL level + 128, or Q5_0's 5-bit value) of blocks b .. b+3 at blk,
+// in quad order: lo holds values 0..15 of each block, hi values 16..31 (idx:
+// quad_word_index<T>())
 template <Q0 T>
 inline void q_0_quad(const uint8_t* blk, __m512i idx, __m512i& lo, __m512i& hi) {
-  static_assert(T == Q0::kQ4_0 || T == Q0::kIQ4_NL);
-  const __m512i v = _mm512_permutex2var_epi16(_mm512_loadu_si512(blk), idx, _mm512_loadu_si512(blk + 8));
+  static_assert(T == Q0::kQ4_0 || T == Q0::kIQ4_NL || T == Q0::kQ5_0);
+  const __m512i v = _mm512_permutex2var_epi16(_mm512_loadu_si512(blk), idx, _mm512_loadu_si512(blk + 4 * kQ0Stride<T> - 64));
   const __m512i m4 = _mm512_set1_epi8(15);
   lo = _mm512_and_si512(v, m4);
   hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
   if (T == Q0::kIQ4_NL) {
     lo = _mm512_shuffle_epi8(iq4nl_table_u8(), lo);
     hi = _mm512_shuffle_epi8(iq4nl_table_u8(), hi);
+  }
+  if (T == Q0::kQ5_0) {
+    __mmask64 klo, khi;
+    q5_0_quad_high(blk, klo, khi);
+    const __m512i v16 = _mm512_set1_epi8(16);
+    lo = _mm512_mask_add_epi8(lo, klo, lo, v16);
+    hi = _mm512_mask_add_epi8(hi, khi, hi, v16);
   }
 }
 
@@ -414,10 +440,11 @@ inline __m512 quad_scale(__m512 s) {
   return _mm512_shuffle_f32x4(s, s, k * 0x55);
 }
 
-// the f16 at byte 0 of 4 blocks 18 bytes apart, as f32 in lanes 0..3 (4..15 zero)
-inline __m512 q4_0_d4(const uint8_t* p) {
+// the f16 at byte 0 of 4 blocks kStride bytes apart, as f32 in lanes 0..3 (4..15 zero)
+template <int kStride>
+inline __m512 f16_4(const uint8_t* p) {
   uint16_t h[4];
-  for (int i = 0; i < 4; i++) std::memcpy(&h[i], p + 18 * i, 2);
+  for (int i = 0; i < 4; i++) std::memcpy(&h[i], p + kStride * i, 2);
   return _mm512_cvtph_ps(_mm256_zextsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(h))));
 }
 
@@ -427,9 +454,9 @@ template <int R, Q0 T, int kN>
 inline void q_0_quad_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m512 (&acc)[4][R], __m512 (&corr)[R]) {
   static_assert(kN == 16 || kN == 8 || kN == 4);
   constexpr __mmask16 kLanes = static_cast<__mmask16>((1u << kN) - 1);
-  const uint8_t* g = w + 18 * b0;
-  const __m512i idx = quad_word_index();
-  const __m512 d = kN == 16 ? q4_0_group_d16(g) : kN == 8 ? group_f16_8<18, 0>(g) : q4_0_d4(g);
+  const uint8_t* g = w + kQ0Stride<T> * b0;
+  const __m512i idx = quad_word_index<T>();
+  const __m512 d = kN == 16 ? q_0_group_d16<T>(g) : kN == 8 ? group_f16_8<kQ0Stride<T>, 0>(g) : f16_4<kQ0Stride<T>>(g);
   __m512 s[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) {
     const __m512 dx = _mm512_maskz_loadu_ps(kLanes, x[r].d + b0);
@@ -441,10 +468,10 @@ inline void q_0_quad_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m51
     constexpr int k = decltype(kc)::value;
     if (4 * k >= kN) return;
     const int b = b0 + 4 * k;
-    LOOM_PREFETCH(w + 18 * b);  // 72 bytes a quad
-    LOOM_PREFETCH(w + 18 * b + 64);
+    LOOM_PREFETCH(w + kQ0Stride<T> * b);  // 72 or 88 bytes a quad
+    LOOM_PREFETCH(w + kQ0Stride<T> * b + 64);
     __m512i lo, hi;
-    q_0_quad<T>(w + 18 * b, idx, lo, hi);
+    q_0_quad<T>(w + kQ0Stride<T> * b, idx, lo, hi);
     LOOM_UNROLL for (int r = 0; r < R; r++) {
       const int8_t* xq = x[r].q + 32 * b;
       const __m512i p = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xq)), hi,
@@ -491,7 +518,7 @@ void dot_q_0_quad_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, in
   const int nb = K / 32;
   __m512 acc[NW][2], corr[NW];
   LOOM_UNROLL for (int n = 0; n < NW; n++) acc[n][0] = acc[n][1] = corr[n] = _mm512_setzero_ps();
-  const __m512i idx = quad_word_index();
+  const __m512i idx = quad_word_index<T>();
   const auto group = [&](auto knc, int b0) {
     constexpr int kN = decltype(knc)::value;
     constexpr __mmask16 kLanes = static_cast<__mmask16>((1u << kN) - 1);
@@ -499,8 +526,8 @@ void dot_q_0_quad_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, in
     const __m512 sx = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(kLanes, x.s + b0));
     __m512 s[NW];
     LOOM_UNROLL for (int n = 0; n < NW; n++) {
-      const uint8_t* g = w + ws * n + 18 * b0;
-      const __m512 d = kN == 16 ? q4_0_group_d16(g) : kN == 8 ? group_f16_8<18, 0>(g) : q4_0_d4(g);
+      const uint8_t* g = w + ws * n + kQ0Stride<T> * b0;
+      const __m512 d = kN == 16 ? q_0_group_d16<T>(g) : kN == 8 ? group_f16_8<kQ0Stride<T>, 0>(g) : f16_4<kQ0Stride<T>>(g);
       s[n] = _mm512_mul_ps(d, dx);
       corr[n] = _mm512_fmadd_ps(s[n], sx, corr[n]);
     }
@@ -510,7 +537,7 @@ void dot_q_0_quad_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, in
       const int b = b0 + 4 * k;
       const __m512i x0 = _mm512_loadu_si512(x.q + 32 * b), x1 = _mm512_loadu_si512(x.q + 32 * b + 64);
       LOOM_UNROLL for (int n = 0; n < NW; n++) {
-        const uint8_t* blk = w + ws * n + 18 * b;
+        const uint8_t* blk = w + ws * n + kQ0Stride<T> * b;
         LOOM_PREFETCH(blk);
         LOOM_PREFETCH(blk + 64);
         __m512i lo, hi;

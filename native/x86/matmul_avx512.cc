@@ -1,5 +1,5 @@
 // AVX-512 kernels (built with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
-// -mavx512bf16 -mavx2 -mfma -mf16c; matmul.cc calls them only on CPUs that have all of these).
+// -mavx512bf16 -mbmi2 -mavx2 -mfma -mf16c; matmul.cc calls them only on CPUs that have all of these).
 // Few rows: dot kernels (VNNI for the integer types, dpbf16 for BF16). Many rows: the packed
 // GEMM of gemm_avx512_pack.h and gemm_avx512.h.
 #if defined(__x86_64__) || defined(_M_X64)
@@ -103,7 +103,7 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
     LOOM_Q0(kQ8_0, Q0::kQ8_0)
     case kQ4_0: dot_quad_driver<Q0::kQ4_0>(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
     case kIQ4_NL: dot_quad_driver<Q0::kIQ4_NL>(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
-    LOOM_Q0(kQ5_0, Q0::kQ5_0)
+    case kQ5_0: dot_quad_driver<Q0::kQ5_0>(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
     LOOM_Q0(kQ4_1, Q0::kQ4_1)
     LOOM_Q0(kQ5_1, Q0::kQ5_1)
 #undef LOOM_Q0
