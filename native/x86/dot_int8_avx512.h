@@ -243,6 +243,35 @@ void dot_q_0_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) 
   }
 }
 
+// f(integral_constant<int, k>()) for k = 0 .. N−1, each a constant in its copy
+template <class F, int... k>
+inline void unrolled_impl(F& f, std::integer_sequence<int, k...>) {
+  (f(std::integral_constant<int, k>()), ...);
+}
+template <int N, class F>
+inline void unrolled(F&& f) {
+  unrolled_impl(f, std::make_integer_sequence<int, N>());
+}
+
+// group(integral_constant<int, kN>(), b0) over a row's nb blocks of 32: runs of 16, then one of
+// 8, then (kSmallest = 4) one of 4; returns where the runs end (the rest is a tail)
+template <int kSmallest, class Group>
+inline int block_groups(int nb, Group&& group) {
+  int b0 = 0;
+  for (; b0 + 16 <= nb; b0 += 16) group(std::integral_constant<int, 16>(), b0);
+  if (b0 + 8 <= nb) {
+    group(std::integral_constant<int, 8>(), b0);
+    b0 += 8;
+  }
+  if constexpr (kSmallest == 4) {
+    if (b0 + 4 <= nb) {
+      group(std::integral_constant<int, 4>(), b0);
+      b0 += 4;
+    }
+  }
+  return b0;
+}
+
 // ---- one activation row (decode): four weight rows at a time ----
 //
 // Kernels that take 4 weight rows against one prepared row load each x vector once for the
@@ -283,6 +312,24 @@ inline void hsum512_rows(const __m512 (&v)[NW], float* res) {
     LOOM_UNROLL for (int n = 0; n < NW; n++) res[n] = hsum512(v[n]);
 }
 
+// One weight row's result vector in the four-row kernels: its last nb − b0 blocks (fewer than
+// a group; pair order, natural x) added in, then acc0 + acc1 − bias·Σ s·Σx (+ the offset term
+// of types with a min); tail: those blocks' offset term, as a scalar
+template <Q0 T>
+inline __m512 q_0_row_total(const uint8_t* w, const loom::XQ8_0& x, int b0, int nb, __m512 acc0, __m512 acc1, __m512 corr,
+                            __m512 mcorr, float& tail) {
+  tail = 0;
+  if (b0 < nb) {
+    __m512 tacc[4][1] = {{_mm512_setzero_ps()}, {_mm512_setzero_ps()}, {_mm512_setzero_ps()}, {_mm512_setzero_ps()}};
+    float mtail[1] = {0};
+    q_0_tail<1, T>(w, &x, b0, nb - b0, tacc, mtail);
+    acc0 = _mm512_add_ps(acc0, _mm512_add_ps(_mm512_add_ps(tacc[0][0], tacc[1][0]), _mm512_add_ps(tacc[2][0], tacc[3][0])));
+    tail = mtail[0];
+  }
+  const __m512 total = _mm512_fnmadd_ps(_mm512_set1_ps(kQ0Bias<T>), corr, _mm512_add_ps(acc0, acc1));
+  return kQ0Min<T> ? _mm512_add_ps(total, mcorr) : total;
+}
+
 // NW weight rows (ws apart) against one prepared row, blocks of 32 in pair order (Q8_0, Q5_0,
 // Q4_1, Q5_1): q_0_group with the roles of the rows swapped
 template <int NW, Q0 T>
@@ -320,35 +367,13 @@ void dot_q_0_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, int K, 
         acc[n][k & 1] = _mm512_fmadd_ps(p, pair_scale<k>(s[n]), acc[n][k & 1]);
       }
     };
-    step(std::integral_constant<int, 0>());
-    step(std::integral_constant<int, 1>());
-    step(std::integral_constant<int, 2>());
-    step(std::integral_constant<int, 3>());
-    step(std::integral_constant<int, 4>());
-    step(std::integral_constant<int, 5>());
-    step(std::integral_constant<int, 6>());
-    step(std::integral_constant<int, 7>());
+    unrolled<8>(step);
   };
-  int b0 = 0;
-  for (; b0 + 16 <= nb; b0 += 16) group(std::integral_constant<int, 16>(), b0);
-  if (b0 + 8 <= nb) {
-    group(std::integral_constant<int, 8>(), b0);
-    b0 += 8;
-  }
+  const int b0 = block_groups<8>(nb, group);
   __m512 total[NW];
   float tail[NW];
-  LOOM_UNROLL for (int n = 0; n < NW; n++) {
-    tail[n] = 0;
-    if (b0 < nb) {  // the last n < 8 blocks
-      __m512 tacc[4][1] = {{_mm512_setzero_ps()}, {_mm512_setzero_ps()}, {_mm512_setzero_ps()}, {_mm512_setzero_ps()}};
-      float mtail[1] = {0};
-      q_0_tail<1, T>(w + ws * n, &x, b0, nb - b0, tacc, mtail);
-      acc[n][0] = _mm512_add_ps(acc[n][0], _mm512_add_ps(_mm512_add_ps(tacc[0][0], tacc[1][0]), _mm512_add_ps(tacc[2][0], tacc[3][0])));
-      tail[n] = mtail[0];
-    }
-    total[n] = _mm512_fnmadd_ps(_mm512_set1_ps(kQ0Bias<T>), corr[n], _mm512_add_ps(acc[n][0], acc[n][1]));
-    if (kQ0Min<T>) total[n] = _mm512_add_ps(total[n], mcorr[n]);
-  }
+  LOOM_UNROLL for (int n = 0; n < NW; n++)
+    total[n] = q_0_row_total<T>(w + ws * n, x, b0, nb, acc[n][0], acc[n][1], corr[n], mcorr[n], tail[n]);
   hsum512_rows<NW>(total, res);
   if (kQ0Min<T>) LOOM_UNROLL for (int n = 0; n < NW; n++) res[n] += tail[n];
 }
@@ -448,6 +473,14 @@ inline __m512 f16_4(const uint8_t* p) {
   return _mm512_cvtph_ps(_mm256_zextsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(h))));
 }
 
+// the f16 scales of kN = 16, 8 or 4 blocks at g as f32 (lanes kN.. zero)
+template <Q0 T, int kN>
+inline __m512 quad_group_d(const uint8_t* g) {
+  if constexpr (kN == 16) return q_0_group_d16<T>(g);
+  else if constexpr (kN == 8) return group_f16_8<kQ0Stride<T>, 0>(g);
+  else return f16_4<kQ0Stride<T>>(g);
+}
+
 // Blocks b0 .. b0+kN−1 (kN = 16, 8 or 4; a multiple of 4 from the row start) of one weight
 // row against R prepared rows in quad order.
 template <int R, Q0 T, int kN>
@@ -456,7 +489,7 @@ inline void q_0_quad_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m51
   constexpr __mmask16 kLanes = static_cast<__mmask16>((1u << kN) - 1);
   const uint8_t* g = w + kQ0Stride<T> * b0;
   const __m512i idx = quad_word_index<T>();
-  const __m512 d = kN == 16 ? q_0_group_d16<T>(g) : kN == 8 ? group_f16_8<kQ0Stride<T>, 0>(g) : f16_4<kQ0Stride<T>>(g);
+  const __m512 d = quad_group_d<T, kN>(g);
   __m512 s[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) {
     const __m512 dx = _mm512_maskz_loadu_ps(kLanes, x[r].d + b0);
@@ -527,7 +560,7 @@ void dot_q_0_quad_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, in
     __m512 s[NW];
     LOOM_UNROLL for (int n = 0; n < NW; n++) {
       const uint8_t* g = w + ws * n + kQ0Stride<T> * b0;
-      const __m512 d = kN == 16 ? q_0_group_d16<T>(g) : kN == 8 ? group_f16_8<kQ0Stride<T>, 0>(g) : f16_4<kQ0Stride<T>>(g);
+      const __m512 d = quad_group_d<T, kN>(g);
       s[n] = _mm512_mul_ps(d, dx);
       corr[n] = _mm512_fmadd_ps(s[n], sx, corr[n]);
     }
@@ -546,30 +579,13 @@ void dot_q_0_quad_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, in
         acc[n][k & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), quad_scale<k>(s[n]), acc[n][k & 1]);
       }
     };
-    step(std::integral_constant<int, 0>());
-    step(std::integral_constant<int, 1>());
-    step(std::integral_constant<int, 2>());
-    step(std::integral_constant<int, 3>());
+    unrolled<4>(step);
   };
-  int b0 = 0;
-  for (; b0 + 16 <= nb; b0 += 16) group(std::integral_constant<int, 16>(), b0);
-  if (b0 + 8 <= nb) {
-    group(std::integral_constant<int, 8>(), b0);
-    b0 += 8;
-  }
-  if (b0 + 4 <= nb) {
-    group(std::integral_constant<int, 4>(), b0);
-    b0 += 4;
-  }
+  const int b0 = block_groups<4>(nb, group);
   __m512 total[NW];
   LOOM_UNROLL for (int n = 0; n < NW; n++) {
-    if (b0 < nb) {  // the last K/32 mod 4 blocks, in natural order
-      __m512 tacc[4][1] = {{_mm512_setzero_ps()}, {_mm512_setzero_ps()}, {_mm512_setzero_ps()}, {_mm512_setzero_ps()}};
-      float mtail[1] = {0};
-      q_0_tail<1, T>(w + ws * n, &x, b0, nb - b0, tacc, mtail);
-      acc[n][0] = _mm512_add_ps(acc[n][0], _mm512_add_ps(_mm512_add_ps(tacc[0][0], tacc[1][0]), _mm512_add_ps(tacc[2][0], tacc[3][0])));
-    }
-    total[n] = _mm512_fnmadd_ps(_mm512_set1_ps(kQ0Bias<T>), corr[n], _mm512_add_ps(acc[n][0], acc[n][1]));
+    float unused;  // no min in these types
+    total[n] = q_0_row_total<T>(w + ws * n, x, b0, nb, acc[n][0], acc[n][1], corr[n], _mm512_setzero_ps(), unused);
   }
   hsum512_rows<NW>(total, res);
 }
@@ -629,13 +645,10 @@ inline __m512i q4_k_pair_scales(__m512i sm) {
   return _mm512_shuffle_epi8(sm, idx);
 }
 
-// Blocks b0 .. b0+n−1 (n ≤ 4) of one weight row against R prepared rows; kWhole: n = 4.
-template <int R, bool kWhole>
-inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __m512 (&acc)[R], __m512 (&mins_acc)[R]) {
+// Headers of Q4_K blocks 0 .. n−1 at g: sm ← their scales and mins (q4_k_scales_mins4), dd ←
+// d0, dmin0, d1, dmin1, … as f32
+inline void q4_k_headers(const uint8_t* g, int n, __m512i& sm, __m256& dd) {
   constexpr int kB = loom::kQ4_KBytes;
-  if (kWhole) n = 4;
-  const uint8_t* g = w + kB * b0;
-  // headers of the n blocks: packed scales one block per lane, and (d, dmin) pairs
   __m512i packed = _mm512_setzero_si512();
   __m128i d_dmin = _mm_setzero_si128();
   const auto header = [&](auto ic) {
@@ -650,24 +663,55 @@ inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __
   header(std::integral_constant<int, 1>());
   header(std::integral_constant<int, 2>());
   header(std::integral_constant<int, 3>());
-  const __m512i sm = q4_k_scales_mins4(packed);
-  const __m256 dd = _mm256_cvtph_ps(d_dmin);  // d0, dmin0, d1, dmin1, …
-  // mins as int16, 8 per block: Σ_j m_j·Σx_j (Σx over the 32 values of sub-block j)
-  const __m512i mins = _mm512_shuffle_epi8(
+  sm = q4_k_scales_mins4(packed);
+  dd = _mm256_cvtph_ps(d_dmin);
+}
+
+// dx of blocks b0 .. b0+n−1 of a prepared row, each twice (to multiply d, dmin pairs)
+inline __m256 q4_k_dx_pairs(const loom::XQ8_K& x, int b0, int n) {
+  return _mm256_permutexvar_ps(_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
+                               _mm256_castps128_ps256(_mm_maskz_loadu_ps(static_cast<__mmask8>((1u << n) - 1), x.d + b0)));
+}
+
+// mins_acc += Σ_j m_j·Σx_j·dmin·dx over the group's blocks (sm: their scales and mins; xs32:
+// the row's Σx per sub-block of 32; ddx: d·dx, dmin·dx pairs)
+inline __m512 q4_k_mins_term(__m512i sm, __m512i xs32, __m256 ddx, __m512 mins_acc) {
+  const __m512i mins = _mm512_shuffle_epi8(  // mins as int16, 8 per block
       sm, _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 9, -1, 10, -1, 11, -1, 12, -1, 13, -1, 14, -1, 15, -1)));
+  const __m512 mscale = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7),
+                                              _mm512_castps256_ps512(ddx));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(mins, xs32)), mscale, mins_acc);
+}
+
+// 64 u8 weights of Q4_K chunk c (values 64c .. 64c+63) of the block at blk
+template <int c>
+inline __m512i q4_k_chunk(const uint8_t* blk) {
+  const __m512i raw = _mm512_broadcast_i64x4(loadu256(blk + 16 + 32 * c));  // low nibbles, then high
+  return _mm512_and_si512(_mm512_srlv_epi64(raw, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)), _mm512_set1_epi8(15));
+}
+
+// acc += isum·d·dx of block i of the group
+template <int i>
+inline __m512 q4_k_block_acc(__m512i isum, __m256 ddx, __m512 acc) {
+  const __m512 dscale = _mm512_permutexvar_ps(_mm512_set1_epi32(2 * i), _mm512_castps256_ps512(ddx));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dscale, acc);
+}
+
+// Blocks b0 .. b0+n−1 (n ≤ 4) of one weight row against R prepared rows; kWhole: n = 4.
+template <int R, bool kWhole>
+inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __m512 (&acc)[R], __m512 (&mins_acc)[R]) {
+  constexpr int kB = loom::kQ4_KBytes;
+  if (kWhole) n = 4;
+  const uint8_t* g = w + kB * b0;
+  __m512i sm;
+  __m256 dd;
+  q4_k_headers(g, n, sm, dd);
   const __mmask32 mw = n == 4 ? ~__mmask32{0} : static_cast<__mmask32>((1u << (8 * n)) - 1);
   __m256 ddx[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) {
-    const __m256 dx = _mm256_permutexvar_ps(_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
-                                            _mm256_castps128_ps256(_mm_maskz_loadu_ps(static_cast<__mmask8>((1u << n) - 1), x[r].d + b0)));
-    ddx[r] = _mm256_mul_ps(dd, dx);  // d·dx, dmin·dx per block
-    const __m512i mm = _mm512_madd_epi16(mins, _mm512_maskz_loadu_epi16(mw, x[r].s32 + 8 * b0));
-    const __m512 mscale = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7),
-                                                _mm512_castps256_ps512(ddx[r]));
-    mins_acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mm), mscale, mins_acc[r]);
+    ddx[r] = _mm256_mul_ps(dd, q4_k_dx_pairs(x[r], b0, n));  // d·dx, dmin·dx per block
+    mins_acc[r] = q4_k_mins_term(sm, _mm512_maskz_loadu_epi16(mw, x[r].s32 + 8 * b0), ddx[r], mins_acc[r]);
   }
-  const __m512i m4 = _mm512_set1_epi8(15);
-  const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
   const auto block = [&](auto ic) {
     constexpr int i = decltype(ic)::value;
     if (i >= n) return;
@@ -678,10 +722,9 @@ inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __
     const __m512i smi = _mm512_shuffle_i32x4(sm, sm, i * 0x55);  // block i's lane everywhere
     __m512i isum[R];
     LOOM_UNROLL for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
-    const auto chunk = [&](auto cc) {  // values 64c .. 64c+63: 32 bytes, low nibbles then high
+    const auto chunk = [&](auto cc) {
       constexpr int c = decltype(cc)::value;
-      const __m512i raw = _mm512_broadcast_i64x4(loadu256(blk + 16 + 32 * c));
-      const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(raw, shifts), m4);
+      const __m512i q = q4_k_chunk<c>(blk);
       const __m512i scale = q4_k_pair_scales<c>(smi);
       LOOM_UNROLL for (int r = 0; r < R; r++) {
         const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512(x[r].q + 256 * (b0 + i) + 64 * c));
@@ -692,10 +735,7 @@ inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __
     chunk(std::integral_constant<int, 1>());
     chunk(std::integral_constant<int, 2>());
     chunk(std::integral_constant<int, 3>());
-    LOOM_UNROLL for (int r = 0; r < R; r++) {
-      const __m512 dscale = _mm512_permutexvar_ps(_mm512_set1_epi32(2 * i), _mm512_castps256_ps512(ddx[r]));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), dscale, acc[r]);
-    }
+    LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = q4_k_block_acc<i>(isum[r], ddx[r], acc[r]);
   };
   block(std::integral_constant<int, 0>());
   block(std::integral_constant<int, 1>());
@@ -721,34 +761,19 @@ void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K,
   constexpr int kB = loom::kQ4_KBytes;
   __m512 acc[NW], mins_acc[NW];
   LOOM_UNROLL for (int r = 0; r < NW; r++) acc[r] = mins_acc[r] = _mm512_setzero_ps();
-  const __m512i m4 = _mm512_set1_epi8(15);
-  const __m512i shifts = _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4);
   const int nb = K / 256;
   for (int b0 = 0; b0 < nb; b0 += 4) {
     const int n = nb - b0 < 4 ? nb - b0 : 4;
     const __mmask32 mw = n == 4 ? ~__mmask32{0} : static_cast<__mmask32>((1u << (8 * n)) - 1);
-    const __m256 dx = _mm256_permutexvar_ps(_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
-                                            _mm256_castps128_ps256(_mm_maskz_loadu_ps(static_cast<__mmask8>((1u << n) - 1), x.d + b0)));
+    const __m256 dx = q4_k_dx_pairs(x, b0, n);
     const __m512i xs32 = _mm512_maskz_loadu_epi16(mw, x.s32 + 8 * b0);
     __m512i sm[NW];
     __m256 ddx[NW];
     LOOM_UNROLL for (int r = 0; r < NW; r++) {
-      const uint8_t* g = w + ws * r + kB * b0;
-      __m512i packed = _mm512_setzero_si512();
-      __m128i d_dmin = _mm_setzero_si128();
-      for (int i = 0; i < n; i++) {
-        packed = _mm512_mask_broadcast_i32x4(packed, static_cast<__mmask16>(0xF << (4 * i)), loadu128(g + kB * i + 4));
-        int32_t v;
-        std::memcpy(&v, g + kB * i, 4);
-        d_dmin = _mm_mask_set1_epi32(d_dmin, static_cast<__mmask8>(1 << i), v);
-      }
-      sm[r] = q4_k_scales_mins4(packed);
-      ddx[r] = _mm256_mul_ps(_mm256_cvtph_ps(d_dmin), dx);  // d·dx, dmin·dx per block
-      const __m512i mins = _mm512_shuffle_epi8(
-          sm[r], _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 9, -1, 10, -1, 11, -1, 12, -1, 13, -1, 14, -1, 15, -1)));
-      const __m512 mscale = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7),
-                                                  _mm512_castps256_ps512(ddx[r]));
-      mins_acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(mins, xs32)), mscale, mins_acc[r]);
+      __m256 dd;
+      q4_k_headers(w + ws * r + kB * b0, n, sm[r], dd);
+      ddx[r] = _mm256_mul_ps(dd, dx);
+      mins_acc[r] = q4_k_mins_term(sm[r], xs32, ddx[r], mins_acc[r]);
     }
     const auto block = [&](auto ic) {
       constexpr int i = decltype(ic)::value;
@@ -766,24 +791,14 @@ void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K,
         constexpr int c = decltype(cc)::value;
         const __m512i xc = _mm512_loadu_si512(x.q + 256 * (b0 + i) + 64 * c);
         LOOM_UNROLL for (int r = 0; r < NW; r++) {
-          const __m512i raw = _mm512_broadcast_i64x4(loadu256(w + ws * r + kB * (b0 + i) + 16 + 32 * c));
-          const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(raw, shifts), m4);
+          const __m512i q = q4_k_chunk<c>(w + ws * r + kB * (b0 + i));
           isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(q, xc), q4_k_pair_scales<c>(smi[r]));
         }
       };
-      chunk(std::integral_constant<int, 0>());
-      chunk(std::integral_constant<int, 1>());
-      chunk(std::integral_constant<int, 2>());
-      chunk(std::integral_constant<int, 3>());
-      LOOM_UNROLL for (int r = 0; r < NW; r++) {
-        const __m512 dscale = _mm512_permutexvar_ps(_mm512_set1_epi32(2 * i), _mm512_castps256_ps512(ddx[r]));
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), dscale, acc[r]);
-      }
+      unrolled<4>(chunk);
+      LOOM_UNROLL for (int r = 0; r < NW; r++) acc[r] = q4_k_block_acc<i>(isum[r], ddx[r], acc[r]);
     };
-    block(std::integral_constant<int, 0>());
-    block(std::integral_constant<int, 1>());
-    block(std::integral_constant<int, 2>());
-    block(std::integral_constant<int, 3>());
+    unrolled<4>(block);
   }
   __m512 total[NW];
   LOOM_UNROLL for (int r = 0; r < NW; r++) total[r] = _mm512_sub_ps(acc[r], mins_acc[r]);
