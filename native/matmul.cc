@@ -192,13 +192,16 @@ int g_gemm_min_rows = 0;    // forced GEMM threshold, 0 = per type (gemm_min_row
 // per-panel weight unpacking dominates there). Measured on an AMD EPYC (Zen 4-class AVX-512)
 // at 2048 × 2048 and 2048 × 8192, dot / GEMM ms at 8 rows: Q4_K 0.27 / 0.37, Q6_K 0.24 / 0.45,
 // Q3_K 0.32 / 0.51, Q5_K 0.33 / 0.36, IQ4_XS 0.49 / 0.53, Q8_0 0.38 / 0.35, Q4_0 0.42 / 0.41.
+// After the quad-order dot kernels (2048 × 8192, 2 threads, dot / GEMM ms): Q4_0 at 8 rows
+// 1.19–1.31 / 1.46–1.53, at 9 1.43–1.57 / 1.48–1.51, at 10 1.56–1.69 / 1.50; Q5_0 at 9
+// 1.66 / 1.73–1.76, at 10 1.77–1.78 / 1.75–1.77.
 [[maybe_unused]] int gemm_min_rows(int type) {
   if (g_gemm_min_rows > 0) return g_gemm_min_rows;
   switch (type) {
     case kQ8_0: return 7;
     case kQ4_0:
-    case kQ5_0:
-    case kIQ4_NL:
+    case kIQ4_NL: return 9;
+    case kQ5_0: return 10;
     case kF32: return 8;
     case kQ5_K:
     case kIQ4_XS: return 9;
