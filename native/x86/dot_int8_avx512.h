@@ -272,6 +272,21 @@ inline int block_groups(int nb, Group&& group) {
   return b0;
 }
 
+// dx and Σx (as f32) of the kN blocks from b0 of a prepared row (lanes kN.. zero)
+template <int kN>
+inline void group_x_terms(const loom::XQ8_0& x, int b0, __m512& dx, __m512& sx) {
+  constexpr __mmask16 kLanes = static_cast<__mmask16>((1u << kN) - 1);
+  dx = _mm512_maskz_loadu_ps(kLanes, x.d + b0);
+  sx = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(kLanes, x.s + b0));
+}
+
+// the blocks' scales d·dx; their bias term Σ d·dx·Σx goes into corr
+inline __m512 group_scales(__m512 d, __m512 dx, __m512 sx, __m512& corr) {
+  const __m512 s = _mm512_mul_ps(d, dx);
+  corr = _mm512_fmadd_ps(s, sx, corr);
+  return s;
+}
+
 // ---- one activation row (decode): four weight rows at a time ----
 //
 // Kernels that take 4 weight rows against one prepared row load each x vector once for the
@@ -340,15 +355,12 @@ void dot_q_0_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, int K, 
   LOOM_UNROLL for (int n = 0; n < NW; n++) acc[n][0] = acc[n][1] = corr[n] = mcorr[n] = _mm512_setzero_ps();
   const auto group = [&](auto knc, int b0) {
     constexpr int kN = decltype(knc)::value;
-    constexpr __mmask16 kLanes = kN == 16 ? 0xFFFF : 0x00FF;
-    const __m512 dx = _mm512_maskz_loadu_ps(kLanes, x.d + b0);
-    const __m512 sx = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(kLanes, x.s + b0));
-    __m512 s[NW];
+    __m512 dx, sx, s[NW];
+    group_x_terms<kN>(x, b0, dx, sx);
     LOOM_UNROLL for (int n = 0; n < NW; n++) {
       const uint8_t* g = w + ws * n + kStride * b0;
       const __m512 d = kN == 16 ? q_0_group_d16<T>(g) : group_f16_8<kStride, 0>(g);
-      s[n] = _mm512_mul_ps(d, dx);
-      corr[n] = _mm512_fmadd_ps(s[n], sx, corr[n]);
+      s[n] = group_scales(d, dx, sx, corr[n]);
       if (kQ0Min<T>) {
         const __m512 mins = kN == 16 ? group_f16_16<kStride, 2>(g) : group_f16_8<kStride, 2>(g);
         mcorr[n] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_fmadd_ps(d, _mm512_set1_ps(kQ0Bias<T>), mins), dx), sx, mcorr[n]);
@@ -427,7 +439,7 @@ inline void q5_0_quad_high(const uint8_t* blk, __mmask64& lo, __mmask64& hi) {
   uint64_t l = 0, h = 0;
   for (int D = 0; D < 4; D++) {
     uint32_t qh;
-    std::memcpy(&qh, blk + 22 * D + 2, 4);
+    std::memcpy(&qh, blk + kQ0Stride<Q0::kQ5_0> * D + kQ0High<Q0::kQ5_0>, 4);
     const uint64_t lanes = 0x000F000F000F000Full << (4 * D);
     l |= _pdep_u64(qh & 0xFFFF, lanes);
     h |= _pdep_u64(qh >> 16, lanes);
@@ -486,16 +498,13 @@ inline __m512 quad_group_d(const uint8_t* g) {
 template <int R, Q0 T, int kN>
 inline void q_0_quad_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m512 (&acc)[4][R], __m512 (&corr)[R]) {
   static_assert(kN == 16 || kN == 8 || kN == 4);
-  constexpr __mmask16 kLanes = static_cast<__mmask16>((1u << kN) - 1);
-  const uint8_t* g = w + kQ0Stride<T> * b0;
   const __m512i idx = quad_word_index<T>();
-  const __m512 d = quad_group_d<T, kN>(g);
+  const __m512 d = quad_group_d<T, kN>(w + kQ0Stride<T> * b0);
   __m512 s[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) {
-    const __m512 dx = _mm512_maskz_loadu_ps(kLanes, x[r].d + b0);
-    const __m512 sx = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(kLanes, x[r].s + b0));
-    s[r] = _mm512_mul_ps(d, dx);
-    corr[r] = _mm512_fmadd_ps(s[r], sx, corr[r]);
+    __m512 dx, sx;
+    group_x_terms<kN>(x[r], b0, dx, sx);
+    s[r] = group_scales(d, dx, sx, corr[r]);
   }
   const auto step = [&](auto kc) {
     constexpr int k = decltype(kc)::value;
@@ -512,10 +521,7 @@ inline void q_0_quad_group(const uint8_t* w, const loom::XQ8_0* x, int b0, __m51
       acc[k][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), quad_scale<k>(s[r]), acc[k][r]);
     }
   };
-  step(std::integral_constant<int, 0>());
-  step(std::integral_constant<int, 1>());
-  step(std::integral_constant<int, 2>());
-  step(std::integral_constant<int, 3>());
+  unrolled<4>(step);
 }
 
 // x: prepared rows with q in quad order
@@ -528,16 +534,7 @@ void dot_q_0_quad_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* 
     acc[0][r] = acc[1][r] = acc[2][r] = acc[3][r] = corr[r] = _mm512_setzero_ps();
     mtail[r] = 0;
   }
-  int b0 = 0;
-  for (; b0 + 16 <= nb; b0 += 16) q_0_quad_group<R, T, 16>(w, x, b0, acc, corr);
-  if (b0 + 8 <= nb) {
-    q_0_quad_group<R, T, 8>(w, x, b0, acc, corr);
-    b0 += 8;
-  }
-  if (b0 + 4 <= nb) {
-    q_0_quad_group<R, T, 4>(w, x, b0, acc, corr);
-    b0 += 4;
-  }
+  const int b0 = block_groups<4>(nb, [&](auto knc, int g0) { q_0_quad_group<R, T, decltype(knc)::value>(w, x, g0, acc, corr); });
   if (b0 < nb) q_0_tail<R, T>(w, x, b0, nb - b0, acc, mtail);  // in natural order
   LOOM_UNROLL for (int r = 0; r < R; r++) {
     __m512 a = _mm512_add_ps(_mm512_add_ps(acc[0][r], acc[1][r]), _mm512_add_ps(acc[2][r], acc[3][r]));
@@ -554,16 +551,9 @@ void dot_q_0_quad_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, in
   const __m512i idx = quad_word_index<T>();
   const auto group = [&](auto knc, int b0) {
     constexpr int kN = decltype(knc)::value;
-    constexpr __mmask16 kLanes = static_cast<__mmask16>((1u << kN) - 1);
-    const __m512 dx = _mm512_maskz_loadu_ps(kLanes, x.d + b0);
-    const __m512 sx = _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(kLanes, x.s + b0));
-    __m512 s[NW];
-    LOOM_UNROLL for (int n = 0; n < NW; n++) {
-      const uint8_t* g = w + ws * n + kQ0Stride<T> * b0;
-      const __m512 d = quad_group_d<T, kN>(g);
-      s[n] = _mm512_mul_ps(d, dx);
-      corr[n] = _mm512_fmadd_ps(s[n], sx, corr[n]);
-    }
+    __m512 dx, sx, s[NW];
+    group_x_terms<kN>(x, b0, dx, sx);
+    LOOM_UNROLL for (int n = 0; n < NW; n++) s[n] = group_scales(quad_group_d<T, kN>(w + ws * n + kQ0Stride<T> * b0), dx, sx, corr[n]);
     const auto step = [&](auto kc) {
       constexpr int k = decltype(kc)::value;
       if (4 * k >= kN) return;
