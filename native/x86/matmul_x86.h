@@ -12,10 +12,12 @@
 // accumulator arrays in registers only when every index is a constant).
 #define LOOM_UNROLL _Pragma("GCC unroll 16")
 
-// One-row (decode) kernels stream weights from memory. The hardware prefetchers alone keep
-// too few lines in flight for a loop that also computes (the weights arrive at ~60-75% of
-// the bandwidth a plain read reaches), so the kernels also prefetch this far ahead, one
-// request per 64-byte line. Past the end of a chunk it fetches a little of the next one:
+// Dot kernels that read one weight stream (a few activation rows, or one row on AVX2 and the
+// types without a four-row kernel) stream weights from memory. The hardware prefetchers
+// alone keep too few lines in flight for a loop that also computes (the weights arrive at
+// ~60-75% of the bandwidth a plain read reaches), so these kernels also prefetch this far
+// ahead, one request per 64-byte line. (The AVX-512 four-row kernels read 4 streams a core
+// and do not: see one_row_in_stretches.) Past the end of a chunk it fetches a little of the next one:
 // harmless (a prefetch never faults) and a fraction of a percent of the bytes.
 #define LOOM_PREFETCH_AHEAD 8192
 #define LOOM_PREFETCH(p) _mm_prefetch(reinterpret_cast<const char*>(p) + LOOM_PREFETCH_AHEAD, _MM_HINT_T0)
