@@ -603,11 +603,18 @@ void dot_quad_driver(const uint8_t* xa, size_t xstride, int rows, const uint8_t*
                   dot_q_0_quad_rows512<2, T>, dot_q_0_quad_rows512<3, T>, dot_q_0_quad_rows512<4, T>);
 }
 
-// ---- Q4_K · Q8_K: 4 blocks of 256 values a group, 64 values per vector ----
+// ---- Q4_K and Q5_K · Q8_K: 4 blocks of 256 values a group, 64 values per vector ----
 //
 // Each block's headers (d, dmin, 12 bytes of packed scales and mins) are decoded for four
 // blocks at once, one block per 128-bit lane, and the mins term of four blocks is one
 // 512-bit multiply-add: the per-block bookkeeping is a third of what one block at a time costs.
+// Q5_K (kBits = 5) has the same headers, then 32 bytes qh of fifth bits before its 128 bytes
+// of nibbles: bit 2c of qh[l] for value 64c + l, bit 2c + 1 for value 64c + 32 + l.
+
+template <int kBits>
+constexpr int kQ45_KBytes = kBits == 4 ? loom::kQ4_KBytes : 176;
+template <int kBits>
+constexpr int kQ45_KNibbles = kBits == 4 ? 16 : 48;  // offset of the nibbles in a block
 
 // Per 128-bit lane i: the 8 scales then the 8 mins (6-bit, as u8) of block i, from its 12
 // packed bytes in the low 12 bytes of that lane.
@@ -637,16 +644,17 @@ inline __m512i q4_k_pair_scales(__m512i sm) {
   return _mm512_shuffle_epi8(sm, idx);
 }
 
-// Headers of Q4_K blocks 0 .. n−1 at g: sm ← their scales and mins (q4_k_scales_mins4), dd ←
-// d0, dmin0, d1, dmin1, … as f32
+// Headers of Q4_K / Q5_K blocks 0 .. n−1 at g: sm ← their scales and mins
+// (q4_k_scales_mins4), dd ← d0, dmin0, d1, dmin1, … as f32
+template <int kBits>
 inline void q4_k_headers(const uint8_t* g, int n, __m512i& sm, __m256& dd) {
-  constexpr int kB = loom::kQ4_KBytes;
+  constexpr int kB = kQ45_KBytes<kBits>;
   __m512i packed = _mm512_setzero_si512();
   __m128i d_dmin = _mm_setzero_si128();
   const auto header = [&](auto ic) {
     constexpr int i = decltype(ic)::value;
     if (i >= n) return;
-    packed = _mm512_inserti32x4(packed, loadu128(g + kB * i + 4), i);  // 12 scale bytes + 4 of qs
+    packed = _mm512_inserti32x4(packed, loadu128(g + kB * i + 4), i);  // 12 scale bytes + 4 more
     int32_t v;
     std::memcpy(&v, g + kB * i, 4);
     d_dmin = _mm_insert_epi32(d_dmin, v, i);
@@ -675,11 +683,17 @@ inline __m512 q4_k_mins_term(__m512i sm, __m512i xs32, __m256 ddx, __m512 mins_a
   return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(mins, xs32)), mscale, mins_acc);
 }
 
-// 64 u8 weights of Q4_K chunk c (values 64c .. 64c+63) of the block at blk
-template <int c>
+// 64 u8 weights of Q4_K / Q5_K chunk c (values 64c .. 64c+63) of the block at blk
+template <int c, int kBits>
 inline __m512i q4_k_chunk(const uint8_t* blk) {
-  const __m512i raw = _mm512_broadcast_i64x4(loadu256(blk + 16 + 32 * c));  // low nibbles, then high
-  return _mm512_and_si512(_mm512_srlv_epi64(raw, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)), _mm512_set1_epi8(15));
+  const __m512i raw = _mm512_broadcast_i64x4(loadu256(blk + kQ45_KNibbles<kBits> + 32 * c));  // low nibbles, then high
+  const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(raw, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)), _mm512_set1_epi8(15));
+  if constexpr (kBits == 4) return q;
+  else {
+    const __m512i qh = _mm512_broadcast_i64x4(loadu256(blk + 16));
+    const __m512i bit = _mm512_mask_blend_epi64(0xF0, _mm512_set1_epi8(1 << (2 * c)), _mm512_set1_epi8(1 << (2 * c + 1)));
+    return _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(qh, bit), q, _mm512_set1_epi8(16));  // + 16 where the bit is set
+  }
 }
 
 // acc += isum·d·dx of block i of the group
@@ -690,14 +704,14 @@ inline __m512 q4_k_block_acc(__m512i isum, __m256 ddx, __m512 acc) {
 }
 
 // Blocks b0 .. b0+n−1 (n ≤ 4) of one weight row against R prepared rows; kWhole: n = 4.
-template <int R, bool kWhole>
+template <int R, bool kWhole, int kBits>
 inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __m512 (&acc)[R], __m512 (&mins_acc)[R]) {
-  constexpr int kB = loom::kQ4_KBytes;
+  constexpr int kB = kQ45_KBytes<kBits>;
   if (kWhole) n = 4;
   const uint8_t* g = w + kB * b0;
   __m512i sm;
   __m256 dd;
-  q4_k_headers(g, n, sm, dd);
+  q4_k_headers<kBits>(g, n, sm, dd);
   const __mmask32 mw = n == 4 ? ~__mmask32{0} : static_cast<__mmask32>((1u << (8 * n)) - 1);
   __m256 ddx[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) {
@@ -708,7 +722,7 @@ inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __
     constexpr int i = decltype(ic)::value;
     if (i >= n) return;
     const uint8_t* blk = g + kB * i;
-    LOOM_PREFETCH(blk);  // 144 bytes: three lines, mostly
+    LOOM_PREFETCH(blk);  // 144 or 176 bytes: three lines, mostly
     LOOM_PREFETCH(blk + 64);
     LOOM_PREFETCH(blk + 128);
     const __m512i smi = _mm512_shuffle_i32x4(sm, sm, i * 0x55);  // block i's lane everywhere
@@ -716,7 +730,7 @@ inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __
     LOOM_UNROLL for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
     const auto chunk = [&](auto cc) {
       constexpr int c = decltype(cc)::value;
-      const __m512i q = q4_k_chunk<c>(blk);
+      const __m512i q = q4_k_chunk<c, kBits>(blk);
       const __m512i scale = q4_k_pair_scales<c>(smi);
       LOOM_UNROLL for (int r = 0; r < R; r++) {
         const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512(x[r].q + 256 * (b0 + i) + 64 * c));
@@ -735,22 +749,22 @@ inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __
   block(std::integral_constant<int, 3>());
 }
 
-template <int R>
+template <int R, int kBits>
 void dot_q4_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
   __m512 acc[R], mins_acc[R];
   LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = mins_acc[r] = _mm512_setzero_ps();
   const int nb = K / 256;
   int b0 = 0;
-  for (; b0 + 4 <= nb; b0 += 4) q4_k_group<R, true>(w, x, b0, 4, acc, mins_acc);
-  if (b0 < nb) q4_k_group<R, false>(w, x, b0, nb - b0, acc, mins_acc);
+  for (; b0 + 4 <= nb; b0 += 4) q4_k_group<R, true, kBits>(w, x, b0, 4, acc, mins_acc);
+  if (b0 < nb) q4_k_group<R, false, kBits>(w, x, b0, nb - b0, acc, mins_acc);
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]) - hsum512(mins_acc[r]);
 }
 
 // NW weight rows (ws apart) against one prepared row (see one_row_in_stretches): as
 // q4_k_group with the roles of the rows swapped, each x vector loaded once for the NW.
-template <int NW>
+template <int NW, int kBits>
 void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K, float* res) {
-  constexpr int kB = loom::kQ4_KBytes;
+  constexpr int kB = kQ45_KBytes<kBits>;
   __m512 acc[NW], mins_acc[NW];
   LOOM_UNROLL for (int r = 0; r < NW; r++) acc[r] = mins_acc[r] = _mm512_setzero_ps();
   const int nb = K / 256;
@@ -763,7 +777,7 @@ void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K,
     __m256 ddx[NW];
     LOOM_UNROLL for (int r = 0; r < NW; r++) {
       __m256 dd;
-      q4_k_headers(w + ws * r + kB * b0, n, sm[r], dd);
+      q4_k_headers<kBits>(w + ws * r + kB * b0, n, sm[r], dd);
       ddx[r] = _mm256_mul_ps(dd, dx);
       mins_acc[r] = q4_k_mins_term(sm[r], xs32, ddx[r], mins_acc[r]);
     }
@@ -779,7 +793,7 @@ void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K,
         constexpr int c = decltype(cc)::value;
         const __m512i xc = _mm512_loadu_si512(x.q + 256 * (b0 + i) + 64 * c);
         LOOM_UNROLL for (int r = 0; r < NW; r++) {
-          const __m512i q = q4_k_chunk<c>(w + ws * r + kB * (b0 + i));
+          const __m512i q = q4_k_chunk<c, kBits>(w + ws * r + kB * (b0 + i));
           isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(q, xc), q4_k_pair_scales<c>(smi[r]));
         }
       };
@@ -791,6 +805,19 @@ void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K,
   __m512 total[NW];
   LOOM_UNROLL for (int r = 0; r < NW; r++) total[r] = _mm512_sub_ps(acc[r], mins_acc[r]);
   hsum512_rows<NW>(total, res);
+}
+
+// Q4_K (kBits 4) or Q5_K (5): one activation row four weight rows at a time, else R-row kernels
+template <int kBits>
+void dot_q45_k(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0, int o1,
+               float* out, int N) {
+  if (rows == 1) {
+    one_row_in_stretches(loom::xq8_k_view(xa, K), w, wstride, K, o0, o1, out, dot_q4_k_wrows512<4, kBits>,
+                         dot_q4_k_wrows512<1, kBits>);
+    return;
+  }
+  dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_k_view, dot_q4_k_rows512<1, kBits>,
+                  dot_q4_k_rows512<2, kBits>, dot_q4_k_rows512<3, kBits>, dot_q4_k_rows512<4, kBits>);
 }
 
 // ---- Q6_K · Q8_K: one 256-value block per step, 64 values per vector ----

@@ -108,14 +108,8 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
     LOOM_Q0(kQ4_1, Q0::kQ4_1)
     LOOM_Q0(kQ5_1, Q0::kQ5_1)
 #undef LOOM_Q0
-    case kQ4_K:
-      if (rows == 1) {
-        one_row_in_stretches(xq8_k_view(xa, K), w, wstride, K, o0, o1, out, dot_q4_k_wrows512<4>, dot_q4_k_wrows512<1>);
-        return;
-      }
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q4_k_rows512<1>,
-                      dot_q4_k_rows512<2>, dot_q4_k_rows512<3>, dot_q4_k_rows512<4>);
-      return;
+    case kQ4_K: dot_q45_k<4>(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
+    case kQ5_K: dot_q45_k<5>(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
     case kQ6_K:
       if (rows == 1) {
         one_row_in_stretches(xq8_k_view(xa, K), w, wstride, K, o0, o1, out, dot_q6_k_wrows512<4>, dot_q6_k_wrows512<1>);
