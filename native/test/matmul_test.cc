@@ -30,7 +30,7 @@ using namespace loom;
 
 namespace {
 
-const int kTypes[] = {kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ5_0, kQ4_K, kQ5_K, kQ6_K};
+const int kTypes[] = {kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ5_0, kQ4_K, kQ5_K, kQ6_K, kIQ4_XS};
 const char* type_name(int t) {
   switch (t) {
     case kF32: return "F32";
@@ -42,6 +42,7 @@ const char* type_name(int t) {
     case kQ4_K: return "Q4_K";
     case kQ5_K: return "Q5_K";
     case kQ6_K: return "Q6_K";
+    case kIQ4_XS: return "IQ4_XS";
     default: return "?";
   }
 }
@@ -113,6 +114,13 @@ std::vector<uint8_t> random_weights(int type, int K, int N) {
           put_f16(p, 0.0005f * uniform(1, 100));
           put_f16(p + 2, 0.0005f * uniform(0, 100));
           for (int j = 4; j < 176; j++) p[j] = static_cast<uint8_t>(uniform(0, 255));
+        }
+        break;
+      case kIQ4_XS:  // d, then scales and nibbles
+        for (int b = 0; b < K / 256; b++) {
+          uint8_t* p = row + 136 * b;
+          put_f16(p, 0.0002f * uniform(1, 100));
+          for (int j = 2; j < 136; j++) p[j] = static_cast<uint8_t>(uniform(0, 255));
         }
         break;
       case kQ6_K:

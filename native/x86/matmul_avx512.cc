@@ -122,6 +122,12 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
       dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q3_k_rows512<1>,
                       dot_q3_k_rows512<2>, dot_q3_k_rows512<3>, dot_q3_k_rows512<4>);
       return;
+    case kIQ4_XS:
+      if (rows == 1) {
+        one_row_in_stretches(xq8_k_view(xa, K), w, wstride, K, o0, o1, out, dot_iq4_xs_wrows512<4>, dot_iq4_xs_wrows512<1>);
+        return;
+      }
+      break;  // a few rows: the 256-bit kernel (dot_int8)
     case kQ2_K:
       dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q2_k_rows512<1>,
                       dot_q2_k_rows512<2>, dot_q2_k_rows512<3>, dot_q2_k_rows512<4>);
