@@ -30,7 +30,7 @@ using namespace loom;
 
 namespace {
 
-const int kTypes[] = {kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ5_0, kQ4_K, kQ5_K, kQ6_K, kIQ4_XS};
+const int kTypes[] = {kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ5_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_XS};
 const char* type_name(int t) {
   switch (t) {
     case kF32: return "F32";
@@ -39,6 +39,8 @@ const char* type_name(int t) {
     case kQ8_0: return "Q8_0";
     case kQ4_0: return "Q4_0";
     case kQ5_0: return "Q5_0";
+    case kQ2_K: return "Q2_K";
+    case kQ3_K: return "Q3_K";
     case kQ4_K: return "Q4_K";
     case kQ5_K: return "Q5_K";
     case kQ6_K: return "Q6_K";
@@ -114,6 +116,21 @@ std::vector<uint8_t> random_weights(int type, int K, int N) {
           put_f16(p, 0.0005f * uniform(1, 100));
           put_f16(p + 2, 0.0005f * uniform(0, 100));
           for (int j = 4; j < 176; j++) p[j] = static_cast<uint8_t>(uniform(0, 255));
+        }
+        break;
+      case kQ2_K:  // scales and mins, 2-bit values, then f16 d and dmin
+        for (int b = 0; b < K / 256; b++) {
+          uint8_t* p = row + 84 * b;
+          for (int j = 0; j < 80; j++) p[j] = static_cast<uint8_t>(uniform(0, 255));
+          put_f16(p + 80, 0.0005f * uniform(1, 100));
+          put_f16(p + 82, 0.0005f * uniform(0, 100));
+        }
+        break;
+      case kQ3_K:  // high bits, 2-bit values, scales, then f16 d
+        for (int b = 0; b < K / 256; b++) {
+          uint8_t* p = row + 110 * b;
+          for (int j = 0; j < 108; j++) p[j] = static_cast<uint8_t>(uniform(0, 255));
+          put_f16(p + 108, 0.0005f * uniform(1, 100));
         }
         break;
       case kIQ4_XS:  // d, then scales and nibbles

@@ -18,92 +18,133 @@ inline __m256i q3_k_scales16(const uint8_t* blk) {
   return _mm256_cvtepi8_epi16(sc);
 }
 
-// Q3_K: d·dx·Σ_j sc_j·(Σ q·x − 4·Σx_j), q = 2 low bits | hmask bit << 2 in 0..7
-template <int R>
-void dot_q3_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
-  __m512 acc[R];
-  LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+// Q3_K: d·dx·Σ_j sc_j·(Σ q·x − 4·Σx_j), q = 2 low bits | hmask bit << 2 in 0..7.
+// NW weight rows (ws apart) against R prepared rows, res[n·R + r]: one weight row against a few
+// activation rows (dot_rows_driver), or four weight rows against one (one_row_in_stretches).
+template <int NW, int R>
+void dot_q3_k_512(const uint8_t* w, size_t ws, const loom::XQ8_K* x, int K, float* res) {
+  __m512 acc[NW][R];
+  LOOM_UNROLL for (int n = 0; n < NW; n++) LOOM_UNROLL for (int r = 0; r < R; r++) acc[n][r] = _mm512_setzero_ps();
   const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4);
   const __m512i pair = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
   for (int b = 0; b < K / 256; b++) {
-    const uint8_t* blk = w + 110 * b;
-    LOOM_PREFETCH(blk);  // 110 bytes: two lines, mostly
-    LOOM_PREFETCH(blk + 64);
-    const __m256i sc16 = q3_k_scales16(blk);
-    const __m512i sc = _mm512_castsi256_si512(sc16);
-    const float d = f16_scalar(blk + 108);
-    const __m512i hm = _mm512_broadcast_i64x4(loadu256(blk));
-    __m512i isum[R];
-    __m256i corr[R];
-    LOOM_UNROLL for (int r = 0; r < R; r++) {
-      isum[r] = _mm512_setzero_si512();
-      corr[r] = _mm256_madd_epi16(sc16, loadu256(x[r].s16 + 16 * b));  // Σ sc_j·Σx_j, 8 int32
+    if (NW == 1) {  // one weight stream (see LOOM_PREFETCH_AHEAD): 110 bytes, two lines mostly
+      LOOM_PREFETCH(w + 110 * b);
+      LOOM_PREFETCH(w + 110 * b + 64);
     }
-    const auto quarter = [&](auto qc) {  // half n = c / 2, rows j = 2(c % 2), +1
-      constexpr int c = decltype(qc)::value, n = c / 2, j = 2 * (c % 2);
-      const __m512i qs = _mm512_broadcast_i64x4(loadu256(blk + 32 + 32 * n));
-      const __m512i lo = _mm512_and_si512(_mm512_srlv_epi64(qs, _mm512_add_epi64(pair, _mm512_set1_epi64(2 * j))), m3);
-      const __m512i hi = _mm512_and_si512(
-          _mm512_slli_epi64(_mm512_srlv_epi64(hm, _mm512_add_epi64(_mm512_srli_epi64(pair, 1), _mm512_set1_epi64(4 * n + j))), 2), m4);
-      const __m512i q = _mm512_or_si512(lo, hi);
-      const __m512i s = q6_k_quad_scales<c>(sc);
-      LOOM_UNROLL for (int r = 0; r < R; r++)
-        isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(q, _mm512_loadu_si512(x[r].q + 256 * b + 64 * c)), s);
+    __m512i sc[NW], hm[NW], isum[NW][R];
+    __m256i corr[NW][R];
+    float d[NW];
+    LOOM_UNROLL for (int n = 0; n < NW; n++) {
+      const uint8_t* blk = w + ws * n + 110 * b;
+      const __m256i sc16 = q3_k_scales16(blk);
+      sc[n] = _mm512_castsi256_si512(sc16);
+      d[n] = f16_scalar(blk + 108);
+      hm[n] = _mm512_broadcast_i64x4(loadu256(blk));
+      LOOM_UNROLL for (int r = 0; r < R; r++) {
+        isum[n][r] = _mm512_setzero_si512();
+        corr[n][r] = _mm256_madd_epi16(sc16, loadu256(x[r].s16 + 16 * b));  // Σ sc_j·Σx_j, 8 int32
+      }
+    }
+    const auto quarter = [&](auto qc) {  // half h = c / 2, rows j = 2(c % 2), +1
+      constexpr int c = decltype(qc)::value, h = c / 2, j = 2 * (c % 2);
+      __m512i xc[R];
+      LOOM_UNROLL for (int r = 0; r < R; r++) xc[r] = _mm512_loadu_si512(x[r].q + 256 * b + 64 * c);
+      LOOM_UNROLL for (int n = 0; n < NW; n++) {
+        const __m512i qs = _mm512_broadcast_i64x4(loadu256(w + ws * n + 110 * b + 32 + 32 * h));
+        const __m512i lo = _mm512_and_si512(_mm512_srlv_epi64(qs, _mm512_add_epi64(pair, _mm512_set1_epi64(2 * j))), m3);
+        const __m512i hi = _mm512_and_si512(
+            _mm512_slli_epi64(_mm512_srlv_epi64(hm[n], _mm512_add_epi64(_mm512_srli_epi64(pair, 1), _mm512_set1_epi64(4 * h + j))), 2), m4);
+        const __m512i q = _mm512_or_si512(lo, hi);
+        const __m512i s = q6_k_quad_scales<c>(sc[n]);
+        LOOM_UNROLL for (int r = 0; r < R; r++) isum[n][r] = _mm512_dpwssd_epi32(isum[n][r], _mm512_maddubs_epi16(q, xc[r]), s);
+      }
     };
-    quarter(std::integral_constant<int, 0>());
-    quarter(std::integral_constant<int, 1>());
-    quarter(std::integral_constant<int, 2>());
-    quarter(std::integral_constant<int, 3>());
-    LOOM_UNROLL for (int r = 0; r < R; r++) {
-      const __m512i t = _mm512_sub_epi32(isum[r], _mm512_zextsi256_si512(_mm256_slli_epi32(corr[r], 2)));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(d * x[r].d[b]), acc[r]);
+    unrolled<4>(quarter);
+    LOOM_UNROLL for (int n = 0; n < NW; n++) LOOM_UNROLL for (int r = 0; r < R; r++) {
+      const __m512i t = _mm512_sub_epi32(isum[n][r], _mm512_zextsi256_si512(_mm256_slli_epi32(corr[n][r], 2)));
+      acc[n][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(d[n] * x[r].d[b]), acc[n][r]);
     }
   }
-  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]);
+  LOOM_UNROLL for (int n = 0; n < NW; n++) LOOM_UNROLL for (int r = 0; r < R; r++) res[n * R + r] = hsum512(acc[n][r]);
 }
 
-// Q2_K: dx·(d·Σ_j sc_j·Σ q·x − dmin·Σ_j m_j·Σx_j), q in 0..3, scales[j] = sc | m << 4
-template <int R>
-void dot_q2_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
-  __m512 acc[R];
-  __m256 mins_acc[R];
-  LOOM_UNROLL for (int r = 0; r < R; r++) {
-    acc[r] = _mm512_setzero_ps();
-    mins_acc[r] = _mm256_setzero_ps();
+// Q2_K: dx·(d·Σ_j sc_j·Σ q·x − dmin·Σ_j m_j·Σx_j), q in 0..3, scales[j] = sc | m << 4; NW
+// weight rows against R prepared rows as dot_q3_k_512
+template <int NW, int R>
+void dot_q2_k_512(const uint8_t* w, size_t ws, const loom::XQ8_K* x, int K, float* res) {
+  __m512 acc[NW][R];
+  __m256 mins_acc[NW][R];
+  LOOM_UNROLL for (int n = 0; n < NW; n++) LOOM_UNROLL for (int r = 0; r < R; r++) {
+    acc[n][r] = _mm512_setzero_ps();
+    mins_acc[n][r] = _mm256_setzero_ps();
   }
   const __m512i m3 = _mm512_set1_epi8(3);
   const __m512i pair = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
   for (int b = 0; b < K / 256; b++) {
-    const uint8_t* blk = w + 84 * b;
-    LOOM_PREFETCH(blk);  // 84 bytes: two lines at most
-    LOOM_PREFETCH(blk + 64);
-    const __m128i sm = loadu128(blk);
-    const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(sm, _mm_set1_epi8(15)));
-    const __m256i mins16 = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), _mm_set1_epi8(15)));
-    const __m512i sc = _mm512_castsi256_si512(sc16);
-    const float d = f16_scalar(blk + 80), dmin = f16_scalar(blk + 82);
-    __m512i isum[R];
-    LOOM_UNROLL for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
+    if (NW == 1) {  // one weight stream: 84 bytes, two lines at most
+      LOOM_PREFETCH(w + 84 * b);
+      LOOM_PREFETCH(w + 84 * b + 64);
+    }
+    __m512i sc[NW], isum[NW][R];
+    __m256i mins16[NW];
+    float d[NW], dmin[NW];
+    LOOM_UNROLL for (int n = 0; n < NW; n++) {
+      const uint8_t* blk = w + ws * n + 84 * b;
+      const __m128i sm = loadu128(blk);
+      sc[n] = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(_mm_and_si128(sm, _mm_set1_epi8(15))));
+      mins16[n] = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(sm, 4), _mm_set1_epi8(15)));
+      d[n] = f16_scalar(blk + 80);
+      dmin[n] = f16_scalar(blk + 82);
+      LOOM_UNROLL for (int r = 0; r < R; r++) isum[n][r] = _mm512_setzero_si512();
+    }
     const auto quarter = [&](auto qc) {
-      constexpr int c = decltype(qc)::value, n = c / 2, j = 2 * (c % 2);
-      const __m512i qs = _mm512_broadcast_i64x4(loadu256(blk + 16 + 32 * n));
-      const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(qs, _mm512_add_epi64(pair, _mm512_set1_epi64(2 * j))), m3);
-      const __m512i s = q6_k_quad_scales<c>(sc);
-      LOOM_UNROLL for (int r = 0; r < R; r++)
-        isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(q, _mm512_loadu_si512(x[r].q + 256 * b + 64 * c)), s);
+      constexpr int c = decltype(qc)::value, h = c / 2, j = 2 * (c % 2);
+      __m512i xc[R];
+      LOOM_UNROLL for (int r = 0; r < R; r++) xc[r] = _mm512_loadu_si512(x[r].q + 256 * b + 64 * c);
+      LOOM_UNROLL for (int n = 0; n < NW; n++) {
+        const __m512i qs = _mm512_broadcast_i64x4(loadu256(w + ws * n + 84 * b + 16 + 32 * h));
+        const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(qs, _mm512_add_epi64(pair, _mm512_set1_epi64(2 * j))), m3);
+        const __m512i s = q6_k_quad_scales<c>(sc[n]);
+        LOOM_UNROLL for (int r = 0; r < R; r++) isum[n][r] = _mm512_dpwssd_epi32(isum[n][r], _mm512_maddubs_epi16(q, xc[r]), s);
+      }
     };
-    quarter(std::integral_constant<int, 0>());
-    quarter(std::integral_constant<int, 1>());
-    quarter(std::integral_constant<int, 2>());
-    quarter(std::integral_constant<int, 3>());
-    LOOM_UNROLL for (int r = 0; r < R; r++) {
+    unrolled<4>(quarter);
+    LOOM_UNROLL for (int n = 0; n < NW; n++) LOOM_UNROLL for (int r = 0; r < R; r++) {
       const float dx = x[r].d[b];
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), _mm512_set1_ps(d * dx), acc[r]);
-      const __m256i mm = _mm256_madd_epi16(mins16, loadu256(x[r].s16 + 16 * b));
-      mins_acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm), _mm256_set1_ps(dmin * dx), mins_acc[r]);
+      acc[n][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[n][r]), _mm512_set1_ps(d[n] * dx), acc[n][r]);
+      const __m256i mm = _mm256_madd_epi16(mins16[n], loadu256(x[r].s16 + 16 * b));
+      mins_acc[n][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm), _mm256_set1_ps(dmin[n] * dx), mins_acc[n][r]);
     }
   }
-  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]) - hsum256(mins_acc[r]);
+  LOOM_UNROLL for (int n = 0; n < NW; n++) LOOM_UNROLL for (int r = 0; r < R; r++)
+    res[n * R + r] = hsum512(acc[n][r]) - hsum256(mins_acc[n][r]);
+}
+
+// The two drivers' kernel shapes over a <NW, R> kernel: R activation rows against one weight
+// row; NW weight rows against one activation row
+template <void (*F)(const uint8_t*, size_t, const loom::XQ8_K*, int, float*)>
+void xrows_of(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
+  F(w, 0, x, K, res);
+}
+template <void (*F)(const uint8_t*, size_t, const loom::XQ8_K*, int, float*)>
+void wrows_of(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K, float* res) {
+  F(w, ws, &x, K, res);
+}
+
+using QkKernel = void (*)(const uint8_t*, size_t, const loom::XQ8_K*, int, float*);
+
+// One activation row: W4 (four weight rows) over stretches, W1 for the last rows; a few rows:
+// W1, R2, R3, R4 (one weight row against 1..4 activation rows)
+template <QkKernel W4, QkKernel W1, QkKernel R2, QkKernel R3, QkKernel R4>
+void dot_nw_r(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0, int o1,
+              float* out, int N) {
+  if (rows == 1) {
+    one_row_in_stretches(loom::xq8_k_view(xa, K), w, wstride, K, o0, o1, out, wrows_of<W4>, wrows_of<W1>);
+    return;
+  }
+  dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_k_view, xrows_of<W1>, xrows_of<R2>,
+                  xrows_of<R3>, xrows_of<R4>);
 }
 
 // ---- IQ4_XS · Q8_K: one 256-value block per step, two sub-blocks of 32 per vector ----

@@ -119,8 +119,8 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
                       dot_q6_k_rows512<2>, dot_q6_k_rows512<3>, dot_q6_k_rows512<4>);
       return;
     case kQ3_K:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q3_k_rows512<1>,
-                      dot_q3_k_rows512<2>, dot_q3_k_rows512<3>, dot_q3_k_rows512<4>);
+      dot_nw_r<dot_q3_k_512<4, 1>, dot_q3_k_512<1, 1>, dot_q3_k_512<1, 2>, dot_q3_k_512<1, 3>, dot_q3_k_512<1, 4>>(
+          xa, xstride, rows, w, wstride, K, o0, o1, out, N);
       return;
     case kIQ4_XS:
       if (rows == 1) {
@@ -129,8 +129,8 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
       }
       break;  // a few rows: the 256-bit kernel (dot_int8)
     case kQ2_K:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_k_view, dot_q2_k_rows512<1>,
-                      dot_q2_k_rows512<2>, dot_q2_k_rows512<3>, dot_q2_k_rows512<4>);
+      dot_nw_r<dot_q2_k_512<4, 1>, dot_q2_k_512<1, 1>, dot_q2_k_512<1, 2>, dot_q2_k_512<1, 3>, dot_q2_k_512<1, 4>>(
+          xa, xstride, rows, w, wstride, K, o0, o1, out, N);
       return;
     default: break;
   }
