@@ -18,6 +18,15 @@ inline __m256i q3_k_scales16(const uint8_t* blk) {
   return _mm256_cvtepi8_epi16(sc);
 }
 
+// Q2_K / Q3_K: the 2-bit values of quarter c (rows j = 2(c % 2) and j + 1 of half c / 2),
+// from that half's 32 bytes
+template <int c>
+inline __m512i two_bit_quarter(const uint8_t* half) {
+  constexpr int s = 4 * (c % 2);  // row j at bits 2j..2j+1
+  const __m512i qs = _mm512_broadcast_i64x4(loadu256(half));
+  return _mm512_and_si512(_mm512_srlv_epi64(qs, _mm512_setr_epi64(s, s, s, s, s + 2, s + 2, s + 2, s + 2)), _mm512_set1_epi8(3));
+}
+
 // Q3_K: d·dx·Σ_j sc_j·(Σ q·x − 4·Σx_j), q = 2 low bits | hmask bit << 2 in 0..7.
 // NW weight rows (ws apart) against R prepared rows, res[n·R + r]: one weight row against a few
 // activation rows (dot_rows_driver), or four weight rows against one (one_row_in_stretches).
@@ -25,7 +34,7 @@ template <int NW, int R>
 void dot_q3_k_512(const uint8_t* w, size_t ws, const loom::XQ8_K* x, int K, float* res) {
   __m512 acc[NW][R];
   LOOM_UNROLL for (int n = 0; n < NW; n++) LOOM_UNROLL for (int r = 0; r < R; r++) acc[n][r] = _mm512_setzero_ps();
-  const __m512i m3 = _mm512_set1_epi8(3), m4 = _mm512_set1_epi8(4);
+  const __m512i m4 = _mm512_set1_epi8(4);
   const __m512i pair = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
   for (int b = 0; b < K / 256; b++) {
     if (NW == 1) {  // one weight stream (see LOOM_PREFETCH_AHEAD): 110 bytes, two lines mostly
@@ -51,8 +60,7 @@ void dot_q3_k_512(const uint8_t* w, size_t ws, const loom::XQ8_K* x, int K, floa
       __m512i xc[R];
       LOOM_UNROLL for (int r = 0; r < R; r++) xc[r] = _mm512_loadu_si512(x[r].q + 256 * b + 64 * c);
       LOOM_UNROLL for (int n = 0; n < NW; n++) {
-        const __m512i qs = _mm512_broadcast_i64x4(loadu256(w + ws * n + 110 * b + 32 + 32 * h));
-        const __m512i lo = _mm512_and_si512(_mm512_srlv_epi64(qs, _mm512_add_epi64(pair, _mm512_set1_epi64(2 * j))), m3);
+        const __m512i lo = two_bit_quarter<c>(w + ws * n + 110 * b + 32 + 32 * h);
         const __m512i hi = _mm512_and_si512(
             _mm512_slli_epi64(_mm512_srlv_epi64(hm[n], _mm512_add_epi64(_mm512_srli_epi64(pair, 1), _mm512_set1_epi64(4 * h + j))), 2), m4);
         const __m512i q = _mm512_or_si512(lo, hi);
@@ -79,8 +87,6 @@ void dot_q2_k_512(const uint8_t* w, size_t ws, const loom::XQ8_K* x, int K, floa
     acc[n][r] = _mm512_setzero_ps();
     mins_acc[n][r] = _mm256_setzero_ps();
   }
-  const __m512i m3 = _mm512_set1_epi8(3);
-  const __m512i pair = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
   for (int b = 0; b < K / 256; b++) {
     if (NW == 1) {  // one weight stream: 84 bytes, two lines at most
       LOOM_PREFETCH(w + 84 * b);
@@ -99,12 +105,11 @@ void dot_q2_k_512(const uint8_t* w, size_t ws, const loom::XQ8_K* x, int K, floa
       LOOM_UNROLL for (int r = 0; r < R; r++) isum[n][r] = _mm512_setzero_si512();
     }
     const auto quarter = [&](auto qc) {
-      constexpr int c = decltype(qc)::value, h = c / 2, j = 2 * (c % 2);
+      constexpr int c = decltype(qc)::value, h = c / 2;
       __m512i xc[R];
       LOOM_UNROLL for (int r = 0; r < R; r++) xc[r] = _mm512_loadu_si512(x[r].q + 256 * b + 64 * c);
       LOOM_UNROLL for (int n = 0; n < NW; n++) {
-        const __m512i qs = _mm512_broadcast_i64x4(loadu256(w + ws * n + 84 * b + 16 + 32 * h));
-        const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(qs, _mm512_add_epi64(pair, _mm512_set1_epi64(2 * j))), m3);
+        const __m512i q = two_bit_quarter<c>(w + ws * n + 84 * b + 16 + 32 * h);
         const __m512i s = q6_k_quad_scales<c>(sc[n]);
         LOOM_UNROLL for (int r = 0; r < R; r++) isum[n][r] = _mm512_dpwssd_epi32(isum[n][r], _mm512_maddubs_epi16(q, xc[r]), s);
       }
