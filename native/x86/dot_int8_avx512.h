@@ -632,16 +632,31 @@ inline __m512i q4_k_scales_mins4(__m512i s) {
   return _mm512_ternarylogic_epi32(lo, hi, top, 0xfe);  // lo | hi | top
 }
 
-// int16 lanes 0..15 ← sc[2c], lanes 16..31 ← sc[2c + 1], from the scale bytes in every
-// 128-bit lane of sm (one in-lane byte shuffle; the high byte of each int16 zeroed)
-template <int c>
-inline __m512i q4_k_pair_scales(__m512i sm) {
-  constexpr char lo = 2 * c, hi = 2 * c + 1, z = -1;
+// int16 lanes 0..15 ← sc[a], lanes 16..31 ← sc[b], from the scale bytes in every 128-bit
+// lane of sm (one in-lane byte shuffle; the high byte of each int16 zeroed)
+template <int a, int b>
+inline __m512i q4_k_scale_pair(__m512i sm) {
+  constexpr char lo = a, hi = b, z = -1;
   const __m512i idx = _mm512_set_epi8(z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi,  //
                                       z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi,  //
                                       z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo,  //
                                       z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo);
   return _mm512_shuffle_epi8(sm, idx);
+}
+
+// the scales of chunk c's two sub-blocks (its low nibbles, then its high ones)
+template <int c>
+inline __m512i q4_k_pair_scales(__m512i sm) {
+  return q4_k_scale_pair<2 * c, 2 * c + 1>(sm);
+}
+
+// Q5_K: + 16 on the bytes of q whose fifth bit is set: bit a of qh[l] for byte l of the lower
+// half, bit b for byte l of the upper half
+template <int a, int b>
+inline __m512i q5_k_add_fifth(__m512i q, const uint8_t* blk) {
+  const __m512i qh = _mm512_broadcast_i64x4(loadu256(blk + 16));
+  const __m512i bit = _mm512_mask_blend_epi64(0xF0, _mm512_set1_epi8(1 << a), _mm512_set1_epi8(1 << b));
+  return _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(qh, bit), q, _mm512_set1_epi8(16));
 }
 
 // Headers of Q4_K / Q5_K blocks 0 .. n−1 at g: sm ← their scales and mins
@@ -689,10 +704,20 @@ inline __m512i q4_k_chunk(const uint8_t* blk) {
   const __m512i raw = _mm512_broadcast_i64x4(loadu256(blk + kQ45_KNibbles<kBits> + 32 * c));  // low nibbles, then high
   const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(raw, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)), _mm512_set1_epi8(15));
   if constexpr (kBits == 4) return q;
-  else {
-    const __m512i qh = _mm512_broadcast_i64x4(loadu256(blk + 16));
-    const __m512i bit = _mm512_mask_blend_epi64(0xF0, _mm512_set1_epi8(1 << (2 * c)), _mm512_set1_epi8(1 << (2 * c + 1)));
-    return _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(qh, bit), q, _mm512_set1_epi8(16));  // + 16 where the bit is set
+  else return q5_k_add_fifth<2 * c, 2 * c + 1>(q, blk);
+}
+
+// Activations in "nibble order" for the one-row Q4_K / Q5_K kernel: per 128 values (chunks c,
+// c + 1 of a block, each 32 low-nibble values then 32 high ones) the low-nibble values of
+// both chunks, then their high ones, so that one 64-byte load of the two chunks' nibbles,
+// masked, and shifted once, matches 128 activations (one shift where two were needed)
+inline void nibble_order(const int8_t* q, int K, int8_t* dst) {
+  for (int i = 0; i < K; i += 128) {
+    const __m256i lo0 = loadu256(q + i), hi0 = loadu256(q + i + 32), lo1 = loadu256(q + i + 64), hi1 = loadu256(q + i + 96);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), lo0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 32), lo1);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 64), hi0);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 96), hi1);
   }
 }
 
@@ -760,8 +785,9 @@ void dot_q4_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res)
   LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]) - hsum512(mins_acc[r]);
 }
 
-// NW weight rows (ws apart) against one prepared row (see one_row_in_stretches): as
-// q4_k_group with the roles of the rows swapped, each x vector loaded once for the NW.
+// NW weight rows (ws apart) against one prepared row in nibble order (see
+// one_row_in_stretches): as q4_k_group with the roles of the rows swapped, each x vector
+// loaded once for the NW, two chunks a step.
 template <int NW, int kBits>
 void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K, float* res) {
   constexpr int kB = kQ45_KBytes<kBits>;
@@ -789,15 +815,24 @@ void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K,
         smi[r] = _mm512_shuffle_i32x4(sm[r], sm[r], i * 0x55);
         isum[r] = _mm512_setzero_si512();
       }
-      const auto chunk = [&](auto cc) {
-        constexpr int c = decltype(cc)::value;
-        const __m512i xc = _mm512_loadu_si512(x.q + 256 * (b0 + i) + 64 * c);
+      const auto chunks = [&](auto pc) {  // chunks c, c + 1
+        constexpr int c = 2 * decltype(pc)::value;
+        const __m512i xlo = _mm512_loadu_si512(x.q + 256 * (b0 + i) + 64 * c);
+        const __m512i xhi = _mm512_loadu_si512(x.q + 256 * (b0 + i) + 64 * c + 64);
         LOOM_UNROLL for (int r = 0; r < NW; r++) {
-          const __m512i q = q4_k_chunk<c, kBits>(w + ws * r + kB * (b0 + i));
-          isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(q, xc), q4_k_pair_scales<c>(smi[r]));
+          const uint8_t* blk = w + ws * r + kB * (b0 + i);
+          const __m512i v = _mm512_loadu_si512(blk + kQ45_KNibbles<kBits> + 32 * c);
+          __m512i lo = _mm512_and_si512(v, _mm512_set1_epi8(15));
+          __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(15));
+          if constexpr (kBits == 5) {
+            lo = q5_k_add_fifth<2 * c, 2 * c + 2>(lo, blk);
+            hi = q5_k_add_fifth<2 * c + 1, 2 * c + 3>(hi, blk);
+          }
+          isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(lo, xlo), q4_k_scale_pair<2 * c, 2 * c + 2>(smi[r]));
+          isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(hi, xhi), q4_k_scale_pair<2 * c + 1, 2 * c + 3>(smi[r]));
         }
       };
-      unrolled<4>(chunk);
+      unrolled<2>(chunks);
       LOOM_UNROLL for (int r = 0; r < NW; r++) acc[r] = q4_k_block_acc<i>(isum[r], ddx[r], acc[r]);
     };
     unrolled<4>(block);
@@ -812,7 +847,11 @@ template <int kBits>
 void dot_q45_k(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0, int o1,
                float* out, int N) {
   if (rows == 1) {
-    one_row_in_stretches(loom::xq8_k_view(xa, K), w, wstride, K, o0, o1, out, dot_q4_k_wrows512<4, kBits>,
+    thread_local std::vector<uint8_t> copy;
+    copy.resize(xstride);
+    nibble_order(reinterpret_cast<const int8_t*>(xa), K, reinterpret_cast<int8_t*>(copy.data()));
+    std::memcpy(copy.data() + K, xa + K, xstride - K);  // block scales and sums
+    one_row_in_stretches(loom::xq8_k_view(copy.data(), K), w, wstride, K, o0, o1, out, dot_q4_k_wrows512<4, kBits>,
                          dot_q4_k_wrows512<1, kBits>);
     return;
   }
