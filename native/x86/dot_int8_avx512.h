@@ -299,7 +299,7 @@ inline __m512 group_scales(__m512 d, __m512 dx, __m512 sx, __m512& corr) {
 // follow 4 streams a core well, and the extra requests, each holding an L1 miss buffer,
 // capped the weights at 30-35 GB/s where a plain read reached 60 (a 128 MB Q8_0 matrix,
 // 2 threads, alternating: 29 -> 35 GB/s in the machine's slower phase, up to 66 in its
-// faster one; one-sequence decode of Qwen2.5-0.5B Q4_K_M 79 -> 91 tok/s).
+// faster one; one-sequence decode of Qwen2.5-0.5B Q4_K_M 72 -> 78 tok/s, 1.5B 31 -> 39).
 
 // out[o] for o in [o0, o1): kernel4(first row, distance between the 4 rows, x, K, res[4]);
 // the last (o1 − o0) mod 4 rows by kernel1
@@ -404,6 +404,21 @@ void dot_q_0_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, int K, 
 // lane broadcast gives their four scales (pair order: two of each and a cross-lane permute).
 // One row of K = 1152 (Gemma's FFN input and LM head), one thread, weights in L2: 4.2
 // cycles a block in pair order one weight row at a time, 2.2 in quad order four at a time.
+
+// A thread-local copy of `rows` prepared rows (xstride apart) whose K activations `order`
+// rearranged (a few KB a call); the block scales and sums after them are copied as they are
+inline const uint8_t* reordered_rows(const uint8_t* xa, size_t xstride, int rows, int K,
+                                     void (*order)(const int8_t*, int, int8_t*)) {
+  thread_local std::vector<uint8_t> copy;
+  copy.resize(xstride * static_cast<size_t>(rows));
+  for (int r = 0; r < rows; r++) {
+    const uint8_t* src = xa + xstride * static_cast<size_t>(r);
+    uint8_t* dst = copy.data() + xstride * static_cast<size_t>(r);
+    order(reinterpret_cast<const int8_t*>(src), K, reinterpret_cast<int8_t*>(dst));
+    std::memcpy(dst + K, src + K, xstride - K);
+  }
+  return copy.data();
+}
 
 // q in quad order: in each run of 4 whole blocks (128 values), dword 4L + D of the first 64
 // bytes is values 4L .. 4L+3 of block D, and of the next 64 bytes values 16 + 4L .. 19 + 4L;
@@ -586,20 +601,13 @@ void dot_q_0_quad_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, in
 template <Q0 T>
 void dot_quad_driver(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0, int o1,
                      float* out, int N) {
-  thread_local std::vector<uint8_t> copy;
-  copy.resize(xstride * static_cast<size_t>(rows));
-  for (int r = 0; r < rows; r++) {
-    const uint8_t* src = xa + xstride * static_cast<size_t>(r);
-    uint8_t* dst = copy.data() + xstride * static_cast<size_t>(r);
-    quad_order(reinterpret_cast<const int8_t*>(src), K, reinterpret_cast<int8_t*>(dst));
-    std::memcpy(dst + K, src + K, xstride - K);  // block scales and sums
-  }
+  const uint8_t* copy = reordered_rows(xa, xstride, rows, K, quad_order);
   if (rows == 1) {
-    one_row_in_stretches(loom::xq8_0_view(copy.data(), K), w, wstride, K, o0, o1, out, dot_q_0_quad_wrows512<4, T>,
+    one_row_in_stretches(loom::xq8_0_view(copy, K), w, wstride, K, o0, o1, out, dot_q_0_quad_wrows512<4, T>,
                          dot_q_0_quad_wrows512<1, T>);
     return;
   }
-  dot_rows_driver(copy.data(), xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_0_view, dot_q_0_quad_rows512<1, T>,
+  dot_rows_driver(copy, xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_0_view, dot_q_0_quad_rows512<1, T>,
                   dot_q_0_quad_rows512<2, T>, dot_q_0_quad_rows512<3, T>, dot_q_0_quad_rows512<4, T>);
 }
 
@@ -847,11 +855,7 @@ template <int kBits>
 void dot_q45_k(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0, int o1,
                float* out, int N) {
   if (rows == 1) {
-    thread_local std::vector<uint8_t> copy;
-    copy.resize(xstride);
-    nibble_order(reinterpret_cast<const int8_t*>(xa), K, reinterpret_cast<int8_t*>(copy.data()));
-    std::memcpy(copy.data() + K, xa + K, xstride - K);  // block scales and sums
-    one_row_in_stretches(loom::xq8_k_view(copy.data(), K), w, wstride, K, o0, o1, out, dot_q4_k_wrows512<4, kBits>,
+    one_row_in_stretches(loom::xq8_k_view(reordered_rows(xa, xstride, 1, K, nibble_order), K), w, wstride, K, o0, o1, out, dot_q4_k_wrows512<4, kBits>,
                          dot_q4_k_wrows512<1, kBits>);
     return;
   }
