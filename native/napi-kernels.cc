@@ -12,6 +12,7 @@
 #include "threadpool.h"
 #ifdef LOOM_HAVE_MATMUL
 #include "matmul.h"
+#include "q4_0-r16.h"
 #endif
 
 namespace loom::napi {
@@ -250,6 +251,13 @@ int64_t checked_row_bytes(const Napi::CallbackInfo& info, int type, int64_t n) {
   if (bytes < 0) throw Napi::RangeError::New(info.Env(), "row length " + std::to_string(n) + " is not a whole number of blocks");
   return bytes;
 }
+
+// An interleaved layout holds whole groups of rows only.
+int64_t checked_row_count(const Napi::CallbackInfo& info, int type, int64_t n, const char* what) {
+  if (type == kQ4_0_R16 && n % kR16Rows != 0)
+    throw Napi::RangeError::New(info.Env(), std::string(what) + " of an interleaved Q4_0 tensor must be a multiple of 16, got " + std::to_string(n));
+  return n;
+}
 }  // namespace
 
 // (out, x, rows, w, type, inFeatures, outFeatures)
@@ -260,7 +268,7 @@ Napi::Value Matmul(const Napi::CallbackInfo& info) {
   auto w = u8_array(info, 3, "weight data");
   const int type = static_cast<int>(integer(info, 4, "type", 0, 255));
   const int64_t in = integer(info, 5, "inFeatures", 1);
-  const int64_t outF = integer(info, 6, "outFeatures", 1);
+  const int64_t outF = checked_row_count(info, type, integer(info, 6, "outFeatures", 1), "outFeatures");
   need(info, w.length, product(info, {checked_row_bytes(info, type, in), outF}, "weight data"), "weight data");
   need(info, x.length, product(info, {rows, in}, "x"), "x");
   need(info, out.length, product(info, {rows, outF}, "out"), "out");
@@ -283,7 +291,7 @@ Napi::Value MatmulSet(const Napi::CallbackInfo& info) {
     auto out = f32_array(info, a, "out");
     auto w = u8_array(info, a + 1, "weight data");
     const int type = static_cast<int>(integer(info, a + 2, "type", 0, 255));
-    const int64_t outF = integer(info, a + 3, "outFeatures", 1);
+    const int64_t outF = checked_row_count(info, type, integer(info, a + 3, "outFeatures", 1), "outFeatures");
     need(info, w.length, product(info, {checked_row_bytes(info, type, in), outF}, "weight data"), "weight data");
     need(info, out.length, product(info, {rows, outF}, "out"), "out");
     parts[j] = {out.data, w.data, type, static_cast<int>(outF)};
@@ -298,7 +306,7 @@ Napi::Value EmbedRows(const Napi::CallbackInfo& info) {
   auto table = u8_array(info, 1, "table data");
   const int type = static_cast<int>(integer(info, 2, "type", 0, 255));
   const int64_t dim = integer(info, 3, "dim", 1);
-  const int64_t n_rows = integer(info, 4, "nRows", 1);
+  const int64_t n_rows = checked_row_count(info, type, integer(info, 4, "nRows", 1), "nRows");
   auto ids = i32_array(info, 5, "ids");
   need(info, table.length, product(info, {checked_row_bytes(info, type, dim), n_rows}, "table data"), "table data");
   need(info, out.length, product(info, {static_cast<int64_t>(ids.length), dim}, "out"), "out");
@@ -308,6 +316,18 @@ Napi::Value EmbedRows(const Napi::CallbackInfo& info) {
                                                   std::to_string(n_rows) + " rows)");
   embed_rows(out.data, table.data, type, static_cast<int>(dim), static_cast<int>(n_rows), ids.data,
              static_cast<int>(ids.length));
+  return info.Env().Undefined();
+}
+
+// (data, K, N): a Q4_0 tensor of N rows of K values rewritten, in place, into the layout of
+// kQ4_0_R16 (N a multiple of 16)
+Napi::Value InterleaveQ4_0R16(const Napi::CallbackInfo& info) {
+  auto data = u8_array(info, 0, "data");
+  const int64_t K = integer(info, 1, "K", 1);
+  const int64_t N = checked_row_count(info, kQ4_0_R16, integer(info, 2, "N", 1), "N");
+  if (data.length != static_cast<size_t>(product(info, {checked_row_bytes(info, kQ4_0, K), N}, "data")))
+    throw Napi::RangeError::New(info.Env(), "data must hold exactly N rows of K Q4_0 values");
+  interleave_q4_0_r16(data.data, static_cast<int>(K), static_cast<int>(N));
   return info.Env().Undefined();
 }
 #endif

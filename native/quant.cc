@@ -18,7 +18,7 @@ size_t weight_row_bytes(int type, int n) {
 
 void dequantize_row(int type, const uint8_t* row, int n, float* out) {
   const WeightTraits* t = weight_traits(type);
-  if (!t) return;
+  if (!t || (t->block_values > 1 && !t->dequantize)) return;  // interleaved layouts: no row of their own
   switch (t->act) {
     case Act::kF32: std::memcpy(out, row, 4 * static_cast<size_t>(n)); return;
     case Act::kF16:

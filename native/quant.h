@@ -71,7 +71,8 @@ static inline int q6k_value(const uint8_t* blk, int i) {
   return low4 | (((qh[l] >> (2 * quarter)) & 3) << 4);
 }
 
-// out[0..n) = one weight row of `type` dequantized (as ggml's dequantize_row_*).
+// out[0..n) = one weight row of `type` dequantized (as ggml's dequantize_row_*); interleaved layouts
+// (kQ4_0_R16) have no contiguous row: q4_0-r16.h dequantizes theirs, this leaves out untouched.
 void dequantize_row(int type, const uint8_t* row, int n, float* out);
 
 // ---- prepared activation rows ----

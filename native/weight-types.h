@@ -24,6 +24,8 @@ enum WeightType : int {
   kIQ4_NL = 20,
   kIQ4_XS = 23,
   kBF16 = 30,
+  // loom's own layouts, never in a file
+  kQ4_0_R16 = 128,  // Q4_0 interleaved by 16 rows (q4_0-r16.h)
 };
 
 // What activations are rounded to (and how a prepared row is laid out, see quant.h).
@@ -36,7 +38,7 @@ struct WeightTraits {
   int block_values;             // 1 for F32/F16/BF16
   int block_bytes;              // bytes per block
   Act act;
-  DequantizeBlockFn dequantize;  // one block; nullptr for F32/F16/BF16
+  DequantizeBlockFn dequantize;  // one block; nullptr for F32/F16/BF16 and interleaved layouts
 };
 
 // The row of `type`, or nullptr when the kernels do not compute with it.

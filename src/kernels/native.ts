@@ -73,6 +73,8 @@ interface NativeAddon {
   /** (x, rows, inFeatures, then out, data, type, outFeatures for each weight) */
   matmulSet?(x: F32, rows: number, inFeatures: number, ...targets: (F32 | Uint8Array | number)[]): void;
   embedRows?(out: F32, data: Uint8Array, type: number, dim: number, nRows: number, ids: Int32Array): void;
+  /** a Q4_0 matrix of N rows of K values into the Q4_0_R16 layout, in place (absent in older builds) */
+  interleaveQ4_0R16?(data: Uint8Array, K: number, N: number): void;
   /** absent when the addon was built without native/recurrent.cc */
   convSilu?(out: F32, x: F32, weight: F32, state: F32, slots: Int32Array, seqStarts: Int32Array, channels: number, kernel: number): void;
   gatedDeltaRule?(out: F32, q: F32, k: F32, v: F32, g: F32, beta: F32, state: F32, slots: Int32Array, seqStarts: Int32Array,
@@ -171,6 +173,20 @@ export function allocateLarge(bytes: number, populate = false): ArrayBuffer {
   const buf = new ArrayBuffer(bytes);
   if (populate) new Uint8Array(buf).fill(0);
   return buf;
+}
+
+/**
+ * The native rewrite of Q4_0 matrices into the R16 layout (model/quant/q4_0-r16.ts), where the
+ * native core computes faster with it than with Q4_0's: its own kernels are AVX-512 with VNNI.
+ * Undefined otherwise (no addon, AVX2, the portable core): tensors then stay Q4_0.
+ */
+export function nativeQ4_0Interleaver(): ((data: Uint8Array, K: number, N: number) => void) | undefined {
+  const s = load();
+  if (!('addon' in s) || !nativeHasMatmul()) return undefined;
+  const { addon } = s;
+  const f = addon.features();
+  if (!addon.interleaveQ4_0R16 || f.kernels !== 'avx512' || !f.avx512vnni) return undefined;
+  return (data, K, N) => addon.interleaveQ4_0R16!(data, K, N);
 }
 
 export function cpuFeatures(): CpuFeatures | undefined {

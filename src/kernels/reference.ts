@@ -7,21 +7,20 @@ import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer, Kernels, Ma
 import type { RopeStyle, WeightTensor } from '../model/weights.js';
 import type { RopeScaling } from '../model/rope-scaling.js';
 import { NO_SCALING } from '../model/rope-scaling.js';
-import { dequantizeRow } from '../model/quant/dequantize.js';
+import { dequantizeTensorRow } from '../model/quant/dequantize.js';
 import { roundActivations } from '../model/quant/q8-activations.js';
 import { roundToF16, f16ToF32, f32ToF16 } from '../model/half.js';
-import { rowBytes } from '../model/ggml-types.js';
+import { fileType } from '../model/ggml-types.js';
 
 function matmul(out: Float32Array, x: Float32Array, w: WeightTensor, rows: number): void {
   const [inF, outF] = matrixDims(w);
-  const stride = rowBytes(w.type, inF)!;
   const xr = new Float32Array(rows * inF);
   for (let r = 0; r < rows; r++) {
-    roundActivations(w.type, x.subarray(r * inF, (r + 1) * inF), inF, xr.subarray(r * inF, (r + 1) * inF));
+    roundActivations(fileType(w.type), x.subarray(r * inF, (r + 1) * inF), inF, xr.subarray(r * inF, (r + 1) * inF));
   }
   const wRow = new Float32Array(inF);
   for (let o = 0; o < outF; o++) {
-    dequantizeRow(w.type, w.data, o * stride, inF, wRow, 0);
+    dequantizeTensorRow(w, o, wRow);
     for (let r = 0; r < rows; r++) {
       let sum = 0;
       const base = r * inF;
@@ -43,11 +42,10 @@ function matrixDims(w: WeightTensor): [number, number] {
 
 function embedRows(out: Float32Array, table: WeightTensor, ids: Int32Array): void {
   const [dim, rows] = matrixDims(table);
-  const stride = rowBytes(table.type, dim)!;
   for (let t = 0; t < ids.length; t++) {
     const id = ids[t]!;
     if (id < 0 || id >= rows) throw new RangeError(`token id ${id} outside ${table.name} (${rows} rows)`);
-    dequantizeRow(table.type, table.data, id * stride, dim, out, t * dim);
+    dequantizeTensorRow(table, id, out.subarray(t * dim, (t + 1) * dim));
   }
 }
 

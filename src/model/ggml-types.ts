@@ -34,6 +34,8 @@ export enum GGMLType {
   TQ1_0 = 34,
   TQ2_0 = 35,
   MXFP4 = 39,
+  /** loom's own in-memory layout, never in a file: Q4_0 interleaved by 16 rows (quant/q4_0-r16.ts) */
+  Q4_0_R16 = 128,
 }
 
 export interface BlockGeometry {
@@ -78,9 +80,18 @@ const GEOMETRY: Partial<Record<GGMLType, BlockGeometry>> = {
   [GGMLType.TQ1_0]: { blockSize: 256, typeSize: 54 },
   [GGMLType.TQ2_0]: { blockSize: 256, typeSize: 66 },
   [GGMLType.MXFP4]: { blockSize: 32, typeSize: 17 },
+  [GGMLType.Q4_0_R16]: { blockSize: 32, typeSize: 18 },
 };
 
-/** Types loom can compute with (dequantize, matmul). */
+/** loom's in-memory layouts and the file type whose values each holds, rearranged */
+const LAYOUTS: ReadonlyMap<GGMLType, GGMLType> = new Map([[GGMLType.Q4_0_R16, GGMLType.Q4_0]]);
+
+/** The file type whose values a tensor of `type` holds: the type itself, or what a layout rearranges. */
+export function fileType(type: GGMLType): GGMLType {
+  return LAYOUTS.get(type) ?? type;
+}
+
+/** File types loom can compute with (dequantize, matmul). */
 export const COMPUTE_TYPES: ReadonlySet<GGMLType> = new Set([
   GGMLType.F32,
   GGMLType.F16,

@@ -1,0 +1,141 @@
+// Q4_0 interleaved by 16 rows (GGMLType.Q4_0_R16): the layout is a rearrangement only (every
+// row dequantizes to its Q4_0 row, the reference's products are the Q4_0 ones bit for bit), the
+// native rewrite gives the TypeScript one's bytes, the native kernels agree with the reference
+// on it at every row count, and a GGUF file's Q4_0 matrices are read into it where the native
+// core has AVX-512 VNNI.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { loadNativeKernels, nativeQ4_0Interleaver } from '../src/kernels/native.js';
+import { referenceKernels as ref } from '../src/kernels/reference.js';
+import { GGMLType, fileType } from '../src/model/ggml-types.js';
+import { openGGUF } from '../src/model/gguf.js';
+import { writeGGUF } from '../src/model/gguf-writer.js';
+import { dequantizeTensorRow } from '../src/model/quant/dequantize.js';
+import { canInterleaveQ4_0, interleaveQ4_0R16, interleavedQ4_0 } from '../src/model/quant/q4_0-r16.js';
+import { RUN_SEED, matmulRelError, randomWeight, rngFor } from './kernel-cases.js';
+
+const seedNote = `(LOOM_TEST_SEED=${RUN_SEED})`;
+const native = loadNativeKernels();
+const interleaver = nativeQ4_0Interleaver();
+
+describe('Q4_0 interleaved by 16 rows', () => {
+  it('every row dequantizes to its Q4_0 row, and the reference gives the Q4_0 products bit for bit', () => {
+    const rng = rngFor('r16 rows');
+    const plain = randomWeight(rng, 'Q4_0', 96, 48);
+    const r16 = interleavedQ4_0(plain);
+    assert.equal(r16.type, GGMLType.Q4_0_R16);
+    assert.equal(r16.data.length, plain.data.length);
+    assert.notDeepEqual(r16.data, plain.data);
+    for (let o = 0; o < 48; o++) assert.deepEqual(dequantizeTensorRow(r16, o), dequantizeTensorRow(plain, o), `row ${o}`);
+    const x = rng.fill(3 * 96, 1);
+    const [a, b] = [new Float32Array(3 * 48), new Float32Array(3 * 48)];
+    ref.matmul(a, x, plain, 3);
+    ref.matmul(b, x, r16, 3);
+    assert.deepEqual(b, a);
+    const ids = Int32Array.from([0, 47, 16, 15]);
+    const [ea, eb] = [new Float32Array(4 * 96), new Float32Array(4 * 96)];
+    ref.embedRows(ea, plain, ids);
+    ref.embedRows(eb, r16, ids);
+    assert.deepEqual(eb, ea);
+    assert.equal(fileType(GGMLType.Q4_0_R16), GGMLType.Q4_0);
+  });
+
+  it('only Q4_0 matrices of whole groups of 16 rows take the layout', () => {
+    assert.ok(canInterleaveQ4_0(GGMLType.Q4_0, [64, 32]));
+    assert.ok(!canInterleaveQ4_0(GGMLType.Q4_0, [64, 40]));
+    assert.ok(!canInterleaveQ4_0(GGMLType.Q4_0, [64]));
+    assert.ok(!canInterleaveQ4_0(GGMLType.Q8_0, [64, 32]));
+    assert.throws(() => interleaveQ4_0R16(new Uint8Array(18 * 2 * 40), 64, 40), RangeError);
+  });
+
+  describe('native', { skip: native ? false : 'the native core is unavailable' }, () => {
+    it('the native rewrite gives the TypeScript bytes', { skip: interleaver ? false : 'no AVX-512 VNNI: Q4_0 keeps its layout' }, () => {
+      const plain = randomWeight(rngFor('r16 native rewrite'), 'Q4_0', 544, 64);
+      const data = plain.data.slice();
+      interleaver!(data, 544, 64);
+      assert.deepEqual(data, interleavedQ4_0(plain).data);
+    });
+
+    it('matmul agrees with the reference at 1 to 130 rows, embedRows exactly, on rows of 32 to 4128 values', () => {
+      for (const [i, inF] of [32, 96, 544, 992, 4128].entries()) {
+        for (const [j, rows] of [1, 3, 8, 9, 17, 64, 130].entries()) {
+          const outF = [16, 48, 144, 32][(i + j) % 4]!;
+          const rng = rngFor(`r16 matmul ${rows}x${inF}x${outF}`);
+          const w = interleavedQ4_0(randomWeight(rng, 'Q4_0', inF, outF));
+          const x = rng.fill(rows * inF, 1);
+          const [expected, out] = [new Float32Array(rows * outF), new Float32Array(rows * outF).fill(NaN)];
+          ref.matmul(expected, x, w, rows);
+          native!.matmul(out, x, w, rows);
+          const err = matmulRelError(out, expected, x, w, rows);
+          assert.ok(err <= 2e-5, `rows ${rows}, ${inF} → ${outF}: error ${err.toExponential(2)} of Σ|w·x| ${seedNote}`);
+          // a row's products are the same bits alone and in any batch
+          const alone = new Float32Array(outF);
+          native!.matmul(alone, x.subarray(0, inF), w, 1);
+          assert.deepEqual(alone, out.subarray(0, outF), `row 0 alone and among ${rows}`);
+        }
+        const table = interleavedQ4_0(randomWeight(rngFor(`r16 embed ${inF}`), 'Q4_0', inF, 32));
+        const ids = Int32Array.from([0, 31, 16, 16, 5]);
+        const [expected, out] = [new Float32Array(ids.length * inF), new Float32Array(ids.length * inF)];
+        ref.embedRows(expected, table, ids);
+        native!.embedRows(out, table, ids);
+        assert.deepEqual(out, expected);
+      }
+    });
+
+    it('refuses an interleaved tensor whose rows are not whole groups of 16', () => {
+      const w = interleavedQ4_0(randomWeight(rngFor('r16 bad'), 'Q4_0', 64, 32));
+      const cut = { ...w, dims: [64, 24], data: w.data.subarray(0, 36 * 24) };
+      assert.throws(() => native!.matmul(new Float32Array(24), new Float32Array(64), cut, 1), RangeError);
+      assert.throws(() => native!.embedRows(new Float32Array(64), cut, Int32Array.from([0])), RangeError);
+    });
+  });
+
+  describe('reading a GGUF file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'loom-r16-'));
+    after(() => rmSync(dir, { recursive: true, force: true }));
+    const rng = rngFor('r16 gguf');
+    const square = randomWeight(rng, 'Q4_0', 64, 32);
+    const ragged = randomWeight(rng, 'Q4_0', 64, 40);
+    const path = join(dir, 'q4_0.gguf');
+    writeGGUF(path, {
+      metadata: [],
+      tensors: [
+        { name: 'square', type: GGMLType.Q4_0, dims: [64, 32], data: square.data },
+        { name: 'ragged', type: GGMLType.Q4_0, dims: [64, 40], data: ragged.data },
+      ],
+    });
+
+    it('Q4_0 matrices of whole groups are read interleaved when an interleaver is given, the others as they are', () => {
+      const file = openGGUF(path, undefined, (data, K, N) => interleaveQ4_0R16(data, K, N));
+      try {
+        const t = file.get('square');
+        assert.equal(t.type, GGMLType.Q4_0_R16);
+        assert.deepEqual(t.data, interleavedQ4_0(square).data);
+        assert.equal(file.get('ragged').type, GGMLType.Q4_0);
+        assert.deepEqual(file.get('ragged').data, ragged.data);
+      } finally {
+        file.close();
+      }
+      const plain = openGGUF(path);
+      try {
+        assert.equal(plain.get('square').type, GGMLType.Q4_0);
+      } finally {
+        plain.close();
+      }
+    });
+
+    it('a file that claims the in-memory layout as a tensor type is refused', () => {
+      const bad = join(dir, 'claims-r16.gguf');
+      writeGGUF(bad, { metadata: [], tensors: [{ name: 'w', type: GGMLType.Q4_0_R16, dims: [64, 16], data: new Uint8Array(36 * 16) }] });
+      const file = openGGUF(bad);
+      try {
+        assert.throws(() => file.get('w'), /type Q4_0_R16, which loom does not support/);
+      } finally {
+        file.close();
+      }
+    });
+  });
+});
