@@ -11,6 +11,7 @@ import { after, describe, it } from 'node:test';
 import { loadNativeKernels, nativeQ4_0Interleaver } from '../src/kernels/native.js';
 import { referenceKernels as ref } from '../src/kernels/reference.js';
 import { GGMLType, fileType } from '../src/model/ggml-types.js';
+import { loadVector } from '../src/model/arch/architecture.js';
 import { openGGUF } from '../src/model/gguf.js';
 import { writeGGUF } from '../src/model/gguf-writer.js';
 import { dequantizeTensorRow } from '../src/model/quant/dequantize.js';
@@ -120,9 +121,13 @@ describe('Q4_0 interleaved by 16 rows', () => {
         file.close();
       }
       const plain = openGGUF(path);
+      const interleaved = openGGUF(path, undefined, (data, K, N) => interleaveQ4_0R16(data, K, N));
       try {
         assert.equal(plain.get('square').type, GGMLType.Q4_0);
+        // a whole tensor widened to f32 reads the same values from either layout
+        assert.deepEqual(loadVector(interleaved, 'square'), loadVector(plain, 'square'));
       } finally {
+        interleaved.close();
         plain.close();
       }
     });
