@@ -2,8 +2,7 @@ import type { Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
 import type { ModelConfig, TensorSource, WeightTensor } from '../weights.js';
-import { dequantizeRow, dequantizeTensorRow } from '../quant/dequantize.js';
-import { fileType } from '../ggml-types.js';
+import { dequantizeTensorRow } from '../quant/dequantize.js';
 
 /** A model family's forward pass over a flat batch. */
 export interface Architecture {
@@ -18,11 +17,9 @@ export function loadVector(tensors: TensorSource, name: string): Float32Array {
   const t = tensors.get(name);
   const n = t.dims.reduce((a, b) => a * b, 1);
   const out = new Float32Array(n);
-  if (fileType(t.type) !== t.type) {
-    // an interleaved layout has no contiguous rows: one row at a time
-    const width = t.dims[0]!;
-    for (let row = 0; row < n / width; row++) dequantizeTensorRow(t, row, out.subarray(row * width, (row + 1) * width));
-  } else dequantizeRow(t.type, t.data, 0, n, out, 0);
+  // row by row: a tensor in an interleaved layout has no contiguous rows
+  const width = t.dims[0] ?? n;
+  for (let row = 0; row < n / width; row++) dequantizeTensorRow(t, row, out.subarray(row * width, (row + 1) * width));
   return out;
 }
 
