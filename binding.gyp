@@ -29,7 +29,7 @@
         'native/recurrent.cc',
         'native/probe.cc',
         'native/huge-pages.cc',
-        '<!@(node -p "[\'native/matmul.cc\', \'native/quant.cc\', \'native/weight-types.cc\', \'native/q4_0-r16.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
+        '<!@(node -p "[\'native/matmul.cc\', \'native/quant.cc\', \'native/weight-types.cc\', \'native/r16.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
       ],
       'cflags': ['-O3'],
       'conditions': [

@@ -36,7 +36,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
   exports.Set("matmulSet", Napi::Function::New(env, MatmulSet, "matmulSet"));
   exports.Set("embedRows", Napi::Function::New(env, EmbedRows, "embedRows"));
-  exports.Set("interleaveQ4_0R16", Napi::Function::New(env, InterleaveQ4_0R16, "interleaveQ4_0R16"));
+  exports.Set("interleaveR16", Napi::Function::New(env, InterleaveR16, "interleaveR16"));
 #endif
   return exports;
 }

@@ -8,7 +8,7 @@
 #include <new>
 
 #include "cpu.h"
-#include "q4_0-r16.h"
+#include "r16.h"
 #include "quant.h"
 #include "threadpool.h"
 #include "x86/matmul_x86.h"
@@ -162,8 +162,8 @@ float dot_scalar(int type, const uint8_t* w, const uint8_t* xa, int K) {
 
 void scalar_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K,
                 int o0, int o1, float* out, int N) {
-  if (type == kQ4_0_R16) {
-    dot_q4_0_r16_portable(xa, xstride, rows, w, K, o0, o1, out, N);
+  if (r16_plain_type(type) >= 0) {
+    dot_r16_portable(type, xa, xstride, rows, w, K, o0, o1, out, N);
     return;
   }
   for (int o = o0; o < o1; o++)
@@ -499,7 +499,7 @@ void embed_rows(float* out, const uint8_t* table, int type, int dim, int n_rows,
       std::fill(dst, dst + dim, 0.f);  // callers validate ids; never read outside the table
       continue;
     }
-    if (type == kQ4_0_R16) dequantize_q4_0_r16_row(table, dim, id, dst);
+    if (r16_plain_type(type) >= 0) dequantize_r16_row(type, table, dim, id, dst);
     else dequantize_row(type, table + stride * static_cast<size_t>(id), dim, dst);
   }
 }

@@ -12,7 +12,7 @@
 #include "threadpool.h"
 #ifdef LOOM_HAVE_MATMUL
 #include "matmul.h"
-#include "q4_0-r16.h"
+#include "r16.h"
 #endif
 
 namespace loom::napi {
@@ -254,8 +254,8 @@ int64_t checked_row_bytes(const Napi::CallbackInfo& info, int type, int64_t n) {
 
 // An interleaved layout holds whole groups of rows only.
 int64_t checked_row_count(const Napi::CallbackInfo& info, int type, int64_t n, const char* what) {
-  if (type == kQ4_0_R16 && n % kR16Rows != 0)
-    throw Napi::RangeError::New(info.Env(), std::string(what) + " of an interleaved Q4_0 tensor must be a multiple of 16, got " + std::to_string(n));
+  if (r16_plain_type(type) >= 0 && n % kR16Rows != 0)
+    throw Napi::RangeError::New(info.Env(), std::string(what) + " of a tensor interleaved by 16 rows must be a multiple of 16, got " + std::to_string(n));
   return n;
 }
 }  // namespace
@@ -319,15 +319,18 @@ Napi::Value EmbedRows(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// (data, K, N): a Q4_0 tensor of N rows of K values rewritten, in place, into the layout of
-// kQ4_0_R16 (N a multiple of 16)
-Napi::Value InterleaveQ4_0R16(const Napi::CallbackInfo& info) {
+// (data, type, K, N): a tensor of N rows of K values of the plain type of `type` (an
+// interleaved type, r16.h) rewritten, in place, into that layout (N a multiple of 16)
+Napi::Value InterleaveR16(const Napi::CallbackInfo& info) {
   auto data = u8_array(info, 0, "data");
-  const int64_t K = integer(info, 1, "K", 1);
-  const int64_t N = checked_row_count(info, kQ4_0_R16, integer(info, 2, "N", 1), "N");
-  if (data.length != static_cast<size_t>(product(info, {checked_row_bytes(info, kQ4_0, K), N}, "data")))
-    throw Napi::RangeError::New(info.Env(), "data must hold exactly N rows of K Q4_0 values");
-  interleave_q4_0_r16(data.data, static_cast<int>(K), static_cast<int>(N));
+  const int type = static_cast<int>(integer(info, 1, "type", 0, 255));
+  const int plain = r16_plain_type(type);
+  if (plain < 0) throw Napi::TypeError::New(info.Env(), "type " + std::to_string(type) + " is not a layout interleaved by 16 rows");
+  const int64_t K = integer(info, 2, "K", 1);
+  const int64_t N = checked_row_count(info, type, integer(info, 3, "N", 1), "N");
+  if (data.length != static_cast<size_t>(product(info, {checked_row_bytes(info, plain, K), N}, "data")))
+    throw Napi::RangeError::New(info.Env(), "data must hold exactly N rows of K values of the plain type");
+  interleave_r16(type, data.data, static_cast<int>(K), static_cast<int>(N));
   return info.Env().Undefined();
 }
 #endif

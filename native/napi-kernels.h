@@ -38,7 +38,7 @@ Napi::Value GatedDeltaRule(const Napi::CallbackInfo& info);
 Napi::Value Matmul(const Napi::CallbackInfo& info);
 Napi::Value MatmulSet(const Napi::CallbackInfo& info);
 Napi::Value EmbedRows(const Napi::CallbackInfo& info);
-Napi::Value InterleaveQ4_0R16(const Napi::CallbackInfo& info);
+Napi::Value InterleaveR16(const Napi::CallbackInfo& info);
 #endif
 
 }  // namespace loom::napi

@@ -72,7 +72,7 @@ static inline int q6k_value(const uint8_t* blk, int i) {
 }
 
 // out[0..n) = one weight row of `type` dequantized (as ggml's dequantize_row_*); interleaved layouts
-// (kQ4_0_R16) have no contiguous row: q4_0-r16.h dequantizes theirs, this leaves out untouched.
+// (kQ4_0_R16, kQ8_0_R16) have no contiguous row: r16.h dequantizes theirs, this leaves out untouched.
 void dequantize_row(int type, const uint8_t* row, int n, float* out);
 
 // ---- prepared activation rows ----

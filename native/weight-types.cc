@@ -164,7 +164,8 @@ const WeightTraits* weight_traits(int type) {
       kIQ4_NLRow{32, 18, Act::kQ8_0, dq_iq4_nl}, kQ2_KRow{256, 84, Act::kQ8_K, dq_q2_k},
       kQ3_KRow{256, 110, Act::kQ8_K, dq_q3_k}, kQ4_KRow{256, 144, Act::kQ8_K, dq_q4_k},
       kQ5_KRow{256, 176, Act::kQ8_K, dq_q5_k}, kQ6_KRow{256, 210, Act::kQ8_K, dq_q6_k},
-      kIQ4_XSRow{256, 136, Act::kQ8_K, dq_iq4_xs}, kQ4_0_R16Row{32, 18, Act::kQ8_0, nullptr};
+      kIQ4_XSRow{256, 136, Act::kQ8_K, dq_iq4_xs}, kQ4_0_R16Row{32, 18, Act::kQ8_0, nullptr},
+      kQ8_0_R16Row{32, 34, Act::kQ8_0, nullptr};
   switch (type) {
     case kF32: return &kF32Row;
     case kF16: return &kF16Row;
@@ -181,6 +182,7 @@ const WeightTraits* weight_traits(int type) {
     case kQ5_K: return &kQ5_KRow;
     case kQ6_K: return &kQ6_KRow;
     case kQ4_0_R16: return &kQ4_0_R16Row;
+    case kQ8_0_R16: return &kQ8_0_R16Row;
     case kIQ4_XS: return &kIQ4_XSRow;
     default: return nullptr;
   }

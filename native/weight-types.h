@@ -25,7 +25,8 @@ enum WeightType : int {
   kIQ4_XS = 23,
   kBF16 = 30,
   // loom's own layouts, never in a file
-  kQ4_0_R16 = 128,  // Q4_0 interleaved by 16 rows (q4_0-r16.h)
+  kQ4_0_R16 = 128,  // Q4_0 interleaved by 16 rows (r16.h)
+  kQ8_0_R16 = 129,  // Q8_0 interleaved by 16 rows (r16.h)
 };
 
 // What activations are rounded to (and how a prepared row is laid out, see quant.h).

@@ -19,6 +19,7 @@ const i32 = (...v: number[]) => Int32Array.from(v);
 const BIG = 2 ** 30; // sizes whose products pass 2^53 or wrap int64
 const Q8_0 = 8;
 const Q4_0_R16 = 128;
+const Q8_0_R16 = 129;
 
 interface Case {
   /** a call that must succeed */
@@ -160,7 +161,7 @@ const CASES: Record<string, Case> = {
       [[f32(2 * 64), 2, 64], RangeError, /groups/],
       [[f32(2 * 63), 2, 64, f32(2 * 3), new Uint8Array(3 * 68), Q8_0, 3], RangeError, /x holds/],
       [[f32(2 * 64), 2, 64, f32(2 * 3), new Uint8Array(3 * 68), 99, 3], TypeError, /unsupported weight type 99/],
-      [[f32(2 * 64), 2, 64, f32(2 * 24), new Uint8Array(24 * 36), Q4_0_R16, 24], RangeError, /outFeatures of an interleaved Q4_0 tensor must be a multiple of 16/],
+      [[f32(2 * 64), 2, 64, f32(2 * 24), new Uint8Array(24 * 36), Q4_0_R16, 24], RangeError, /outFeatures of a tensor interleaved by 16 rows must be a multiple of 16/],
     ],
   },
   embedRows: {
@@ -170,18 +171,19 @@ const CASES: Record<string, Case> = {
       [[f32(2 * 64), new Uint8Array(3 * 68), Q8_0, 64, 3, i32(-1)], RangeError, /token id -1/],
       [[f32(64), new Uint8Array(3 * 68), Q8_0, 64, 3, i32(0, 2)], RangeError, /out holds/],
       [[f32(2 * 64), new Uint8Array(3 * 68), Q8_0, 64, 4, i32(0, 2)], RangeError, /table data holds/],
-      [[f32(2 * 64), new Uint8Array(24 * 36), Q4_0_R16, 64, 24, i32(0, 2)], RangeError, /nRows of an interleaved Q4_0 tensor must be a multiple of 16/],
+      [[f32(2 * 64), new Uint8Array(24 * 36), Q4_0_R16, 64, 24, i32(0, 2)], RangeError, /nRows of a tensor interleaved by 16 rows must be a multiple of 16/],
     ],
   },
-  // data, K, N: a Q4_0 matrix rewritten in place
-  interleaveQ4_0R16: {
-    ok: [new Uint8Array(16 * 36), 64, 16],
+  // data, type, K, N: a Q4_0 or Q8_0 matrix rewritten in place
+  interleaveR16: {
+    ok: [new Uint8Array(16 * 68), Q8_0_R16, 64, 16],
     bad: [
-      [[new Uint8Array(16 * 36 - 1), 64, 16], RangeError, /data must hold exactly N rows of K Q4_0 values/],
-      [[new Uint8Array(16 * 36 + 36), 64, 16], RangeError, /data must hold exactly/],
-      [[new Uint8Array(24 * 36), 64, 24], RangeError, /N of an interleaved Q4_0 tensor must be a multiple of 16/],
-      [[new Uint8Array(16 * 36), 48, 16], RangeError, /not a whole number of blocks/],
-      [[new Float32Array(16 * 9), 64, 16], TypeError, /data must be a Uint8Array/],
+      [[new Uint8Array(16 * 36 - 1), Q4_0_R16, 64, 16], RangeError, /data must hold exactly N rows of K values of the plain type/],
+      [[new Uint8Array(16 * 36), Q8_0_R16, 64, 16], RangeError, /data must hold exactly/],
+      [[new Uint8Array(16 * 68), Q8_0, 64, 16], TypeError, /type 8 is not a layout interleaved by 16 rows/],
+      [[new Uint8Array(24 * 36), Q4_0_R16, 64, 24], RangeError, /N of a tensor interleaved by 16 rows must be a multiple of 16/],
+      [[new Uint8Array(16 * 36), Q4_0_R16, 48, 16], RangeError, /not a whole number of blocks/],
+      [[new Float32Array(16 * 9), Q4_0_R16, 64, 16], TypeError, /data must be a Uint8Array/],
     ],
   },
 };

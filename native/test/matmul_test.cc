@@ -22,7 +22,7 @@
 #endif
 
 #include "../matmul.h"
-#include "../q4_0-r16.h"
+#include "../r16.h"
 #include "../quant.h"
 #include "../threadpool.h"
 #include "../x86/matmul_x86.h"
@@ -40,6 +40,7 @@ const char* type_name(int t) {
     case kQ8_0: return "Q8_0";
     case kQ4_0: return "Q4_0";
     case kQ4_0_R16: return "Q4R16";
+    case kQ8_0_R16: return "Q8R16";
     case kQ5_0: return "Q5_0";
     case kQ2_K: return "Q2_K";
     case kQ3_K: return "Q3_K";
@@ -205,16 +206,16 @@ int g_failures = 0;
 
 // Max over outputs of |got − oracle| / (Σ|w·x| / sqrt(K)) — error relative to the typical size of
 // an output (a random-signed sum of K terms), so it does not blow up on outputs near zero.
-// interleaved: Q4_0 weights, checked against the oracle of their Q4_0 form, computed in the
-// R16 layout (N a multiple of 16).
+// interleaved: weights of a plain type (Q4_0, Q8_0), checked against the oracle of their plain
+// form, computed in its layout interleaved by 16 rows (N a multiple of 16).
 void check_case(int type, int isa, int rows, int K, int N, int gemm_min_rows, bool interleaved = false) {
   auto w = random_weights(type, K, N);
   const auto x = random_activations(rows, K);
   std::vector<double> ref, mag;
   oracle(type, x, rows, w, K, N, ref, mag);
   if (interleaved) {
-    interleave_q4_0_r16(w.data(), K, N);
-    type = kQ4_0_R16;
+    type = r16_type_of(type);
+    interleave_r16(type, w.data(), K, N);
   }
   matmul_force_isa(isa);
   matmul_set_gemm_min_rows(gemm_min_rows);
@@ -239,21 +240,21 @@ void check_case(int type, int isa, int rows, int K, int N, int gemm_min_rows, bo
               isa_name(isa), rows, K, N, gemm_min_rows, worst, suite, ok ? "ok" : "FAIL");
 }
 
-// Every row of an interleaved tensor dequantizes to its Q4_0 row, bit for bit.
-void check_r16_rows() {
-  const int K = 96, N = 48;
-  auto w = random_weights(kQ4_0, K, N);
-  const std::vector<uint8_t> plain = w;
-  interleave_q4_0_r16(w.data(), K, N);
+// Every row of an interleaved tensor dequantizes to its plain row, bit for bit.
+void check_r16_rows(int plain) {
+  const int K = 96, N = 48, type = r16_type_of(plain);
+  auto w = random_weights(plain, K, N);
+  const std::vector<uint8_t> rows = w;
+  interleave_r16(type, w.data(), K, N);
   std::vector<float> a(K), b(K);
   int bad = 0;
   for (int o = 0; o < N; o++) {
-    dequantize_row(kQ4_0, plain.data() + weight_row_bytes(kQ4_0, K) * o, K, a.data());
-    dequantize_q4_0_r16_row(w.data(), K, o, b.data());
+    dequantize_row(plain, rows.data() + weight_row_bytes(plain, K) * o, K, a.data());
+    dequantize_r16_row(type, w.data(), K, o, b.data());
     bad += std::memcmp(a.data(), b.data(), 4 * K) != 0;
   }
   if (bad) g_failures++;
-  std::printf("  Q4_0 R16 rows: %d of %d differ from the Q4_0 rows %s\n", bad, N, bad ? "FAIL" : "ok");
+  std::printf("  %s rows: %d of %d differ from the %s rows %s\n", type_name(type), bad, N, type_name(plain), bad ? "FAIL" : "ok");
 }
 
 // SIMD activation preparation must equal the scalar one byte for byte.
@@ -316,12 +317,14 @@ void run_checks() {
       }
     }
   }
-  for (int isa = 0; isa <= best; isa++)
-    for (int K : {32, 96, 32 * 35})
-      for (int rows : {1, 3, 8, 9, 17, 64})
-        for (int N : {16, 48, 112}) check_case(kQ4_0, isa, rows, K, N, 0, true);
-  for (int isa = 0; isa <= best; isa++) check_case(kQ4_0, isa, 512, 32 * 36, 1024, 0, true);
-  check_r16_rows();
+  for (int plain : {kQ4_0, kQ8_0}) {
+    for (int isa = 0; isa <= best; isa++)
+      for (int K : {32, 96, 32 * 35})
+        for (int rows : {1, 3, 8, 9, 17, 64})
+          for (int N : {16, 48, 112}) check_case(plain, isa, rows, K, N, 0, true);
+    for (int isa = 0; isa <= best; isa++) check_case(plain, isa, 512, 32 * 36, 1024, 0, true);
+    check_r16_rows(plain);
+  }
   matmul_force_isa(-1);
   matmul_set_gemm_min_rows(0);
 }

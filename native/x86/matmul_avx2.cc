@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "../matmul.h"
-#include "../q4_0-r16.h"
+#include "../r16.h"
 #include "../quant.h"
 #include "matmul_x86.h"
 
@@ -213,8 +213,8 @@ void avx2_prepare_row(int type, const float* x, int K, uint8_t* dst) {
 
 void avx2_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0,
               int o1, float* out, int N) {
-  if (type == kQ4_0_R16) {  // laid out for AVX-512 (loom interleaves only there); forced paths only
-    dot_q4_0_r16_portable(xa, xstride, rows, w, K, o0, o1, out, N);
+  if (r16_plain_type(type) >= 0) {  // laid out for AVX-512 (loom interleaves only there); forced paths only
+    dot_r16_portable(type, xa, xstride, rows, w, K, o0, o1, out, N);
     return;
   }
   if (dot_int8(type, xa, xstride, rows, w, wstride, K, o0, o1, out, N)) return;

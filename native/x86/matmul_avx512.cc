@@ -1,8 +1,8 @@
 // AVX-512 kernels (built with -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni
 // -mavx512bf16 -mbmi2 -mavx2 -mfma -mf16c; matmul.cc calls them only on CPUs that have all of these).
 // Few rows: dot kernels (VNNI for the integer types, dpbf16 for BF16). Many rows: the packed
-// GEMM of gemm_avx512_pack.h and gemm_avx512.h. Q4_0 interleaved by 16 rows: one kernel for
-// every row count (dot_q4_0_r16_avx512.h).
+// GEMM of gemm_avx512_pack.h and gemm_avx512.h. Q4_0 and Q8_0 interleaved by 16 rows: one
+// kernel for every row count (dot_r16_avx512.h).
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "../matmul.h"
-#include "../q4_0-r16.h"
+#include "../r16.h"
 #include "../quant.h"
 #include "matmul_x86.h"
 
@@ -29,7 +29,7 @@ inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) { return _mm256_dpbus
 #include "dot_int8_avx512_ext.h"
 #include "gemm_avx512_pack.h"
 #include "gemm_avx512.h"
-#include "dot_q4_0_r16_avx512.h"
+#include "dot_r16_avx512.h"
 
 // ---- float dot kernels: R ≤ 4 activation rows against one weight row, 32 values a step ----
 
@@ -111,7 +111,8 @@ void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uin
     LOOM_Q0(kQ4_1, Q0::kQ4_1)
     LOOM_Q0(kQ5_1, Q0::kQ5_1)
 #undef LOOM_Q0
-    case kQ4_0_R16: dot_q4_0_r16(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
+    case kQ4_0_R16: dot_r16<kQ4_0_R16>(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
+    case kQ8_0_R16: dot_r16<kQ8_0_R16>(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
     case kQ4_K: dot_q45_k<4>(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
     case kQ5_K: dot_q45_k<5>(xa, xstride, rows, w, wstride, K, o0, o1, out, N); return;
     case kQ6_K:

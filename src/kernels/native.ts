@@ -10,6 +10,7 @@ import type { AttentionBatch, AttentionShape, DeltaRuleShape, KvCacheShape, KvLa
 import { referenceKernels } from './reference.js';
 import type { RopeStyle, WeightTensor } from '../model/weights.js';
 import type { RopeScaling } from '../model/rope-scaling.js';
+import type { R16Interleaver } from '../model/gguf.js';
 
 /** CPU features the addon detected, and which instruction set its own kernels use. */
 export interface CpuFeatures {
@@ -73,8 +74,8 @@ interface NativeAddon {
   /** (x, rows, inFeatures, then out, data, type, outFeatures for each weight) */
   matmulSet?(x: F32, rows: number, inFeatures: number, ...targets: (F32 | Uint8Array | number)[]): void;
   embedRows?(out: F32, data: Uint8Array, type: number, dim: number, nRows: number, ids: Int32Array): void;
-  /** a Q4_0 matrix of N rows of K values into the Q4_0_R16 layout, in place (absent in older builds) */
-  interleaveQ4_0R16?(data: Uint8Array, K: number, N: number): void;
+  /** a matrix of N rows of K values of the plain type of `type` into that layout interleaved by 16 rows, in place */
+  interleaveR16?(data: Uint8Array, type: number, K: number, N: number): void;
   /** absent when the addon was built without native/recurrent.cc */
   convSilu?(out: F32, x: F32, weight: F32, state: F32, slots: Int32Array, seqStarts: Int32Array, channels: number, kernel: number): void;
   gatedDeltaRule?(out: F32, q: F32, k: F32, v: F32, g: F32, beta: F32, state: F32, slots: Int32Array, seqStarts: Int32Array,
@@ -176,17 +177,18 @@ export function allocateLarge(bytes: number, populate = false): ArrayBuffer {
 }
 
 /**
- * The native rewrite of Q4_0 matrices into the R16 layout (model/quant/q4_0-r16.ts), where the
- * native core computes faster with it than with Q4_0's: its own kernels are AVX-512 with VNNI.
- * Undefined otherwise (no addon, AVX2, the portable core): tensors then stay Q4_0.
+ * The native rewrite of Q4_0 and Q8_0 matrices into their layouts interleaved by 16 rows
+ * (model/quant/r16.ts), where the native core computes faster with them than with the plain
+ * layouts: its own kernels are AVX-512 with VNNI. Undefined otherwise (no addon, AVX2, the
+ * portable core): tensors then stay as the file has them.
  */
-export function nativeQ4_0Interleaver(): ((data: Uint8Array, K: number, N: number) => void) | undefined {
+export function nativeR16Interleaver(): R16Interleaver | undefined {
   const s = load();
   if (!('addon' in s) || !nativeHasMatmul()) return undefined;
   const { addon } = s;
   const f = addon.features();
-  if (!addon.interleaveQ4_0R16 || f.kernels !== 'avx512' || !f.avx512vnni) return undefined;
-  return (data, K, N) => addon.interleaveQ4_0R16!(data, K, N);
+  if (!addon.interleaveR16 || f.kernels !== 'avx512' || !f.avx512vnni) return undefined;
+  return (type, data, K, N) => addon.interleaveR16!(data, type, K, N);
 }
 
 export function cpuFeatures(): CpuFeatures | undefined {

@@ -34,8 +34,9 @@ export enum GGMLType {
   TQ1_0 = 34,
   TQ2_0 = 35,
   MXFP4 = 39,
-  /** loom's own in-memory layout, never in a file: Q4_0 interleaved by 16 rows (quant/q4_0-r16.ts) */
+  /** loom's own in-memory layouts, never in a file: Q4_0 and Q8_0 interleaved by 16 rows (quant/r16.ts) */
   Q4_0_R16 = 128,
+  Q8_0_R16 = 129,
 }
 
 export interface BlockGeometry {
@@ -81,10 +82,14 @@ const GEOMETRY: Partial<Record<GGMLType, BlockGeometry>> = {
   [GGMLType.TQ2_0]: { blockSize: 256, typeSize: 66 },
   [GGMLType.MXFP4]: { blockSize: 32, typeSize: 17 },
   [GGMLType.Q4_0_R16]: { blockSize: 32, typeSize: 18 },
+  [GGMLType.Q8_0_R16]: { blockSize: 32, typeSize: 34 },
 };
 
 /** loom's in-memory layouts and the file type whose values each holds, rearranged */
-const LAYOUTS: ReadonlyMap<GGMLType, GGMLType> = new Map([[GGMLType.Q4_0_R16, GGMLType.Q4_0]]);
+const LAYOUTS: ReadonlyMap<GGMLType, GGMLType> = new Map([
+  [GGMLType.Q4_0_R16, GGMLType.Q4_0],
+  [GGMLType.Q8_0_R16, GGMLType.Q8_0],
+]);
 
 /** The file type whose values a tensor of `type` holds: the type itself, or what a layout rearranges. */
 export function fileType(type: GGMLType): GGMLType {

@@ -12,7 +12,7 @@ import { constants as bufferConstants } from 'node:buffer';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { COMPUTE_TYPES, GGMLType, blockGeometry, typeName } from './ggml-types.js';
-import { canInterleaveQ4_0 } from './quant/q4_0-r16.js';
+import { r16TypeFor } from './quant/r16.js';
 import type { GGUFValue } from './gguf-metadata.js';
 import type { TensorSource, WeightTensor } from './weights.js';
 
@@ -161,8 +161,9 @@ export class GGUFFile implements TensorSource {
     fd: number,
     /** where tensor bytes go (a WeightArena's take, for one) */
     private readonly allocate: (bytes: number) => Uint8Array = (n) => new Uint8Array(n),
-    /** given: Q4_0 matrices of whole groups of 16 rows are read into the Q4_0_R16 layout with it */
-    private readonly interleaveQ4_0?: Q4_0Interleaver,
+    /** given: Q4_0 and Q8_0 matrices of whole groups of 16 rows are read into their layouts
+     *  interleaved by 16 rows with it */
+    private readonly interleaveR16?: R16Interleaver,
   ) {
     this.fd = fd;
     const fail = (problem: string): never => {
@@ -299,9 +300,10 @@ export class GGUFFile implements TensorSource {
     }
     this.tensorBytes += got;
     let type = info.type;
-    if (this.interleaveQ4_0 && canInterleaveQ4_0(type, info.dims)) {
-      this.interleaveQ4_0(data, info.dims[0]!, info.dims[1]!);
-      type = GGMLType.Q4_0_R16;
+    const r16 = this.interleaveR16 ? r16TypeFor(type, info.dims) : undefined;
+    if (r16 !== undefined) {
+      this.interleaveR16!(r16, data, info.dims[0]!, info.dims[1]!);
+      type = r16;
     }
     const t: WeightTensor = { name, type, dims: info.dims, data };
     this.cache.set(name, t);
@@ -314,12 +316,13 @@ export class GGUFFile implements TensorSource {
   }
 }
 
-/** Rewrites a Q4_0 matrix of N rows of K values into the Q4_0_R16 layout, in place. */
-export type Q4_0Interleaver = (data: Uint8Array, K: number, N: number) => void;
+/** Rewrites a matrix of N rows of K values of the plain type of `type` (Q4_0_R16, Q8_0_R16) into that layout, in place. */
+export type R16Interleaver = (type: GGMLType, data: Uint8Array, K: number, N: number) => void;
 
 /** Opens and parses the header of a GGUF file; tensors are read lazily (into `allocate`'s
- *  bytes), Q4_0 matrices into the R16 layout when `interleaveQ4_0` is given. */
-export function openGGUF(path: string, allocate?: (bytes: number) => Uint8Array, interleaveQ4_0?: Q4_0Interleaver): GGUFFile {
+ *  bytes), Q4_0 and Q8_0 matrices into their layouts interleaved by 16 rows when
+ *  `interleaveR16` is given. */
+export function openGGUF(path: string, allocate?: (bytes: number) => Uint8Array, interleaveR16?: R16Interleaver): GGUFFile {
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -329,7 +332,7 @@ export function openGGUF(path: string, allocate?: (bytes: number) => Uint8Array,
     throw new ModelFormatError(path, `cannot open: ${(e as Error).message}`);
   }
   try {
-    return new GGUFFile(path, fd, allocate, interleaveQ4_0);
+    return new GGUFFile(path, fd, allocate, interleaveR16);
   } catch (e) {
     closeSync(fd);
     throw e;

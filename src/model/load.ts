@@ -5,7 +5,7 @@ import { ModelFormatError } from '../errors.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { tokenizerFromGGUF } from '../tokenizer/gguf-tokenizer.js';
 import { tokenizerFromHFFolder } from '../tokenizer/hf-tokenizer.js';
-import { allocateLarge, nativeQ4_0Interleaver } from '../kernels/native.js';
+import { allocateLarge, nativeR16Interleaver } from '../kernels/native.js';
 import { openGGUF } from './gguf.js';
 import { ggufModelConfig } from './gguf-config.js';
 import { readHFConfig } from './hf-config.js';
@@ -35,7 +35,7 @@ export function loadModel(path: string): LoadedModel {
   }
   const arena = new WeightArena(allocateLarge);
   // Q4_0 matrices in the layout the native kernels read fastest, where they have one
-  const gguf = openGGUF(path, (bytes) => arena.take(bytes), nativeQ4_0Interleaver());
+  const gguf = openGGUF(path, (bytes) => arena.take(bytes), nativeR16Interleaver());
   const config = ggufModelConfig(path, gguf.metadata, gguf);
   return { path, format: 'gguf', config, tensors: gguf, tokenizer: tokenizerFromGGUF(path, gguf.metadata) };
 }

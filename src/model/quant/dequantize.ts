@@ -7,7 +7,7 @@ import { GGMLType, blockGeometry, rowBytes, typeName } from '../ggml-types.js';
 import type { WeightTensor } from '../weights.js';
 import { bf16ToF32, f16ToF32 } from '../half.js';
 import { BLOCK_TYPES } from './block-types.js';
-import { dequantizeQ4_0R16Row } from './q4_0-r16.js';
+import { dequantizeR16Row, isR16 } from './r16.js';
 
 /**
  * out[outOffset .. outOffset+n) = the n values stored in src from byte srcByteOffset.
@@ -57,7 +57,7 @@ export function dequantizeTensorRow(t: WeightTensor, row: number, out?: Float32A
   const rows = n === 0 ? 0 : t.data.length / stride;
   if (!Number.isInteger(row) || row < 0 || row >= rows) throw new RangeError(`tensor ${t.name}: row ${row} out of range [0, ${rows})`);
   const dst = out ?? new Float32Array(n);
-  if (t.type === GGMLType.Q4_0_R16) dequantizeQ4_0R16Row(t.data, n, row, dst, 0);
+  if (isR16(t.type)) dequantizeR16Row(t.type, t.data, n, row, dst, 0);
   else dequantizeRow(t.type, t.data, row * stride, n, dst, 0);
   return dst;
 }

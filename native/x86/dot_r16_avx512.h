@@ -1,0 +1,151 @@
+// AVX-512 kernel for weights interleaved by 16 rows (../r16.h), every row count (included by
+// matmul_avx512.cc inside its anonymous namespace). Per block, the group's quant bytes give
+// 8 vectors of 16 rows × 4 inputs as u8 (Q4_0: 4 × 64 bytes unpacked into nibbles 0..15;
+// Q8_0: 8 × 64 bytes of q + 128, used as they are), kept in registers while up to 8
+// activation rows each take 8 dpbusd against broadcast words of x (s8). The int32 sum starts
+// at bias·Σx (−8 or −128: what the u8 values carry above the weights), and one fma per block
+// applies d_w (16 lanes) · d_x. One to three rows stream the weights in stretches
+// (dot_r16_few); more take the groups one at a time, up to 8 rows a pass. Both give a row the
+// same int32 sums and the same f32 operations in the same order, so its products do not
+// depend on the batch.
+
+template <int kType>
+struct R16Block {
+  static constexpr bool kQ8 = kType == kQ8_0_R16;
+  static constexpr int kBytes = kR16Rows * (kQ8 ? 34 : 18);
+  static constexpr int kBias = kQ8 ? -128 : -8;
+  // f(j, v) for the 8 vectors v of a block's quant bytes (g: the block, after its 32 bytes of
+  // scales), v holding inputs 4j..4j+3 of the 16 rows
+  template <class F>
+  static inline void each(const uint8_t* g, F&& f) {
+    if (kQ8) {
+      LOOM_UNROLL for (int j = 0; j < 8; j++) f(j, _mm512_loadu_si512(g + 64 * j));
+      return;
+    }
+    const __m512i m4 = _mm512_set1_epi8(15);
+    LOOM_UNROLL for (int i = 0; i < 4; i++) {
+      const __m512i p = _mm512_loadu_si512(g + 64 * i);
+      f(i, _mm512_and_si512(p, m4));
+      f(i + 4, _mm512_and_si512(_mm512_srli_epi16(p, 4), m4));
+    }
+  }
+};
+
+// R activation rows × the 16 output rows of group `g` (K/32 blocks), into out[r·N + 0..15].
+// The first pass over a group fetches the weights LOOM_PREFETCH_AHEAD ahead (the hardware
+// prefetcher alone leaves a large matrix 10–20% slower at 4 and 64 rows); later passes
+// find the group in L1.
+template <int R, int kType>
+inline void r16_group(const uint8_t* g, int nb, const XQ8_0* x, float* out, int N, bool first_pass) {
+  using B = R16Block<kType>;
+  __m512 acc[R];
+  LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
+  for (int b = 0; b < nb; b++, g += B::kBytes) {
+    if (first_pass)
+      LOOM_UNROLL for (int i = 0; i < B::kBytes; i += 64) LOOM_PREFETCH(g + i);
+    const __m512 dw = _mm512_cvtph_ps(loadu256(g));
+    __m512i q[8];
+    B::each(g + 32, [&](int j, __m512i v) { q[j] = v; });
+    LOOM_UNROLL for (int r = 0; r < R; r++) {
+      const uint8_t* xq = reinterpret_cast<const uint8_t*>(x[r].q + kQK * b);
+      __m512i sum = _mm512_set1_epi32(B::kBias * x[r].s[b]);
+      LOOM_UNROLL for (int j = 0; j < 8; j++) sum = _mm512_dpbusd_epi32(sum, q[j], bcast32(xq + 4 * j));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(x[r].d[b])), acc[r]);
+    }
+  }
+  LOOM_UNROLL for (int r = 0; r < R; r++) _mm512_storeu_ps(out + static_cast<size_t>(N) * r, acc[r]);
+}
+
+// R ≤ 3 activation rows × the 16 output rows of S groups `gstride` bytes apart, into
+// out[r·N + s·sout + 0..15]. With so few rows the weights stream from memory once and the
+// kernel is bound by the stream: S groups from separate stretches of the task's rows keep S
+// sequential streams a thread, as one_row_in_stretches does for the plain types, and no
+// software prefetch holds the L1 miss buffers the streams need. Against the groups one at a
+// time with prefetch, one row: Gemma-3-1B's Q4_0 lm_head (170 MB) 50 → 57 GB/s, an L3-resident
+// Q8_0 matrix 120 → 160; two rows 88 → 158; three 62 → 108.
+template <int R, int S, int kType>
+inline void r16_stretches(const uint8_t* g, size_t gstride, int nb, const XQ8_0* x, float* out, int sout, int N) {
+  using B = R16Block<kType>;
+  __m512 acc[S][R];
+  LOOM_UNROLL for (int s = 0; s < S; s++)
+    LOOM_UNROLL for (int r = 0; r < R; r++) acc[s][r] = _mm512_setzero_ps();
+  for (int b = 0; b < nb; b++, g += B::kBytes) {
+    LOOM_UNROLL for (int s = 0; s < S; s++) {
+      const uint8_t* gs = g + gstride * s;
+      // one row: two chains of dpbusd (even and odd j), else their latency bounds the stream
+      constexpr int C = R == 1 ? 2 : 1;
+      __m512i sum[R][C];
+      LOOM_UNROLL for (int r = 0; r < R; r++) {
+        sum[r][0] = _mm512_set1_epi32(B::kBias * x[r].s[b]);
+        if (C == 2) sum[r][C - 1] = _mm512_setzero_si512();
+      }
+      B::each(gs + 32, [&](int j, __m512i v) {
+        LOOM_UNROLL for (int r = 0; r < R; r++)
+          sum[r][j % C] = _mm512_dpbusd_epi32(sum[r][j % C], v, bcast32(reinterpret_cast<const uint8_t*>(x[r].q + kQK * b) + 4 * j));
+      });
+      const __m512 dw = _mm512_cvtph_ps(loadu256(gs));
+      LOOM_UNROLL for (int r = 0; r < R; r++) {
+        const __m512i total = C == 2 ? _mm512_add_epi32(sum[r][0], sum[r][C - 1]) : sum[r][0];
+        acc[s][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(total), _mm512_mul_ps(dw, _mm512_set1_ps(x[r].d[b])), acc[s][r]);
+      }
+    }
+  }
+  LOOM_UNROLL for (int s = 0; s < S; s++)
+    LOOM_UNROLL for (int r = 0; r < R; r++) _mm512_storeu_ps(out + static_cast<size_t>(N) * r + static_cast<size_t>(sout) * s, acc[s][r]);
+}
+
+// R ≤ 3 rows: the groups of [o0, o1) in S stretches, the last (groups mod S) one at a time.
+// (At four rows, two stretches were slower than one group at a time for Q4_0: 34 vs 42 GB/s.)
+template <int R, int S, int kType>
+void dot_r16_few(const uint8_t* xa, size_t xstride, const uint8_t* w, size_t wstride, int K, int o0, int o1,
+                 float* out, int N) {
+  const int nb = K / kQK;
+  XQ8_0 x[R];
+  for (int r = 0; r < R; r++) x[r] = xq8_0_view(xa + xstride * r, K);
+  const int groups = (o1 - o0) / kR16Rows, q = groups / S;
+  const size_t group_bytes = wstride * kR16Rows;
+  for (int i = 0; i < q; i++) {
+    const int o = o0 + kR16Rows * i;
+    r16_stretches<R, S, kType>(w + wstride * o, group_bytes * q, nb, x, out + o, kR16Rows * q, N);
+  }
+  for (int o = o0 + kR16Rows * S * q; o < o1; o += kR16Rows)
+    r16_stretches<R, 1, kType>(w + wstride * o, group_bytes, nb, x, out + o, kR16Rows, N);
+}
+
+// Rows are taken in chunks whose prepared activations (~256 KB) stay in L2 while every group
+// of [o0, o1) sweeps them, 8 rows at a time.
+template <int kType>
+void dot_r16(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0, int o1,
+             float* out, int N) {
+  switch (rows) {
+    case 1: return dot_r16_few<1, 4, kType>(xa, xstride, w, wstride, K, o0, o1, out, N);
+    case 2: return dot_r16_few<2, 4, kType>(xa, xstride, w, wstride, K, o0, o1, out, N);
+    case 3: return dot_r16_few<3, 2, kType>(xa, xstride, w, wstride, K, o0, o1, out, N);
+    default: break;
+  }
+  const int nb = K / kQK;
+  const int chunk = std::max(8, static_cast<int>((256u << 10) / xstride) & ~7);
+  for (int r0 = 0; r0 < rows; r0 += chunk) {
+    const int r1 = std::min(rows, r0 + chunk);
+    for (int o = o0; o < o1; o += kR16Rows) {
+      const uint8_t* g = w + wstride * o;
+      for (int r = r0; r < r1; r += 8) {
+        XQ8_0 x[8];
+        const int n = std::min(8, r1 - r);
+        for (int i = 0; i < n; i++) x[i] = xq8_0_view(xa + xstride * (r + i), K);
+        float* dst = out + static_cast<size_t>(N) * r + o;
+        const bool first = r == r0;
+        switch (n) {
+          case 1: r16_group<1, kType>(g, nb, x, dst, N, first); break;
+          case 2: r16_group<2, kType>(g, nb, x, dst, N, first); break;
+          case 3: r16_group<3, kType>(g, nb, x, dst, N, first); break;
+          case 4: r16_group<4, kType>(g, nb, x, dst, N, first); break;
+          case 5: r16_group<5, kType>(g, nb, x, dst, N, first); break;
+          case 6: r16_group<6, kType>(g, nb, x, dst, N, first); break;
+          case 7: r16_group<7, kType>(g, nb, x, dst, N, first); break;
+          default: r16_group<8, kType>(g, nb, x, dst, N, first); break;
+        }
+      }
+    }
+  }
+}
