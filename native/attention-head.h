@@ -46,28 +46,35 @@ struct HeadLoopOps {
 
 // K or V rows of the block `ahead` blocks after block b (when it is within [.., p1)): a
 // block's rows are kv_stride apart and blocks are scattered, which the hardware prefetcher
-// does not follow.
+// does not follow. A job of every KV head reads whole rows, a block's rows one stretch:
+// there the next block is fetched only when it does not follow the current one in memory
+// (the hardware prefetcher follows a run of adjacent blocks, and fetching them as well was
+// 20–30% slower: 0.55–0.64 ms against 0.73–0.80 a layer at 64 sequences of context 192).
 static inline void prefetch_block(const AttendHead& a, const void* base, int elem, int b, int p1) {
-  constexpr int ahead = 2;
+  const bool whole_rows = a.kv_heads * a.head_dim == a.kv_stride;
+  const int ahead = whole_rows ? 1 : 2;
   if ((b + ahead) * a.block_size >= p1) return;
+  if (whole_rows && a.blocks[b + 1] == a.blocks[b] + 1) return;
   const char* rows = static_cast<const char*>(base) +
                      (static_cast<int64_t>(a.blocks[b + ahead]) * a.block_size * a.kv_stride + a.head_offset) * elem;
-  const int64_t row_bytes = static_cast<int64_t>(a.head_dim) * elem;
+  const int64_t row_bytes = static_cast<int64_t>(a.head_dim) * a.kv_heads * elem;
   for (int j = 0; j < a.block_size; j++)
     for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(rows + j * a.kv_stride * elem + o);
 }
 
 // Positions [p0, p1) of the context (first ≤ p0): scores[g][p] = e^(s_gp − max_g) with
 // s_gp = scale·q_g·k_p (soft-capped when a.softcap > 0) and max_g the maximum over
-// [p0, p1), written to a.stats[g]; their sum to a.stats[G + g].
+// [p0, p1), written to a.stats[g]; their sum to a.stats[T + g] (T = heads · kv_heads query
+// heads; head g reads KV head g / heads). Each block's rows are read for all KV heads at
+// once, so several KV heads a job read the cache in whole rows.
 template <class Ops>
 static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
-  const int d = a.head_dim, G = a.heads;
+  const int d = a.head_dim, G = a.heads, T = G * a.kv_heads;
   const int64_t span = a.ctx - a.first;
   const float* q = a.q;
   if (a.f16) {
-    for (int i = 0; i < G * d; i++) a.q_scratch[i] = a.q[i];
-    Ops::round_f16(a.q_scratch, G * d);
+    for (int i = 0; i < T * d; i++) a.q_scratch[i] = a.q[i];
+    Ops::round_f16(a.q_scratch, T * d);
     q = a.q_scratch;
   }
   const float* k32 = static_cast<const float*>(a.k);
@@ -78,12 +85,15 @@ static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
     const int n = p1 - p < a.block_size - o ? p1 - p : a.block_size - o;
     const int64_t off = (static_cast<int64_t>(a.blocks[b]) * a.block_size + o) * a.kv_stride + a.head_offset;
     prefetch_block(a, a.k, a.f16 ? 2 : 4, b, p1);
-    float* dst = a.scores + (p - a.first);
-    if (a.f16) Ops::scores_heads(q, G, k16 + off, a.kv_stride, n, d, a.scale, dst, span);
-    else Ops::scores_heads(q, G, k32 + off, a.kv_stride, n, d, a.scale, dst, span);
+    for (int kh = 0; kh < a.kv_heads; kh++) {
+      float* dst = a.scores + kh * G * span + (p - a.first);
+      const float* qh = q + kh * G * d;
+      if (a.f16) Ops::scores_heads(qh, G, k16 + off + kh * d, a.kv_stride, n, d, a.scale, dst, span);
+      else Ops::scores_heads(qh, G, k32 + off + kh * d, a.kv_stride, n, d, a.scale, dst, span);
+    }
     p += n;
   }
-  for (int g = 0; g < G; g++) {
+  for (int g = 0; g < T; g++) {
     float* scores = a.scores + g * span + (p0 - a.first);
     if (a.softcap > 0) {
       // ggml's scale(1/cap) → tanh → scale(cap), each in f32
@@ -91,7 +101,7 @@ static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
       for (int p = 0; p < p1 - p0; p++) scores[p] = std::tanh(scores[p] * inv) * a.softcap;
     }
     a.stats[g] = Ops::max_of(scores, p1 - p0);
-    a.stats[G + g] = Ops::exp_shift_sum(scores, p1 - p0, a.stats[g]);
+    a.stats[T + g] = Ops::exp_shift_sum(scores, p1 - p0, a.stats[g]);
   }
 }
 
@@ -99,24 +109,26 @@ static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
 // for an f16 cache, as llama.cpp's f16 matmul with V does)
 template <class Ops>
 static void attend_values_impl(const AttendHead& a, int p0, int p1, const float* factor, float* out) {
-  const int d = a.head_dim, G = a.heads;
+  const int d = a.head_dim, G = a.heads, T = G * a.kv_heads;
   const int64_t span = a.ctx - a.first;
-  for (int g = 0; g < G; g++) {
+  for (int g = 0; g < T; g++) {
     float* w = a.scores + g * span + (p0 - a.first);
     for (int p = 0; p < p1 - p0; p++) w[p] *= factor[g];
     if (a.f16) Ops::round_f16(w, p1 - p0);
   }
   const float* v32 = static_cast<const float*>(a.v);
   const uint16_t* v16 = static_cast<const uint16_t*>(a.v);
-  for (int i = 0; i < G * d; i++) out[i] = 0.0f;
+  for (int i = 0; i < T * d; i++) out[i] = 0.0f;
   for (int p = p0; p < p1;) {
     const int b = p / a.block_size, o = p % a.block_size;
     const int n = p1 - p < a.block_size - o ? p1 - p : a.block_size - o;
     const int64_t off = (static_cast<int64_t>(a.blocks[b]) * a.block_size + o) * a.kv_stride + a.head_offset;
     prefetch_block(a, a.v, a.f16 ? 2 : 4, b, p1);
-    const float* w = a.scores + (p - a.first);
-    if (a.f16) Ops::accumulate_heads(out, G, w, span, v16 + off, a.kv_stride, n, d);
-    else Ops::accumulate_heads(out, G, w, span, v32 + off, a.kv_stride, n, d);
+    for (int kh = 0; kh < a.kv_heads; kh++) {
+      const float* w = a.scores + kh * G * span + (p - a.first);
+      if (a.f16) Ops::accumulate_heads(out + kh * G * d, G, w, span, v16 + off + kh * d, a.kv_stride, n, d);
+      else Ops::accumulate_heads(out + kh * G * d, G, w, span, v32 + off + kh * d, a.kv_stride, n, d);
+    }
     p += n;
   }
 }

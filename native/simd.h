@@ -6,11 +6,12 @@
 
 namespace loom {
 
-// One token's query heads 0..heads-1 that share one KV head (grouped-query attention), for
-// each: out = softmax(scale · q·K^T) · V over the positions first..ctx-1 of one sequence. K/V
-// rows of position p live at slot blocks[p / block_size] * block_size + p % block_size,
-// element kv_stride * slot + head_offset. Kernels that can read each K/V row once for all
-// the heads do (an f16 row's conversion costs as much as its dot product).
+// One token's query heads that share kv_heads consecutive KV heads, `heads` a KV head
+// (grouped-query attention), for each: out = softmax(scale · q·K^T) · V over the positions
+// first..ctx-1 of one sequence. K/V rows of position p live at slot
+// blocks[p / block_size] * block_size + p % block_size, element kv_stride * slot +
+// head_offset (+ head_dim per further KV head). Kernels that can read each K/V row once for
+// all the heads that share it do (an f16 row's conversion costs as much as its dot product).
 struct AttendHead {
   const float* q;        // [heads, head_dim]
   const void* k;         // cache layer base: f32 or f16 bits
@@ -24,12 +25,13 @@ struct AttendHead {
   int64_t kv_stride;     // numKvHeads * headDim
   int64_t head_offset;   // kvHead * headDim
   int head_dim;
-  int heads;
+  int heads;             // query heads a KV head (read once for all of them)
+  int kv_heads;          // consecutive KV heads from head_offset: heads · kv_heads query heads in all
   float scale;
-  float* scores;         // scratch [heads, ctx - first]: position p of head g at g·(ctx − first) + p − first
-  float* q_scratch;      // scratch [heads, head_dim]
-  float* stats;          // scratch [2, heads]: per head the maximum, then the sum
-  float* out;            // [heads, head_dim]
+  float* scores;         // scratch [heads · kv_heads, ctx - first]: position p of head g at g·(ctx − first) + p − first
+  float* q_scratch;      // scratch [heads · kv_heads, head_dim]
+  float* stats;          // scratch [2, heads · kv_heads]: per head the maximum, then the sum
+  float* out;            // [heads · kv_heads, head_dim]
 };
 
 struct SimdOps {
