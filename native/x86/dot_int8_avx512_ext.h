@@ -35,7 +35,6 @@ void dot_q3_k_512(const uint8_t* w, size_t ws, const loom::XQ8_K* x, int K, floa
   __m512 acc[NW][R];
   LOOM_UNROLL for (int n = 0; n < NW; n++) LOOM_UNROLL for (int r = 0; r < R; r++) acc[n][r] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(4);
-  const __m512i pair = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
   for (int b = 0; b < K / 256; b++) {
     if (NW == 1) {  // one weight stream (see LOOM_PREFETCH_AHEAD): 110 bytes, two lines mostly
       LOOM_PREFETCH(w + 110 * b);
@@ -57,13 +56,15 @@ void dot_q3_k_512(const uint8_t* w, size_t ws, const loom::XQ8_K* x, int K, floa
     }
     const auto quarter = [&](auto qc) {  // half h = c / 2, rows j = 2(c % 2), +1
       constexpr int c = decltype(qc)::value, h = c / 2, j = 2 * (c % 2);
+      // row j's third bits are bit 4h + j of the hmask bytes, row j + 1's the next bit
+      const __m512i hbit = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (4 * h + j))),
+                                              _mm256_set1_epi8(static_cast<char>(1 << (4 * h + j + 1))), 1);
       __m512i xc[R];
       LOOM_UNROLL for (int r = 0; r < R; r++) xc[r] = _mm512_loadu_si512(x[r].q + 256 * b + 64 * c);
       LOOM_UNROLL for (int n = 0; n < NW; n++) {
         const __m512i lo = two_bit_quarter<c>(w + ws * n + 110 * b + 32 + 32 * h);
-        const __m512i hi = _mm512_and_si512(
-            _mm512_slli_epi64(_mm512_srlv_epi64(hm[n], _mm512_add_epi64(_mm512_srli_epi64(pair, 1), _mm512_set1_epi64(4 * h + j))), 2), m4);
-        const __m512i q = _mm512_or_si512(lo, hi);
+        // + 4 where the hmask bit is set: one test and one masked add (was shift, shift, and, or)
+        const __m512i q = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hm[n], hbit), lo, m4);
         const __m512i s = q6_k_quad_scales<c>(sc[n]);
         LOOM_UNROLL for (int r = 0; r < R; r++) isum[n][r] = _mm512_dpwssd_epi32(isum[n][r], _mm512_maddubs_epi16(q, xc[r]), s);
       }
