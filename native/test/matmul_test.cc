@@ -480,13 +480,20 @@ void run_bench() {
 }
 
 // One configuration: matmul_test one TYPE ROWS K N [reps] — best time, GB/s and GFLOP/s.
+// TYPE Q4R16 / Q8R16: Q4_0 / Q8_0 weights in their layout interleaved by 16 rows.
 void run_one(int argc, char** argv) {
-  int type = -1;
+  int type = -1, plain = -1;
   for (int t : kTypes)
     if (std::string(type_name(t)) == argv[2]) type = t;
+  for (int t : {kQ4_0, kQ8_0})
+    if (std::string(type_name(r16_type_of(t))) == argv[2]) plain = t;
   const int R = std::atoi(argv[3]), K = std::atoi(argv[4]), N = std::atoi(argv[5]);
   const int reps = argc > 6 ? std::atoi(argv[6]) : 20;
-  const auto w = random_weights(type, K, N);
+  auto w = random_weights(plain >= 0 ? plain : type, K, N);
+  if (plain >= 0) {
+    type = r16_type_of(plain);
+    interleave_r16(type, w.data(), K, N);
+  }
   const auto x = random_activations(R, K);
   std::vector<float> o(static_cast<size_t>(R) * N);
   const double t = best_time(reps, [&] { matmul(o.data(), x.data(), R, w.data(), type, K, N); });
