@@ -1,12 +1,29 @@
 // The addon's exports (argument order documented beside each wrapper in napi-*.cc).
 #include <napi.h>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#endif
+
 #include "napi-kernels.h"
 
 namespace {
 
+// Keeps this library mapped until the process exits. Node unloads an addon when the last
+// worker thread that loaded it exits, but the compute pool's threads (started by the first
+// parallel call, never stopped) go on running this library's code: after an unload they
+// crashed the process the next time they woke.
+void pin_library() {
+#if defined(__unix__) || defined(__APPLE__)
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void*>(&pin_library), &self) != 0 && self.dli_fname != nullptr)
+    dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+#endif
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   using namespace loom::napi;
+  pin_library();
   exports.Set("features", Napi::Function::New(env, Features, "features"));
   exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
   exports.Set("threads", Napi::Function::New(env, Threads, "threads"));
