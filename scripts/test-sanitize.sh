@@ -27,4 +27,4 @@ cd "$root"
 node -e "import('./dist/src/kernels/native.js').then((m) => { const r = m.nativeUnavailableReason(); if (r) { console.error('sanitized addon: ' + r); process.exit(1); } })"
 exec node --enable-source-maps --test --test-concurrency=1 \
   dist/test/native-args.test.js dist/test/kernels-conformance.test.js dist/test/simd-paths.test.js dist/test/native-generate.test.js \
-  dist/test/sliding-window-kernels.test.js dist/test/recurrent-kernels.test.js
+  dist/test/sliding-window-kernels.test.js dist/test/recurrent-kernels.test.js dist/test/r16.test.js
