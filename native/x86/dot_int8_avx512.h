@@ -658,13 +658,19 @@ inline __m512i q4_k_pair_scales(__m512i sm) {
   return q4_k_scale_pair<2 * c, 2 * c + 1>(sm);
 }
 
-// Q5_K: + 16 on the bytes of q whose fifth bit is set: bit a of qh[l] for byte l of the lower
-// half, bit b for byte l of the upper half
+// + `add` on the bytes of q whose high bit is set in `bits` (32 bytes broadcast to both
+// halves): bit a of bits[l] for byte l of the lower half, bit b for byte l of the upper half.
+// One test and one masked add (Q5_K's fifth bit, Q3_K's third).
+template <int a, int b, int add>
+inline __m512i add_where_bit(__m512i q, __m512i bits) {
+  const __m512i bit = _mm512_mask_blend_epi64(0xF0, _mm512_set1_epi8(1 << a), _mm512_set1_epi8(1 << b));
+  return _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(bits, bit), q, _mm512_set1_epi8(add));
+}
+
+// Q5_K: + 16 on the bytes of q whose fifth bit is set (bits a / b of qh, as add_where_bit)
 template <int a, int b>
 inline __m512i q5_k_add_fifth(__m512i q, const uint8_t* blk) {
-  const __m512i qh = _mm512_broadcast_i64x4(loadu256(blk + 16));
-  const __m512i bit = _mm512_mask_blend_epi64(0xF0, _mm512_set1_epi8(1 << a), _mm512_set1_epi8(1 << b));
-  return _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(qh, bit), q, _mm512_set1_epi8(16));
+  return add_where_bit<a, b, 16>(q, _mm512_broadcast_i64x4(loadu256(blk + 16)));
 }
 
 // Headers of Q4_K / Q5_K blocks 0 .. n−1 at g: sm ← their scales and mins

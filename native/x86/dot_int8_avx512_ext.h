@@ -34,7 +34,6 @@ template <int NW, int R>
 void dot_q3_k_512(const uint8_t* w, size_t ws, const loom::XQ8_K* x, int K, float* res) {
   __m512 acc[NW][R];
   LOOM_UNROLL for (int n = 0; n < NW; n++) LOOM_UNROLL for (int r = 0; r < R; r++) acc[n][r] = _mm512_setzero_ps();
-  const __m512i m4 = _mm512_set1_epi8(4);
   for (int b = 0; b < K / 256; b++) {
     if (NW == 1) {  // one weight stream (see LOOM_PREFETCH_AHEAD): 110 bytes, two lines mostly
       LOOM_PREFETCH(w + 110 * b);
@@ -56,15 +55,12 @@ void dot_q3_k_512(const uint8_t* w, size_t ws, const loom::XQ8_K* x, int K, floa
     }
     const auto quarter = [&](auto qc) {  // half h = c / 2, rows j = 2(c % 2), +1
       constexpr int c = decltype(qc)::value, h = c / 2, j = 2 * (c % 2);
-      // row j's third bits are bit 4h + j of the hmask bytes, row j + 1's the next bit
-      const __m512i hbit = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (4 * h + j))),
-                                              _mm256_set1_epi8(static_cast<char>(1 << (4 * h + j + 1))), 1);
       __m512i xc[R];
       LOOM_UNROLL for (int r = 0; r < R; r++) xc[r] = _mm512_loadu_si512(x[r].q + 256 * b + 64 * c);
       LOOM_UNROLL for (int n = 0; n < NW; n++) {
         const __m512i lo = two_bit_quarter<c>(w + ws * n + 110 * b + 32 + 32 * h);
-        // + 4 where the hmask bit is set: one test and one masked add (was shift, shift, and, or)
-        const __m512i q = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hm[n], hbit), lo, m4);
+        // + 4 where the third bit is set: bit 4h + j of the hmask bytes for row j, the next for row j + 1
+        const __m512i q = add_where_bit<4 * h + j, 4 * h + j + 1, 4>(lo, hm[n]);
         const __m512i s = q6_k_quad_scales<c>(sc[n]);
         LOOM_UNROLL for (int r = 0; r < R; r++) isum[n][r] = _mm512_dpwssd_epi32(isum[n][r], _mm512_maddubs_epi16(q, xc[r]), s);
       }
