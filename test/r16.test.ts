@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { loadNativeKernels, nativeR16Interleaver } from '../src/kernels/native.js';
+import { allocateLarge, loadNativeKernels, nativeR16Interleaver } from '../src/kernels/native.js';
 import { referenceKernels as ref } from '../src/kernels/reference.js';
 import { GGMLType, fileType } from '../src/model/ggml-types.js';
 import { loadVector } from '../src/model/arch/architecture.js';
@@ -89,6 +89,22 @@ for (const L of LAYOUTS) {
           native!.embedRows(out, table, ids);
           assert.deepEqual(out, expected);
         }
+      });
+
+      it('writes an LM head-wide output (rows 64 KB apart, streamed when 64-byte aligned) as the reference does', () => {
+        const [inF, outF, rows] = [64, 16400, 5]; // a last group without a pair; a pass of 4 rows and one of 1
+        const rng = rngFor(`r16 wide ${L.plain}`);
+        const w = interleaved(randomWeight(rng, L.plain, inF, outF));
+        const x = rng.fill(rows * inF, 1);
+        const expected = new Float32Array(rows * outF);
+        ref.matmul(expected, x, w, rows);
+        const aligned = new Float32Array(allocateLarge(4 * rows * outF)).fill(NaN);
+        const unaligned = new Float32Array(rows * outF + 1).fill(NaN).subarray(1);
+        native!.matmul(aligned, x, w, rows);
+        native!.matmul(unaligned, x, w, rows);
+        const err = matmulRelError(aligned, expected, x, w, rows);
+        assert.ok(err <= 2e-5, `error ${err.toExponential(2)} of Σ|w·x| ${seedNote}`);
+        assert.deepEqual(aligned, unaligned, 'streamed and plain stores give the same bits');
       });
 
       it('refuses an interleaved tensor whose rows are not whole groups of 16', () => {

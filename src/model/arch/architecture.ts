@@ -3,6 +3,7 @@ import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
 import type { ModelConfig, TensorSource, WeightTensor } from '../weights.js';
 import { dequantizeTensorRow } from '../quant/dequantize.js';
+import { allocateLarge } from '../../kernels/native.js';
 
 /** A model family's forward pass over a flat batch. */
 export interface Architecture {
@@ -64,13 +65,17 @@ export function rmsNormLogits(
  * (the logits alone are 12 MB at 64 sequences × 49k vocabulary) cost ~10% of a decode
  * step in garbage collection. Views are valid until the next take of the same name.
  */
+const LARGE_SCRATCH_FLOATS = 1 << 18;
+
 export class Scratch {
   private readonly buffers = new Map<string, Float32Array>();
 
   take(name: string, size: number): Float32Array {
     let buffer = this.buffers.get(name);
     if (!buffer || buffer.length < size) {
-      buffer = new Float32Array(Math.max(size, Math.ceil((buffer?.length ?? 0) * 1.5)));
+      const length = Math.max(size, Math.ceil((buffer?.length ?? 0) * 1.5));
+      // large ones 64-byte aligned (on huge pages): the LM head streams its logits to memory
+      buffer = length >= LARGE_SCRATCH_FLOATS ? new Float32Array(allocateLarge(4 * length)) : new Float32Array(length);
       this.buffers.set(name, buffer);
     }
     return buffer.subarray(0, size);
