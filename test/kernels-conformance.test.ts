@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { describe, it } from 'node:test';
 import type { Kernels, KvLayer } from '../src/kernels/index.js';
-import { loadNativeKernels, nativeHasMatmul, nativeUnavailableReason, setThreads } from '../src/kernels/native.js';
+import { allocateLarge, loadNativeKernels, nativeHasMatmul, nativeUnavailableReason, setThreads } from '../src/kernels/native.js';
 import { referenceKernels as ref } from '../src/kernels/reference.js';
 import { rowBytes } from '../src/model/ggml-types.js';
 import type { GGMLType } from '../src/model/ggml-types.js';
@@ -434,6 +434,27 @@ function conformance(k: Kernels): void {
       }
     });
   }
+
+  // rows of 16384 outputs and more are written with streaming stores where 64-byte aligned
+  // (native/x86/matmul_x86.h kStreamRowFloats): the batched kernels' wide outputs, aligned
+  // and not, give the reference's products and the same bits
+  it('LM head-wide outputs (16400 a row, 17 rows), aligned and not: Q8_0, Q4_K, Q6_K', () => {
+    for (const type of ['Q8_0', 'Q4_K', 'Q6_K'] as const) {
+      const [inF, outF, rows] = [MATMUL_IN[type][0]!, 16400, 17];
+      const rng = rngFor(`matmul wide ${type}`);
+      const w = randomWeight(rng, type, inF, outF);
+      const x = rng.fill(rows * inF, 1);
+      const expected = new Float32Array(rows * outF);
+      ref.matmul(expected, x, w, rows);
+      const aligned = new Float32Array(allocateLarge(4 * rows * outF)).fill(Number.NaN);
+      const unaligned = new Float32Array(rows * outF + 1).fill(Number.NaN).subarray(1);
+      k.matmul(aligned, x, w, rows);
+      k.matmul(unaligned, x, w, rows);
+      const err = matmulRelError(aligned, expected, x, w, rows);
+      assert.ok(err <= MATMUL_BOUND[type], `${type}: error ${err.toExponential(2)} of Σ|w·x| ${seedNote}`);
+      assert.deepEqual(aligned, unaligned, `${type}: streamed and plain stores give the same bits`);
+    }
+  });
 }
 
 /** matmulSet (q/k/v, gate/up against one x) gives each weight exactly what matmul gives it:

@@ -143,13 +143,6 @@ void r16_groups_pass(const uint8_t* g, size_t gstride, int n, int nb, const XQ8_
   }
 }
 
-// Output rows this long (an LM head's: 64 KB and more apart) are written with streaming
-// stores: the pass writes 128 bytes to each of its rows and moves on, and plain stores read
-// every line in first (64 rows × 49152 outputs: 12.6 MB read for nothing). Needs the output
-// 64-byte aligned (rows then are too: N is a multiple of 16). One thread, SmolLM2's Q8_0 LM
-// head at 64 rows: 16–19 → 12–13 ms.
-constexpr int kStreamRowFloats = 16384;
-
 template <int kType>
 void dot_r16(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0, int o1,
              float* out, int N) {

@@ -448,6 +448,8 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
   const size_t tb = tile_bytes(type, K), tw = tb / 4;
   constexpr int AS = 16 * kMaxTiles;  // acc row stride (floats)
   alignas(64) float acc[kPanel * AS];
+  // output rows as wide as an LM head's are streamed (as dot_r16 does), where aligned
+  const bool stream = N >= kStreamRowFloats && N % 16 == 0;
   // `next` is fetched into L2 in equal slices, one before each micro-kernel call of this
   // panel: weights come from memory, and prepare_panel would otherwise wait for them a line
   // at a time (a burst of prefetches at once stalls the kernel instead)
@@ -479,9 +481,11 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
         LOOM_UNROLL for (int i = 0; i < 16; i++)
           rows[i] = ob + i < no ? reinterpret_cast<const uint32_t*>(acc + (ob + i) * AS + rb) : nullptr;
         const int nob = imin(16, no - ob);
-        transpose16(rows, imin(16, nrows - rb), reinterpret_cast<uint32_t*>(out + static_cast<size_t>(16 * t + rb) * N + o0 + ob),
-                    static_cast<size_t>(N), static_cast<__mmask16>((1u << nob) - 1));
+        float* dst = out + static_cast<size_t>(16 * t + rb) * N + o0 + ob;
+        transpose16(rows, imin(16, nrows - rb), reinterpret_cast<uint32_t*>(dst), static_cast<size_t>(N),
+                    static_cast<__mmask16>((1u << nob) - 1), stream && nob == 16 && reinterpret_cast<uintptr_t>(dst) % 64 == 0);
       }
     }
   }
+  if (stream) _mm_sfence();  // the streamed stores are visible before the pool reports the task done
 }

@@ -42,9 +42,11 @@ class Buf {
 inline int imin(int a, int b) { return a < b ? a : b; }
 
 // dst[j·dst_stride + i] = rows[i][j] for j in [0, width), i in store_mask; rows[i] == nullptr
-// stands for zeros. (A 16 × width block of 32-bit words, transposed.)
+// stands for zeros. (A 16 × width block of 32-bit words, transposed.) `stream`: every
+// destination row is 64-byte aligned and store_mask full, and the rows are written with
+// streaming stores (see kStreamRowFloats in dot_r16_avx512.h; the caller fences).
 inline void transpose16(const uint32_t* const* rows, int width, uint32_t* dst, size_t dst_stride,
-                        __mmask16 store_mask = 0xffff) {
+                        __mmask16 store_mask = 0xffff, bool stream = false) {
   for (int j0 = 0; j0 < width; j0 += 16) {
     const int n = width - j0 < 16 ? width - j0 : 16;
     const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
@@ -70,7 +72,11 @@ inline void transpose16(const uint32_t* const* rows, int width, uint32_t* dst, s
       const __m512i col[4] = {_mm512_shuffle_i32x4(a_lo, b_lo, 0x88), _mm512_shuffle_i32x4(a_hi, b_hi, 0x88),
                               _mm512_shuffle_i32x4(a_lo, b_lo, 0xdd), _mm512_shuffle_i32x4(a_hi, b_hi, 0xdd)};
       LOOM_UNROLL for (int L = 0; L < 4; L++)
-        if (4 * L + c < n) _mm512_mask_storeu_epi32(dst + dst_stride * (j0 + 4 * L + c), store_mask, col[L]);
+        if (4 * L + c < n) {
+          uint32_t* d = dst + dst_stride * (j0 + 4 * L + c);
+          if (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(d), col[L]);
+          else _mm512_mask_storeu_epi32(d, store_mask, col[L]);
+        }
     }
   }
 }
