@@ -155,7 +155,7 @@ void dot_r16(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size
   const int nb = K / kQK;
   const int chunk = std::max(4, static_cast<int>((256u << 10) / xstride) & ~3);
   const size_t gstride = wstride * kR16Rows;
-  const bool stream = N >= kStreamRowFloats && reinterpret_cast<uintptr_t>(out) % 64 == 0;
+  const bool stream = streams_rows(out, N);
   thread_local std::vector<int32_t> start;  // [chunk rows, nb]: bias·Σx of each row and block
   for (int r0 = 0; r0 < rows; r0 += chunk) {
     const int r1 = std::min(rows, r0 + chunk);

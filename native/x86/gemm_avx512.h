@@ -448,8 +448,8 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
   const size_t tb = tile_bytes(type, K), tw = tb / 4;
   constexpr int AS = 16 * kMaxTiles;  // acc row stride (floats)
   alignas(64) float acc[kPanel * AS];
-  // output rows as wide as an LM head's are streamed (as dot_r16 does), where aligned
-  const bool stream = N >= kStreamRowFloats && N % 16 == 0;
+  // output rows as wide as an LM head's are streamed (as dot_r16 does), whole 16-float tiles
+  const bool stream = streams_rows(out, N);
   // `next` is fetched into L2 in equal slices, one before each micro-kernel call of this
   // panel: weights come from memory, and prepare_panel would otherwise wait for them a line
   // at a time (a burst of prefetches at once stalls the kernel instead)

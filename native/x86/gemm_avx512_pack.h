@@ -44,7 +44,7 @@ inline int imin(int a, int b) { return a < b ? a : b; }
 // dst[j·dst_stride + i] = rows[i][j] for j in [0, width), i in store_mask; rows[i] == nullptr
 // stands for zeros. (A 16 × width block of 32-bit words, transposed.) `stream`: every
 // destination row is 64-byte aligned and store_mask full, and the rows are written with
-// streaming stores (see kStreamRowFloats in dot_r16_avx512.h; the caller fences).
+// streaming stores (see kStreamRowFloats in matmul_x86.h; the caller fences).
 inline void transpose16(const uint32_t* const* rows, int width, uint32_t* dst, size_t dst_stride,
                         __mmask16 store_mask = 0xffff, bool stream = false) {
   for (int j0 = 0; j0 < width; j0 += 16) {

@@ -20,6 +20,7 @@
 // and do not: see one_row_in_stretches.) Past the end of a chunk it fetches a little of the next one:
 // harmless (a prefetch never faults) and a fraction of a percent of the bytes.
 #define LOOM_PREFETCH_AHEAD 8192
+#define LOOM_PREFETCH(p) _mm_prefetch(reinterpret_cast<const char*>(p) + LOOM_PREFETCH_AHEAD, _MM_HINT_T0)
 
 // Batched kernels write output rows this long (an LM head's: 64 KB and more apart) with
 // streaming stores where they are 64-byte aligned: a pass writes 64 or 128 bytes into each
@@ -27,7 +28,10 @@
 // logits: 12.6 MB read for nothing). One thread, SmolLM2's Q8_0 LM head at 64 rows (R16):
 // 16–19 → 12–13 ms.
 constexpr int kStreamRowFloats = 16384;
-#define LOOM_PREFETCH(p) _mm_prefetch(reinterpret_cast<const char*>(p) + LOOM_PREFETCH_AHEAD, _MM_HINT_T0)
+// Whether rows of N floats from `out` are streamed: wide enough, and every row 64-byte aligned.
+inline bool streams_rows(const void* out, int N) {
+  return N >= kStreamRowFloats && N % 16 == 0 && reinterpret_cast<uintptr_t>(out) % 64 == 0;
+}
 
 namespace loom {
 namespace x86 {

@@ -60,13 +60,14 @@ export function rmsNormLogits(
   return logits;
 }
 
+/** scratch buffers of this many floats and more come 64-byte aligned from allocateLarge */
+const LARGE_SCRATCH_FLOATS = 1 << 18;
+
 /**
  * Activation buffers reused from one forward pass to the next: allocating them per step
  * (the logits alone are 12 MB at 64 sequences × 49k vocabulary) cost ~10% of a decode
  * step in garbage collection. Views are valid until the next take of the same name.
  */
-const LARGE_SCRATCH_FLOATS = 1 << 18;
-
 export class Scratch {
   private readonly buffers = new Map<string, Float32Array>();
 
