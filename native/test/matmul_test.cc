@@ -4,6 +4,8 @@
 //                          preparation (SIMD vs scalar)
 //   matmul_test bench   — read bandwidth and FMA peak of this machine, then matmul at 1 row
 //                          (GB/s of weights) and 512 rows (GFLOP/s) per type
+//   matmul_test one TYPE ROWS K N [reps], ratio TYPE K N [rounds], ffn TYPE [layers],
+//   model [TYPE] — single configurations (see each below)
 // Built by native/test/Makefile with g++ directly (no node-gyp).
 #include <algorithm>
 #include <chrono>
@@ -21,6 +23,7 @@
 #include <immintrin.h>
 #endif
 
+#include "../huge-pages.h"
 #include "../matmul.h"
 #include "../r16.h"
 #include "../quant.h"
@@ -504,6 +507,36 @@ void run_one(int argc, char** argv) {
 }
 
 #ifdef LOOM_TEST_X86
+// A copy of some bytes on huge pages, as the engine's weights are (allocateLarge): on 4 KiB
+// pages the page walks and the prefetchers' stops at page ends move one-row figures by up to
+// 2x, so the harness times matrices and read probes where the engine has them.
+struct HugeBytes {
+  uint8_t* p;
+  size_t n;
+  // written through (an untouched anonymous page reads as the shared zero page, from cache)
+  explicit HugeBytes(size_t bytes) : p(static_cast<uint8_t*>(alloc_large(bytes))), n(bytes) { std::memset(p, 1, n); }
+  explicit HugeBytes(const std::vector<uint8_t>& v) : HugeBytes(v.size()) { std::memcpy(p, v.data(), n); }
+  HugeBytes(const HugeBytes&) = delete;
+  HugeBytes(HugeBytes&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr; }
+  ~HugeBytes() { free_large(p, n); }
+};
+
+// GB/s of the best of 3 reads of buf on every pool thread (a share each), prefetching `ahead`
+// bytes ahead when nonzero
+double read_gbs(const HugeBytes& buf, size_t ahead) {
+  const int threads = pool().size();
+  const size_t n = buf.n / 8;
+  const auto* words = reinterpret_cast<const uint64_t*>(buf.p);
+  std::vector<uint64_t> sums(threads * 8);
+  const double t = best_time(3, [&] {
+    pool().parallel_for(threads, [&](int task, int) {
+      const size_t lo = n * task / threads, hi = n * (task + 1) / threads;
+      sums[task * 8] = sum_range(words + lo, hi - lo, ahead);
+    });
+  });
+  return n * 8 / t / 1e9;
+}
+
 // matmul_test ratio TYPE K N [rounds]: one-row matmul against the read bandwidth of a buffer
 // the size of its weights, measured in alternation (a busy machine moves both together).
 void run_ratio(int argc, char** argv) {
@@ -512,28 +545,15 @@ void run_ratio(int argc, char** argv) {
     if (std::string(type_name(t)) == argv[2]) type = t;
   const int K = std::atoi(argv[3]), N = std::atoi(argv[4]);
   const int rounds = argc > 5 ? std::atoi(argv[5]) : 5;
-  const auto w = random_weights(type, K, N);
+  const HugeBytes w(random_weights(type, K, N)), buf(w.n);
   const auto x = random_activations(1, K);
   std::vector<float> o(N);
-  const size_t n = w.size() / 8;
-  std::vector<uint64_t> buf(n, 1);
-  const int threads = pool().size();
-  std::vector<uint64_t> sums(threads * 8);
   std::vector<double> ratios;
   double best_bw = 0, best_mm = 0;
-  const auto read = [&](size_t ahead) {
-    const double t = best_time(3, [&] {
-      pool().parallel_for(threads, [&](int task, int) {
-        const size_t lo = n * task / threads, hi = n * (task + 1) / threads;
-        sums[task * 8] = sum_range(buf.data() + lo, hi - lo, ahead);
-      });
-    });
-    return n * 8 / t / 1e9;
-  };
   for (int round = 0; round < rounds; round++) {
-    const double plain = read(0), ahead = read(8192);
-    const double tm = best_time(5, [&] { matmul(o.data(), x.data(), 1, w.data(), type, K, N); });
-    const double bw = std::max(plain, ahead), mm = w.size() / tm / 1e9;
+    const double plain = read_gbs(buf, 0), ahead = read_gbs(buf, 8192);
+    const double tm = best_time(5, [&] { matmul(o.data(), x.data(), 1, w.p, type, K, N); });
+    const double bw = std::max(plain, ahead), mm = w.n / tm / 1e9;
     std::printf("  read %.1f GB/s (plain %.1f, prefetched %.1f)  %s matmul %.1f GB/s  %.0f%%\n", bw, plain, ahead,
                 type_name(type), mm, 100 * mm / bw);
     ratios.push_back(mm / bw);
@@ -576,6 +596,41 @@ void run_model(int type) {
   }
 }
 
+#ifdef LOOM_TEST_X86
+// matmul_test ffn TYPE [layers]: the one-row FFN matmuls of a Qwen2.5-1.5B-shaped model
+// (hidden 1536, FFN 8960; gate, up, down a layer), each its own call as in decode, against a
+// read of one buffer of the same total size, in alternation: what a model's many mid-sized
+// matrices reach next to one large one (`ratio`).
+void run_ffn(int argc, char** argv) {
+  int type = -1;
+  for (int t : kTypes)
+    if (std::string(type_name(t)) == argv[2]) type = t;
+  const int layers = argc > 3 ? std::atoi(argv[3]) : 28, H = 1536, F = 8960;
+  struct Mat {
+    int K, N;
+    HugeBytes w;
+  };
+  std::vector<Mat> mats;
+  size_t total = 0;
+  for (int l = 0; l < layers; l++)
+    for (auto kn : {std::make_pair(H, F), std::make_pair(H, F), std::make_pair(F, H)}) {
+      mats.push_back({kn.first, kn.second, HugeBytes(random_weights(type, kn.first, kn.second))});
+      total += mats.back().w.n;
+    }
+  const HugeBytes buf(total);
+  const auto x = random_activations(1, F);
+  std::vector<float> out(F);
+  for (int round = 0; round < 4; round++) {
+    const double bw = std::max(read_gbs(buf, 0), read_gbs(buf, 8192));
+    const double tm = best_time(5, [&] {
+      for (const Mat& m : mats) matmul(out.data(), x.data(), 1, m.w.p, type, m.K, m.N);
+    });
+    std::printf("  %s FFN x%d (%zu MB): read %.1f GB/s, matmuls %.2f ms %.1f GB/s (%.0f%%)\n", type_name(type), layers,
+                total >> 20, bw, tm * 1e3, total / tm / 1e9, 100 * total / tm / 1e9 / bw);
+  }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -591,6 +646,10 @@ int main(int argc, char** argv) {
 #ifdef LOOM_TEST_X86
   if (mode == "ratio" && argc > 4) {
     run_ratio(argc, argv);
+    return 0;
+  }
+  if (mode == "ffn" && argc > 2) {
+    run_ffn(argc, argv);
     return 0;
   }
 #endif

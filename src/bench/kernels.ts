@@ -8,7 +8,7 @@
 // the matmul (best of each per round, the median over rounds): on a shared machine the
 // bandwidth moves by half within a minute, and a probe from another moment says little.
 import type { KvCacheShape, Kernels } from '../kernels/index.js';
-import { cpuFeatures, nativeThreads, probeFmaPeak, probeReadBandwidth } from '../kernels/native.js';
+import { allocateLarge, cpuFeatures, nativeThreads, probeFmaPeak, probeReadBandwidth } from '../kernels/native.js';
 import type { FmaPeak } from '../kernels/native.js';
 import { selectKernels } from '../kernels/select.js';
 import { GGMLType, rowBytes, typeName } from '../model/ggml-types.js';
@@ -155,12 +155,16 @@ function randomF32(n: number, rng: Rng, scale = 1): Float32Array {
   return out;
 }
 
-/** [outFeatures, inFeatures] weights of `type`: TILE_ROWS random rows quantized once, then repeated */
+/**
+ * [outFeatures, inFeatures] weights of `type`: TILE_ROWS random rows quantized once, then
+ * repeated. They live where a loaded model's do (allocateLarge: huge pages), so a one-row
+ * matmul and the read probe, which reads such a buffer, stream from the same kind of memory.
+ */
 function weights(type: GGMLType, inFeatures: number, outFeatures: number, rng: Rng): WeightTensor {
   const tileRows = Math.min(TILE_ROWS, outFeatures);
   const tile = quantize(type, randomF32(tileRows * inFeatures, rng, 0.05), inFeatures);
   const row = rowBytes(type, inFeatures)!;
-  const data = new Uint8Array(row * outFeatures);
+  const data = new Uint8Array(allocateLarge(row * outFeatures));
   for (let r = 0; r < outFeatures; r += tileRows) data.set(tile.subarray(0, Math.min(tileRows, outFeatures - r) * row), r * row);
   return { name: `bench.${typeName(type)}`, type, dims: [inFeatures, outFeatures], data };
 }
