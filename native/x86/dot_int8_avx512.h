@@ -295,11 +295,37 @@ inline __m512 group_scales(__m512 d, __m512 dx, __m512 sx, __m512& corr) {
 // The 4 rows come from 4 separate stretches of the task's rows, so each is read
 // sequentially: 4 adjacent rows read side by side made the hardware prefetcher lose the
 // stream (a 42 MB Q4_0 matrix: 27 GB/s one row at a time, 17 adjacent, 33 in stretches).
-// These kernels issue no software prefetches (LOOM_PREFETCH): the hardware prefetchers
-// follow 4 streams a core well, and the extra requests, each holding an L1 miss buffer,
-// capped the weights at 30-35 GB/s where a plain read reached 60 (a 128 MB Q8_0 matrix,
-// 2 threads, alternating: 29 -> 35 GB/s in the machine's slower phase, up to 66 in its
-// faster one; one-sequence decode of Qwen2.5-0.5B Q4_K_M 72 -> 78 tok/s, 1.5B 31 -> 39).
+// These kernels issue none of the far software prefetches (LOOM_PREFETCH): the hardware
+// prefetchers follow 4 streams a core well, and the extra requests, each holding an L1 miss
+// buffer, capped the weights at 30-35 GB/s where a plain read reached 60 (a 128 MB Q8_0
+// matrix, 2 threads, alternating: 29 -> 35 GB/s in the machine's slower phase, up to 66 in
+// its faster one; one-sequence decode of Qwen2.5-0.5B Q4_K_M 72 -> 78 tok/s, 1.5B 31 -> 39).
+// The K-quant kernels do fetch a short way ahead (prefetch_rows_ahead): a block group's work
+// is longer than the out-of-order window, so its header loads, on which everything after
+// them waits, miss whenever the hardware prefetcher is behind (see prefetch_rows_ahead).
+
+// The K-quant four-row kernels touch, block by block, each row's bytes kRowPrefetchAhead
+// further on. Their work per block group is longer than the out-of-order window, so a load
+// that misses (the group's headers first) stalls the core with no later load issued, and
+// when the memory is busy the hardware prefetcher falls behind. Half a KB is 3-4 blocks a
+// row; 256 bytes gained less, 1 KB and more less too. One request per block and row, spread
+// through the group: the group's 36-44 requests issued at once filled the miss buffers and
+// made decode 25% slower. One-sequence decode in-process, 2 threads, alternating with the
+// build before (3 pairs): Qwen2.5-1.5B Q4_K_M 44.9-45.9 -> 32.8-37.4 ms a token (FFN
+// 30-31 -> 21-25 ms, the Q6_K LM head 9.5 -> 6.5-8.0), Llama-3.2-1B Q5_K_M 37.9-47.8 ->
+// 34.6-37.8. In the native harness (a Qwen2.5-1.5B FFN as 36 calls, distances interleaved
+// pass by pass, medians of 30) 512 bytes against none: Q4_K 14.1 -> 10.7 and 13.2 -> 10.2 ms,
+// Q5_K 19.9 -> 16.4 and 16.4 -> 13.8, Q6_K 16.5 -> 14.5 and 19.1 -> 15.4; the best passes
+// stayed where they were: what the prefetch buys is the time the memory is slow.
+constexpr int kRowPrefetchAhead = 512;
+
+template <int NW>
+inline void prefetch_rows_ahead(const uint8_t* w, size_t ws, size_t at, int bytes) {
+  LOOM_UNROLL for (int r = 0; r < NW; r++) {
+    const char* p = reinterpret_cast<const char*>(w + ws * r + at) + kRowPrefetchAhead;
+    for (int o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+  }
+}
 
 // out[o] for o in [o0, o1): kernel4(first row, distance between the 4 rows, x, K, res[4]);
 // the last (o1 − o0) mod 4 rows by kernel1
@@ -824,6 +850,7 @@ void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K,
     const auto block = [&](auto ic) {
       constexpr int i = decltype(ic)::value;
       if (i >= n) return;
+      prefetch_rows_ahead<NW>(w, ws, static_cast<size_t>(kB) * (b0 + i), kB);
       __m512i smi[NW], isum[NW];
       LOOM_UNROLL for (int r = 0; r < NW; r++) {
         smi[r] = _mm512_shuffle_i32x4(sm[r], sm[r], i * 0x55);
@@ -939,6 +966,7 @@ void dot_q6_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K,
   const __m512i up = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2), down = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
   for (int b = 0; b < K / 256; b++) {
     const __m256i xs16 = loadu256(x.s16 + 16 * b);
+    prefetch_rows_ahead<NW>(w, ws, static_cast<size_t>(loom::kQ6_KBytes) * b, loom::kQ6_KBytes);
     __m512i sc[NW], isum[NW];
     __m256i corr[NW];
     LOOM_UNROLL for (int n = 0; n < NW; n++) {
