@@ -482,12 +482,17 @@ void run_bench() {
   matmul_force_isa(-1);
 }
 
+// The weight type named `name` (as type_name gives it), or -1
+int type_named(const std::string& name) {
+  for (int t : kTypes)
+    if (name == type_name(t)) return t;
+  return -1;
+}
+
 // One configuration: matmul_test one TYPE ROWS K N [reps] — best time, GB/s and GFLOP/s.
 // TYPE Q4R16 / Q8R16: Q4_0 / Q8_0 weights in their layout interleaved by 16 rows.
 void run_one(int argc, char** argv) {
-  int type = -1, plain = -1;
-  for (int t : kTypes)
-    if (std::string(type_name(t)) == argv[2]) type = t;
+  int type = type_named(argv[2]), plain = -1;
   for (int t : {kQ4_0, kQ8_0})
     if (std::string(type_name(r16_type_of(t))) == argv[2]) plain = t;
   const int R = std::atoi(argv[3]), K = std::atoi(argv[4]), N = std::atoi(argv[5]);
@@ -514,7 +519,13 @@ struct HugeBytes {
   uint8_t* p;
   size_t n;
   // written through (an untouched anonymous page reads as the shared zero page, from cache)
-  explicit HugeBytes(size_t bytes) : p(static_cast<uint8_t*>(alloc_large(bytes))), n(bytes) { std::memset(p, 1, n); }
+  explicit HugeBytes(size_t bytes) : p(static_cast<uint8_t*>(alloc_large(bytes))), n(bytes) {
+    if (!p) {
+      std::fprintf(stderr, "out of memory: %zu bytes\n", bytes);
+      std::exit(1);
+    }
+    std::memset(p, 1, n);
+  }
   explicit HugeBytes(const std::vector<uint8_t>& v) : HugeBytes(v.size()) { std::memcpy(p, v.data(), n); }
   HugeBytes(const HugeBytes&) = delete;
   HugeBytes(HugeBytes&& o) noexcept : p(o.p), n(o.n) { o.p = nullptr; }
@@ -540,9 +551,7 @@ double read_gbs(const HugeBytes& buf, size_t ahead) {
 // matmul_test ratio TYPE K N [rounds]: one-row matmul against the read bandwidth of a buffer
 // the size of its weights, measured in alternation (a busy machine moves both together).
 void run_ratio(int argc, char** argv) {
-  int type = -1;
-  for (int t : kTypes)
-    if (std::string(type_name(t)) == argv[2]) type = t;
+  const int type = type_named(argv[2]);
   const int K = std::atoi(argv[3]), N = std::atoi(argv[4]);
   const int rounds = argc > 5 ? std::atoi(argv[5]) : 5;
   const HugeBytes w(random_weights(type, K, N)), buf(w.n);
@@ -602,9 +611,7 @@ void run_model(int type) {
 // read of one buffer of the same total size, in alternation: what a model's many mid-sized
 // matrices reach next to one large one (`ratio`).
 void run_ffn(int argc, char** argv) {
-  int type = -1;
-  for (int t : kTypes)
-    if (std::string(type_name(t)) == argv[2]) type = t;
+  const int type = type_named(argv[2]);
   const int layers = argc > 3 ? std::atoi(argv[3]) : 28, H = 1536, F = 8960;
   struct Mat {
     int K, N;
@@ -625,8 +632,9 @@ void run_ffn(int argc, char** argv) {
     const double tm = best_time(5, [&] {
       for (const Mat& m : mats) matmul(out.data(), x.data(), 1, m.w.p, type, m.K, m.N);
     });
+    const double gbs = total / tm / 1e9;
     std::printf("  %s FFN x%d (%zu MB): read %.1f GB/s, matmuls %.2f ms %.1f GB/s (%.0f%%)\n", type_name(type), layers,
-                total >> 20, bw, tm * 1e3, total / tm / 1e9, 100 * total / tm / 1e9 / bw);
+                total >> 20, bw, tm * 1e3, gbs, 100 * gbs / bw);
   }
 }
 #endif

@@ -300,9 +300,7 @@ inline __m512 group_scales(__m512 d, __m512 dx, __m512 sx, __m512& corr) {
 // buffer, capped the weights at 30-35 GB/s where a plain read reached 60 (a 128 MB Q8_0
 // matrix, 2 threads, alternating: 29 -> 35 GB/s in the machine's slower phase, up to 66 in
 // its faster one; one-sequence decode of Qwen2.5-0.5B Q4_K_M 72 -> 78 tok/s, 1.5B 31 -> 39).
-// The K-quant kernels do fetch a short way ahead (prefetch_rows_ahead): a block group's work
-// is longer than the out-of-order window, so its header loads, on which everything after
-// them waits, miss whenever the hardware prefetcher is behind (see prefetch_rows_ahead).
+// The K-quant ones do fetch a short way ahead: see prefetch_rows_ahead.
 
 // The K-quant four-row kernels touch, block by block, each row's bytes kRowPrefetchAhead
 // further on. Their work per block group is longer than the out-of-order window, so a load
