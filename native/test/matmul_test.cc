@@ -8,6 +8,7 @@
 //   model [TYPE] — single configurations (see each below)
 // Built by native/test/Makefile with g++ directly (no node-gyp).
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -482,19 +483,35 @@ void run_bench() {
   matmul_force_isa(-1);
 }
 
-// The weight type named `name` (as type_name gives it), or -1
+// The weight type named `name` (as type_name gives it, any case), or -1
 int type_named(const std::string& name) {
+  const auto upper = [](std::string t) {
+    for (char& c : t) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return t;
+  };
   for (int t : kTypes)
-    if (name == type_name(t)) return t;
+    if (upper(name) == upper(type_name(t))) return t;
   return -1;
+}
+
+// type_named, or a message naming the types and exit status 2 (an unknown name would
+// otherwise time a matrix of no bytes)
+int type_named_or_exit(const std::string& name, const char* also = "") {
+  const int t = type_named(name);
+  if (t >= 0) return t;
+  std::fprintf(stderr, "unknown weight type %s; one of:", name.c_str());
+  for (int k : kTypes) std::fprintf(stderr, " %s", type_name(k));
+  std::fprintf(stderr, "%s\n", also);
+  std::exit(2);
 }
 
 // One configuration: matmul_test one TYPE ROWS K N [reps] — best time, GB/s and GFLOP/s.
 // TYPE Q4R16 / Q8R16: Q4_0 / Q8_0 weights in their layout interleaved by 16 rows.
 void run_one(int argc, char** argv) {
-  int type = type_named(argv[2]), plain = -1;
+  int type = -1, plain = -1;
   for (int t : {kQ4_0, kQ8_0})
     if (std::string(type_name(r16_type_of(t))) == argv[2]) plain = t;
+  if (plain < 0) type = type_named_or_exit(argv[2], " Q4R16 Q8R16");
   const int R = std::atoi(argv[3]), K = std::atoi(argv[4]), N = std::atoi(argv[5]);
   const int reps = argc > 6 ? std::atoi(argv[6]) : 20;
   auto w = random_weights(plain >= 0 ? plain : type, K, N);
@@ -551,7 +568,7 @@ double read_gbs(const HugeBytes& buf, size_t ahead) {
 // matmul_test ratio TYPE K N [rounds]: one-row matmul against the read bandwidth of a buffer
 // the size of its weights, measured in alternation (a busy machine moves both together).
 void run_ratio(int argc, char** argv) {
-  const int type = type_named(argv[2]);
+  const int type = type_named_or_exit(argv[2]);
   const int K = std::atoi(argv[3]), N = std::atoi(argv[4]);
   const int rounds = argc > 5 ? std::atoi(argv[5]) : 5;
   const HugeBytes w(random_weights(type, K, N)), buf(w.n);
@@ -611,7 +628,7 @@ void run_model(int type) {
 // read of one buffer of the same total size, in alternation: what a model's many mid-sized
 // matrices reach next to one large one (`ratio`).
 void run_ffn(int argc, char** argv) {
-  const int type = type_named(argv[2]);
+  const int type = type_named_or_exit(argv[2]);
   const int layers = argc > 3 ? std::atoi(argv[3]) : 28, H = 1536, F = 8960;
   struct Mat {
     int K, N;
