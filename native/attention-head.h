@@ -44,29 +44,31 @@ struct HeadLoopOps {
   }
 };
 
-// K or V rows of the block `ahead` blocks after block b (when it is within [.., p1)): a
-// block's rows are kv_stride apart and blocks are scattered, which the hardware prefetcher
-// does not follow. A job of every KV head reads whole rows, a block's rows one stretch:
-// there the next block is fetched only when it does not follow the current one in memory
-// (the hardware prefetcher follows a run of adjacent blocks, and fetching them as well was
-// 20–30% slower: 0.55–0.64 ms against 0.73–0.80 a layer at 64 sequences of context 192).
+// Element of the row at offset o of block b (of the sequence's table) for the job's KV head kh
+static inline int64_t kv_row(const AttendHead& a, int b, int o, int kh) {
+  return a.blocks[b] * a.block_stride + a.head_offset + (static_cast<int64_t>(kh) * a.block_size + o) * a.head_dim;
+}
+
+// The job's K or V rows of the block `ahead` blocks after block b (when it is within
+// [.., p1)): blocks are scattered, which the hardware prefetcher does not follow. A job of
+// every KV head reads each block as one stretch: there the next block is fetched only when it
+// does not follow the current one in memory (the hardware prefetcher follows a run of adjacent
+// blocks, and fetching them as well was 20–30% slower).
 static inline void prefetch_block(const AttendHead& a, const void* base, int elem, int b, int p1) {
-  const bool whole_rows = a.kv_heads * a.head_dim == a.kv_stride;
-  const int ahead = whole_rows ? 1 : 2;
+  const bool whole_blocks = static_cast<int64_t>(a.kv_heads) * a.block_size * a.head_dim == a.block_stride;
+  const int ahead = whole_blocks ? 1 : 2;
   if ((b + ahead) * a.block_size >= p1) return;
-  if (whole_rows && a.blocks[b + 1] == a.blocks[b] + 1) return;
-  const char* rows = static_cast<const char*>(base) +
-                     (static_cast<int64_t>(a.blocks[b + ahead]) * a.block_size * a.kv_stride + a.head_offset) * elem;
-  const int64_t row_bytes = static_cast<int64_t>(a.head_dim) * a.kv_heads * elem;
-  for (int j = 0; j < a.block_size; j++)
-    for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(rows + j * a.kv_stride * elem + o);
+  if (whole_blocks && a.blocks[b + 1] == a.blocks[b] + 1) return;
+  const char* rows = static_cast<const char*>(base) + kv_row(a, b + ahead, 0, 0) * elem;
+  const int64_t bytes = static_cast<int64_t>(a.kv_heads) * a.block_size * a.head_dim * elem;
+  for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(rows + o);
 }
 
 // Positions [p0, p1) of the context (first ≤ p0): scores[g][p] = e^(s_gp − max_g) with
 // s_gp = scale·q_g·k_p (soft-capped when a.softcap > 0) and max_g the maximum over
 // [p0, p1), written to a.stats[g]; their sum to a.stats[T + g] (T = heads · kv_heads query
-// heads; head g reads KV head g / heads). Each block's rows are read for all KV heads at
-// once, so several KV heads a job read the cache in whole rows.
+// heads; head g reads KV head g / heads). A block's KV heads are taken in turn, so a job of
+// several KV heads reads the block front to back.
 template <class Ops>
 static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
   const int d = a.head_dim, G = a.heads, T = G * a.kv_heads;
@@ -83,13 +85,13 @@ static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
   for (int p = p0; p < p1;) {
     const int b = p / a.block_size, o = p % a.block_size;
     const int n = p1 - p < a.block_size - o ? p1 - p : a.block_size - o;
-    const int64_t off = (static_cast<int64_t>(a.blocks[b]) * a.block_size + o) * a.kv_stride + a.head_offset;
     prefetch_block(a, a.k, a.f16 ? 2 : 4, b, p1);
     for (int kh = 0; kh < a.kv_heads; kh++) {
       float* dst = a.scores + kh * G * span + (p - a.first);
       const float* qh = q + kh * G * d;
-      if (a.f16) Ops::scores_heads(qh, G, k16 + off + kh * d, a.kv_stride, n, d, a.scale, dst, span);
-      else Ops::scores_heads(qh, G, k32 + off + kh * d, a.kv_stride, n, d, a.scale, dst, span);
+      const int64_t at = kv_row(a, b, o, kh);
+      if (a.f16) Ops::scores_heads(qh, G, k16 + at, d, n, d, a.scale, dst, span);
+      else Ops::scores_heads(qh, G, k32 + at, d, n, d, a.scale, dst, span);
     }
     p += n;
   }
@@ -122,12 +124,12 @@ static void attend_values_impl(const AttendHead& a, int p0, int p1, const float*
   for (int p = p0; p < p1;) {
     const int b = p / a.block_size, o = p % a.block_size;
     const int n = p1 - p < a.block_size - o ? p1 - p : a.block_size - o;
-    const int64_t off = (static_cast<int64_t>(a.blocks[b]) * a.block_size + o) * a.kv_stride + a.head_offset;
     prefetch_block(a, a.v, a.f16 ? 2 : 4, b, p1);
     for (int kh = 0; kh < a.kv_heads; kh++) {
       const float* w = a.scores + kh * G * span + (p - a.first);
-      if (a.f16) Ops::accumulate_heads(out + kh * G * d, G, w, span, v16 + off + kh * d, a.kv_stride, n, d);
-      else Ops::accumulate_heads(out + kh * G * d, G, w, span, v32 + off + kh * d, a.kv_stride, n, d);
+      const int64_t at = kv_row(a, b, o, kh);
+      if (a.f16) Ops::accumulate_heads(out + kh * G * d, G, w, span, v16 + at, d, n, d);
+      else Ops::accumulate_heads(out + kh * G * d, G, w, span, v32 + at, d, n, d);
     }
     p += n;
   }

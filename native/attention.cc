@@ -21,17 +21,22 @@ int32_t first_position(int32_t pos, int window) { return window > 0 && pos + 1 >
 }  // namespace
 
 void write_kv(const KvCacheView& c, const float* k, const float* v, const int32_t* slot_mapping, int64_t n_tokens) {
-  const int64_t width = static_cast<int64_t>(c.num_kv_heads) * c.head_dim;
+  const int d = c.head_dim;
+  const int64_t width = static_cast<int64_t>(c.num_kv_heads) * d;
+  const int64_t head_rows = static_cast<int64_t>(c.block_size) * d;  // one KV head's rows of a block
   const SimdOps& ops = simd();
   parallel_ranges(n_tokens, 2 * width, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; t++) {
-      const int64_t dst = static_cast<int64_t>(slot_mapping[t]) * width;
-      if (c.f16) {
-        ops.f32_to_f16(static_cast<uint16_t*>(c.k) + dst, k + t * width, width);
-        ops.f32_to_f16(static_cast<uint16_t*>(c.v) + dst, v + t * width, width);
-      } else {
-        std::memcpy(static_cast<float*>(c.k) + dst, k + t * width, width * sizeof(float));
-        std::memcpy(static_cast<float*>(c.v) + dst, v + t * width, width * sizeof(float));
+      const int64_t slot = slot_mapping[t], block = slot / c.block_size, offset = slot % c.block_size;
+      for (int h = 0; h < c.num_kv_heads; h++) {
+        const int64_t dst = (block * c.num_kv_heads + h) * head_rows + offset * d, src = t * width + h * d;
+        if (c.f16) {
+          ops.f32_to_f16(static_cast<uint16_t*>(c.k) + dst, k + src, d);
+          ops.f32_to_f16(static_cast<uint16_t*>(c.v) + dst, v + src, d);
+        } else {
+          std::memcpy(static_cast<float*>(c.k) + dst, k + src, d * sizeof(float));
+          std::memcpy(static_cast<float*>(c.v) + dst, v + src, d * sizeof(float));
+        }
       }
     }
   });
@@ -144,8 +149,8 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
     job.ctx = b.positions[t] + 1;
     job.first = first_position(b.positions[t], window);
     job.softcap = softcap;
-    job.kv_stride = static_cast<int64_t>(c.num_kv_heads) * d;
-    job.head_offset = static_cast<int64_t>(h / group) * d;
+    job.block_stride = static_cast<int64_t>(c.num_kv_heads) * c.block_size * d;
+    job.head_offset = static_cast<int64_t>(h / group) * c.block_size * d;
     job.head_dim = d;
     job.heads = heads_per_kv;
     job.kv_heads = kv_per_unit;

@@ -8,10 +8,11 @@ namespace loom {
 
 // One token's query heads that share kv_heads consecutive KV heads, `heads` a KV head
 // (grouped-query attention), for each: out = softmax(scale · q·K^T) · V over the positions
-// first..ctx-1 of one sequence. K/V rows of position p live at slot
-// blocks[p / block_size] * block_size + p % block_size, element kv_stride * slot +
-// head_offset (+ head_dim per further KV head). Kernels that can read each K/V row once for
-// all the heads that share it do (an f16 row's conversion costs as much as its dot product).
+// first..ctx-1 of one sequence. A cache block holds its KV heads one after another, each
+// block_size rows of head_dim (see attention.h): position p's row of the job's KV head i is
+// element block_stride · blocks[p / block_size] + head_offset + (i · block_size +
+// p % block_size) · head_dim. Kernels that can read each K/V row once for all the heads that
+// share it do (an f16 row's conversion costs as much as its dot product).
 struct AttendHead {
   const float* q;        // [heads, head_dim]
   const void* k;         // cache layer base: f32 or f16 bits
@@ -22,8 +23,8 @@ struct AttendHead {
   int ctx;              // one past the last attended position (the query's position + 1)
   int first;            // first attended position (0, or ctx - window for a sliding window)
   float softcap;        // > 0: scores s become softcap · tanh(s / softcap) before softmax (Gemma 2)
-  int64_t kv_stride;     // numKvHeads * headDim
-  int64_t head_offset;   // kvHead * headDim
+  int64_t block_stride;  // elements of a block: numKvHeads * blockSize * headDim
+  int64_t head_offset;   // first KV head * blockSize * headDim
   int head_dim;
   int heads;             // query heads a KV head (read once for all of them)
   int kv_heads;          // consecutive KV heads from head_offset: heads · kv_heads query heads in all

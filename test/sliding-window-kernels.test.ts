@@ -38,12 +38,13 @@ function plainAttention(c: AttentionCase, shape: AttentionShape): Float32Array {
       const pos = c.batch.positions[t]!;
       const keys: number[] = [];
       for (let p = 0; p <= pos; p++) if (!shape.window || pos - p < shape.window) keys.push(p);
-      const slot = (p: number): number => c.batch.blockTables[s * m + Math.floor(p / bs)]! * bs + (p % bs);
+      // the row of KV head kv at position p: a block holds each KV head's bs rows together
+      const row = (p: number, kv: number): number => ((c.batch.blockTables[s * m + Math.floor(p / bs)]! * numKvHeads + kv) * bs + (p % bs)) * d;
       for (let h = 0; h < numHeads; h++) {
-        const kvBase = Math.floor(h / (numHeads / numKvHeads)) * d;
+        const kvHead = Math.floor(h / (numHeads / numKvHeads));
         const scores = keys.map((p) => {
           let dot = 0;
-          for (let i = 0; i < d; i++) dot += c.q[(t * numHeads + h) * d + i]! * k[slot(p) * numKvHeads * d + kvBase + i]!;
+          for (let i = 0; i < d; i++) dot += c.q[(t * numHeads + h) * d + i]! * k[row(p, kvHead) + i]!;
           const x = dot * scale;
           return shape.softcap ? shape.softcap * Math.tanh(x / shape.softcap) : x;
         });
@@ -52,7 +53,7 @@ function plainAttention(c: AttentionCase, shape: AttentionShape): Float32Array {
         const sum = w.reduce((a, b) => a + b, 0);
         for (let i = 0; i < d; i++) {
           let acc = 0;
-          keys.forEach((p, j) => (acc += (w[j]! / sum) * v[slot(p) * numKvHeads * d + kvBase + i]!));
+          keys.forEach((p, j) => (acc += (w[j]! / sum) * v[row(p, kvHead) + i]!));
           out[(t * numHeads + h) * d + i] = acc;
         }
       }

@@ -246,16 +246,29 @@ function drawIndex(weights: Float64Array, n: number, u: number): number {
 }
 
 function writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void {
-  const width = shape.numKvHeads * shape.headDim;
+  const { numKvHeads, headDim } = shape;
   const capacity = shape.numBlocks * shape.blockSize;
   for (let t = 0; t < slotMapping.length; t++) {
     const slot = slotMapping[t]!;
     if (slot < 0 || slot >= capacity) throw new RangeError(`KV slot ${slot} outside the cache (${capacity} slots)`);
-    for (let i = 0; i < width; i++) {
-      store(layer.k, slot * width + i, k[t * width + i]!);
-      store(layer.v, slot * width + i, v[t * width + i]!);
+    for (let h = 0; h < numKvHeads; h++) {
+      const row = kvRow(shape, slot, h);
+      for (let i = 0; i < headDim; i++) {
+        store(layer.k, row + i, k[(t * numKvHeads + h) * headDim + i]!);
+        store(layer.v, row + i, v[(t * numKvHeads + h) * headDim + i]!);
+      }
     }
   }
+}
+
+/**
+ * The first element of KV head `kvHead`'s row at `slot`: a block holds its KV heads one after
+ * another, each blockSize rows of headDim ([numBlocks, numKvHeads, blockSize, headDim], vLLM's
+ * order), so attention reads one head's rows of a block as one stretch.
+ */
+function kvRow(shape: KvCacheShape, slot: number, kvHead: number): number {
+  const block = Math.floor(slot / shape.blockSize);
+  return ((block * shape.numKvHeads + kvHead) * shape.blockSize + (slot % shape.blockSize)) * shape.headDim;
 }
 
 function store(cache: Float32Array | Uint16Array, index: number, value: number): void {
@@ -279,7 +292,6 @@ function attention(
   const cap = shape.softcap ?? 0;
   const inv = Math.fround(1 / cap);
   const groupSize = numHeads / numKvHeads;
-  const kvWidth = numKvHeads * headDim;
   const half = cache.dtype === 'f16'; // llama.cpp feeds q and the softmax weights to f16 K/V as f16
   const numSeqs = batch.seqStarts.length - 1;
   for (let s = 0; s < numSeqs; s++) {
@@ -297,7 +309,7 @@ function attention(
         const qBase = (t * numHeads + h) * headDim;
         const kvHead = Math.floor(h / groupSize);
         for (let p = first; p < ctx; p++) {
-          const kBase = slotOf(p) * kvWidth + kvHead * headDim;
+          const kBase = kvRow(cache, slotOf(p), kvHead);
           let dot = 0;
           for (let i = 0; i < headDim; i++) {
             const qi = half ? roundToF16(q[qBase + i]!) : q[qBase + i]!;
@@ -310,7 +322,7 @@ function attention(
         for (let i = 0; i < headDim; i++) out[qBase + i] = 0;
         for (let p = first; p < ctx; p++) {
           const weight = half ? roundToF16(scores[p - first]!) : scores[p - first]!;
-          const vBase = slotOf(p) * kvWidth + kvHead * headDim;
+          const vBase = kvRow(cache, slotOf(p), kvHead);
           for (let i = 0; i < headDim; i++) out[qBase + i]! += weight * load(layer.v, vBase + i);
         }
       }
