@@ -1,7 +1,7 @@
 // The paged KV cache: writes and attention (src/kernels/reference.ts is the oracle).
 // A cache layer's k and v are [num_blocks, num_kv_heads, block_size, head_dim], f32 or
-// f16 bits (vLLM's order): slot s = block * block_size + offset, and a block keeps each KV
-// head's rows together, so attention reads one head's rows of a block as one stretch.
+// f16 bits: slot s = block * block_size + offset, and a block keeps each KV head's rows
+// together, so attention reads one head's rows of a block as one stretch.
 #pragma once
 #include <cstdint>
 

@@ -7,8 +7,9 @@ import type { RopeScaling } from '../model/rope-scaling.js';
 export type KvDtype = 'f16' | 'f32';
 
 /** One layer of the paged KV cache: [numBlocks, numKvHeads, blockSize, headDim] each (a block
- *  keeps each KV head's rows together, as vLLM's cache does). f16 data is stored as IEEE half
- *  bits in a Uint16Array. Slot s = block * blockSize + offset. */
+ *  keeps each KV head's rows together, as vLLM's paged-attention cache puts the KV head before
+ *  a block's rows). f16 data is stored as IEEE half bits in a Uint16Array. Slot s = block *
+ *  blockSize + offset. */
 export interface KvLayer {
   readonly k: Float32Array | Uint16Array;
   readonly v: Float32Array | Uint16Array;

@@ -263,8 +263,8 @@ function writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float3
 
 /**
  * The first element of KV head `kvHead`'s row at `slot`: a block holds its KV heads one after
- * another, each blockSize rows of headDim ([numBlocks, numKvHeads, blockSize, headDim], vLLM's
- * order), so attention reads one head's rows of a block as one stretch.
+ * another, each blockSize rows of headDim ([numBlocks, numKvHeads, blockSize, headDim]), so
+ * attention reads one head's rows of a block as one stretch.
  */
 function kvRow(shape: KvCacheShape, slot: number, kvHead: number): number {
   const block = Math.floor(slot / shape.blockSize);
