@@ -8,6 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { EngineCore } from '../src/engine/engine.js';
 import { resolveEngineConfig } from '../src/engine/options.js';
 import type { SamplingParamsInput } from '../src/engine/sampling-params.js';
+import type { EngineClient } from '../src/engine/client.js';
+import type { RequestStream } from '../src/engine/request-stream.js';
 import { WorkerEngineClient } from '../src/engine/worker-client.js';
 import { referenceKernels } from '../src/kernels/reference.js';
 import { loadModel } from '../src/model/load.js';
@@ -47,14 +49,31 @@ describe('admission counts prompts × n', () => {
   let base = '';
   let close: () => Promise<void>;
   let longestEncoded = 0;
+  // While `gate` is set, an admitted request reaches the engine only once it opens, so none
+  // can finish (and give its sequences back to the budget) before every request has been
+  // admitted or refused: the outcome does not depend on how fast the engine runs.
+  let gate: Promise<void> | undefined;
+  const gated = async function* (open: Promise<void>, start: () => RequestStream) {
+    await open;
+    yield* start();
+  };
   before(async () => {
     engine = await WorkerEngineClient.start({ model: path(), kvCacheMemory: '16MiB', maxNumSeqs: 6 });
+    const add: EngineClient['add'] = (id, promptIds, params) =>
+      gate ? (gated(gate, () => engine.add(id, promptIds, params)) as unknown as RequestStream) : engine.add(id, promptIds, params);
+    const gatedEngine = new Proxy(engine, {
+      get: (target, key) => {
+        if (key === 'add') return add;
+        const value: unknown = Reflect.get(target, key, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
     // the longest text the server ever tokenizes
     const tokenizer = loadModel(path()).tokenizer;
     const encode = tokenizer.encode.bind(tokenizer);
     tokenizer.encode = (text, opts) => ((longestEncoded = Math.max(longestEncoded, text.length)), encode(text, opts));
     const built = buildApp({
-      engine,
+      engine: gatedEngine,
       tokenizer,
       options: { servedModelName: 'fixture', maxModelLen: engine.info.maxModelLen, maxPendingRequests: 8, slowClientTimeoutMs: 5_000, bodyLimitBytes: 1 << 20 },
     });
@@ -79,20 +98,29 @@ describe('admission counts prompts × n', () => {
 
   it('the budget counts sequences: 429 with Retry-After once it is spent', async () => {
     let most = 0;
+    let refusedSoFar = 0;
+    let openGate = (): void => {};
+    gate = new Promise<void>((resolve) => (openGate = resolve));
     const watch = setInterval(() => (most = Math.max(most, ctx.inFlight)), 1);
-    const results = await Promise.all(
+    const pending = Promise.all(
       Array.from({ length: 12 }, async (_, i) => {
         const r = await complete({ prompt: `p${i}`, n: 3, max_tokens: 100, ignore_eos: true });
+        if (r.status === 429) refusedSoFar++;
         const text = await r.text();
         return { status: r.status, retryAfter: r.headers.get('retry-after'), text };
       }),
     );
+    // every request admitted (3 sequences each in flight) or refused, or 10 s
+    for (const deadline = Date.now() + 10_000; refusedSoFar + ctx.inFlight / 3 < 12 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 2));
+    gate = undefined;
+    openGate();
+    const results = await pending;
     clearInterval(watch);
     const refused = results.filter((r) => r.status === 429);
-    assert.ok(refused.length >= 6, `two requests of n = 3 fit a budget of 8: ${results.map((r) => r.status).join(',')}`);
+    assert.equal(refused.length, 10, `two requests of n = 3 fit a budget of 8: ${results.map((r) => r.status).join(',')}`);
     assert.ok(refused.every((r) => r.retryAfter === '1' && /"code":"queue_full"/.test(r.text)));
     assert.ok(results.every((r) => r.status === 200 || r.status === 429));
-    assert.ok(most <= 8, `${most} sequences in flight`);
+    assert.equal(most, 6, `${most} sequences in flight`);
     assert.equal(ctx.inFlight, 0);
   });
 
