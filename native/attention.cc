@@ -99,13 +99,25 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   const bool grouped = ops.shares_kv_rows && group > 1 &&
                        10 * rounds(n_tokens * c.num_kv_heads) * group <= 17 * rounds(n_tokens * num_heads);
   const int heads_per_kv = grouped ? group : 1;
-  // With tokens (or long contexts' chunks) enough to keep every thread busy, a grouped unit
-  // takes all of its token's KV heads: it then reads each block front to back, one stretch,
-  // where a unit per KV head reads a third of each block (SmolLM2's 3 KV heads) and skips the
-  // rest. From DRAM, alternating in one process: 4 sequences of context 500, 2 threads,
-  // 0.118 → 0.055 ms a layer; one of context 2000 0.108 → 0.049. Each head's arithmetic is
-  // the same either way, so a token's output does not change.
-  const int kv_per_unit = grouped && token_chunks >= threads ? c.num_kv_heads : 1;
+  // A grouped unit takes k of its token's KV heads (k divides num_kv_heads): all of them
+  // read each block front to back, one stretch, where fewer read part of each block and skip
+  // the rest, which streams about 1.5× slower from DRAM; fewer make more units to share
+  // among the threads. So k minimizes rounds(units) · k · (1 for whole blocks, else 1.5),
+  // ties going to the larger k (units: the tokens' 1024-key chunks times num_kv_heads / k).
+  // From DRAM, 2 threads, alternating in one process, against units of one KV head: 4
+  // sequences of context 500 (SmolLM2's 3 KV heads) 0.118 → 0.055 ms a layer, one of context
+  // 2000 0.108 → 0.049, one of context 300 0.023 → 0.015; one of context 576 with Llama-3.2-1B's
+  // 8 KV heads (k = 4) 0.095 → 0.082. Each head's arithmetic is the same whatever k is, so a
+  // token's output does not change.
+  int kv_per_unit = 1;
+  if (grouped) {
+    int64_t best = INT64_MAX;
+    for (int k = c.num_kv_heads; k >= 1; k--) {
+      if (c.num_kv_heads % k != 0) continue;
+      const int64_t cost = rounds(token_chunks * (c.num_kv_heads / k)) * k * (k == c.num_kv_heads ? 2 : 3);
+      if (cost < best) best = cost, kv_per_unit = k;
+    }
+  }
   const int heads = heads_per_kv * kv_per_unit;  // query heads a unit
   const int units_per_token = num_heads / heads;
   const int64_t units = n_tokens * units_per_token;

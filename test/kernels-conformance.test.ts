@@ -371,14 +371,17 @@ function conformance(k: Kernels): void {
   });
 
   it('attention of a token is the same bits alone and in any batch (grouping and context chunks never depend on the batch)', () => {
-    // head_dim 64 (query heads grouped or not, by batch size) and 256 (the wide-head kernels)
-    for (const [dtype, headDim] of [['f32', 64], ['f16', 64], ['f16', 256]] as const) {
+    // head_dim 64 (query heads grouped or not, by batch size) and 256 (the wide-head kernels);
+    // 4 KV heads: a lone short token's units take 2 of them, the batch's all 4
+    const cases = [['f32', 64, 3], ['f16', 64, 3], ['f16', 256, 3], ['f16', 64, 4]] as const;
+    for (const [dtype, headDim, numKvHeads] of cases) {
       const plan = [{ cached: 2100, chunk: 1 }, ...Array.from({ length: 12 }, (_, i) => ({ cached: 40 * i, chunk: 1 })), { cached: 900, chunk: 30 }];
-      const c = attentionCase(rngFor(`attn batch ${dtype} ${headDim}`), dtype, plan, { numHeads: 9, numKvHeads: 3, headDim }, 16);
+      const heads = { numHeads: 2 * numKvHeads + (numKvHeads === 3 ? 3 : 0), numKvHeads, headDim };
+      const c = attentionCase(rngFor(`attn batch ${dtype} ${headDim} ${numKvHeads}`), dtype, plan, heads, 16);
       const width = c.shape.numHeads * c.shape.headDim;
       const all = new Float32Array(c.numTokens * width);
       k.attention(all, c.q, c.layer, c.cache, c.batch, c.shape);
-      for (const s of [0, 13]) {
+      for (const s of [0, 1, 13]) {
         const t0 = c.batch.seqStarts[s]!;
         const t1 = c.batch.seqStarts[s + 1]!;
         const m = c.batch.maxBlocksPerSeq;
@@ -390,7 +393,7 @@ function conformance(k: Kernels): void {
         };
         const out = new Float32Array((t1 - t0) * width);
         k.attention(out, c.q.slice(t0 * width, t1 * width), c.layer, c.cache, alone, c.shape);
-        assert.deepEqual(out, all.slice(t0 * width, t1 * width), `${dtype}, head_dim ${headDim}: sequence ${s} alone vs in the batch`);
+        assert.deepEqual(out, all.slice(t0 * width, t1 * width), `${dtype}, head_dim ${headDim}, ${numKvHeads} KV heads: sequence ${s} alone vs in the batch`);
       }
     }
   });
