@@ -53,7 +53,8 @@ static inline int64_t kv_row(const AttendHead& a, int b, int o, int kh) {
 // [.., p1)): blocks are scattered, which the hardware prefetcher does not follow. A job of
 // every KV head reads each block as one stretch: there the next block is fetched only when it
 // does not follow the current one in memory (the hardware prefetcher follows a run of adjacent
-// blocks, and fetching them as well was 20–30% slower).
+// blocks: in the cache's earlier row-major layout fetching them as well was 20–30% slower; in
+// this one, fetching no block at all measured the same as this, 64 sequences or 4).
 static inline void prefetch_block(const AttendHead& a, const void* base, int elem, int b, int p1) {
   const bool whole_blocks = static_cast<int64_t>(a.kv_heads) * a.block_size * a.head_dim == a.block_stride;
   const int ahead = whole_blocks ? 1 : 2;
