@@ -79,13 +79,14 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   // attended range only (its position, and the window), never on the batch, so a token's output is the same in any batch; a
   // context of one chunk is computed exactly as before.
   const int chunk_keys = std::max(1, 1024 / c.block_size) * c.block_size;
+  const auto chunks_in = [&](int64_t span) { return (span + chunk_keys - 1) / chunk_keys; };
   int64_t work = 0, token_chunks = 0;
   for (int s = 0; s < b.num_seqs; s++)
     for (int32_t t = b.seq_starts[s]; t < b.seq_starts[s + 1]; t++) {
       seq_of[t] = s;
       const int32_t span = b.positions[t] + 1 - first_position(b.positions[t], window);
       work += span;
-      token_chunks += (span + chunk_keys - 1) / chunk_keys;
+      token_chunks += chunks_in(span);
     }
   const int32_t* seq_of_token = seq_of.data();
   const SimdOps& ops = simd();
@@ -133,7 +134,7 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   item_start[0] = 0;
   int64_t split_floats = 0;
   for (int64_t u = 0; u < units; u++) {
-    const int64_t nc = (span_of(u) + chunk_keys - 1) / chunk_keys;
+    const int64_t nc = chunks_in(span_of(u));
     item_start[u + 1] = item_start[u] + nc;
     scores_at[u] = split_floats;
     if (nc > 1) split_floats += static_cast<int64_t>(heads) * span_of(u);
