@@ -664,22 +664,23 @@ inline __m512i q4_k_scales_mins4(__m512i s) {
   return _mm512_ternarylogic_epi32(lo, hi, top, 0xfe);  // lo | hi | top
 }
 
-// int16 lanes 0..15 ← sc[a], lanes 16..31 ← sc[b], from the scale bytes in every 128-bit
-// lane of sm (one in-lane byte shuffle; the high byte of each int16 zeroed)
-template <int a, int b>
-inline __m512i q4_k_scale_pair(__m512i sm) {
-  constexpr char lo = a, hi = b, z = -1;
-  const __m512i idx = _mm512_set_epi8(z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi,  //
-                                      z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi, z, hi,  //
-                                      z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo,  //
-                                      z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo, z, lo);
-  return _mm512_shuffle_epi8(sm, idx);
-}
-
-// the scales of chunk c's two sub-blocks (its low nibbles, then its high ones)
-template <int c>
-inline __m512i q4_k_pair_scales(__m512i sm) {
-  return q4_k_scale_pair<2 * c, 2 * c + 1>(sm);
+// Sub-block scales after "dpbusd, pack, dpwssd": dpbusd sums 4 weight·x products into int32,
+// packs_epi32 of two such vectors makes them int16 (exact: 4·31·128 < 2^15), and one dpwssd
+// applies the scales. Per pair of vectors that is 2 dpbusd + pack + dpwssd + 1 scale shuffle
+// where maddubs + dpwssd took 2 + 2 + 2 shuffles; the one-row kernels, compute-bound when
+// the memory is fast, gained 5-6% (Q4_K 57.5 -> 61, Q5_K 50 -> 52, Q6_K 71.5 -> 75 GB/s of
+// weights from L3, 2 threads, alternating), the four-row Q4_K one 1-2%; the four-row Q6_K
+// one lost 7%, and keeps maddubs.
+// Here: per 128-bit lane k, int16 lanes 0..3 come from the first vector and 4..7 from the
+// second; their scales are those of sub-blocks a (first) and b (second) in lanes k < 2, e and
+// f in lanes k ≥ 2.
+template <int a, int b, int e, int f>
+inline __m512i q4_k_packed_scales(__m512i sm) {
+  constexpr char z = -1;
+  const __m128i low = _mm_setr_epi8(a, z, a, z, a, z, a, z, b, z, b, z, b, z, b, z);
+  const __m128i high = _mm_setr_epi8(e, z, e, z, e, z, e, z, f, z, f, z, f, z, f, z);
+  return _mm512_shuffle_epi8(sm, _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(low)),
+                                                    _mm256_broadcastsi128_si256(high), 1));
 }
 
 // + `add` on the bytes of q whose high bit is set in `bits` (32 bytes broadcast to both
@@ -791,19 +792,18 @@ inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __
     const __m512i smi = _mm512_shuffle_i32x4(sm, sm, i * 0x55);  // block i's lane everywhere
     __m512i isum[R];
     LOOM_UNROLL for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
-    const auto chunk = [&](auto cc) {
-      constexpr int c = decltype(cc)::value;
-      const __m512i q = q4_k_chunk<c, kBits>(blk);
-      const __m512i scale = q4_k_pair_scales<c>(smi);
+    const auto chunks = [&](auto pc) {  // chunks c, c + 1
+      constexpr int c = 2 * decltype(pc)::value;
+      const __m512i q0 = q4_k_chunk<c, kBits>(blk), q1 = q4_k_chunk<c + 1, kBits>(blk);
+      const __m512i scale = q4_k_packed_scales<2 * c, 2 * c + 2, 2 * c + 1, 2 * c + 3>(smi);
       LOOM_UNROLL for (int r = 0; r < R; r++) {
-        const __m512i p = _mm512_maddubs_epi16(q, _mm512_loadu_si512(x[r].q + 256 * (b0 + i) + 64 * c));
+        const int8_t* xq = x[r].q + 256 * (b0 + i) + 64 * c;
+        const __m512i p = _mm512_packs_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, _mm512_loadu_si512(xq)),
+                                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), q1, _mm512_loadu_si512(xq + 64)));
         isum[r] = _mm512_dpwssd_epi32(isum[r], p, scale);
       }
     };
-    chunk(std::integral_constant<int, 0>());
-    chunk(std::integral_constant<int, 1>());
-    chunk(std::integral_constant<int, 2>());
-    chunk(std::integral_constant<int, 3>());
+    unrolled<2>(chunks);
     LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = q4_k_block_acc<i>(isum[r], ddx[r], acc[r]);
   };
   block(std::integral_constant<int, 0>());
@@ -867,8 +867,9 @@ void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K,
             lo = q5_k_add_fifth<2 * c, 2 * c + 2>(lo, blk);
             hi = q5_k_add_fifth<2 * c + 1, 2 * c + 3>(hi, blk);
           }
-          isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(lo, xlo), q4_k_scale_pair<2 * c, 2 * c + 2>(smi[r]));
-          isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(hi, xhi), q4_k_scale_pair<2 * c + 1, 2 * c + 3>(smi[r]));
+          const __m512i slo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo);
+          const __m512i shi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, xhi);
+          isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_packs_epi32(slo, shi), q4_k_packed_scales<2 * c, 2 * c + 1, 2 * c + 2, 2 * c + 3>(smi[r]));
         }
       };
       unrolled<2>(chunks);
@@ -908,6 +909,19 @@ inline __m512i q6_k_quad_scales(__m512i sc) {
   return _mm512_permutexvar_epi16(_mm512_set_epi16(d, d, d, d, d, d, d, d, c, c, c, c, c, c, c, c, b, b, b, b, b, b, b, b, a,
                                                    a, a, a, a, a, a, a),
                                   sc);
+}
+
+// Half h after dpbusd of its low (values 0..63) and high (64..127) parts and
+// packs_epi32(low, high) (see q4_k_packed_scales; exact: 4·63·128 < 2^15): per 128-bit lane
+// k, int16 lanes 0..3 hold 4-value sums of sub-block 8h + k, lanes 4..7 of 8h + 4 + k; their
+// scales so (sc as in q6_k_quad_scales)
+template <int h>
+inline __m512i q6_k_packed_scales(__m512i sc) {
+  constexpr short a = 8 * h, b = 8 * h + 4;
+  return _mm512_permutexvar_epi16(
+      _mm512_set_epi16(b + 3, b + 3, b + 3, b + 3, a + 3, a + 3, a + 3, a + 3, b + 2, b + 2, b + 2, b + 2, a + 2, a + 2, a + 2,
+                       a + 2, b + 1, b + 1, b + 1, b + 1, a + 1, a + 1, a + 1, a + 1, b, b, b, b, a, a, a, a),
+      sc);
 }
 
 template <int R>
@@ -984,8 +998,9 @@ void dot_q6_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K,
         const __m512i qh = _mm512_broadcast_i64x4(loadu256(blk + 128 + 32 * h));
         const __m512i lo = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, m4), _mm512_sllv_epi64(qh, up), m30, 0xF8);
         const __m512i hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_srlv_epi64(qh, down), m30, 0xF8);
-        isum[n] = _mm512_dpwssd_epi32(isum[n], _mm512_maddubs_epi16(lo, x0), q6_k_quad_scales<2 * h>(sc[n]));
-        isum[n] = _mm512_dpwssd_epi32(isum[n], _mm512_maddubs_epi16(hi, x1), q6_k_quad_scales<2 * h + 1>(sc[n]));
+        const __m512i p = _mm512_packs_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x0),
+                                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, x1));
+        isum[n] = _mm512_dpwssd_epi32(isum[n], p, q6_k_packed_scales<h>(sc[n]));
       }
     };
     half(std::integral_constant<int, 0>());
