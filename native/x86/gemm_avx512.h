@@ -124,28 +124,31 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
           } else {
             const uint8_t* blk = row + 210 * b;
             Q6KTab& t = p.q6k.data()[o * nb + b];
-            for (int h = 0; h < 2; h++) {
+            // C = Σ_j sc_j · Σ_{16 values} (q − 32) = Σ_j sc_j · Σ q − 512 · Σ_j sc_j: the first
+            // sum as the values are unpacked, one dpbusd per 64 (q × its sub-block's scale)
+            const __m128i sc8 = loadu128(blk + 192);
+            const __m512i scb = _mm512_broadcast_i32x4(sc8);
+            __m512i csum = _mm512_setzero_si512();
+            LOOM_UNROLL for (int h = 0; h < 2; h++) {
               __m256i v[4];
               q6_k_unpack_half(blk, h, v);
-              for (int c = 0; c < 4; c++)
+              LOOM_UNROLL for (int c = 0; c < 4; c++)
                 _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 128 * h + 32 * c), _mm256_sub_epi8(v[c], _mm256_set1_epi8(32)));
+              LOOM_UNROLL for (int c = 0; c < 4; c += 2) {  // values 128h + 32c .. + 63: sub-blocks 8h + 2c .. + 3
+                const __m512i idx = _mm512_add_epi8(_mm512_set1_epi8(static_cast<char>(8 * h + 2 * c)),
+                                                    _mm512_setr_epi64(0, 0, 0x0101010101010101, 0x0101010101010101,
+                                                                      0x0202020202020202, 0x0202020202020202,
+                                                                      0x0303030303030303, 0x0303030303030303));
+                const __m512i qv = _mm512_inserti64x4(_mm512_castsi256_si512(v[c]), v[c + 1], 1);
+                csum = _mm512_dpbusd_epi32(csum, qv, _mm512_shuffle_epi8(scb, idx));
+              }
             }
+            // Σ_j sc_j from sad(sc ^ 0x80, 0) = Σ (sc + 128) per 8 bytes
+            const __m128i sad = _mm_sad_epu8(_mm_xor_si128(sc8, _mm_set1_epi8(static_cast<char>(0x80))), _mm_setzero_si128());
+            const int32_t sc_sum = _mm_cvtsi128_si32(_mm_add_epi64(sad, _mm_unpackhi_epi64(sad, sad))) - 2048;
+            _mm512_storeu_si512(t.sc, _mm512_cvtepi8_epi32(sc8));
             t.d = f16_scalar(blk + 208);
-            // C = Σ_j sc_j · Σ_{16 values} (q − 32); sums from sad(q ^ 0x80, 0) = Σ(q + 128) per 8 bytes
-            const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-            int32_t sub[16];
-            for (int c = 0; c < 8; c++) {
-              const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(loadu256(q + 32 * c), flip), _mm256_setzero_si256());
-              const __m256i pair = _mm256_add_epi64(sad, _mm256_shuffle_epi32(sad, 0x4e));  // lanes 0, 2: 16-sums
-              sub[2 * c] = _mm256_cvtsi256_si32(pair) - 2048;
-              sub[2 * c + 1] = _mm256_extract_epi32(pair, 4) - 2048;
-            }
-            int32_t C = 0;
-            for (int j = 0; j < 16; j++) {
-              t.sc[j] = static_cast<int8_t>(blk[192 + j]);
-              C += t.sc[j] * sub[j];
-            }
-            t.C = -128 * C;
+            t.C = -128 * (_mm512_reduce_add_epi32(csum) - 512 * sc_sum);
           }
         }
         p.w[o] = reinterpret_cast<const uint8_t*>(un);
