@@ -103,24 +103,29 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
             Q4KTab& t = p.q4k.data()[o * nb + b];
             uint8_t sm[16];
             q4_k_scales(blk + 4, sm);
+            const __m128i smv = loadu128(sm);
+            const __m512i smb = _mm512_broadcast_i32x4(smv);
             const __m256i m4 = _mm256_set1_epi8(15);
             // C's Σ_j sc_j · Σ q over sub-block j as it is unpacked: one dpbusd a pair of
-            // sub-blocks (nibbles × their scales), not a horizontal sum per sub-block
+            // sub-blocks (nibbles × their scales, picked by one shuffle), not a horizontal sum
+            // per sub-block
             __m512i csum = _mm512_setzero_si512();
             LOOM_UNROLL for (int c = 0; c < 4; c++) {
               const __m256i qs = loadu256(blk + 16 + 32 * c);
               const __m256i lo = _mm256_and_si256(qs, m4), hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
               _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c), lo);
               _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c + 32), hi);
-              const __m512i scales = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_set1_epi8(static_cast<char>(sm[2 * c]))),
-                                                        _mm256_set1_epi8(static_cast<char>(sm[2 * c + 1])), 1);
-              csum = _mm512_dpbusd_epi32(csum, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), scales);
+              const __m512i idx = _mm512_add_epi8(_mm512_set1_epi8(static_cast<char>(2 * c)),
+                                                  _mm512_setr_epi64(0, 0, 0, 0, 0x0101010101010101, 0x0101010101010101,
+                                                                    0x0101010101010101, 0x0101010101010101));
+              csum = _mm512_dpbusd_epi32(csum, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_shuffle_epi8(smb, idx));
             }
             t.d = f16_scalar(blk);
             t.dmin = f16_scalar(blk + 2);
-            LOOM_UNROLL for (int j = 0; j < 8; j++) t.sc[j] = sm[j];
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.sc), _mm256_cvtepu8_epi32(smv));
             t.C = -128 * _mm512_reduce_add_epi32(csum);
-            LOOM_UNROLL for (int i = 0; i < 4; i++) t.mpair[i] = sm[8 + 2 * i] | (static_cast<uint32_t>(sm[9 + 2 * i]) << 16);
+            // (m_2i, m_2i+1) as two int16 each: the 8 mins widened in order
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(t.mpair), _mm_cvtepu8_epi16(_mm_srli_si128(smv, 8)));
           } else {
             const uint8_t* blk = row + 210 * b;
             Q6KTab& t = p.q6k.data()[o * nb + b];
