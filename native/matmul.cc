@@ -199,7 +199,9 @@ int g_gemm_min_rows = 0;    // forced GEMM threshold, 0 = per type (gemm_min_row
 // Q3_K 0.32 / 0.51, Q5_K 0.33 / 0.36, IQ4_XS 0.49 / 0.53, Q8_0 0.38 / 0.35, Q4_0 0.42 / 0.41.
 // After the quad-order dot kernels (2048 × 8192, 2 threads, dot / GEMM ms): Q4_0 at 8 rows
 // 1.19–1.31 / 1.46–1.53, at 9 1.43–1.57 / 1.48–1.51, at 10 1.56–1.69 / 1.50; Q5_0 at 9
-// 1.66 / 1.73–1.76, at 10 1.77–1.78 / 1.75–1.77.
+// 1.66 / 1.73–1.76, at 10 1.77–1.78 / 1.75–1.77. After the Q4_K and Q6_K panels' tables
+// were vectorized (µs, dot / GEMM): Q6_K at 9 rows 1111–1115 / 1130–1236, at 10 1195–1201 /
+// 1121–1127; Q4_K at 9 1158–1237 / 1058–1173.
 [[maybe_unused]] int gemm_min_rows(int type) {
   if (g_gemm_min_rows > 0) return g_gemm_min_rows;
   switch (type) {
@@ -210,9 +212,9 @@ int g_gemm_min_rows = 0;    // forced GEMM threshold, 0 = per type (gemm_min_row
     case kF32: return 8;
     case kQ5_K:
     case kIQ4_XS: return 9;
-    case kQ4_K: return 10;
+    case kQ4_K: return 9;
     case kQ3_K: return 12;
-    case kQ6_K: return 14;
+    case kQ6_K: return 10;
     default: return 12;  // F16, BF16
   }
 }
