@@ -39,11 +39,43 @@ struct Panel {
   Buf<Q6KTab> q6k;        // [48][K/256]
 };
 
-// Σ of 32 int8 at p
-inline int32_t sum_i8_32(const int8_t* p) {
-  const __m256i v = _mm256_cvtepi8_epi16(loadu128(p));
-  const __m256i v2 = _mm256_cvtepi8_epi16(loadu128(p + 16));
-  return hsum256_epi32(_mm256_madd_epi16(_mm256_add_epi16(v, v2), _mm256_set1_epi16(1)));
+// The scale bytes of values 64c .. 64c+63 of a Q4_K / Q5_K block (sub-blocks 2c, 2c+1; smb:
+// q4_k_scales' 16 bytes in every 128-bit lane), to meet those values in one dpbusd
+inline __m512i q4k_chunk_scales(__m512i smb, int c) {
+  const __m512i lane = _mm512_setr_epi64(0, 0, 0, 0, 0x0101010101010101, 0x0101010101010101, 0x0101010101010101,
+                                         0x0101010101010101);
+  return _mm512_shuffle_epi8(smb, _mm512_add_epi8(_mm512_set1_epi8(static_cast<char>(2 * c)), lane));
+}
+
+// A Q4_K / Q5_K block's table: d, dmin at blk, scales and mins (q4_k_scales) in smv, and csum
+// the dpbusd sums of its values × their sub-block's scale
+inline void q4k_tab(const uint8_t* blk, __m128i smv, __m512i csum, Q4KTab& t) {
+  t.d = f16_scalar(blk);
+  t.dmin = f16_scalar(blk + 2);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.sc), _mm256_cvtepu8_epi32(smv));
+  t.C = -128 * _mm512_reduce_add_epi32(csum);
+  // (m_2i, m_2i+1) as two int16 each: the 8 mins widened in order
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(t.mpair), _mm_cvtepu8_epi16(_mm_srli_si128(smv, 8)));
+}
+
+// Q4_K block → s8 q (0..15, in order) and its table. C's Σ_j sc_j · Σ q over sub-block j is
+// summed as the values are unpacked, one dpbusd a chunk (values × their scales), not a
+// horizontal sum per sub-block.
+inline void panel_q4_k(const uint8_t* blk, int8_t* q, Q4KTab& t) {
+  uint8_t sm[16];
+  q4_k_scales(blk + 4, sm);
+  const __m128i smv = loadu128(sm);
+  const __m512i smb = _mm512_broadcast_i32x4(smv);
+  const __m256i m4 = _mm256_set1_epi8(15);
+  __m512i csum = _mm512_setzero_si512();
+  LOOM_UNROLL for (int c = 0; c < 4; c++) {
+    const __m256i qs = loadu256(blk + 16 + 32 * c);
+    const __m256i lo = _mm256_and_si256(qs, m4), hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c), lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c + 32), hi);
+    csum = _mm512_dpbusd_epi32(csum, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), q4k_chunk_scales(smb, c));
+  }
+  q4k_tab(blk, smv, csum, t);
 }
 
 #include "gemm_avx512_panel_ext.h"
@@ -99,33 +131,7 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
         for (int b = 0; b < nb; b++) {
           int8_t* q = un + 256 * b;
           if (type == kQ4_K) {
-            const uint8_t* blk = row + 144 * b;
-            Q4KTab& t = p.q4k.data()[o * nb + b];
-            uint8_t sm[16];
-            q4_k_scales(blk + 4, sm);
-            const __m128i smv = loadu128(sm);
-            const __m512i smb = _mm512_broadcast_i32x4(smv);
-            const __m256i m4 = _mm256_set1_epi8(15);
-            // C's Σ_j sc_j · Σ q over sub-block j as it is unpacked: one dpbusd a pair of
-            // sub-blocks (nibbles × their scales, picked by one shuffle), not a horizontal sum
-            // per sub-block
-            __m512i csum = _mm512_setzero_si512();
-            LOOM_UNROLL for (int c = 0; c < 4; c++) {
-              const __m256i qs = loadu256(blk + 16 + 32 * c);
-              const __m256i lo = _mm256_and_si256(qs, m4), hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
-              _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c), lo);
-              _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c + 32), hi);
-              const __m512i idx = _mm512_add_epi8(_mm512_set1_epi8(static_cast<char>(2 * c)),
-                                                  _mm512_setr_epi64(0, 0, 0, 0, 0x0101010101010101, 0x0101010101010101,
-                                                                    0x0101010101010101, 0x0101010101010101));
-              csum = _mm512_dpbusd_epi32(csum, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_shuffle_epi8(smb, idx));
-            }
-            t.d = f16_scalar(blk);
-            t.dmin = f16_scalar(blk + 2);
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(t.sc), _mm256_cvtepu8_epi32(smv));
-            t.C = -128 * _mm512_reduce_add_epi32(csum);
-            // (m_2i, m_2i+1) as two int16 each: the 8 mins widened in order
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(t.mpair), _mm_cvtepu8_epi16(_mm_srli_si128(smv, 8)));
+            panel_q4_k(row + 144 * b, q, p.q4k.data()[o * nb + b]);
           } else {
             const uint8_t* blk = row + 210 * b;
             Q6KTab& t = p.q6k.data()[o * nb + b];

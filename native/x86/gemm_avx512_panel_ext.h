@@ -1,30 +1,26 @@
 // Panel preparation for the weight types that reuse another type's GEMM micro-kernels
-// (included by gemm_avx512.h before prepare_panel, after Q4KTab/Q6KTab and sum_i8_32):
+// (included by gemm_avx512.h before prepare_panel, after Q4KTab/Q6KTab and panel_q4_k's helpers):
 // Q5_K fills Q4_K's table (scales and mins of sub-blocks of 32, q in 0..31); Q3_K and IQ4_XS
 // fill Q6_K's (a scale per 16 values; IQ4_XS's scale of 32 serves both halves).
 
-// Q5_K block → s8 q (0..31, in order) and its Q4_K-style table
+// Q5_K block → s8 q (0..31, in order) and its Q4_K-style table (C summed as panel_q4_k does)
 inline void panel_q5_k(const uint8_t* blk, int8_t* q, Q4KTab& t) {
   uint8_t sm[16];
   q4_k_scales(blk + 4, sm);
+  const __m128i smv = loadu128(sm);
+  const __m512i smb = _mm512_broadcast_i32x4(smv);
   const __m256i m4 = _mm256_set1_epi8(15), m16 = _mm256_set1_epi8(16), qh = loadu256(blk + 16);
-  for (int c = 0; c < 4; c++) {
+  __m512i csum = _mm512_setzero_si512();
+  LOOM_UNROLL for (int c = 0; c < 4; c++) {
     const __m256i qs = loadu256(blk + 48 + 32 * c);
     const __m256i lo = _mm256_or_si256(_mm256_and_si256(qs, m4), _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c), 4), m16));
     const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 4), m4),
                                        _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c + 1), 4), m16));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c), lo);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c + 32), hi);
+    csum = _mm512_dpbusd_epi32(csum, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), q4k_chunk_scales(smb, c));
   }
-  t.d = f16_scalar(blk);
-  t.dmin = f16_scalar(blk + 2);
-  int32_t C = 0;
-  for (int j = 0; j < 8; j++) {
-    t.sc[j] = sm[j];
-    C += sm[j] * sum_i8_32(q + 32 * j);
-  }
-  t.C = -128 * C;
-  for (int i = 0; i < 4; i++) t.mpair[i] = sm[8 + 2 * i] | (static_cast<uint32_t>(sm[9 + 2 * i]) << 16);
+  q4k_tab(blk, smv, csum, t);
 }
 
 // Σ of 16 int8 at p
