@@ -648,12 +648,12 @@ constexpr int kQ45_KBytes = kBits == 4 ? loom::kQ4_KBytes : 176;
 template <int kBits>
 constexpr int kQ45_KNibbles = kBits == 4 ? 16 : 48;  // offset of the nibbles in a block
 
-// Per 128-bit lane i: the 8 scales then the 8 mins (6-bit, as u8) of block i, from its 12
-// packed bytes in the low 12 bytes of that lane.
+// Per 128-bit lane i: the 8 scales then the 8 mins (6-bit, as u8) of block i, from its 16
+// header bytes in that lane (d, dmin, then the 12 packed bytes).
 inline __m512i q4_k_scales_mins4(__m512i s) {
   const __m512i a = _mm512_shuffle_epi8(
-      s, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11)));
-  const __m512i b = _mm512_shuffle_epi8(s, _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 4, 5, 6, 7)));
+      s, _mm512_broadcast_i32x4(_mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)));
+  const __m512i b = _mm512_shuffle_epi8(s, _mm512_broadcast_i32x4(_mm_setr_epi8(4, 4, 4, 4, 4, 5, 6, 7, 4, 4, 4, 4, 8, 9, 10, 11)));
   // scales 0..3, mins 0..3: low 6 bits; scales 4..7: low nibble of bytes 8..11; mins 4..7:
   // their high nibble; both 4..7 take bits 4..5 from the top 2 bits of bytes 0..3 / 4..7
   const __m512i lo = _mm512_and_si512(a, _mm512_broadcast_i32x4(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
@@ -704,21 +704,18 @@ template <int kBits>
 inline void q4_k_headers(const uint8_t* g, int n, __m512i& sm, __m256& dd) {
   constexpr int kB = kQ45_KBytes<kBits>;
   __m512i packed = _mm512_setzero_si512();
-  __m128i d_dmin = _mm_setzero_si128();
   const auto header = [&](auto ic) {
     constexpr int i = decltype(ic)::value;
     if (i >= n) return;
-    packed = _mm512_inserti32x4(packed, loadu128(g + kB * i + 4), i);  // 12 scale bytes + 4 more
-    int32_t v;
-    std::memcpy(&v, g + kB * i, 4);
-    d_dmin = _mm_insert_epi32(d_dmin, v, i);
+    packed = _mm512_inserti32x4(packed, loadu128(g + kB * i), i);  // d, dmin, 12 scale bytes
   };
   header(std::integral_constant<int, 0>());
   header(std::integral_constant<int, 1>());
   header(std::integral_constant<int, 2>());
   header(std::integral_constant<int, 3>());
   sm = q4_k_scales_mins4(packed);
-  dd = _mm256_cvtph_ps(d_dmin);
+  // the four (d, dmin) words, one from each lane's start
+  dd = _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), packed)));
 }
 
 // dx of blocks b0 .. b0+n−1 of a prepared row, each twice (to multiply d, dmin pairs)
