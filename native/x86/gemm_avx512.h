@@ -78,6 +78,34 @@ inline void panel_q4_k(const uint8_t* blk, int8_t* q, Q4KTab& t) {
   q4k_tab(blk, smv, csum, t);
 }
 
+// Q6_K block → s8 q − 32 (−32..31, in order) and its table. C = Σ_j sc_j · Σ_{16 values}
+// (q − 32) = Σ_j sc_j · Σ q − 512 · Σ_j sc_j: the first sum as the values are unpacked, one
+// dpbusd per 64 (q × its sub-block's scale).
+inline void panel_q6_k(const uint8_t* blk, int8_t* q, Q6KTab& t) {
+  const __m128i sc8 = loadu128(blk + 192);
+  const __m512i scb = _mm512_broadcast_i32x4(sc8);
+  __m512i csum = _mm512_setzero_si512();
+  LOOM_UNROLL for (int h = 0; h < 2; h++) {
+    __m256i v[4];
+    q6_k_unpack_half(blk, h, v);
+    LOOM_UNROLL for (int c = 0; c < 4; c++)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 128 * h + 32 * c), _mm256_sub_epi8(v[c], _mm256_set1_epi8(32)));
+    LOOM_UNROLL for (int c = 0; c < 4; c += 2) {  // values 128h + 32c .. + 63: sub-blocks 8h + 2c .. + 3
+      const __m512i idx = _mm512_add_epi8(_mm512_set1_epi8(static_cast<char>(8 * h + 2 * c)),
+                                          _mm512_setr_epi64(0, 0, 0x0101010101010101, 0x0101010101010101, 0x0202020202020202,
+                                                            0x0202020202020202, 0x0303030303030303, 0x0303030303030303));
+      const __m512i qv = _mm512_inserti64x4(_mm512_castsi256_si512(v[c]), v[c + 1], 1);
+      csum = _mm512_dpbusd_epi32(csum, qv, _mm512_shuffle_epi8(scb, idx));
+    }
+  }
+  // Σ_j sc_j from sad(sc ^ 0x80, 0) = Σ (sc + 128) per 8 bytes
+  const __m128i sad = _mm_sad_epu8(_mm_xor_si128(sc8, _mm_set1_epi8(static_cast<char>(0x80))), _mm_setzero_si128());
+  const int32_t sc_sum = _mm_cvtsi128_si32(_mm_add_epi64(sad, _mm_unpackhi_epi64(sad, sad))) - 2048;
+  _mm512_storeu_si512(t.sc, _mm512_cvtepi8_epi32(sc8));
+  t.d = f16_scalar(blk + 208);
+  t.C = -128 * (_mm512_reduce_add_epi32(csum) - 512 * sc_sum);
+}
+
 #include "gemm_avx512_panel_ext.h"
 
 void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
@@ -130,37 +158,8 @@ void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, in
         int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
         for (int b = 0; b < nb; b++) {
           int8_t* q = un + 256 * b;
-          if (type == kQ4_K) {
-            panel_q4_k(row + 144 * b, q, p.q4k.data()[o * nb + b]);
-          } else {
-            const uint8_t* blk = row + 210 * b;
-            Q6KTab& t = p.q6k.data()[o * nb + b];
-            // C = Σ_j sc_j · Σ_{16 values} (q − 32) = Σ_j sc_j · Σ q − 512 · Σ_j sc_j: the first
-            // sum as the values are unpacked, one dpbusd per 64 (q × its sub-block's scale)
-            const __m128i sc8 = loadu128(blk + 192);
-            const __m512i scb = _mm512_broadcast_i32x4(sc8);
-            __m512i csum = _mm512_setzero_si512();
-            LOOM_UNROLL for (int h = 0; h < 2; h++) {
-              __m256i v[4];
-              q6_k_unpack_half(blk, h, v);
-              LOOM_UNROLL for (int c = 0; c < 4; c++)
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 128 * h + 32 * c), _mm256_sub_epi8(v[c], _mm256_set1_epi8(32)));
-              LOOM_UNROLL for (int c = 0; c < 4; c += 2) {  // values 128h + 32c .. + 63: sub-blocks 8h + 2c .. + 3
-                const __m512i idx = _mm512_add_epi8(_mm512_set1_epi8(static_cast<char>(8 * h + 2 * c)),
-                                                    _mm512_setr_epi64(0, 0, 0x0101010101010101, 0x0101010101010101,
-                                                                      0x0202020202020202, 0x0202020202020202,
-                                                                      0x0303030303030303, 0x0303030303030303));
-                const __m512i qv = _mm512_inserti64x4(_mm512_castsi256_si512(v[c]), v[c + 1], 1);
-                csum = _mm512_dpbusd_epi32(csum, qv, _mm512_shuffle_epi8(scb, idx));
-              }
-            }
-            // Σ_j sc_j from sad(sc ^ 0x80, 0) = Σ (sc + 128) per 8 bytes
-            const __m128i sad = _mm_sad_epu8(_mm_xor_si128(sc8, _mm_set1_epi8(static_cast<char>(0x80))), _mm_setzero_si128());
-            const int32_t sc_sum = _mm_cvtsi128_si32(_mm_add_epi64(sad, _mm_unpackhi_epi64(sad, sad))) - 2048;
-            _mm512_storeu_si512(t.sc, _mm512_cvtepi8_epi32(sc8));
-            t.d = f16_scalar(blk + 208);
-            t.C = -128 * (_mm512_reduce_add_epi32(csum) - 512 * sc_sum);
-          }
+          if (type == kQ4_K) panel_q4_k(row + 144 * b, q, p.q4k.data()[o * nb + b]);
+          else panel_q6_k(row + 210 * b, q, p.q6k.data()[o * nb + b]);
         }
         p.w[o] = reinterpret_cast<const uint8_t*>(un);
       }
