@@ -484,13 +484,19 @@ void run_bench() {
 }
 
 // The weight type named `name` (as type_name gives it, any case), or -1
-int type_named(const std::string& name) {
-  const auto upper = [](std::string t) {
+// type names compare in any case (q4_k, Q4_K; q8r16, Q8R16)
+bool same_name(std::string a, std::string b) {
+  const auto upper = [](std::string& t) {
     for (char& c : t) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    return t;
   };
+  upper(a);
+  upper(b);
+  return a == b;
+}
+
+int type_named(const std::string& name) {
   for (int t : kTypes)
-    if (upper(name) == upper(type_name(t))) return t;
+    if (same_name(name, type_name(t))) return t;
   return -1;
 }
 
@@ -510,7 +516,7 @@ int type_named_or_exit(const std::string& name, const char* also = "") {
 void run_one(int argc, char** argv) {
   int type = -1, plain = -1;
   for (int t : {kQ4_0, kQ8_0})
-    if (std::string(type_name(r16_type_of(t))) == argv[2]) plain = t;
+    if (same_name(type_name(r16_type_of(t)), argv[2])) plain = t;
   if (plain < 0) type = type_named_or_exit(argv[2], " Q4R16 Q8R16");
   const int R = std::atoi(argv[3]), K = std::atoi(argv[4]), N = std::atoi(argv[5]);
   const int reps = argc > 6 ? std::atoi(argv[6]) : 20;
