@@ -115,6 +115,7 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
     int64_t best = INT64_MAX;
     for (int k = c.num_kv_heads; k >= 1; k--) {
       if (c.num_kv_heads % k != 0) continue;
+      // the 1 and 1.5 doubled, to stay in integers
       const int64_t cost = rounds(token_chunks * (c.num_kv_heads / k)) * k * (k == c.num_kv_heads ? 2 : 3);
       if (cost < best) best = cost, kv_per_unit = k;
     }

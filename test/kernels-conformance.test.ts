@@ -373,11 +373,10 @@ function conformance(k: Kernels): void {
   it('attention of a token is the same bits alone and in any batch (grouping and context chunks never depend on the batch)', () => {
     // head_dim 64 (query heads grouped or not, by batch size) and 256 (the wide-head kernels);
     // 4 KV heads: a lone short token's units take 2 of them, the batch's all 4
-    const cases = [['f32', 64, 3], ['f16', 64, 3], ['f16', 256, 3], ['f16', 64, 4]] as const;
-    for (const [dtype, headDim, numKvHeads] of cases) {
+    const cases = [['f32', 64, 9, 3], ['f16', 64, 9, 3], ['f16', 256, 9, 3], ['f16', 64, 8, 4]] as const;
+    for (const [dtype, headDim, numHeads, numKvHeads] of cases) {
       const plan = [{ cached: 2100, chunk: 1 }, ...Array.from({ length: 12 }, (_, i) => ({ cached: 40 * i, chunk: 1 })), { cached: 900, chunk: 30 }];
-      const heads = { numHeads: 2 * numKvHeads + (numKvHeads === 3 ? 3 : 0), numKvHeads, headDim };
-      const c = attentionCase(rngFor(`attn batch ${dtype} ${headDim} ${numKvHeads}`), dtype, plan, heads, 16);
+      const c = attentionCase(rngFor(`attn batch ${dtype} ${headDim} ${numKvHeads}`), dtype, plan, { numHeads, numKvHeads, headDim }, 16);
       const width = c.shape.numHeads * c.shape.headDim;
       const all = new Float32Array(c.numTokens * width);
       k.attention(all, c.q, c.layer, c.cache, c.batch, c.shape);
