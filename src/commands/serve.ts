@@ -15,7 +15,7 @@ import { offlineFromEnv } from '../model/hub.js';
 import { resolveModelArg } from '../model/model-arg.js';
 import { withEnvAndConfig } from './config.js';
 import { Connections } from '../server/connections.js';
-import { LIMIT_DEFAULTS } from '../server/limits.js';
+import { LIMIT_DEFAULTS } from '../pipeline/limits.js';
 import { NETWORK_DEFAULTS } from '../server/network.js';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';

@@ -4,13 +4,14 @@ import type { EngineClient } from '../engine/client.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { HttpError } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
-import type { RequestLimits } from './limits.js';
+import type { PipelineContext, PipelineOptions } from '../pipeline/context.js';
+import type { RequestLimits } from '../pipeline/limits.js';
 import type { NetworkOptions } from './network.js';
 import type { ReasoningParserName } from './reasoning/parser.js';
 import type { TextWork } from './text-work.js';
 import type { ToolCallParserName } from './tools/parsers.js';
 
-export interface ServerOptions {
+export interface ServerOptions extends PipelineOptions {
   /** the name clients use in `model` */
   readonly servedModelName: string;
   readonly maxModelLen: number;
@@ -48,7 +49,7 @@ export interface ActiveRequest {
   abort(): void;
 }
 
-export interface ServerContext {
+export interface ServerContext extends PipelineContext {
   readonly engine: EngineClient;
   readonly tokenizer: Tokenizer;
   /** encode / decode / chat rendering, off this thread when the text is long */

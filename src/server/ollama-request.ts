@@ -7,9 +7,9 @@
 import type { ServerContext } from './context.js';
 import { HttpError } from './errors.js';
 import { chatPrompt } from './openai-request.js';
-import { checkPromptBytes } from './prompt-bytes.js';
-import { contextLimit } from './request.js';
-import type { RequestSpec } from './request.js';
+import { checkPromptBytes } from '../pipeline/prompt-bytes.js';
+import { contextLimit } from '../pipeline/request.js';
+import type { RequestSpec } from '../pipeline/request.js';
 
 export interface OllamaOptions {
   num_predict?: number;

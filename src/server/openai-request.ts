@@ -2,10 +2,11 @@
 // and vLLM's rules (entrypoints/openai/completion/protocol.py, chat_completion/protocol.py).
 // Everything is checked here or in request.ts before a response starts.
 import type { ChatMessage } from '../tokenizer/chat-template.js';
+import { renderChatPrompt } from '../pipeline/prompt.js';
 import type { ServerContext } from './context.js';
 import { checkModel, noteIgnoredFields } from './context.js';
 import { HttpError } from './errors.js';
-import type { RequestSpec } from './request.js';
+import type { RequestSpec } from '../pipeline/request.js';
 import { chatBody, completionsBody } from './schemas.js';
 import { grammarOfBody } from './structured-output.js';
 import type { StructuredOutputFields } from './structured-output.js';
@@ -171,17 +172,14 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
     common = { ...common, sampling: { ...common.sampling, grammar: tools.forced.grammar }, paramNames: { ...common.paramNames, grammar: 'tools' } };
   }
   const kwargs = body.chat_template_kwargs ?? undefined;
-  const prompt = await chatPrompt(ctx, body.messages, {
-    addGenerationPrompt: body.add_generation_prompt ?? true,
-    continueFinalMessage: body.continue_final_message ?? false,
-    extra: { ...tools.templateVars, ...kwargs },
-  });
-  const last = chatMessages(body.messages).at(-1);
+  const messages = chatMessages(body.messages);
+  const last = messages.at(-1);
   const echoText = body.echo && last?.role === 'assistant' ? last.content : '';
   return {
     spec: {
       ...common,
-      prompts: [prompt],
+      // rendered by the pipeline
+      prompts: [{ messages, addGenerationPrompt: body.add_generation_prompt ?? true, continueFinalMessage: body.continue_final_message ?? false, templateVars: { ...tools.templateVars, ...kwargs } }],
       promptParam: 'messages',
       // the rendered template carries its own BOS where the model wants one (vLLM: add_special_tokens false for chat)
       addSpecialTokens: body.add_special_tokens ?? false,
@@ -227,20 +225,9 @@ export interface ChatPromptOptions {
   readonly extra?: Record<string, unknown>;
 }
 
-/** The chat rendered by the model's template, as text (tokenized with parseSpecial). */
+/** The chat rendered by the model's template, as text (tokenized with parseSpecial): for routes that need the text before the pipeline. */
 export async function chatPrompt(ctx: ServerContext, messages: ChatBody['messages'], opts: ChatPromptOptions): Promise<string> {
-  const list = chatMessages(messages);
-  if (!opts.continueFinalMessage) return ctx.text.render(list, { addGenerationPrompt: opts.addGenerationPrompt, extra: opts.extra });
-  if (opts.addGenerationPrompt) {
-    throw new HttpError(400, 'Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'invalid_request_error', 'continue_final_message');
-  }
-  const final = list.at(-1)!;
-  const text = await ctx.text.render(list, { addGenerationPrompt: false, extra: opts.extra });
-  // as transformers' apply_chat_template: cut the rendering right after the final message's content
-  const content = final.content.trim();
-  const at = content ? text.lastIndexOf(content) : -1;
-  if (at < 0) throw new HttpError(400, 'continue_final_message: the final message does not appear in the rendered chat template', 'invalid_request_error', 'messages');
-  return text.slice(0, at + content.length);
+  return renderChatPrompt(ctx.text, { messages: chatMessages(messages), addGenerationPrompt: opts.addGenerationPrompt, continueFinalMessage: opts.continueFinalMessage ?? false, ...(opts.extra && { templateVars: opts.extra }) });
 }
 
 function normalizePrompts(prompt: CompletionsBody['prompt']): (string | number[])[] {

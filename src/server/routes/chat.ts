@@ -8,11 +8,12 @@ import type { FastifyInstance } from 'fastify';
 import { ChatOutput } from '../chat-output.js';
 import type { ChatEnd } from '../chat-output.js';
 import type { ServerContext } from '../context.js';
-import { HttpError, toOpenAIError } from '../errors.js';
+import { InvalidArgumentError } from '../../errors.js';
+import { toOpenAIError } from '../errors.js';
 import { chatSpec } from '../openai-request.js';
 import { checkToolSchemasCompile } from '../tools/forced.js';
 import type { ChatBody } from '../openai-request.js';
-import { resolveRequest } from '../request.js';
+import { resolveRequest } from '../../pipeline/request.js';
 import { chatBody } from '../schemas.js';
 import { SseWriter, disconnectSignal, runStream } from '../sse.js';
 import { admit } from './admission.js';
@@ -26,7 +27,7 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
     const { spec, echoText, output, forcedTools } = await chatSpec(ctx, body);
     const r = await resolveRequest(ctx, spec).catch(async (err: unknown) => {
       // the forced-call grammar did not compile: find the tool whose schema xgrammar refuses, to name it
-      if (forcedTools && err instanceof HttpError && err.param === 'tools') await checkToolSchemasCompile(forcedTools.tools, forcedTools.choice);
+      if (forcedTools && err instanceof InvalidArgumentError && err.param === 'tools') await checkToolSchemasCompile(forcedTools.tools, forcedTools.choice);
       throw err;
     });
     const { id } = r;
