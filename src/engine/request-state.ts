@@ -1,6 +1,6 @@
 // One request inside the engine: its parameters, its n sequences and their samplers, the
 // stop rules, and the unsent tokens that become the next delta.
-import { childSamplingParams, resolveSamplingParams } from './sampling-params.js';
+import { assertSamplingParams, childSamplingParams } from './sampling-params.js';
 import type { SamplingParams } from './sampling-params.js';
 import { RequestSampler } from './sampler.js';
 import type { SamplingKernels } from './sampler.js';
@@ -39,7 +39,8 @@ export class RequestState {
     private readonly vocabSize: number,
     private readonly config: StopConfig,
   ) {
-    this.params = resolveSamplingParams(req.params, vocabSize);
+    // resolved once, by the frontend (pipeline/request.ts): here only asserted
+    this.params = assertSamplingParams(req.params, vocabSize);
     checkLogprobsRequest(config.logprobsMode, this.params);
     const first = new Sequence(req.id, 0, req.promptIds, req.arrivalTime);
     first.noPrefixCache = this.params.promptLogprobs !== null;

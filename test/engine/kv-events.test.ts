@@ -20,6 +20,7 @@ import { publishKvEvents } from '../../src/server/kv-events-publisher.js';
 import { ggufFixturePath } from '../fixtures/index.js';
 import { GGUF_FIXTURES } from '../fixtures/recipe.js';
 import { Rng } from '../../src/engine/rng.js';
+import { resolveSamplingParams } from '../../src/engine/sampling-params.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
@@ -108,7 +109,7 @@ describe('KV events over ZeroMQ', () => {
     };
     for (let round = 0; round < 2; round++) {
       for (const [i, p] of prompts.entries()) {
-        for await (const _ of client.add(`r${round}-${i}`, p, { temperature: 0, maxTokens: 3, ignoreEos: true }));
+        for await (const _ of client.add(`r${round}-${i}`, p, resolveSamplingParams({ temperature: 0, maxTokens: 3, ignoreEos: true })));
       }
       await settle();
     }

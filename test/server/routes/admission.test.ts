@@ -17,6 +17,7 @@ import { buildApp } from '../../../src/server/app.js';
 import type { ServerContext } from '../../../src/server/context.js';
 import { ggufFixturePath } from '../../fixtures/index.js';
 import { GGUF_FIXTURES } from '../../fixtures/recipe.js';
+import { resolveSamplingParams } from '../../../src/engine/sampling-params.js';
 
 const path = () => ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'llama-q8_0')!);
 const sampled = (n: number, seed: number): SamplingParamsInput => ({ temperature: 1, seed, n, maxTokens: 6, ignoreEos: true });
@@ -26,7 +27,7 @@ describe('--max-num-seqs counts every completion', () => {
     const m = loadModel(path());
     const e = new EngineCore(m, referenceKernels, resolveEngineConfig({ model: '', kvCacheMemory: '16MiB', maxNumSeqs: 4 }, m.config, [...m.tokenizer.stopIds]));
     const requests: [string, number][] = [['a', 3], ['b', 3], ['c', 1], ['d', 4], ['e', 2]];
-    for (const [id, n] of requests) assert.equal(e.add({ type: 'add', id, promptIds: Int32Array.from([1, 5, 9, 13]), params: sampled(n, id.charCodeAt(0)), arrivalTime: 0 }), undefined);
+    for (const [id, n] of requests) assert.equal(e.add({ type: 'add', id, promptIds: Int32Array.from([1, 5, 9, 13]), params: resolveSamplingParams(sampled(n, id.charCodeAt(0))), arrivalTime: 0 }), undefined);
     const tokens = new Map<string, number>();
     let most = 0;
     for (let step = 0; e.hasWork && step < 1000; step++) {
@@ -38,7 +39,7 @@ describe('--max-num-seqs counts every completion', () => {
     assert.deepEqual([...tokens.keys()].sort(), requests.flatMap(([id, n]) => Array.from({ length: n }, (_, i) => `${id}#${i}`)).sort());
     assert.ok([...tokens.values()].every((t) => t === 6));
     assert.equal(e.blocks.usage(), 0);
-    const refused = e.add({ type: 'add', id: 'f', promptIds: Int32Array.from([1, 2]), params: sampled(5, 1), arrivalTime: 0 });
+    const refused = e.add({ type: 'add', id: 'f', promptIds: Int32Array.from([1, 2]), params: resolveSamplingParams(sampled(5, 1)), arrivalTime: 0 });
     assert.match(refused?.error ?? '', /n = 5 completions cannot run at once under --max-num-seqs 4/);
   });
 });
