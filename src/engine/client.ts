@@ -9,7 +9,7 @@ export interface EngineInfo {
   readonly blockSize: number;
   readonly maxModelLen: number;
   readonly vocabSize: number;
-  /** most sequences running at once (an n > 1 request needs n) */
+  /** most sequences running at once (an n above it runs its sequences in turns) */
   readonly maxNumSeqs: number;
   /** what logprobs report ('none': the engine refuses logprobs) */
   readonly logprobsMode: LogprobsMode;
