@@ -9,6 +9,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import type { Command } from 'commander';
+import { chatCommand } from '../../src/commands/chat.js';
+import { generateCommand } from '../../src/commands/generate.js';
+import { listCommand, pullCommand, rmCommand } from '../../src/commands/models.js';
+import { serveCommand } from '../../src/commands/serve.js';
 
 /** the repository root: the nearest folder up from this file whose package.json is loom's
  *  (this file runs from dist/test/docs/, and may move) */
@@ -186,6 +191,22 @@ describe('the documents', () => {
     for (const f of files.filter((f) => f !== 'README.md')) {
       assert.ok(targets.has(f.split(sep).join('/')), `README.md does not link ${f}`);
     }
+  });
+
+  it('docs/cli.md names every option of every command, as the commands define them', () => {
+    const cli = readFileSync(join(ROOT, 'docs', 'cli.md'), 'utf8');
+    const commands: Array<[string, Command]> = [
+      ['generate', generateCommand()],
+      ['serve', serveCommand()],
+      ['chat', chatCommand()],
+      ['pull', pullCommand()],
+      ['list', listCommand()],
+      ['rm', rmCommand()],
+    ];
+    const missing = commands.flatMap(([name, cmd]) =>
+      cmd.options.filter((o) => o.long && !new RegExp(`(?<![\\w-])${o.long}(?![\\w-])`).test(cli)).map((o) => `loom ${name} ${o.long}`),
+    );
+    assert.deepEqual(missing, [], 'options docs/cli.md does not mention');
   });
 
   it('every measured table in docs/benchmarks.md sits under a heading dated with its commit', () => {
