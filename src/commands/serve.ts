@@ -25,10 +25,10 @@ import { TokenizerPool } from '../server/tokenizer-pool.js';
 import { publishKvEvents } from '../server/kv-events-publisher.js';
 import { hostname } from 'node:os';
 import { loadChatTemplate } from '../tokenizer/chat-template.js';
-import { REASONING_PARSERS } from '../server/reasoning/parser.js';
-import type { ReasoningParserName } from '../server/reasoning/parser.js';
-import { TOOL_CALL_PARSERS } from '../server/tools/parsers.js';
-import type { ToolCallParserName } from '../server/tools/parsers.js';
+import { REASONING_PARSERS } from '../pipeline/reasoning/parser.js';
+import type { ReasoningParserName } from '../pipeline/reasoning/parser.js';
+import { TOOL_CALL_PARSERS } from '../pipeline/tools/parsers.js';
+import type { ToolCallParserName } from '../pipeline/tools/parsers.js';
 
 interface ServeFlags {
   model?: string;

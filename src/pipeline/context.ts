@@ -7,6 +7,8 @@ import { renderChat } from '../tokenizer/chat-template.js';
 import type { ChatMessage } from '../tokenizer/chat-template.js';
 import type { DecodeOptions, EncodeOptions, Tokenizer } from '../tokenizer/tokenizer.js';
 import type { RequestLimits } from './limits.js';
+import type { ReasoningParserName } from './reasoning/parser.js';
+import type { ToolCallParserName } from './tools/parsers.js';
 
 export interface RenderOptions {
   readonly addGenerationPrompt: boolean;
@@ -28,6 +30,12 @@ export interface PipelineOptions {
   readonly maxPendingRequests?: number;
   /** n, stop strings, logit_bias entries per request (limits.ts) */
   readonly limits?: Partial<RequestLimits> | undefined;
+  /** a chat template used instead of the model's own (the tool-call parser is read from it) */
+  readonly chatTemplate?: string | undefined;
+  /** splits <think>…</think> into reasoning (--reasoning-parser) */
+  readonly reasoningParser?: ReasoningParserName | undefined;
+  /** how tool calls are read from the model's output (--tool-call-parser); default: from the chat template */
+  readonly toolCallParser?: ToolCallParserName | undefined;
 }
 
 /** a request the engine is running, as an abort finds it */
@@ -58,5 +66,5 @@ const UNLIMITED: RequestLimits = { maxN: Infinity, maxStopStrings: Infinity, max
 
 /** A pipeline context over an engine of this process's, for the library and the CLI. */
 export function localContext(engine: EngineClient, tokenizer: Tokenizer, chatTemplate?: string): PipelineContext {
-  return { engine, tokenizer, text: inlineText(tokenizer, chatTemplate), options: { maxModelLen: engine.info.maxModelLen, limits: UNLIMITED }, requests: new Map() };
+  return { engine, tokenizer, text: inlineText(tokenizer, chatTemplate), options: { maxModelLen: engine.info.maxModelLen, limits: UNLIMITED, chatTemplate }, requests: new Map() };
 }

@@ -16,6 +16,9 @@ import { checkPromptBytes } from './prompt-bytes.js';
 import { isChatPrompt, renderChatPrompt } from './prompt.js';
 import type { PromptInput } from './prompt.js';
 import { Slicer } from './slicer.js';
+import { checkToolSchemasCompile } from './tools/forced.js';
+import { planTools } from './tools/request.js';
+import type { ChatToolsPlan, ToolFields } from './tools/request.js';
 
 export type { PromptInput } from './prompt.js';
 
@@ -34,6 +37,8 @@ export interface RequestSpec {
   /** when maxTokens is absent: a fixed default, or whatever the context has left */
   readonly defaultMaxTokens: number | 'context';
   readonly sampling: Omit<SamplingParamsInput, 'maxTokens' | 'badWords'>;
+  /** functions the model may call (OpenAI's shape: other APIs map theirs onto it): in the chat template, forced by a grammar or parsed from the output */
+  readonly tools?: ToolFields;
   readonly stop?: string | readonly string[] | null;
   /** words (text) never generated: tokenized with and without a leading space, as vLLM does */
   readonly badWords?: readonly string[] | null;
@@ -62,6 +67,8 @@ export interface ResolvedRequest {
   readonly stop: readonly string[];
   readonly includeStopStrInOutput: boolean;
   readonly skipSpecialTokens: boolean;
+  /** how the output's tool calls are read (the parser, or the forced choice's shape); undefined without `tools` in the spec */
+  readonly tools: ChatToolsPlan | undefined;
 }
 
 /** Tokens a prompt plus its completion may use: the served length, within the KV cache. */
@@ -74,6 +81,17 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
   checkLimits(ctx.options.limits, spec);
   checkSequences(ctx, spec);
   const id = requestIdFor(ctx, spec);
+  const tools = spec.tools ? planTools(ctx, spec.tools) : undefined;
+  const names: Record<string, string> = { max_tokens: spec.maxTokensParam, ...spec.paramNames };
+  let sampling = spec.sampling;
+  if (tools?.forced) {
+    if (sampling.grammar != null) {
+      const param = names['grammar'] ?? 'grammar';
+      throw new InvalidArgumentError(`${param} cannot be combined with tool_choice "required" or a named function (both constrain the output)`, param);
+    }
+    sampling = { ...sampling, grammar: tools.forced.grammar };
+    names['grammar'] = 'tools';
+  }
   const stop = stopStrings(spec.stop);
   const badWords: number[][] = [];
   for (const w of spec.badWords ?? []) badWords.push(...(await badWordIds(ctx, w)));
@@ -83,14 +101,14 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
   for (const p of spec.prompts) {
     await slicer.tick();
     const chat = isChatPrompt(p);
-    const text = chat ? await renderChatPrompt(ctx.text, p) : p;
+    const text = chat ? await renderChatPrompt(ctx.text, tools ? { ...p, templateVars: { ...tools.templateVars, ...p.templateVars } } : p) : p;
     if (typeof text === 'string' && spec.truncatePromptTokens == null) checkPromptBytes(ctx.tokenizer, text, contextLimit(ctx), spec.promptParam);
     let ids = typeof text === 'string' ? await ctx.text.encode(text, { addSpecial: spec.addSpecialTokens, parseSpecial: chat || (spec.parseSpecial ?? true) }) : [...text];
     checkTokenIds(ctx, ids, spec.promptParam);
     if (ids.length === 0) throw new InvalidArgumentError('The prompt must not be empty', spec.promptParam);
     ids = truncate(ctx, ids, spec.truncatePromptTokens);
     const maxTokens = resolveMaxTokens(ctx, ids.length, spec.maxTokens, spec.defaultMaxTokens, spec.promptParam, spec.maxTokensParam);
-    const params = resolveParams(ctx, { ...spec.sampling, maxTokens, badWords }, { max_tokens: spec.maxTokensParam, ...spec.paramNames });
+    const params = resolveParams(ctx, { ...sampling, maxTokens, badWords }, names);
     prompts.push({ ids, text: typeof text === 'string' ? text : await ctx.text.decode(ids, { skipSpecial: false }), params: Object.freeze(params) });
   }
   const grammar = prompts[0]?.params.grammar;
@@ -99,7 +117,9 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
       await checkGrammarCompiles(grammar);
     } catch (err) {
       if (!(err instanceof InvalidArgumentError)) throw err;
-      throw new InvalidArgumentError(err.message, spec.paramNames?.['grammar'] ?? 'grammar');
+      // the forced-call grammar did not compile: find the tool whose schema xgrammar refuses, to name it
+      if (tools?.forced && spec.tools?.tools) await checkToolSchemasCompile(spec.tools.tools, tools.forced.tools);
+      throw new InvalidArgumentError(err.message, names['grammar'] ?? 'grammar');
     }
   }
   return Object.freeze({
@@ -108,6 +128,7 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
     stop: Object.freeze(stop),
     includeStopStrInOutput: spec.includeStopStrInOutput ?? false,
     skipSpecialTokens: spec.skipSpecialTokens ?? true,
+    tools,
   });
 }
 

@@ -7,9 +7,7 @@ import type { ServerMetrics } from './metrics.js';
 import type { PipelineContext, PipelineOptions } from '../pipeline/context.js';
 import type { RequestLimits } from '../pipeline/limits.js';
 import type { NetworkOptions } from './network.js';
-import type { ReasoningParserName } from './reasoning/parser.js';
 import type { TextWork } from './text-work.js';
-import type { ToolCallParserName } from './tools/parsers.js';
 
 export interface ServerOptions extends PipelineOptions {
   /** the name clients use in `model` */
@@ -33,12 +31,6 @@ export interface ServerOptions extends PipelineOptions {
   readonly logRequests?: boolean | undefined;
   /** n, stop strings, logit_bias entries per request (limits.ts) */
   readonly limits?: Partial<RequestLimits> | undefined;
-  /** a chat template used instead of the model's own (--chat-template) */
-  readonly chatTemplate?: string | undefined;
-  /** splits <think>…</think> into reasoning_content (--reasoning-parser) */
-  readonly reasoningParser?: ReasoningParserName | undefined;
-  /** how tool calls are read from the model's output (--tool-call-parser); default: from the chat template */
-  readonly toolCallParser?: ToolCallParserName | undefined;
   /** where notices go (a request field loom ignores, once per name); default stderr */
   readonly log?: (line: string) => void;
 }

@@ -10,10 +10,9 @@ import type { RequestSpec } from '../pipeline/request.js';
 import { chatBody, completionsBody } from './schemas.js';
 import { grammarOfBody } from './structured-output.js';
 import type { StructuredOutputFields } from './structured-output.js';
-import type { ChatOutputConfig } from './chat-output.js';
-import { planTools } from './tools/request.js';
-import type { ChatTool, ToolFields } from './tools/request.js';
-import type { ForcedTools } from './tools/forced.js';
+import type { ChatOutputConfig } from '../pipeline/chat-output.js';
+import type { ResolvedRequest } from '../pipeline/request.js';
+import type { ToolFields } from '../pipeline/tools/request.js';
 
 /** Sampling and request fields both endpoints share (OpenAI + vLLM). */
 export interface OpenAISampling extends StructuredOutputFields {
@@ -142,17 +141,17 @@ export function completionsSpec(ctx: ServerContext, body: CompletionsBody): Requ
   };
 }
 
-/**
- * The chat's spec, the text an `echo` repeats (the final message, when it is the
- * assistant's) and how the output is split into reasoning, content and tool calls.
- */
+/** The chat's spec, and the text an `echo` repeats (the final message, when it is the assistant's). */
 export interface ChatPlan {
   spec: RequestSpec;
   /** the text an `echo` repeats */
   echoText: string;
-  output: ChatOutputConfig;
-  /** the tools whose schemas to compile-check (checkToolSchemasCompile) when tool_choice forces a call */
-  forcedTools: { tools: ChatTool[]; choice: ForcedTools } | undefined;
+}
+
+/** How a resolved chat's output is split into reasoning, content and tool calls. */
+export function chatOutputConfig(ctx: ServerContext, body: ChatBody, r: ResolvedRequest): ChatOutputConfig {
+  const tools = r.tools;
+  return { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: body.chat_template_kwargs ?? undefined, toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
 }
 
 export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<ChatPlan> {
@@ -162,15 +161,8 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
   if (!body.logprobs && body.top_logprobs != null && body.top_logprobs > 0) {
     throw new HttpError(400, 'when using `top_logprobs`, `logprobs` must be set to true', 'invalid_request_error', 'top_logprobs');
   }
-  let common = commonSpec(body, logprobs, null);
-  const tools = planTools(ctx, body);
-  if (tools.forced) {
-    if (common.sampling.grammar !== null) {
-      const param = common.paramNames['grammar']!;
-      throw new HttpError(400, `${param} cannot be combined with tool_choice "required" or a named function (both constrain the output)`, 'invalid_request_error', param);
-    }
-    common = { ...common, sampling: { ...common.sampling, grammar: tools.forced.grammar }, paramNames: { ...common.paramNames, grammar: 'tools' } };
-  }
+  const common = commonSpec(body, logprobs, null);
+  const tools: ToolFields = { tools: body.tools ?? null, tool_choice: body.tool_choice ?? null, parallel_tool_calls: body.parallel_tool_calls ?? null };
   const kwargs = body.chat_template_kwargs ?? undefined;
   const messages = chatMessages(body.messages);
   const last = messages.at(-1);
@@ -179,7 +171,9 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
     spec: {
       ...common,
       // rendered by the pipeline
-      prompts: [{ messages, addGenerationPrompt: body.add_generation_prompt ?? true, continueFinalMessage: body.continue_final_message ?? false, templateVars: { ...tools.templateVars, ...kwargs } }],
+      // rendered by the pipeline, with the tools' template variables
+      prompts: [{ messages, addGenerationPrompt: body.add_generation_prompt ?? true, continueFinalMessage: body.continue_final_message ?? false, templateVars: { ...kwargs } }],
+      tools,
       promptParam: 'messages',
       // the rendered template carries its own BOS where the model wants one (vLLM: add_special_tokens false for chat)
       addSpecialTokens: body.add_special_tokens ?? false,
@@ -191,8 +185,6 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
       paramNames: { ...common.paramNames, logprobs: 'logprobs' },
     },
     echoText,
-    output: { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: kwargs, toolParser: tools.parser, forcedTools: tools.forced?.tools, parallelToolCalls: tools.parallel },
-    forcedTools: tools.forced && body.tools ? { tools: body.tools, choice: tools.forced.tools } : undefined,
   };
 }
 

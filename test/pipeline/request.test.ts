@@ -13,7 +13,7 @@ import type { Tokenizer } from '../../src/tokenizer/tokenizer.js';
 import { ggufFixturePath } from '../fixtures/index.js';
 import { GGUF_FIXTURES } from '../fixtures/recipe.js';
 
-const TEMPLATE = '{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}';
+const TEMPLATE = '{% if tools %}[tools] {% for t in tools %}{{ t.function.name }} {% endfor %}\n{% endif %}{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}';
 
 /** an engine the resolver only reads the info of */
 function infoOnly(info: Partial<EngineInfo>): EngineClient {
@@ -85,6 +85,24 @@ describe('resolveRequest', () => {
     const r = await resolveRequest(ctx, spec({ sampling: { n: 40 }, stop: Array.from({ length: 40 }, (_, i) => `s${i}`) }));
     assert.equal(r.prompts[0]!.params.n, 40);
     assert.equal(r.stop.length, 40);
+  });
+
+  it('plans tools: in the template, a forced choice as the grammar, refusals named', async () => {
+    const weather = { type: 'function' as const, function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+    const chat = { messages: [{ role: 'user', content: 'Rain?' }] };
+    const named = await resolveRequest(ctx, spec({ prompts: [chat], tools: { tools: [weather], tool_choice: { type: 'function', function: { name: 'weather' } } } }));
+    assert.equal(named.prompts[0]!.text, '[tools] weather [user] Rain?\n[assistant]');
+    assert.deepEqual(named.tools?.forced?.tools, { kind: 'named', name: 'weather' });
+    assert.equal(named.prompts[0]!.params.grammar?.type, 'json_schema');
+    const plain = await resolveRequest(ctx, spec({ prompts: [chat] }));
+    assert.equal(plain.tools, undefined);
+    assert.equal(plain.prompts[0]!.text, '[user] Rain?\n[assistant]');
+    await assert.rejects(
+      resolveRequest(ctx, spec({ prompts: [chat], tools: { tools: [weather], tool_choice: 'required' }, sampling: { grammar: { type: 'json_object' } }, paramNames: { grammar: 'response_format' } })),
+      (e: unknown) => e instanceof InvalidArgumentError && e.param === 'response_format' && /cannot be combined with tool_choice/.test(e.message),
+    );
+    await assert.rejects(resolveRequest(ctx, spec({ prompts: [chat], tools: { tools: [weather, weather] } })), (e: unknown) => e instanceof InvalidArgumentError && e.param === 'tools');
+    await assert.rejects(resolveRequest(ctx, spec({ prompts: [chat], tools: { tool_choice: 'required' } })), (e: unknown) => e instanceof InvalidArgumentError && e.param === 'tool_choice');
   });
 
   it('keeps the last k prompt tokens, and refuses a client id already running', async () => {
