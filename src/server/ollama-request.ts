@@ -162,14 +162,10 @@ export async function ollamaChatSpec(ctx: ServerContext, body: OllamaChatBody): 
   }
   if (messages.length === 0) return undefined;
   if (!hasTemplate(ctx)) bad(`${ctx.options.servedModelName} has no chat template; use /api/generate`, 'messages');
-  const text = await chatPrompt(
-    ctx,
-    messages.map((m) => ({ role: m.role, content: m.content ?? '' })),
-    { addGenerationPrompt: true },
-  );
   return {
     ...samplingOf(body.options),
-    prompts: [text],
+    // rendered by the pipeline
+    prompts: [{ messages: messages.map((m) => ({ role: m.role, content: m.content ?? '' })), addGenerationPrompt: true }],
     promptParam: 'messages',
     addSpecialTokens: false, // the template carries its own BOS
     parseSpecial: true,

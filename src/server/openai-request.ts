@@ -170,7 +170,6 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
   return {
     spec: {
       ...common,
-      // rendered by the pipeline
       // rendered by the pipeline, with the tools' template variables
       prompts: [{ messages, addGenerationPrompt: body.add_generation_prompt ?? true, continueFinalMessage: body.continue_final_message ?? false, templateVars: { ...kwargs } }],
       tools,
