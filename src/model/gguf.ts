@@ -11,10 +11,12 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
-import { COMPUTE_TYPES, GGMLType, blockGeometry, typeName } from './ggml-types.js';
-import { r16TypeFor } from './quant/r16.js';
+import { COMPUTE_TYPES, GGMLType, blockGeometry, typeName } from '../tensor/weight-types.js';
+import { r16TypeFor } from '../tensor/quant/r16.js';
+import type { R16Interleaver } from '../tensor/quant/r16.js';
 import type { GGUFValue } from './gguf-metadata.js';
-import type { TensorSource, WeightTensor } from './weights.js';
+import type { TensorSource } from './weights.js';
+import type { WeightTensor } from '../tensor/weight-tensor.js';
 
 export enum GGUFValueType {
   UINT8 = 0,
@@ -315,9 +317,6 @@ export class GGUFFile implements TensorSource {
     this.fd = undefined;
   }
 }
-
-/** Rewrites a matrix of N rows of K values of the plain type of `type` (Q4_0_R16, Q8_0_R16) into that layout, in place. */
-export type R16Interleaver = (type: GGMLType, data: Uint8Array, K: number, N: number) => void;
 
 /** Opens and parses the header of a GGUF file; tensors are read lazily (into `allocate`'s
  *  bytes), Q4_0 and Q8_0 matrices into their layouts interleaved by 16 rows when

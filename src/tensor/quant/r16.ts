@@ -5,11 +5,14 @@
 // K/32 blocks holds the 16 rows' f16 scales, then their quant bytes as 64-byte vectors where
 // byte 32 + 64i + 4o + t is byte 4i + t of row o's block (Q4_0: 16 nibble bytes; Q8_0: 32
 // bytes of q + 128, the sign bit flipped). This file is the reference of those layouts.
-import { GGMLType } from '../ggml-types.js';
+import { GGMLType } from '../weight-types.js';
 import { f16ToF32 } from '../half.js';
-import type { WeightTensor } from '../weights.js';
+import type { WeightTensor } from '../weight-tensor.js';
 
 export const R16_ROWS = 16;
+
+/** Rewrites a matrix of N rows of K values of the plain type of `type` (Q4_0_R16, Q8_0_R16) into that layout, in place. */
+export type R16Interleaver = (type: GGMLType, data: Uint8Array, K: number, N: number) => void;
 
 /** per interleaved type: the plain type it rearranges and the quant bytes of one row's block */
 const LAYOUTS = new Map<GGMLType, { readonly plain: GGMLType; readonly payload: number }>([

@@ -3,8 +3,8 @@
 // k-quants.ts and k-quants-extra.ts (256); the table of types is block-types.ts.
 // Every product here is exact in f32 or needs one rounding, so double arithmetic stored into
 // a Float32Array gives the bits ggml's C float code gives.
-import { GGMLType, blockGeometry, rowBytes, typeName } from '../ggml-types.js';
-import type { WeightTensor } from '../weights.js';
+import { GGMLType, blockGeometry, rowBytes, typeName } from '../weight-types.js';
+import type { WeightTensor } from '../weight-tensor.js';
 import { bf16ToF32, f16ToF32 } from '../half.js';
 import { BLOCK_TYPES } from './block-types.js';
 import { dequantizeR16Row, isR16 } from './r16.js';

@@ -1,7 +1,7 @@
 // The block weight types loom computes with, as one table (ggml's type_traits): per type
 // its block functions and the activation type llama.cpp rounds x to before a dot product
 // with it (ggml-cpu's vec_dot_type). Geometry (values and bytes per block) is in ggml-types.ts.
-import { GGMLType } from '../ggml-types.js';
+import { GGMLType } from '../weight-types.js';
 import {
   dequantizeIQ4_NLBlock, dequantizeQ4_0Block, dequantizeQ4_1Block, dequantizeQ5_0Block, dequantizeQ5_1Block,
   dequantizeQ8_0Block, quantizeIQ4_NLBlock, quantizeQ4_0Block, quantizeQ4_1Block, quantizeQ5_0Block,

@@ -3,7 +3,7 @@
 // quantize_row_*_ref bit for bit (f32 arithmetic, roundf / truncation as there); the K-quants
 // and IQ4 types use our own searches (k-quants*.ts, legacy-quants.ts).
 import { InvalidArgumentError } from '../../errors.js';
-import { GGMLType, blockGeometry, rowBytes, typeName } from '../ggml-types.js';
+import { GGMLType, blockGeometry, rowBytes, typeName } from '../weight-types.js';
 import { f32ToBF16, f32ToF16 } from '../half.js';
 import { BLOCK_TYPES } from './block-types.js';
 

@@ -18,7 +18,7 @@
 //   max and rounds half even: the same d·q values, since negating both iscale and q is exact.
 // All arithmetic is f32 (Math.fround at each step), as in the C code.
 import { InvalidArgumentError } from '../../errors.js';
-import { GGMLType, typeName } from '../ggml-types.js';
+import { GGMLType, typeName } from '../weight-types.js';
 import { roundToBF16, roundToF16 } from '../half.js';
 import { BLOCK_TYPES } from './block-types.js';
 
