@@ -11,7 +11,7 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
-import { COMPUTE_TYPES, GGMLType, blockGeometry, typeName } from '../tensor/weight-types.js';
+import { GGMLType, blockGeometry, computeTypes, typeName, weightType } from '../tensor/weight-types.js';
 import { r16TypeFor } from '../tensor/quant/r16.js';
 import type { R16Interleaver } from '../tensor/quant/r16.js';
 import type { GGUFValue } from './gguf-metadata.js';
@@ -283,8 +283,8 @@ export class GGUFFile implements TensorSource {
     if (cached) return cached;
     const info = this.tensorInfos.get(name);
     if (!info) throw new ModelFormatError(this.path, `no tensor named ${name}`);
-    if (!COMPUTE_TYPES.has(info.type)) {
-      const runs = [...COMPUTE_TYPES].map(typeName).join(', ');
+    if (!weightType(info.type)?.compute) {
+      const runs = computeTypes().map(typeName).join(', ');
       throw new UnsupportedModelError(this.path, `tensor ${name} has type ${typeName(info.type)}, which loom does not support; loom runs ${runs}`);
     }
     if (this.fd === undefined) throw new ModelFormatError(this.path, `file was closed before tensor ${name} was read`);
