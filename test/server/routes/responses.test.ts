@@ -1,0 +1,154 @@
+// OpenAI's Responses API over HTTP with the official `openai` client (responses.create,
+// streaming, function tools, previous_response_id, retrieve/delete, input token counts) on
+// the hf-qwen3 fixture with a Qwen-style Hermes template. A random fixture does not decide
+// to call a tool, so calls are forced with tool_choice "required" or a named function (the
+// grammar path); the parsed-call path is the one chat uses (ChatOutput), tested there.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import type { SamplingParams } from '../../../src/engine/sampling-params.js';
+import { hfFixturePaths } from '../../fixtures/index.js';
+import { HERMES_CHATML_TEMPLATE } from '../../fixtures/hermes-template.js';
+import { HF_FIXTURES } from '../../fixtures/recipe.js';
+import { MODEL, startTestServer } from '../../fixtures/server.js';
+import type { TestServer } from '../../fixtures/server.js';
+
+const tools: OpenAI.Responses.FunctionTool[] = [
+  { type: 'function', name: 'get_weather', description: 'Weather in a city', strict: true, parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Rome'] }, unit: { type: 'string', enum: ['C', 'F'] } }, required: ['city', 'unit'], additionalProperties: false } },
+];
+const greedy = { model: MODEL, temperature: 0 };
+
+/** the prompt ids the engine is handed, request by request */
+function recordPrompts(s: TestServer): number[][] {
+  const seen: number[][] = [];
+  const add = s.engine.add.bind(s.engine);
+  s.engine.add = (id: string, ids: readonly number[] | Int32Array, params: SamplingParams) => {
+    seen.push([...ids]);
+    return add(id, ids, params);
+  };
+  return seen;
+}
+
+describe('/v1/responses (openai client, hf-qwen3 fixture, Hermes template)', () => {
+  let s: TestServer;
+  let client: OpenAI;
+  let prompts: number[][];
+  before(async () => {
+    const { folder } = hfFixturePaths(HF_FIXTURES.find((f) => f.name === 'hf-qwen3')!);
+    s = await startTestServer(folder, { chatTemplate: HERMES_CHATML_TEMPLATE });
+    client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    prompts = recordPrompts(s);
+  });
+  after(() => s?.close());
+
+  it('a string input: a message item, usage with cached tokens; max_output_tokens makes it incomplete', async () => {
+    const r = await client.responses.create({ ...greedy, input: 'Hello there', max_output_tokens: 5 });
+    assert.equal(r.object, 'response');
+    assert.equal(r.status, 'incomplete');
+    assert.deepEqual(r.incomplete_details, { reason: 'max_output_tokens' });
+    assert.equal(r.output.length, 1);
+    const m = r.output[0]!;
+    assert.equal(m.type, 'message');
+    assert.equal(m.type === 'message' && m.role, 'assistant');
+    assert.equal(r.output_text, m.type === 'message' && m.content[0]?.type === 'output_text' ? m.content[0].text : null);
+    assert.equal(r.usage?.output_tokens, 5);
+    assert.equal(r.usage?.total_tokens, r.usage!.input_tokens + 5);
+    assert.equal(typeof r.usage?.input_tokens_details.cached_tokens, 'number');
+    // the same prompt again: its full blocks come from the prefix cache
+    const again = await client.responses.create({ ...greedy, input: 'Hello there', max_output_tokens: 5 });
+    assert.equal(again.usage!.input_tokens_details.cached_tokens, Math.floor((again.usage!.input_tokens - 1) / 16) * 16);
+    assert.equal(again.output_text, r.output_text);
+  });
+
+  it('streams the spec events with an increasing sequence_number; the SDK assembles the same response', async () => {
+    const stream = await client.responses.create({ ...greedy, input: 'Hello there', max_output_tokens: 6, stream: true });
+    const types: string[] = [];
+    let last = -1;
+    let text = '';
+    let final: OpenAI.Responses.Response | undefined;
+    for await (const e of stream) {
+      types.push(e.type);
+      assert.ok(e.sequence_number > last, `${e.type}: ${e.sequence_number} after ${last}`);
+      last = e.sequence_number;
+      if (e.type === 'response.output_text.delta') text += e.delta;
+      if (e.type === 'response.incomplete' || e.type === 'response.completed') final = e.response;
+    }
+    assert.deepEqual(types.slice(0, 4), ['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added']);
+    assert.deepEqual(types.slice(-4), ['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.incomplete']);
+    assert.ok(final);
+    assert.equal(final.status, 'incomplete');
+    assert.equal(final.output_text, text);
+    const whole = await client.responses.create({ ...greedy, input: 'Hello there', max_output_tokens: 6 });
+    assert.equal(whole.output_text, text);
+  });
+
+  it('tool_choice required: a function_call item, streamed as arguments deltas; then the result via previous_response_id', async () => {
+    const stream = client.responses.stream({ ...greedy, input: 'Weather in Paris?', tools, tool_choice: 'required', parallel_tool_calls: false, max_output_tokens: 200 });
+    let args = '';
+    for await (const e of stream) if (e.type === 'response.function_call_arguments.delta') args += e.delta;
+    const r = await stream.finalResponse();
+    assert.equal(r.status, 'completed', JSON.stringify(r.output));
+    const call = r.output.find((o) => o.type === 'function_call');
+    assert.ok(call && call.type === 'function_call');
+    assert.equal(call.name, 'get_weather');
+    assert.match(call.call_id, /^call_/);
+    assert.equal(call.arguments, args);
+    assert.deepEqual(Object.keys(JSON.parse(call.arguments) as object).sort(), ['city', 'unit']);
+    // the next turn by reference, and the same conversation resent whole: one prompt
+    const output = { type: 'function_call_output' as const, call_id: call.call_id, output: '{"temperature": 21}' };
+    const byRef = await client.responses.create({ ...greedy, previous_response_id: r.id, input: [output], tools, max_output_tokens: 3 });
+    const byRefPrompt = prompts.at(-1)!;
+    const whole = await client.responses.create({ ...greedy, input: [{ role: 'user', content: 'Weather in Paris?' }, ...r.output, output] as OpenAI.Responses.ResponseInput, tools, max_output_tokens: 3 });
+    assert.deepEqual(prompts.at(-1), byRefPrompt);
+    assert.equal(byRef.previous_response_id, r.id);
+    assert.equal(whole.usage!.input_tokens, byRef.usage!.input_tokens);
+    // the call's prompt is a prefix of the next turn's: its blocks came from the cache
+    assert.ok(byRef.usage!.input_tokens_details.cached_tokens >= Math.floor(r.usage!.input_tokens / 16) * 16);
+  });
+
+  it('a named function is forced; text.format json_schema constrains the text', async () => {
+    const r = await client.responses.create({ ...greedy, input: 'Weather?', tools, tool_choice: { type: 'function', name: 'get_weather' }, max_output_tokens: 200 });
+    assert.equal(r.output[0]?.type, 'function_call');
+    const schema = { type: 'object', properties: { answer: { type: 'string', maxLength: 8 } }, required: ['answer'], additionalProperties: false };
+    const j = await client.responses.create({ ...greedy, input: 'Answer in JSON', text: { format: { type: 'json_schema', name: 'a', schema, strict: true } }, max_output_tokens: 60 });
+    assert.equal(j.status, 'completed');
+    assert.deepEqual(Object.keys(JSON.parse(j.output_text) as object), ['answer']);
+  });
+
+  it('stored responses: retrieve, delete; unknown ids are 404 (retrieve) and 400 (previous_response_id)', async () => {
+    const r = await client.responses.create({ ...greedy, input: 'Hi', max_output_tokens: 2 });
+    const got = await client.responses.retrieve(r.id);
+    assert.equal(got.id, r.id);
+    assert.equal(got.output_text, r.output_text);
+    await client.responses.delete(r.id);
+    await assert.rejects(client.responses.retrieve(r.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
+    await assert.rejects(client.responses.create({ ...greedy, input: 'Hi', previous_response_id: r.id }), (e: unknown) => e instanceof OpenAI.BadRequestError && e.param === 'previous_response_id');
+    // store: false keeps nothing
+    const unstored = await client.responses.create({ ...greedy, input: 'Hi', max_output_tokens: 2, store: false });
+    await assert.rejects(client.responses.retrieve(unstored.id), (e: unknown) => e instanceof OpenAI.NotFoundError);
+  });
+
+  it('input_tokens counts the prompt create would run', async () => {
+    const body = { model: MODEL, instructions: 'Be brief.', input: 'Weather in Paris?', tools };
+    const count = await client.responses.inputTokens.count(body);
+    assert.equal(count.object, 'response.input_tokens');
+    const r = await client.responses.create({ ...body, max_output_tokens: 1 });
+    assert.equal(count.input_tokens, r.usage!.input_tokens);
+  });
+
+  it('refusals are 400s naming the field: an unsupported item or content, a bad tool_choice, a context overflow', async () => {
+    const cases: [object, string][] = [
+      [{ input: [{ type: 'message', role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input'],
+      [{ input: [{ type: 'item_reference', id: 'x' }] }, 'input'],
+      [{ input: 'x', tools, tool_choice: { type: 'function', name: 'nope' } }, 'tool_choice'],
+      [{ input: 'x', max_output_tokens: 100_000 }, 'max_output_tokens'],
+      [{ input: 'x', text: { format: { type: 'grammar' } } }, 'text.format'],
+    ];
+    for (const [body, param] of cases) {
+      const res = await s.post('/v1/responses', { ...greedy, ...body });
+      assert.equal(res.status, 400, JSON.stringify(body));
+      const e = (await res.json()) as { error: { param: string } };
+      assert.equal(e.error.param, param, JSON.stringify(body));
+    }
+  });
+});
