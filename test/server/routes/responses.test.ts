@@ -136,6 +136,55 @@ describe('/v1/responses (openai client, hf-qwen3 fixture, Hermes template)', () 
     assert.equal(count.input_tokens, r.usage!.input_tokens);
   });
 
+  // Item 3 of issue #37: one front door more, not a second path. TODO(messages): when
+  // /v1/messages lands, send the same conversation as Anthropic messages here and compare.
+  it('renders the prompt /v1/chat/completions renders for the same conversation (whatever the arguments\' key order)', async () => {
+    const chatTools = tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description!, parameters: t.parameters!, strict: t.strict! } }));
+    await client.chat.completions.create({
+      ...greedy,
+      max_tokens: 1,
+      tools: chatTools,
+      messages: [
+        { role: 'system', content: 'You are terse.' },
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: '', tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"unit": "C", "city": "Paris"}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: '21' },
+        { role: 'user', content: 'And Rome?' },
+      ],
+    });
+    const viaChat = prompts.at(-1)!;
+    const input: OpenAI.Responses.ResponseInput = [
+      { role: 'user', content: 'Weather in Paris?' },
+      { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris","unit":"C"}' },
+      { type: 'function_call_output', call_id: 'call_1', output: '21' },
+      { role: 'user', content: [{ type: 'input_text', text: 'And Rome?' }] },
+    ];
+    await client.responses.create({ ...greedy, max_output_tokens: 1, tools, instructions: 'You are terse.', input });
+    assert.deepEqual(prompts.at(-1), viaChat);
+    // the instructions as a developer message: the same
+    await client.responses.create({ ...greedy, max_output_tokens: 1, tools, input: [{ role: 'developer', content: 'You are terse.' }, ...input] });
+    assert.deepEqual(prompts.at(-1), viaChat);
+  });
+
+  it('a later turn renders the earlier ones as before, late system text where it was sent', async () => {
+    const turn1: OpenAI.Responses.ResponseInput = [
+      { role: 'user', content: 'Weather in Paris?' },
+      { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris","unit":"C"}' },
+      { type: 'function_call_output', call_id: 'call_1', output: '21' },
+      { role: 'developer', content: 'Answer in one word.' },
+    ];
+    await client.responses.create({ ...greedy, max_output_tokens: 1, tools, instructions: 'You are terse.', input: turn1 });
+    const first = prompts.at(-1)!;
+    const turn2: OpenAI.Responses.ResponseInput = [...turn1, { role: 'assistant', content: 'Sunny.' }, { role: 'user', content: 'Thanks' }];
+    const r = await client.responses.create({ ...greedy, max_output_tokens: 1, tools, instructions: 'You are terse.', input: turn2 });
+    const second = prompts.at(-1)!;
+    let same = 0;
+    while (same < first.length && first[same] === second[same]) same++;
+    // all of turn 1 but the assistant turn's opening, whose last tokens may merge with the reply's text
+    assert.ok(same >= first.length - 2, `${same} of ${first.length} tokens kept`);
+    assert.ok(r.usage!.input_tokens_details.cached_tokens >= Math.floor((first.length - 2) / 16) * 16);
+  });
+
   it('refusals are 400s naming the field: an unsupported item or content, a bad tool_choice, a context overflow', async () => {
     const cases: [object, string][] = [
       [{ input: [{ type: 'message', role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input'],
