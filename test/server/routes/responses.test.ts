@@ -201,3 +201,41 @@ describe('/v1/responses (openai client, hf-qwen3 fixture, Hermes template)', () 
     }
   });
 });
+
+describe('/v1/responses with --reasoning-parser qwen3 (reasoning items, reasoning.effort)', () => {
+  let s: TestServer;
+  let client: OpenAI;
+  before(async () => {
+    const { folder } = hfFixturePaths(HF_FIXTURES.find((f) => f.name === 'hf-qwen3')!);
+    s = await startTestServer(folder, { chatTemplate: HERMES_CHATML_TEMPLATE, reasoningParser: 'qwen3' });
+    client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
+  });
+  after(() => s?.close());
+
+  it('thinking text (no </think> yet) is a reasoning item, streamed as reasoning_text deltas and counted as reasoning tokens', async () => {
+    const stream = await client.responses.create({ ...greedy, input: 'Think', max_output_tokens: 6, stream: true });
+    let reasoning = '';
+    let final: OpenAI.Responses.Response | undefined;
+    for await (const e of stream) {
+      if (e.type === 'response.reasoning_text.delta') reasoning += e.delta;
+      if (e.type === 'response.incomplete') final = e.response;
+    }
+    assert.ok(final);
+    const item = final.output[0]!;
+    assert.equal(item.type, 'reasoning');
+    assert.equal(item.type === 'reasoning' && item.content?.[0]?.text, reasoning);
+    assert.ok(reasoning.length > 0);
+    assert.ok(final.usage!.output_tokens_details.reasoning_tokens > 0);
+    // a reasoning item sent back is accepted (and not rendered, as chat takes no reasoning)
+    const next = await client.responses.create({ ...greedy, input: [{ role: 'user', content: 'Think' }, item as OpenAI.Responses.ResponseReasoningItem, { role: 'user', content: 'Again' }], max_output_tokens: 1 });
+    assert.equal(next.status, 'incomplete');
+  });
+
+  it('reasoning.effort "none" turns thinking off (enable_thinking false): the text is a message', async () => {
+    const r = await client.responses.create({ ...greedy, input: 'Think', max_output_tokens: 6, reasoning: { effort: 'none' } });
+    assert.deepEqual(
+      r.output.map((o) => o.type),
+      ['message'],
+    );
+  });
+});
