@@ -5,6 +5,8 @@
 // the prompt — since a random tiny model never decides to call a tool. Everything above the
 // engine (detokenizing, the Hermes parser, the Responses route, HTTP, SSE) is loom's real
 // path. Every request and response body is written to OUT/ for fixtures.
+// With REASONING=1 the server runs --reasoning-parser qwen3 and every scripted turn starts
+// with thinking text, so Codex also gets (and sends back) reasoning items.
 //   node scripts/codex-loop.mjs MODEL.gguf PORT OUT
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createEngineCore } from '../dist/src/engine/create.js';
@@ -25,7 +27,8 @@ const realAdd = engine.add.bind(engine);
 engine.add = (id, promptIds, params) => {
   const prompt = tok.decode([...promptIds], { skipSpecial: false });
   const results = prompt.split('<tool_response>').length - 1;
-  const script = tok.encode(CALLS[results] ?? TEXT, { addSpecial: false, parseSpecial: false });
+  const think = process.env.REASONING ? `Turn ${results}: I should ${results < CALLS.length ? 'run a command' : 'answer'}.</think>\n\n` : '';
+  const script = tok.encode(think + (CALLS[results] ?? TEXT), { addSpecial: false, parseSpecial: false });
   const inner = realAdd(id, promptIds, { ...params, maxTokens: script.length, ignoreEos: true, minTokens: 0 });
   let at = 0;
   const it = {
@@ -42,7 +45,7 @@ engine.add = (id, promptIds, params) => {
   };
   return it;
 };
-const { app } = buildApp({ engine, tokenizer: tok, options: { servedModelName: 'fixture', maxModelLen: engine.info.maxModelLen, maxPendingRequests: 16, slowClientTimeoutMs: 30_000, bodyLimitBytes: 16 << 20, chatTemplate: HERMES_CHATML_TEMPLATE, log: (l) => console.error(l) } });
+const { app } = buildApp({ engine, tokenizer: tok, options: { servedModelName: 'fixture', maxModelLen: engine.info.maxModelLen, maxPendingRequests: 16, slowClientTimeoutMs: 30_000, bodyLimitBytes: 16 << 20, chatTemplate: HERMES_CHATML_TEMPLATE, ...(process.env.REASONING && { reasoningParser: 'qwen3' }), log: (l) => console.error(l) } });
 let n = 0;
 app.addHook('preHandler', async (req, reply) => {
   const k = ++n;

@@ -45,6 +45,8 @@ export class ResponseOutput {
   private open: { item: ReasoningItem | MessageItem; index: number } | undefined;
   /** function_call items streamed so far, by the tool call's index */
   private readonly calls = new Map<number, { item: FunctionCallItem; index: number }>();
+  /** whitespace before any message text (e.g. between </think> and a tool call): held until text follows */
+  private blank = '';
 
   /** `emit` receives each stream event (nothing for a whole response) */
   constructor(private readonly emit: (e: StreamEvent) => void = () => {}) {}
@@ -56,7 +58,13 @@ export class ResponseOutput {
   /** a ChatOutput delta: reasoning, text, tool-call pieces */
   push(d: ChatDelta): void {
     if (d.reasoning) this.text('reasoning', d.reasoning);
-    if (d.content) this.text('message', d.content);
+    if (d.content) {
+      if (this.open?.item.type !== 'message' && d.content.trim() === '') this.blank += d.content;
+      else {
+        this.text('message', this.blank + d.content);
+        this.blank = '';
+      }
+    }
     for (const c of d.toolCallDeltas) {
       let call = this.calls.get(c.index);
       if (!call) {
@@ -75,6 +83,9 @@ export class ResponseOutput {
   /** the end of the text: what was held back, and the calls whole; `complete` false marks items incomplete */
   finish(end: ChatEnd, complete: boolean): void {
     this.push({ reasoning: end.reasoning, content: end.content, toolCallDeltas: [] });
+    // whitespace alone is a message only when nothing else was said
+    if (this.blank && !this.items.some((i) => i.type === 'message') && end.toolCalls.length === 0 && this.calls.size === 0) this.text('message', this.blank);
+    this.blank = '';
     end.toolCalls.forEach((c, i) => {
       const seen = this.calls.get(i);
       const sent = seen?.item.arguments ?? '';

@@ -90,7 +90,7 @@ export function responsesRoute(app: FastifyInstance, ctx: ServerContext, store =
         begin();
         const response = await finish(out, reason);
         out.event(response.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
-      });
+      }, (items, error) => ({ ...shell('failed', items), error }));
       return reply;
     } finally {
       release();
@@ -184,9 +184,15 @@ function asInput(item: OutputItem): InputItem {
 
 /**
  * A streamed response: `event: <type>` + `data: <json>` per event (no [DONE], as OpenAI's).
- * A failure before the first event is a plain HTTP error; after it, an `error` event.
+ * A failure before the first event is a plain HTTP error; after it, an `error` event and
+ * `response.failed`.
  */
-async function stream(ctx: ServerContext, reply: FastifyReply, run: (out: ResponseOutput, flush: () => Promise<void>) => Promise<void>): Promise<void> {
+async function stream(
+  ctx: ServerContext,
+  reply: FastifyReply,
+  run: (out: ResponseOutput, flush: () => Promise<void>) => Promise<void>,
+  failed: (items: OutputItem[], error: { code: string; message: string }) => Record<string, unknown>,
+): Promise<void> {
   const sse = new SseWriter(reply, ctx.options.slowClientTimeoutMs);
   // events are made synchronously and written in order; the run awaits flush() so a slow client holds it back
   let chain = Promise.resolve();
@@ -204,6 +210,7 @@ async function stream(ctx: ServerContext, reply: FastifyReply, run: (out: Respon
     if (!sse.started) return sse.fail(status, e);
     chain = Promise.resolve();
     out.event('error', { code: e.error.code, message: e.error.message, param: e.error.param });
+    out.event('response.failed', { response: failed(out.items, { code: e.error.code ?? (status >= 500 ? 'server_error' : 'invalid_request'), message: e.error.message }) });
     await chain.catch(() => {}); // the client may have left meanwhile
   } finally {
     sse.end();

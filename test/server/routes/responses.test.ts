@@ -239,3 +239,27 @@ describe('/v1/responses with --reasoning-parser qwen3 (reasoning items, reasonin
     );
   });
 });
+
+describe('/v1/responses when the engine dies mid-stream', () => {
+  it('an error event, then response.failed, with the sequence going on', async () => {
+    const { folder } = hfFixturePaths(HF_FIXTURES.find((f) => f.name === 'hf-qwen3')!);
+    const s = await startTestServer(folder, { chatTemplate: HERMES_CHATML_TEMPLATE });
+    try {
+      const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
+      const stream = await client.responses.create({ ...greedy, input: 'Hello', max_output_tokens: 200, stream: true });
+      const seen: OpenAI.Responses.ResponseStreamEvent[] = [];
+      for await (const e of stream) {
+        seen.push(e);
+        if (seen.length === 5) void s.engine.close();
+      }
+      const [error, failed] = seen.slice(-2);
+      assert.equal(error?.type, 'error');
+      assert.equal(error.type === 'error' && error.code, 'engine_unavailable');
+      assert.equal(failed?.type, 'response.failed');
+      assert.equal(failed.type === 'response.failed' && failed.response.status, 'failed');
+      assert.deepEqual(seen.map((e) => e.sequence_number), seen.map((_, i) => i));
+    } finally {
+      await s.close();
+    }
+  });
+});
