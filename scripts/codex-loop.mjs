@@ -8,6 +8,17 @@
 // With REASONING=1 the server runs --reasoning-parser qwen3 and every scripted turn starts
 // with thinking text, so Codex also gets (and sends back) reasoning items.
 //   node scripts/codex-loop.mjs MODEL.gguf PORT OUT
+// MODEL.gguf must hold Codex's ~7k-token first prompt: e.g. ../shared/models/llama-2-tiny-random.gguf
+// with llama.context_length raised to 32768 (a u32 after the key; responses-agents.test.ts does it).
+// Then, in a folder with @openai/codex installed and CODEX_HOME=DIR holding config.toml:
+//   model = "fixture"
+//   model_provider = "local"
+//   [model_providers.local]
+//   name = "local"
+//   base_url = "http://127.0.0.1:PORT/v1"
+//   wire_api = "responses"
+//   env_key = "LOCAL_KEY"
+//   CODEX_HOME=DIR LOCAL_KEY=x npx codex exec --skip-git-repo-check "Run echo hello from loom and tell me what it printed"
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createEngineCore } from '../dist/src/engine/create.js';
 import { InProcessEngineClient } from '../dist/src/engine/in-process-client.js';
