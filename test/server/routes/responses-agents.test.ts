@@ -96,6 +96,40 @@ describe('Codex CLI requests and its agent loop on /v1/responses', { skip: !exis
     assert.ok(s.log.some((l) => l.includes('"client_metadata"')), 'an unknown field is reported once, not refused');
   });
 
+  // TODO(messages): the same transcript as Anthropic messages (system + tool_use/tool_result) once /v1/messages lands
+  it('the transcript sent to /v1/chat/completions as chat messages hands the engine the same prompt ids', async () => {
+    const r = recorded(6);
+    const seen: number[][] = [];
+    const add = s.engine.add.bind(s.engine);
+    s.engine.add = (id, ids, params) => (seen.push([...ids]), add(id, ids, params));
+    try {
+      await run({ ...r.body, max_output_tokens: 1 });
+      // the chat a client would send for it: one system message (the leading developer texts), then the turns
+      const text = (c: unknown): string => (typeof c === 'string' ? c : (c as { text: string }[]).map((p) => p.text).join(''));
+      const messages: OpenAI.ChatCompletionMessageParam[] = [];
+      const system: string[] = [];
+      for (const item of r.body.input) {
+        if (item.type === 'message' && item.role === 'developer' && messages.length === 0) system.push(text(item.content));
+        else {
+          if (messages.length === 0) messages.push({ role: 'system', content: system.join('\n\n') });
+          const lastMsg = messages.at(-1)!;
+          if (item.type === 'message') messages.push({ role: item.role as 'user' | 'assistant', content: text(item.content) });
+          else if (item.type === 'function_call') {
+            const call = { id: item.call_id, type: 'function' as const, function: { name: item.name, arguments: item.arguments } };
+            if (lastMsg.role === 'assistant' && !lastMsg.tool_calls) lastMsg.tool_calls = [call];
+            else messages.push({ role: 'assistant', content: '', tool_calls: [call] });
+          } else if (item.type === 'function_call_output') messages.push({ role: 'tool', tool_call_id: item.call_id, content: text(item.output) });
+        }
+      }
+      const tools = r.body.tools!.flatMap((t) => (t.type === 'function' ? [{ type: 'function' as const, function: { name: t.name, description: t.description!, parameters: t.parameters!, strict: t.strict! } }] : []));
+      await client.chat.completions.create({ model: r.body.model as string, messages, tools, max_tokens: 1 });
+      assert.equal(seen.length, 2);
+      assert.deepEqual(seen[1], seen[0]);
+    } finally {
+      s.engine.add = add;
+    }
+  });
+
   it('the loop replayed turn by turn keeps ≥ 90% of every later prompt in the prefix cache, history resent or by previous_response_id', async (t) => {
     const r = recorded(6);
     const items = r.body.input;
