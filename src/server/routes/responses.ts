@@ -53,8 +53,9 @@ export function responsesRoute(app: FastifyInstance, ctx: ServerContext, store =
       const end = chat.finish(reason);
       const complete = end.finishReason !== 'length' && end.finishReason !== 'abort';
       out.finish(end, complete);
-      const response = shell(complete ? 'completed' : 'incomplete', out.items);
-      if (!complete) response.incomplete_details = { reason: end.finishReason === 'length' ? 'max_output_tokens' : 'interrupted' };
+      // cut by max_output_tokens: incomplete, with that reason; aborted (client gone, /abort_request): cancelled, as vLLM
+      const response = shell(complete ? 'completed' : end.finishReason === 'length' ? 'incomplete' : 'cancelled', out.items);
+      if (end.finishReason === 'length') response.incomplete_details = { reason: 'max_output_tokens' };
       response.usage = await usage(ctx, summary, out.items);
       if (b.store !== false) store.put(r.id, response, [...history, ...plan.items, ...out.items.map(asInput)]);
       return response;
@@ -89,6 +90,7 @@ export function responsesRoute(app: FastifyInstance, ctx: ServerContext, store =
         }
         begin();
         const response = await finish(out, reason);
+        // the spec has no terminal event for a cancelled response: response.incomplete carries it
         out.event(response.status === 'completed' ? 'response.completed' : 'response.incomplete', { response });
       }, (items, error) => ({ ...shell('failed', items), error }));
       return reply;
