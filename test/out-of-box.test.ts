@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { nativeUnavailableReason } from '../src/kernels/native.js';
+import { nativeSkip } from './fixtures/native.js';
 import { PROJECT_ROOT } from './fixtures/index.js';
 
 const CLI = join(PROJECT_ROOT, 'dist', 'src', 'cli.js');
@@ -38,7 +38,7 @@ describe('the built-in model', () => {
 });
 
 describe('loom --version', () => {
-  it('prints the version, the kernels in use and the thread count', { skip: nativeUnavailableReason() !== undefined && 'the native core is not built' }, () => {
+  it('prints the version, the kernels in use and the thread count', { skip: nativeSkip() }, () => {
     const pkg = JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
     const r = loom(['--version']);
     assert.equal(r.status, 0, r.stderr);

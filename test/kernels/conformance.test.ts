@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { describe, it } from 'node:test';
 import type { Kernels, KvLayer } from '../../src/kernels/index.js';
-import { allocateLarge, loadNativeKernels, nativeHasMatmul, nativeUnavailableReason, setThreads } from '../../src/kernels/native.js';
+import { allocateLarge, nativeHasMatmul, setThreads } from '../../src/kernels/native.js';
+import { nativeSkip, requireNative } from '../fixtures/native.js';
 import { referenceKernels as ref } from '../../src/kernels/reference.js';
 import { rowBytes } from '../../src/model/ggml-types.js';
 import type { GGMLType } from '../../src/model/ggml-types.js';
@@ -540,13 +541,13 @@ function nativeOnly(k: Kernels): void {
   });
 }
 
-const native = loadNativeKernels();
+const native = requireNative();
 const IMPLEMENTATIONS: { name: string; kernels: Kernels | undefined; skip: string | false }[] = [
   { name: 'reference', kernels: ref, skip: false },
   {
     name: 'native',
     kernels: native,
-    skip: native ? false : `native core unavailable (${nativeUnavailableReason()}): build it with npm run build:native`,
+    skip: nativeSkip(),
   },
 ];
 

@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { loadNativeKernels, nativeUnavailableReason } from '../../src/kernels/native.js';
+import { nativeSkip } from '../fixtures/native.js';
 import { PROJECT_ROOT } from '../fixtures/index.js';
 
 const SUITE = ['conformance.test.js', 'sliding-window.test.js', 'recurrent.test.js'].map((f) => join(PROJECT_ROOT, 'dist', 'test', 'kernels', f));
-const skip = loadNativeKernels() ? false : `native core unavailable (${nativeUnavailableReason()})`;
+const skip = nativeSkip();
 
 describe('conformance on the narrower instruction sets', { skip }, () => {
   for (const off of ['avx512', '1']) {
