@@ -48,9 +48,10 @@ function sourceHash() {
 }
 
 function rebuild(hash) {
-  // npm sets npm_config_node_gyp in its scripts; run by hand, node-gyp must be on the PATH
+  // npm names node-gyp in its scripts (npm_config_node_gyp) and passes its config (nodedir and
+  // the like) in npm_config_*; run by hand, run node-gyp through npm so it gets the same
   const gyp = process.env.npm_config_node_gyp;
-  const [cmd, args] = gyp ? [process.execPath, [gyp, 'rebuild']] : ['node-gyp', ['rebuild']];
+  const [cmd, args] = gyp ? [process.execPath, [gyp, 'rebuild']] : ['npm', ['exec', '--call', 'node-gyp rebuild']];
   const r = spawnSync(cmd, args, { cwd: ROOT, stdio: 'inherit' });
   if (r.status !== 0) {
     console.error(`ensure-native: node-gyp rebuild failed (${r.error?.message ?? `exit ${r.status}`})`);
