@@ -1,15 +1,20 @@
 // The native core picks its kernels (matmul, norms, activations, attention) from the CPU's
 // features (AVX-512, AVX2, portable), so on one machine the suite would only see the widest.
 // This runs the conformance suite again with the wider ones switched off (LOOM_NO_SIMD), so
-// every path that some user's CPU takes is checked against the reference here too.
+// every path that some user's CPU takes is checked against the reference here too, kernel by
+// kernel and in whole models.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { nativeSkip } from '../fixtures/native.js';
 import { PROJECT_ROOT } from '../fixtures/index.js';
+import { GGUF_FIXTURES } from '../fixtures/recipe.js';
 
 const SUITE = ['conformance.test.js', 'sliding-window.test.js', 'recurrent.test.js'].map((f) => join(PROJECT_ROOT, 'dist', 'test', 'kernels', f));
+const GENERATION = ['native-generate.test.js', 'native-logits.test.js'].map((f) => join(PROJECT_ROOT, 'dist', 'test', 'kernels', f));
+/** the suites of those files that run models on the native kernels (not the CLI's) */
+const GENERATION_PATTERNS = ['the same greedy tokens as the reference', 'native vs reference'];
 const skip = nativeSkip();
 
 describe('conformance on the narrower instruction sets', { skip }, () => {
@@ -25,6 +30,25 @@ describe('conformance on the narrower instruction sets', { skip }, () => {
       });
       assert.equal(r.status, 0, r.stdout.split('\n').filter((l) => l.includes('not ok') || l.includes('Error')).join('\n'));
       assert.match(r.stdout, /# fail 0/);
+    });
+  }
+
+  // full models, not only kernels: greedy generation through the engine on every GGUF fixture
+  // (tokens and logits against llama.cpp's goldens) and the model-level logits against the
+  // reference (test/kernels/native-logits.test.ts), on each narrower instruction set
+  for (const off of ['avx512', '1']) {
+    it(`LOOM_NO_SIMD=${off}: native generation on every fixture, and model-level logits, agree with the reference`, () => {
+      const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+      const r = spawnSync(process.execPath, ['--test', '--test-reporter=tap', ...GENERATION_PATTERNS.flatMap((p) => ['--test-name-pattern', p]), ...GENERATION], {
+        encoding: 'utf8',
+        timeout: 600_000, // a guard against a hang, not a time limit (about 15-30 s)
+        env: { ...env, LOOM_NO_SIMD: off },
+      });
+      assert.equal(r.status, 0, r.stdout.split('\n').filter((l) => l.includes('not ok') || l.includes('Error')).join('\n') + r.stderr);
+      assert.match(r.stdout, /# fail 0/);
+      // the patterns matched: every fixture generated (a test per GGUF fixture and more)
+      const passed = Number(/# pass (\d+)/.exec(r.stdout)?.[1]);
+      assert.ok(passed >= GGUF_FIXTURES.length, `only ${passed} tests ran`);
     });
   }
 
