@@ -12,6 +12,7 @@ import type { SamplingParamsInput } from '../../src/engine/sampling-params.js';
 import { GOLDEN_DIR } from '../fixtures/index.js';
 import { fixtureEngine, fixtureModel } from '../fixtures/engine-run.js';
 import { readGolden } from '../fixtures/golden.js';
+import { resolveSamplingParams } from '../../src/engine/sampling-params.js';
 
 const FIXTURE = 'llama-q8_0';
 const model = (): LoadedModel => fixtureModel(FIXTURE);
@@ -49,7 +50,7 @@ function runToEnd(e: EngineCore, onStep?: (step: number) => void): Map<string, O
 
 let nextId = 0;
 function add(e: EngineCore, promptIds: readonly number[], params: SamplingParamsInput, id = `r${nextId++}`): string {
-  const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params, arrivalTime: 0 });
+  const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params: resolveSamplingParams(params), arrivalTime: 0 });
   assert.equal(refused, undefined, refused?.error);
   return id;
 }
@@ -146,7 +147,7 @@ describe('engine correctness under batching', () => {
 
   it('refuses what can never run with an error, and keeps serving', () => {
     const e = engine({ maxModelLen: 64 });
-    const refused = e.add({ type: 'add', id: 'long', promptIds: new Int32Array(64).fill(5), params: greedy(4), arrivalTime: 0 });
+    const refused = e.add({ type: 'add', id: 'long', promptIds: new Int32Array(64).fill(5), params: resolveSamplingParams(greedy(4)), arrivalTime: 0 });
     assert.match(refused?.error ?? '', /64 tokens/);
     const ok = add(e, noise(4), greedy(3));
     assert.equal(runToEnd(e).get(`${ok}#0`)!.tokens.length, 3);

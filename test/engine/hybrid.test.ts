@@ -20,6 +20,7 @@ import { readGolden } from '../fixtures/golden.js';
 import type { GoldenPrompt } from '../fixtures/golden.js';
 import { LLAMA_CPP_TOLERANCE } from '../fixtures/tolerance.js';
 import { GGUF_FIXTURES } from '../fixtures/recipe.js';
+import { resolveSamplingParams } from '../../src/engine/sampling-params.js';
 
 const FIXTURE = 'qwen35-q8_0';
 let cached: LoadedModel | undefined;
@@ -39,7 +40,7 @@ function engine(opts: Partial<EngineConfig> = {}): EngineCore {
 let nextId = 0;
 function add(e: EngineCore, promptIds: readonly number[], params: SamplingParamsInput): string {
   const id = `r${nextId++}`;
-  const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params, arrivalTime: 0 });
+  const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params: resolveSamplingParams(params), arrivalTime: 0 });
   assert.equal(refused, undefined, refused?.error);
   return id;
 }

@@ -20,6 +20,7 @@ import { ggufFixturePath } from '../fixtures/index.js';
 import { GGUF_FIXTURES } from '../fixtures/recipe.js';
 import { waitUntil } from '../fixtures/wait.js';
 import { Rng } from '../../src/engine/rng.js';
+import { resolveSamplingParams } from '../../src/engine/sampling-params.js';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
@@ -112,7 +113,7 @@ describe('KV events over ZeroMQ', () => {
       let warm = 0;
       await waitUntil(async () => {
         const prompt = Array.from({ length: 2 * blockSize }, () => Math.floor(warmRng.next() * vocab));
-        for await (const _ of client.add(`warm-${warm++}`, prompt, { temperature: 0, maxTokens: 1, ignoreEos: true }));
+        for await (const _ of client.add(`warm-${warm++}`, prompt, resolveSamplingParams({ temperature: 0, maxTokens: 1, ignoreEos: true })));
         assert.ok(await client.resetPrefixCache()); // nothing stored before the subscriber sees it is ever evicted
         return lastSeq >= 0n;
       }, 'the subscription to reach the publisher', 120_000, 50);
@@ -136,7 +137,7 @@ describe('KV events over ZeroMQ', () => {
       };
       for (let round = 0; round < 2; round++) {
         for (const [i, p] of prompts.entries()) {
-          for await (const _ of client.add(`r${round}-${i}`, p, { temperature: 0, maxTokens: 3, ignoreEos: true }));
+          for await (const _ of client.add(`r${round}-${i}`, p, resolveSamplingParams({ temperature: 0, maxTokens: 3, ignoreEos: true })));
         }
         await settle();
       }

@@ -80,7 +80,7 @@ describe('token logprobs', () => {
   it('processed modes report the distribution sampled from: bias, penalties, temperature, truncation', () => {
     const row = gaussian(50, 5, 2);
     const params = { temperature: 0.5, topK: 10, logitBias: { '3': 4 }, presencePenalty: 1, seed: 17 };
-    const sampler = new RequestSampler(params);
+    const sampler = new RequestSampler(resolveSamplingParams(params));
     sampler.accept(order(row)[0]!); // penalise the best token
     const best = order(row)[0]!;
     const token = sampler.sample(row);
@@ -105,7 +105,7 @@ describe('token logprobs', () => {
 
   it('processed equals raw for a greedy request with nothing to apply', () => {
     const row = gaussian(30, 6);
-    const s = new RequestSampler({ temperature: 0 });
+    const s = new RequestSampler(resolveSamplingParams({ temperature: 0 }));
     const token = s.sample(row);
     assert.deepEqual(tokenLogprobs('processed_logprobs', row, s.lastProcessedLogits(), token, 4), tokenLogprobs('raw_logprobs', row, row, token, 4));
   });

@@ -49,7 +49,7 @@ function referenceFilter(logits: Float32Array, p: { temperature: number; topK?: 
 const finiteSet = (row: ArrayLike<number>): number[] => Array.from(row).flatMap((v, i) => (v > -Infinity ? [i] : []));
 
 function processed(params: SamplingParamsInput, logits: Float32Array, ctx = {}): { token: number; row: Float32Array } {
-  const s = new RequestSampler(params, ctx);
+  const s = new RequestSampler(resolveSamplingParams(params), ctx);
   const token = s.sample(logits);
   return { token, row: s.lastProcessedLogits().slice() };
 }
@@ -122,11 +122,11 @@ describe('greedy', () => {
 
   it('suppresses stop and EOS ids until min_tokens are generated', () => {
     const row = Float32Array.from([0, 1, 5, 4, 2]); // 2 = EOS (best), 3 = a stop id (second)
-    const s = new RequestSampler({ temperature: 0, minTokens: 3, stopTokenIds: [3] }, { eosTokenIds: [2] });
+    const s = new RequestSampler(resolveSamplingParams({ temperature: 0, minTokens: 3, stopTokenIds: [3] }), { eosTokenIds: [2] });
     const got = [0, 1, 2, 3].map(() => s.sample(row));
     assert.deepEqual(got, [4, 4, 4, 2]);
     // with ignore_eos only the stop ids are suppressed
-    const t = new RequestSampler({ temperature: 0, minTokens: 1, stopTokenIds: [3], ignoreEos: true }, { eosTokenIds: [2] });
+    const t = new RequestSampler(resolveSamplingParams({ temperature: 0, minTokens: 1, stopTokenIds: [3], ignoreEos: true }), { eosTokenIds: [2] });
     assert.equal(t.sample(Float32Array.from([0, 1, 4, 5, 2])), 2);
   });
 });
@@ -139,7 +139,7 @@ describe('penalties', () => {
     const r = 1.5;
     const f = 0.5;
     const pr = 0.25;
-    const s = new RequestSampler({ temperature: 0, repetitionPenalty: r, frequencyPenalty: f, presencePenalty: pr }, { promptIds: prompt });
+    const s = new RequestSampler(resolveSamplingParams({ temperature: 0, repetitionPenalty: r, frequencyPenalty: f, presencePenalty: pr }), { promptIds: prompt });
     for (const id of output) s.accept(id);
     s.sample(logits);
     const expected = Array.from(logits, (x, id) => {
@@ -154,14 +154,14 @@ describe('penalties', () => {
   it('count each sampled token as it is accepted', () => {
     // a frequency penalty of 2 makes greedy cycle through the near-tied tokens
     const logits = Float32Array.from([3, 2.9, 2.8, -5]);
-    const s = new RequestSampler({ temperature: 0, frequencyPenalty: 2 });
+    const s = new RequestSampler(resolveSamplingParams({ temperature: 0, frequencyPenalty: 2 }));
     const got = Array.from({ length: 6 }, () => s.sample(logits));
     assert.deepEqual(got, [0, 1, 2, 0, 1, 2]);
     assert.equal(s.numGenerated, 6);
   });
 
   it('apply bias before penalties: repetition divides the biased logit', () => {
-    const s = new RequestSampler({ temperature: 0, logitBias: { '0': 1 }, repetitionPenalty: 2 }, { promptIds: [0] });
+    const s = new RequestSampler(resolveSamplingParams({ temperature: 0, logitBias: { '0': 1 }, repetitionPenalty: 2 }), { promptIds: [0] });
     s.sample(Float32Array.from([1, 0]));
     assert.equal(s.lastProcessedLogits()[0], 1); // (1 + 1) / 2
   });
@@ -232,7 +232,7 @@ describe('truncation', () => {
 describe('draws', () => {
   it('stay inside the kept set and reach all of it', () => {
     const logits = gaussian(64, 21, 1);
-    const s = new RequestSampler({ temperature: 2, topK: 4, seed: 5 });
+    const s = new RequestSampler(resolveSamplingParams({ temperature: 2, topK: 4, seed: 5 }));
     const seen = new Set<number>();
     for (let i = 0; i < 2000; i++) seen.add(s.sample(logits));
     const ref = finiteSet(referenceFilter(logits, { temperature: 2, topK: 4 }));
@@ -243,7 +243,7 @@ describe('draws', () => {
     const logits = gaussian(10, 31, 1);
     const params = { temperature: 0.7, minP: 0.02, topP: 0.97 };
     const probs = softmax(referenceFilter(logits, params));
-    const s = new RequestSampler({ ...params, seed: 12345 });
+    const s = new RequestSampler(resolveSamplingParams({ ...params, seed: 12345 }));
     const draws = 20_000;
     const counts = new Array<number>(10).fill(0);
     for (let i = 0; i < draws; i++) counts[s.sample(logits)]!++;
@@ -260,16 +260,16 @@ describe('draws', () => {
 
   it('are reproducible per seed whatever other samplers do in between', () => {
     const rows = Array.from({ length: 30 }, (_, i) => gaussian(100, 500 + i, 1));
-    const alone = new RequestSampler({ temperature: 1, topP: 0.95, seed: 42 });
+    const alone = new RequestSampler(resolveSamplingParams({ temperature: 1, topP: 0.95, seed: 42 }));
     const expected = rows.map((r) => alone.sample(r));
-    const again = new RequestSampler({ temperature: 1, topP: 0.95, seed: 42 });
-    const others = [new RequestSampler({ temperature: 1.2, seed: 7 }), new RequestSampler({ temperature: 0.5, topK: 5 }), new RequestSampler({ temperature: 0 })];
+    const again = new RequestSampler(resolveSamplingParams({ temperature: 1, topP: 0.95, seed: 42 }));
+    const others = [new RequestSampler(resolveSamplingParams({ temperature: 1.2, seed: 7 })), new RequestSampler(resolveSamplingParams({ temperature: 0.5, topK: 5 })), new RequestSampler(resolveSamplingParams({ temperature: 0 }))];
     const got = rows.map((r, i) => {
       for (const o of others.slice(0, (i % 3) + 1)) o.sample(gaussian(100, i, 2));
       return again.sample(r);
     });
     assert.deepEqual(got, expected);
-    const other = new RequestSampler({ temperature: 1, topP: 0.95, seed: 43 });
+    const other = new RequestSampler(resolveSamplingParams({ temperature: 1, topP: 0.95, seed: 43 }));
     assert.notDeepEqual(rows.map((r) => other.sample(r)), expected);
   });
 });

@@ -15,6 +15,7 @@ import type { LoadedModel } from '../../src/model/load.js';
 import { GOLDEN_DIR, ggufFixturePath } from '../fixtures/index.js';
 import { readGolden } from '../fixtures/golden.js';
 import { GGUF_FIXTURES } from '../fixtures/recipe.js';
+import { resolveSamplingParams } from '../../src/engine/sampling-params.js';
 
 const FIXTURE = 'gemma3-q8_0';
 let cached: LoadedModel | undefined;
@@ -31,7 +32,7 @@ function engine(opts: Partial<EngineOptions>): EngineCore {
 /** Runs requests (id → prompt) greedily to the end; returns each completion's tokens. */
 function run(e: EngineCore, prompts: Map<string, readonly number[]>, maxTokens: number, n = 1, onStep?: () => void): Map<string, number[]> {
   for (const [id, promptIds] of prompts) {
-    const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params: { temperature: 0, maxTokens, ignoreEos: true, n }, arrivalTime: 0 });
+    const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params: resolveSamplingParams({ temperature: 0, maxTokens, ignoreEos: true, n }), arrivalTime: 0 });
     assert.equal(refused, undefined, refused?.error);
   }
   const out = new Map<string, number[]>();

@@ -10,6 +10,7 @@ import { WorkerEngineClient } from '../../src/engine/worker-client.js';
 import { GOLDEN_DIR, ggufFixturePath } from '../fixtures/index.js';
 import { readGolden } from '../fixtures/golden.js';
 import { GGUF_FIXTURES } from '../fixtures/recipe.js';
+import { resolveSamplingParams, DEFAULT_SAMPLING_PARAMS } from '../../src/engine/sampling-params.js';
 
 const FIXTURE = 'qwen3-q4_k';
 const model = () => ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === FIXTURE)!);
@@ -24,7 +25,7 @@ describe('WorkerEngineClient', () => {
 
   it("streams llama.cpp's greedy tokens, a few at a time, with times", async () => {
     const g = readGolden(GOLDEN_DIR, FIXTURE).prompts[0]!;
-    const stream = client.add('golden', g.promptIds, { temperature: 0, maxTokens: g.tokens.length, ignoreEos: true });
+    const stream = client.add('golden', g.promptIds, resolveSamplingParams({ temperature: 0, maxTokens: g.tokens.length, ignoreEos: true }));
     const tokens: number[] = [];
     const times: number[] = [];
     let deltas = 0;
@@ -46,7 +47,7 @@ describe('WorkerEngineClient', () => {
     client.onStep((step) => {
       if (step.deltas.some((d) => d.id === 'unread' && d.finishReason)) finished = true;
     });
-    const stream = client.add('unread', [5, 6, 7, 8], { temperature: 0, maxTokens: 12, ignoreEos: true });
+    const stream = client.add('unread', [5, 6, 7, 8], resolveSamplingParams({ temperature: 0, maxTokens: 12, ignoreEos: true }));
     while (!finished) await sleep(10); // all 12 steps' deltas arrive unread
     const all = [];
     for await (const d of stream) all.push(d);
@@ -57,7 +58,7 @@ describe('WorkerEngineClient', () => {
   });
 
   it('leaving a stream aborts the request and frees its blocks', async () => {
-    const stream = client.add('left', [9, 10, 11], { temperature: 0, maxTokens: 400, ignoreEos: true });
+    const stream = client.add('left', [9, 10, 11], resolveSamplingParams({ temperature: 0, maxTokens: 400, ignoreEos: true }));
     for await (const d of stream) {
       if (d.tokenIds.length > 0) break;
     }
@@ -68,10 +69,10 @@ describe('WorkerEngineClient', () => {
 
   it('refuses bad parameters with an error delta and keeps serving', async () => {
     const bad = [];
-    for await (const d of client.add('bad', [1, 2], { temperature: -1 })) bad.push(d);
+    for await (const d of client.add('bad', [1, 2], { ...DEFAULT_SAMPLING_PARAMS, temperature: -1 })) bad.push(d);
     assert.match(bad[0]?.error ?? '', /temperature/);
     const ok = [];
-    for await (const d of client.add('fine', [1, 2], { temperature: 0, maxTokens: 2, ignoreEos: true })) ok.push(...d.tokenIds);
+    for await (const d of client.add('fine', [1, 2], resolveSamplingParams({ temperature: 0, maxTokens: 2, ignoreEos: true }))) ok.push(...d.tokenIds);
     assert.equal(ok.length, 2);
   });
 });
@@ -79,7 +80,7 @@ describe('WorkerEngineClient', () => {
 describe('a dead engine worker', () => {
   it('ends open requests with an error and reports unhealthy', async () => {
     const client = await start();
-    const stream = client.add('doomed', [3, 4, 5], { temperature: 0, maxTokens: 10_000, ignoreEos: true });
+    const stream = client.add('doomed', [3, 4, 5], resolveSamplingParams({ temperature: 0, maxTokens: 10_000, ignoreEos: true }));
     await (client as unknown as { worker: Worker }).worker.terminate();
     await assert.rejects(async () => {
       for await (const d of stream) assert.ok(d);

@@ -22,7 +22,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Kernels, MatmulTarget } from '../../src/kernels/index.js';
 import { referenceKernels as ref } from '../../src/kernels/reference.js';
-import type { WeightTensor } from '../../src/model/weights.js';
+import type { WeightTensor } from '../../src/tensor/weight-tensor.js';
 import { fixtureModel } from '../fixtures/engine-run.js';
 import { forcedLogits, logitDistance } from '../fixtures/forced-logits.js';
 import { nativeSkip, requireNative } from '../fixtures/native.js';

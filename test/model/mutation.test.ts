@@ -13,6 +13,7 @@ import { LoomError } from '../../src/errors.js';
 import { loadModel } from '../../src/model/load.js';
 import { ggufFixturePath, hfFixturePaths } from '../fixtures/index.js';
 import { GGUF_FIXTURES, HF_FIXTURES } from '../fixtures/recipe.js';
+import { resolveSamplingParams } from '../../src/engine/sampling-params.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'loom-mutants-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -36,7 +37,7 @@ function tryModel(path: string): 'refused' | 'ran' {
   try {
     const model = loadModel(path);
     const engine = createEngineCore({ model: path, backend: 'reference', kvCacheMemory: '4MiB', maxModelLen: 32, maxNumSeqs: 1 }, model);
-    const refused = engine.add({ type: 'add', id: 'r', promptIds: Int32Array.from([1, 2, 3]), params: { maxTokens: 2, temperature: 0, ignoreEos: true }, arrivalTime: 0 });
+    const refused = engine.add({ type: 'add', id: 'r', promptIds: Int32Array.from([1, 2, 3]), params: resolveSamplingParams({ maxTokens: 2, temperature: 0, ignoreEos: true }), arrivalTime: 0 });
     if (refused) return 'refused';
     for (let i = 0; i < 10 && engine.hasWork; i++) engine.step();
     return 'ran';

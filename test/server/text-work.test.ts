@@ -14,7 +14,7 @@ import { Rng } from '../../src/engine/rng.js';
 import { loadModel } from '../../src/model/load.js';
 import { buildApp } from '../../src/server/app.js';
 import { mergeAsync } from '../../src/server/merge.js';
-import { Slicer } from '../../src/server/slicer.js';
+import { Slicer } from '../../src/pipeline/slicer.js';
 import { BUSY_BACKLOG, INLINE_WHEN_BUSY_CHARS, OFFLOAD_CHARS, TextWork } from '../../src/server/text-work.js';
 import { TokenizerPool } from '../../src/server/tokenizer-pool.js';
 import { ChatTemplateError, renderChat } from '../../src/tokenizer/chat-template.js';

@@ -16,6 +16,7 @@ import { validateGrammarSpec } from '../../../src/engine/grammar/spec.js';
 import { loadXGrammar } from '../../../src/engine/grammar/xgrammar-binding.js';
 import { PROJECT_ROOT, ggufFixturePath } from '../../fixtures/index.js';
 import { GGUF_FIXTURES } from '../../fixtures/recipe.js';
+import { resolveSamplingParams } from '../../../src/engine/sampling-params.js';
 
 const DIR = join(PROJECT_ROOT, 'test', 'fixtures', 'jsonschema');
 const corpus = readdirSync(DIR)
@@ -47,7 +48,7 @@ describe('real-world JSON schemas', () => {
         return;
       }
       const params = { temperature: i % 2 === 0 ? 0 : 1, seed: i, maxTokens: 120, logitBias: closers, grammar: { type: 'json_schema' as const, schema } };
-      const error = e.add({ type: 'add', id: name, promptIds: Int32Array.from([10 + i, 20, 30 + (i % 50)]), params, arrivalTime: 0 })?.error;
+      const error = e.add({ type: 'add', id: name, promptIds: Int32Array.from([10 + i, 20, 30 + (i % 50)]), params: resolveSamplingParams(params), arrivalTime: 0 })?.error;
       if (error !== undefined) {
         assert.match(error, NAMES_THE_PART, name);
         refused.push(name);

@@ -17,6 +17,7 @@ import { WorkerEngineClient } from '../../../src/engine/worker-client.js';
 import { ggufFixturePath } from '../../fixtures/index.js';
 import { fixtureEngine, fixtureModel } from '../../fixtures/engine-run.js';
 import { GGUF_FIXTURES } from '../../fixtures/recipe.js';
+import { resolveSamplingParams, DEFAULT_SAMPLING_PARAMS } from '../../../src/engine/sampling-params.js';
 
 const FIXTURE = 'qwen2-q8_0';
 const model = (): LoadedModel => fixtureModel(FIXTURE);
@@ -54,7 +55,7 @@ function runToEnd(e: EngineCore): Map<string, Outcome> {
 
 let nextId = 0;
 function add(e: EngineCore, promptIds: readonly number[], params: SamplingParamsInput, id = `g${nextId++}`): string {
-  const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params, arrivalTime: 0 });
+  const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params: resolveSamplingParams(params), arrivalTime: 0 });
   assert.equal(refused, undefined, refused?.error);
   return id;
 }
@@ -190,9 +191,9 @@ describe('constrained decoding in the engine', () => {
     const client = await WorkerEngineClient.start({ model: ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === FIXTURE)!), backend: 'reference', kvCacheMemory: '16MiB' });
     try {
       const streams = [
-        client.add('w0', prompt(50), { temperature: 0, maxTokens: 80, grammar: { type: 'json_schema', schema: SCHEMAS['person']! } }),
-        client.add('w1', prompt(51), { temperature: 0, maxTokens: 4, ignoreEos: true }),
-        client.add('w2', prompt(52), { temperature: 0, maxTokens: 20, grammar: { type: 'choice', choices: ['on', 'off'] } }),
+        client.add('w0', prompt(50), resolveSamplingParams({ temperature: 0, maxTokens: 80, grammar: { type: 'json_schema', schema: SCHEMAS['person']! } })),
+        client.add('w1', prompt(51), resolveSamplingParams({ temperature: 0, maxTokens: 4, ignoreEos: true })),
+        client.add('w2', prompt(52), resolveSamplingParams({ temperature: 0, maxTokens: 20, grammar: { type: 'choice', choices: ['on', 'off'] } })),
       ];
       const outs = await Promise.all(
         streams.map(async (st) => {
@@ -215,7 +216,7 @@ describe('constrained decoding in the engine', () => {
 
   it('refuses what it cannot enforce: an error naming the keyword, or xgrammar\'s message', () => {
     const e = engine();
-    const refuse = (grammar: SamplingParamsInput['grammar']) => e.add({ type: 'add', id: `bad${nextId++}`, promptIds: Int32Array.from([5, 6, 7]), params: { grammar }, arrivalTime: 0 })?.error ?? '';
+    const refuse = (grammar: SamplingParamsInput['grammar']) => e.add({ type: 'add', id: `bad${nextId++}`, promptIds: Int32Array.from([5, 6, 7]), params: { ...DEFAULT_SAMPLING_PARAMS, grammar: grammar ?? null }, arrivalTime: 0 })?.error ?? '';
     assert.match(refuse({ type: 'json_schema', schema: { type: 'array', uniqueItems: true } }), /"uniqueItems" \(at #\/uniqueItems\) is not supported/);
     assert.match(refuse({ type: 'json_schema', schema: { properties: { a: { not: { type: 'string' } } } } }), /"not" \(at #\/properties\/a\/not\)/);
     assert.match(refuse({ type: 'json_schema', schema: '{"type": ' }), /not valid JSON/);

@@ -30,6 +30,7 @@ import { HF_FIXTURES, SHAPES } from '../../fixtures/recipe.js';
 import type { GGUFFixture } from '../../fixtures/recipe.js';
 import type { FixtureTensor } from '../../fixtures/weights.js';
 import { loadModel } from '../../../src/model/load.js';
+import { resolveSamplingParams } from '../../../src/engine/sampling-params.js';
 
 /** the target: llama-q8_0 (seed 1003, spm vocabulary), with llama.cpp goldens */
 const TARGET = 'llama-q8_0';
@@ -146,11 +147,11 @@ describe('rejection sampling against a draft distribution q', () => {
       const draws = 12_000;
       const counts = new Array<number>(64).fill(0);
       const rng = new Rng(7);
-      const draftSampler = new RequestSampler({ ...params, seed: 1 }, { vocabSize: 4 });
+      const draftSampler = new RequestSampler(resolveSamplingParams({ ...params, seed: 1 }), { vocabSize: 4 });
       let accepted = 0;
       let proposed = 0;
       for (let d = 0; d < draws; d++) {
-        const state = new RequestState({ type: 'add', id: `c${d}`, promptIds: Int32Array.from([0]), params: { ...params, seed: d, maxTokens: 3, ignoreEos: true }, arrivalTime: 0 }, 4, { maxModelLen: 64, eosTokenIds: [], logprobsMode: 'raw_logprobs' });
+        const state = new RequestState({ type: 'add', id: `c${d}`, promptIds: Int32Array.from([0]), params: resolveSamplingParams({ ...params, seed: d, maxTokens: 3, ignoreEos: true }), arrivalTime: 0 }, 4, { maxModelLen: 64, eosTokenIds: [], logprobsMode: 'raw_logprobs' });
         const seq = state.sequences[0]!;
         while (seq.numOutput < 3 && !state.finishReason(seq)) {
           // a draft of 1 to 3 tokens drawn from the draft chain, q kept (as the draft model does)

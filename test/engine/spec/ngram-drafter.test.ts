@@ -22,6 +22,7 @@ import { readGolden } from '../../fixtures/golden.js';
 import { addRequest as add, runToEnd } from '../../fixtures/spec-run.js';
 import type { SpecRun } from '../../fixtures/spec-run.js';
 import { GGUF_FIXTURES } from '../../fixtures/recipe.js';
+import { resolveSamplingParams } from '../../../src/engine/sampling-params.js';
 
 const NGRAM: SpeculativeConfigInput = { method: 'ngram', num_speculative_tokens: 4, prompt_lookup_max: 4, prompt_lookup_min: 1, disable_by_batch_size: 64 };
 
@@ -106,7 +107,7 @@ describe('verifying a draft (point-mass rejection sampling)', () => {
     const counts = new Array<number>(64).fill(0);
     const draftRng = new Rng(99);
     for (let d = 0; d < draws; d++) {
-      const state = new RequestState({ type: 'add', id: `c${d}`, promptIds: Int32Array.from([0]), params: { temperature: 1, topK: 0, topP: 1, seed: d, maxTokens: 3, ignoreEos: true }, arrivalTime: 0 }, 4, { maxModelLen: 64, eosTokenIds: [], logprobsMode: 'raw_logprobs' });
+      const state = new RequestState({ type: 'add', id: `c${d}`, promptIds: Int32Array.from([0]), params: resolveSamplingParams({ temperature: 1, topK: 0, topP: 1, seed: d, maxTokens: 3, ignoreEos: true }), arrivalTime: 0 }, 4, { maxModelLen: 64, eosTokenIds: [], logprobsMode: 'raw_logprobs' });
       const seq = state.sequences[0]!;
       while (seq.numOutput < 3 && !state.finishReason(seq)) {
         // arbitrary drafts, chosen before the target's draw: 1 to 3 tokens
@@ -130,7 +131,7 @@ describe('verifying a draft (point-mass rejection sampling)', () => {
   });
 
   it('greedy accepts the argmax only and stops at the first mismatch', () => {
-    const state = new RequestState({ type: 'add', id: 'g', promptIds: Int32Array.from([0]), params: { temperature: 0, maxTokens: 10, ignoreEos: true }, arrivalTime: 0 }, 4, { maxModelLen: 64, eosTokenIds: [], logprobsMode: 'raw_logprobs' });
+    const state = new RequestState({ type: 'add', id: 'g', promptIds: Int32Array.from([0]), params: resolveSamplingParams({ temperature: 0, maxTokens: 10, ignoreEos: true }), arrivalTime: 0 }, 4, { maxModelLen: 64, eosTokenIds: [], logprobsMode: 'raw_logprobs' });
     const seq = state.sequences[0]!;
     // argmax chain from 0: 0 → 0 → 0; draft [0, 2, 0] is right once, then wrong
     const draft = [0, 2, 0];

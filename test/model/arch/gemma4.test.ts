@@ -14,6 +14,7 @@ import { readGolden } from '../../fixtures/golden.js';
 import type { GoldenPrompt } from '../../fixtures/golden.js';
 import { LLAMA_CPP_TOLERANCE } from '../../fixtures/tolerance.js';
 import { GEMMA4_FIXTURE_CONFIG, SHAPES } from '../../fixtures/recipe.js';
+import { resolveSamplingParams } from '../../../src/engine/sampling-params.js';
 
 const FIXTURE = 'gemma4-q8_0';
 const kernels = testKernels();
@@ -38,7 +39,7 @@ function run(e: EngineCore, prompts: Map<string, readonly number[]>, maxTokens: 
     assert.ok(error <= LLAMA_CPP_TOLERANCE.Q8_0, `${id} step ${step}: logits differ from llama.cpp's by ${error.toExponential(2)} of max |logit|`);
   };
   for (const [id, promptIds] of prompts) {
-    const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params: { temperature: 0, maxTokens, ignoreEos: true }, arrivalTime: 0 });
+    const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params: resolveSamplingParams({ temperature: 0, maxTokens, ignoreEos: true }), arrivalTime: 0 });
     assert.equal(refused, undefined, refused?.error);
   }
   const out = new Map<string, number[]>();

@@ -1,7 +1,8 @@
 // Caps count sequences: --max-num-seqs bounds running sequences whatever n is (an n > 1
-// request starts only when all its completions fit), and admission counts prompts × n
-// against --max-pending-requests: 429 with Retry-After when the budget is spent, a 400 for a
-// request larger than the whole budget or than --max-num-seqs.
+// request starts when the completions that fork from it fit; an n above the cap runs its
+// sequences in turns, as vLLM), and admission counts prompts × n against
+// --max-pending-requests: 429 with Retry-After when the budget is spent, a 400 for a request
+// larger than the whole budget.
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -17,6 +18,7 @@ import { buildApp } from '../../../src/server/app.js';
 import type { ServerContext } from '../../../src/server/context.js';
 import { ggufFixturePath } from '../../fixtures/index.js';
 import { GGUF_FIXTURES } from '../../fixtures/recipe.js';
+import { resolveSamplingParams } from '../../../src/engine/sampling-params.js';
 
 const path = () => ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'llama-q8_0')!);
 const sampled = (n: number, seed: number): SamplingParamsInput => ({ temperature: 1, seed, n, maxTokens: 6, ignoreEos: true });
@@ -26,7 +28,7 @@ describe('--max-num-seqs counts every completion', () => {
     const m = loadModel(path());
     const e = new EngineCore(m, referenceKernels, resolveEngineConfig({ model: '', kvCacheMemory: '16MiB', maxNumSeqs: 4 }, m.config, [...m.tokenizer.stopIds]));
     const requests: [string, number][] = [['a', 3], ['b', 3], ['c', 1], ['d', 4], ['e', 2]];
-    for (const [id, n] of requests) assert.equal(e.add({ type: 'add', id, promptIds: Int32Array.from([1, 5, 9, 13]), params: sampled(n, id.charCodeAt(0)), arrivalTime: 0 }), undefined);
+    for (const [id, n] of requests) assert.equal(e.add({ type: 'add', id, promptIds: Int32Array.from([1, 5, 9, 13]), params: resolveSamplingParams(sampled(n, id.charCodeAt(0))), arrivalTime: 0 }), undefined);
     const tokens = new Map<string, number>();
     let most = 0;
     for (let step = 0; e.hasWork && step < 1000; step++) {
@@ -38,8 +40,41 @@ describe('--max-num-seqs counts every completion', () => {
     assert.deepEqual([...tokens.keys()].sort(), requests.flatMap(([id, n]) => Array.from({ length: n }, (_, i) => `${id}#${i}`)).sort());
     assert.ok([...tokens.values()].every((t) => t === 6));
     assert.equal(e.blocks.usage(), 0);
-    const refused = e.add({ type: 'add', id: 'f', promptIds: Int32Array.from([1, 2]), params: sampled(5, 1), arrivalTime: 0 });
-    assert.match(refused?.error ?? '', /n = 5 completions cannot run at once under --max-num-seqs 4/);
+  });
+
+  it('runs an n above the cap in turns: every completion, never more than the cap at once', () => {
+    const m = loadModel(path());
+    const e = new EngineCore(m, referenceKernels, resolveEngineConfig({ model: '', kvCacheMemory: '16MiB', maxNumSeqs: 4 }, m.config, [...m.tokenizer.stopIds]));
+    assert.equal(e.add({ type: 'add', id: 'wide', promptIds: Int32Array.from([1, 2]), params: resolveSamplingParams(sampled(9, 1)), arrivalTime: 0 }), undefined);
+    assert.equal(e.add({ type: 'add', id: 'after', promptIds: Int32Array.from([3, 4]), params: resolveSamplingParams(sampled(2, 2)), arrivalTime: 0 }), undefined);
+    const tokens = new Map<string, number>();
+    const finished = new Set<string>();
+    let most = 0;
+    for (let step = 0; e.hasWork && step < 1000; step++) {
+      for (const d of e.step()?.deltas ?? []) {
+        assert.equal(d.error, undefined);
+        tokens.set(`${d.id}#${d.index}`, (tokens.get(`${d.id}#${d.index}`) ?? 0) + d.tokenIds.length);
+        if (d.finishReason) finished.add(`${d.id}#${d.index}`);
+      }
+      most = Math.max(most, e.scheduler.numRunning);
+    }
+    assert.equal(most, 4, `${most} sequences ran at once`);
+    const all = [...Array.from({ length: 9 }, (_, i) => `wide#${i}`), 'after#0', 'after#1'];
+    assert.deepEqual([...finished].sort(), all.sort());
+    assert.ok(all.every((k) => tokens.get(k) === 6), JSON.stringify([...tokens]));
+    assert.equal(e.blocks.usage(), 0);
+  });
+
+  it('a seeded completion is the same whether it forked or waited its turn', () => {
+    const m = loadModel(path());
+    const run = (maxNumSeqs: number): Map<number, number[]> => {
+      const e = new EngineCore(m, referenceKernels, resolveEngineConfig({ model: '', kvCacheMemory: '16MiB', maxNumSeqs }, m.config, [...m.tokenizer.stopIds]));
+      e.add({ type: 'add', id: 'r', promptIds: Int32Array.from([1, 5, 9, 13]), params: resolveSamplingParams(sampled(5, 7)), arrivalTime: 0 });
+      const out = new Map<number, number[]>();
+      for (let step = 0; e.hasWork && step < 1000; step++) for (const d of e.step()?.deltas ?? []) out.set(d.index, [...(out.get(d.index) ?? []), ...d.tokenIds]);
+      return out;
+    };
+    assert.deepEqual(run(2), run(8));
   });
 });
 
@@ -86,13 +121,16 @@ describe('admission counts prompts × n', () => {
 
   const complete = (body: object) => fetch(`${base}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'fixture', max_tokens: 4, ...body }) });
 
-  it('a request larger than the budget or than --max-num-seqs is a 400 naming the option', async () => {
+  it('a request larger than the budget is a 400 naming the option; an n above --max-num-seqs runs in turns', async () => {
     const tooMany = await complete({ prompt: ['a', 'b', 'c'], n: 3 }); // 9 sequences > 8
     assert.equal(tooMany.status, 400);
     assert.match(await tooMany.text(), /asks for 9 sequences \(prompts × n\), more than this server admits at once \(--max-pending-requests 8\)/);
-    const wide = await complete({ prompt: 'a', n: 7 });
-    assert.equal(wide.status, 400);
-    assert.match(await wide.text(), /n = 7 completions cannot run at once on this server \(--max-num-seqs 6\).*"param":"n"/);
+    // 7 completions under --max-num-seqs 6 (as vLLM: accepted, its sequences scheduled as capacity allows)
+    const wide = await complete({ prompt: 'a', n: 7, ignore_eos: true });
+    assert.equal(wide.status, 200);
+    const body = (await wide.json()) as { choices: { index: number; finish_reason: string }[] };
+    assert.deepEqual(body.choices.map((c) => c.index), [0, 1, 2, 3, 4, 5, 6]);
+    assert.ok(body.choices.every((c) => c.finish_reason === 'length'));
     assert.equal((await complete({ prompt: ['a', 'b'], n: 4 })).status, 200, '8 sequences fit exactly');
   });
 

@@ -5,11 +5,11 @@
 // checked by cutting the text at every position: the deltas must join to the whole result.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ChatOutput } from '../../../src/server/chat-output.js';
-import type { ChatOutputConfig } from '../../../src/server/chat-output.js';
-import { splitReasoning } from '../../../src/server/reasoning/parser.js';
+import { ChatOutput } from '../../../src/pipeline/chat-output.js';
+import type { ChatOutputConfig } from '../../../src/pipeline/chat-output.js';
+import { splitReasoning } from '../../../src/pipeline/reasoning/parser.js';
 import { renderChat } from '../../../src/tokenizer/chat-template.js';
-import { toolCallParser, toolCallParserForTemplate } from '../../../src/server/tools/parsers.js';
+import { toolCallParser, toolCallParserForTemplate } from '../../../src/pipeline/tools/parsers.js';
 
 /** the output streamed in two pieces cut at `at`, deltas joined */
 function streamed(config: ChatOutputConfig, text: string, cuts: number[]) {

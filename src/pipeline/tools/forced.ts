@@ -8,7 +8,6 @@ import { InvalidArgumentError } from '../../errors.js';
 import { checkGrammarCompiles } from '../../engine/grammar/check.js';
 import { validateGrammarSpec } from '../../engine/grammar/spec.js';
 import type { GrammarSpec } from '../../engine/grammar/spec.js';
-import { HttpError } from '../errors.js';
 import type { ParsedToolCall } from './parsers.js';
 
 /** How the output of a forced tool choice is read back. */
@@ -25,8 +24,8 @@ function parametersOf(tool: ToolSchemaSource): unknown {
   return tool.function.parameters ?? NO_PARAMETERS;
 }
 
-function refused(index: number, tool: ToolSchemaSource, why: string): HttpError {
-  return new HttpError(400, `tools[${index}] (function "${tool.function.name}"): its parameters schema cannot be enforced: ${why}`, 'invalid_request_error', 'tools');
+function refused(index: number, tool: ToolSchemaSource, why: string): InvalidArgumentError {
+  return new InvalidArgumentError(`tools[${index}] (function "${tool.function.name}"): its parameters schema cannot be enforced: ${why}`, 'tools');
 }
 
 /** A tool's parameters schema, narrowed as loom compiles it; a 400 naming the tool when loom cannot enforce it. */

@@ -1,19 +1,22 @@
-// One request's path back from the engine: deltas of token ids → text (incremental
-// detokenizer, stop strings with hold-back) per completion, as events the routes format.
-// A stop-string hit, or every completion done, or the client gone, aborts it in the engine.
+// One request's path through the engine and back: a resolved prompt in, then deltas of
+// token ids → text (incremental detokenizer, stop strings with hold-back) per completion,
+// as events the front doors format (the server's routes, LLM, `loom generate`). A
+// stop-string hit, or every completion done, or the caller gone, aborts it in the engine.
 import type { EngineClient } from '../engine/client.js';
 import type { FinishReason, RequestDelta } from '../engine/protocol.js';
 import type { SamplingParams } from '../engine/sampling-params.js';
+import { EngineRefusedError } from '../errors.js';
 import { IncrementalDetokenizer } from '../tokenizer/detokenizer.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
-import { HttpError } from './errors.js';
+import type { PipelineContext } from './context.js';
+import type { ResolvedRequest } from './request.js';
 import { StopStringMatcher } from './stop-strings.js';
 
 export interface GenerationRequest {
   /** the engine's request id */
   readonly id: string;
   readonly promptIds: readonly number[];
-  /** resolved and checked (server/request.ts): the engine only asserts */
+  /** resolved and checked (pipeline/request.ts): the engine only asserts */
   readonly params: SamplingParams;
   readonly stop: readonly string[];
   /** a matched stop string stays at the end of the text (vLLM's include_stop_str_in_output) */
@@ -62,6 +65,40 @@ export interface GenerationSummary {
   promptLogprobs?: { logprobs: Float32Array; ranks: Int32Array; topIds: Int32Array; topLogprobs: Float32Array };
   /** engine clock of when the request was first scheduled */
   firstScheduledTime: number | undefined;
+}
+
+export const newSummary = (): GenerationSummary => ({ promptTokens: 0, completionTokens: 0, cachedTokens: 0, firstScheduledTime: undefined });
+
+/** The engine's id of prompt i (a single prompt keeps the request's id). */
+export const engineId = (r: ResolvedRequest, i: number): string => (r.prompts.length > 1 ? `${r.id}-${i}` : r.id);
+
+/** what a front door adds to a resolved prompt's run */
+export interface RunOptions {
+  readonly observer?: GenerationObserver;
+  /** LMDeploy's repetition early stop */
+  readonly repetitionNgram?: GenerationRequest['repetitionNgram'];
+}
+
+/** Runs prompt i of a resolved request, registered in ctx.requests while the engine has it. */
+export function runPrompt(ctx: PipelineContext, r: ResolvedRequest, i: number, signal: AbortSignal, summary: GenerationSummary, opts: RunOptions = {}): AsyncGenerator<CompletionEvent> {
+  const p = r.prompts[i]!;
+  return generate(
+    ctx.engine,
+    ctx.tokenizer,
+    {
+      id: engineId(r, i),
+      promptIds: p.ids,
+      params: p.params,
+      stop: r.stop,
+      includeStopStrInOutput: r.includeStopStrInOutput,
+      skipSpecialTokens: r.skipSpecialTokens,
+      signal,
+      registry: ctx.requests,
+      ...(opts.repetitionNgram && { repetitionNgram: opts.repetitionNgram }),
+    },
+    summary,
+    opts.observer,
+  );
 }
 
 class CompletionText {
@@ -131,7 +168,7 @@ export async function* generate(
     for await (const delta of stream) {
       if (delta.error) {
         refused = true;
-        throw new HttpError(400, delta.error);
+        throw new EngineRefusedError(delta.error);
       }
       const t = texts[delta.index];
       if (!t || t.done) continue;

@@ -2,7 +2,7 @@
 // tokenized (tokenizing megabytes blocks the serving thread for seconds): no token covers
 // more bytes than the vocabulary's longest, so a prompt has at least bytes / longest tokens.
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
-import { HttpError } from './errors.js';
+import { ContextLengthExceededError } from '../errors.js';
 
 const longest = new WeakMap<Tokenizer, number>();
 
@@ -24,12 +24,9 @@ export function checkPromptBytes(tokenizer: Tokenizer, text: string, limit: numb
   const bytes = Buffer.byteLength(text, 'utf8');
   const atLeast = Math.ceil(bytes / maxTokenBytes(tokenizer));
   if (atLeast >= limit) {
-    throw new HttpError(
-      400,
+    throw new ContextLengthExceededError(
       `This model's maximum context length is ${limit} tokens. However, your request has at least ${atLeast} input tokens (${bytes} bytes). Please reduce the length of the input.`,
-      'invalid_request_error',
       param,
-      'context_length_exceeded',
     );
   }
 }

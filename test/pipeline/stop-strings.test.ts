@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Rng } from '../../src/engine/rng.js';
-import { StopStringMatcher } from '../../src/server/stop-strings.js';
+import { StopStringMatcher } from '../../src/pipeline/stop-strings.js';
 
 function reference(text: string, stops: readonly string[]): { text: string; stop?: string } {
   let cut = -1;
