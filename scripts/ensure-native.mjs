@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const STAMP = join(ROOT, 'build', 'loom_native.stamp');
 const DEFAULT_ADDON = join(ROOT, 'build', 'Release', 'loom_native.node');
-const SOURCE = /\.(cc|c|cpp|h|hpp|inc|S|gyp|gypi)$/;
+const SOURCE = /\.(cc|c|cpp|cxx|h|hh|hpp|inc|inl|ipp|S|gyp|gypi)$/;
 
 function sourceFiles(dir) {
   const files = [];
