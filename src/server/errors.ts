@@ -2,6 +2,7 @@
 // the engine's, the chat template's) become OpenAI-shaped replies:
 // {"error": {"message", "type", "param", "code"}} with a fitting status. The other API
 // families (LMDeploy's, Ollama's) reshape this one classification.
+import { STATUS_CODES } from 'node:http';
 import { ContextLengthExceededError, InvalidArgumentError, LoomError } from '../errors.js';
 import { EngineDeadError } from '../engine/request-stream.js';
 import { ChatTemplateError } from '../tokenizer/chat-template.js';
@@ -27,6 +28,20 @@ export interface OpenAIErrorBody {
 export function toOpenAIError(err: unknown): { status: number; body: OpenAIErrorBody } {
   const e = classify(err);
   return { status: e.status, body: { error: { message: e.message, type: e.type, param: e.param, code: e.code } } };
+}
+
+/** vLLM's ErrorResponse (its /v1 routes): the type names the status, the code is the status itself */
+export interface VllmErrorBody {
+  error: { message: string; type: string; param: string | null; code: number };
+}
+
+const VLLM_TYPES: Record<number, string> = { 400: 'BadRequestError', 404: 'NotFoundError', 500: 'InternalServerError', 501: 'NotImplementedError' };
+
+/** The status and vLLM's body for an error on the OpenAI routes (other statuses: the status's phrase, as vLLM's HTTPException handler) */
+export function toVllmError(err: unknown): { status: number; body: VllmErrorBody } {
+  const e = classify(err);
+  const type = VLLM_TYPES[e.status] ?? STATUS_CODES[e.status] ?? 'Error';
+  return { status: e.status, body: { error: { message: e.message, type, param: e.param, code: e.status } } };
 }
 
 function classify(err: unknown): HttpError {

@@ -130,7 +130,7 @@ describe('tool_choice required and named, enforced by a grammar (openai client)'
     // "required" cut before a call has its name: the text stays content
     const req = await client.chat.completions.create({ model: MODEL, messages, tools, tool_choice: 'required', temperature: 1, seed: 1, max_tokens: 3 });
     assert.equal(req.choices[0]!.finish_reason, 'length');
-    assert.equal(req.choices[0]!.message.tool_calls, undefined);
+    assert.deepEqual(req.choices[0]!.message.tool_calls, []);
     assert.ok(req.choices[0]!.message.content!.startsWith('['));
     // cut inside the parameters: the call is there with its cut arguments
     const cut = await client.chat.completions.create({ model: MODEL, messages, tools, tool_choice: 'required', temperature: 1, seed: 1, max_tokens: 45 });
