@@ -81,7 +81,10 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
   checkLimits(ctx.options.limits, spec);
   checkSequences(ctx, spec);
   const id = requestIdFor(ctx, spec);
-  const tools = spec.tools ? planTools(ctx, spec.tools) : undefined;
+  const planned = spec.tools ? planTools(ctx, spec.tools) : undefined;
+  // the generic tool format is a grammar too: a response_format of the client's own wins, and
+  // the calls are then left unparsed (as "auto" without a parser was before)
+  const tools = planned?.forced?.tools.kind === 'generic' && spec.sampling.grammar != null ? { ...planned, forced: undefined } : planned;
   const names: Record<string, string> = { max_tokens: spec.maxTokensParam, ...spec.paramNames };
   let sampling = spec.sampling;
   if (tools?.forced) {

@@ -161,3 +161,56 @@ describe('tool_choice required and named, enforced by a grammar (openai client)'
     assert.equal(unknown.status, 400);
   });
 });
+
+describe('tool_choice auto on a template with no known tool format: the generic one, by grammar', () => {
+  let s: TestServer;
+  let client: OpenAI;
+  // ChatML with no tool markup: no parser is known for it
+  const plain =
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+  before(async () => {
+    s = await startTestServer(fixtureBy((f) => f.name === 'qwen2-q8_0'), { chatTemplate: plain }, { kvCacheMemory: '32MiB' });
+    client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
+  });
+  after(() => s.close());
+  const messages = [{ role: 'user' as const, content: 'Book a table' }];
+
+  it('every answer parses into tool_calls or content, whole and streamed (no tool_choice: auto)', async () => {
+    let calls = 0;
+    let replies = 0;
+    // the random model prefers a reply: a bias on "[" makes it call too
+    const open = s.model.tokenizer.encode('[', { addSpecial: false });
+    for (const [seed, bias] of [[1, 0], [2, 0], [3, 0], [4, 100], [5, 100], [6, 100]] as const) {
+      const logit_bias = bias && open.length === 1 ? { [String(open[0])]: bias } : undefined;
+      const r = await client.chat.completions.create({ model: MODEL, messages, tools, temperature: 1, seed, max_tokens: 200, ...(logit_bias && { logit_bias }) });
+      const c = r.choices[0]!;
+      if (c.message.tool_calls!.length > 0) {
+        calls++;
+        assert.equal(c.message.content, null);
+        // a call cut by max_tokens keeps its cut arguments (finish_reason length), as vLLM's
+        if (c.finish_reason === 'tool_calls') for (const call of c.message.tool_calls!) validCall(call);
+        else assert.equal(c.finish_reason, 'length');
+      } else {
+        assert.deepEqual(c.message.tool_calls, []);
+        assert.equal(typeof c.message.content, 'string');
+        // a finished reply is the text of {"response": …}, never the JSON around it
+        if (c.finish_reason === 'stop') {
+          replies++;
+          assert.ok(!c.message.content!.trimStart().startsWith('{"response"'), c.message.content!);
+        }
+      }
+      // the stream says the same
+      const stream = client.chat.completions.stream({ model: MODEL, messages, tools, temperature: 1, seed, max_tokens: 200, ...(logit_bias && { logit_bias }) });
+      const done = await stream.finalChatCompletion();
+      assert.equal(done.choices[0]!.finish_reason, c.finish_reason);
+      assert.equal(done.choices[0]!.message.content ?? null, c.message.content);
+      assert.deepEqual(done.choices[0]!.message.tool_calls?.map((t) => (t as OpenAI.ChatCompletionMessageFunctionToolCall).function) ?? [], c.message.tool_calls!.map((t) => (t as OpenAI.ChatCompletionMessageFunctionToolCall).function));
+    }
+    assert.ok(calls > 0 && replies > 0, `${calls} calls, ${replies} replies`);
+  });
+
+  it('a response_format of the client wins over the generic format (the text is then not parsed)', async () => {
+    const r = await s.post('/v1/chat/completions', { model: MODEL, messages, tools, response_format: { type: 'json_object' }, max_tokens: 5 });
+    assert.equal(r.status, 200, await r.clone().text());
+  });
+});
