@@ -55,7 +55,7 @@ export class ForcedCallOutput {
 
   finish(): ForcedEnd {
     if (this.reply || (this.forced.kind === 'generic' && !this.scanner.text)) {
-      // {"response": text}: the text is the content (a reply cut short stays as written)
+      // {"response": text}: the text is the content (of a reply cut short, what it wrote)
       const response = replyOf(this.held);
       return { content: response ?? this.held, toolCalls: [], toolCallDeltas: [], complete: false };
     }
@@ -96,12 +96,21 @@ export class ForcedCallOutput {
   }
 }
 
+/** the text of {"response": text}; of a reply cut short, the text written so far */
 function replyOf(text: string): string | null {
   try {
     const value = JSON.parse(text) as { response?: unknown };
     return typeof value.response === 'string' ? value.response : null;
   } catch {
-    return null;
+    const open = /^\s*\{\s*"response"\s*:\s*"/.exec(text);
+    if (!open) return null;
+    // drop an escape cut in the middle, then read the string as far as it goes
+    const rest = text.slice(open[0].length).replace(/\\(u[0-9a-fA-F]{0,3})?$/, '');
+    try {
+      return JSON.parse(`"${rest}"`) as string;
+    } catch {
+      return null;
+    }
   }
 }
 
