@@ -471,6 +471,118 @@ bool uses_gemm(int type, int rows, int in_features) {
 #endif
 }
 
+namespace {
+
+const char* act_name(Act a) {
+  switch (a) {
+    case Act::kF32: return "f32";
+    case Act::kF16: return "f16";
+    case Act::kBF16: return "bf16";
+    case Act::kQ8_0: return "q8_0";
+    case Act::kQ8_K: return "q8_k";
+  }
+  return "?";
+}
+
+// The kernels avx512_dot, avx2_dot and scalar_dot call for a type: {one row, a few rows}.
+struct DotNames {
+  const char* one;
+  const char* few;
+};
+
+DotNames avx512_names(int type) {
+  switch (type) {
+    case kF32: return {"avx512:dot_float_rows<f32>", "avx512:dot_float_rows<f32>"};
+    case kF16: return {"avx512:dot_float_rows<f16>", "avx512:dot_float_rows<f16>"};
+    case kBF16: return {"avx512:dot_bf16_rows", "avx512:dot_bf16_rows"};
+    case kQ8_0: return {"avx512:dot_q_0_wrows512<Q8_0>", "avx512:dot_q_0_rows512<Q8_0>"};
+    case kQ4_1: return {"avx512:dot_q_0_wrows512<Q4_1>", "avx512:dot_q_0_rows512<Q4_1>"};
+    case kQ5_1: return {"avx512:dot_q_0_wrows512<Q5_1>", "avx512:dot_q_0_rows512<Q5_1>"};
+    case kQ4_0: return {"avx512:dot_q_0_quad_wrows512<Q4_0>", "avx512:dot_q_0_quad_rows512<Q4_0>"};
+    case kIQ4_NL: return {"avx512:dot_q_0_quad_wrows512<IQ4_NL>", "avx512:dot_q_0_quad_rows512<IQ4_NL>"};
+    case kQ5_0: return {"avx512:dot_q_0_quad_wrows512<Q5_0>", "avx512:dot_q_0_quad_rows512<Q5_0>"};
+    case kQ4_0_R16: return {"avx512:dot_r16<Q4_0_R16>", "avx512:dot_r16<Q4_0_R16>"};
+    case kQ8_0_R16: return {"avx512:dot_r16<Q8_0_R16>", "avx512:dot_r16<Q8_0_R16>"};
+    case kQ4_K: return {"avx512:dot_q4_k_wrows512<4>", "avx512:dot_q4_k_rows512<4>"};
+    case kQ5_K: return {"avx512:dot_q4_k_wrows512<5>", "avx512:dot_q4_k_rows512<5>"};
+    case kQ6_K: return {"avx512:dot_q6_k_wrows512", "avx512:dot_q6_k_rows512"};
+    case kQ3_K: return {"avx512:dot_q3_k_512", "avx512:dot_q3_k_512"};
+    case kQ2_K: return {"avx512:dot_q2_k_512", "avx512:dot_q2_k_512"};
+    case kIQ4_XS: return {"avx512:dot_iq4_xs_wrows512", "avx512:dot_iq4_xs_rows"};
+    default: return {"", ""};
+  }
+}
+
+const char* avx2_name(int type) {
+  switch (type) {
+    case kF32: return "avx2:dot_float_rows<f32>";
+    case kF16: return "avx2:dot_float_rows<f16>";
+    case kBF16: return "avx2:dot_bf16_rows";
+    case kQ8_0: return "avx2:dot_q8_0_rows";
+    case kQ4_0: return "avx2:dot_q4_0_rows";
+    case kQ4_K: return "avx2:dot_q4_k_rows";
+    case kQ6_K: return "avx2:dot_q6_k_rows";
+    case kQ4_1: return "avx2:dot_q32_rows<Q4_1>";
+    case kQ5_0: return "avx2:dot_q32_rows<Q5_0>";
+    case kQ5_1: return "avx2:dot_q32_rows<Q5_1>";
+    case kIQ4_NL: return "avx2:dot_q32_rows<IQ4_NL>";
+    case kQ2_K: return "avx2:dot_q2_k_rows";
+    case kQ3_K: return "avx2:dot_q3_k_rows";
+    case kQ5_K: return "avx2:dot_q5_k_rows";
+    case kIQ4_XS: return "avx2:dot_iq4_xs_rows";
+    case kQ4_0_R16:
+    case kQ8_0_R16: return "portable:dot_r16_portable";
+    default: return "";
+  }
+}
+
+const char* portable_name(int type) {
+  switch (type) {
+    case kF32: return "portable:dot_f32";
+    case kF16: return "portable:dot_f16";
+    case kBF16: return "portable:dot_bf16";
+    case kQ8_0: return "portable:dot_q8_0";
+    case kQ4_0: return "portable:dot_q4_0";
+    case kQ4_K: return "portable:dot_q4_k";
+    case kQ6_K: return "portable:dot_q6_k";
+    case kQ4_0_R16:
+    case kQ8_0_R16: return "portable:dot_r16_portable";
+    default: return "portable:dot_dequantized";
+  }
+}
+
+const char* gemm_family_name(int type) {
+  switch (type) {
+    case kF32:
+    case kF16: return "f32";
+    case kBF16: return "bf16";
+    case kQ8_0:
+    case kQ4_0:
+    case kQ5_0:
+    case kIQ4_NL: return "q8";
+    case kQ4_K:
+    case kQ5_K: return "q4k";
+    case kQ6_K:
+    case kQ3_K:
+    case kIQ4_XS: return "q6k";
+    default: return "";
+  }
+}
+
+}  // namespace
+
+bool kernel_info(int type, KernelInfo* info) {
+  const WeightTraits* t = weight_traits(type);
+  if (!t) return false;
+  const int isa = current_isa();
+  DotNames names{portable_name(type), portable_name(type)};
+  if (isa == kAvx512) names = avx512_names(type);
+  if (isa == kAvx2) names = {avx2_name(type), avx2_name(type)};
+  const char* gemm = isa == kAvx512 ? gemm_family_name(type) : "";
+  *info = {act_name(t->act), names.one, names.few, gemm, *gemm ? gemm_min_rows(type) : 0, r16_type_of(type)};
+  return true;
+}
+
 void matmul_set(const float* x, int rows, int in_features, const MatmulPart* parts, int n_parts) {
   if (rows <= 0 || n_parts <= 0 || n_parts > kMaxMatmulParts) return;
   MatmulPart dot[kMaxMatmulParts], gemm[kMaxMatmulParts];

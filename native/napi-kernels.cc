@@ -319,6 +319,22 @@ Napi::Value EmbedRows(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// (type) → { act, oneRow, fewRows, gemm, gemmMinRows, layout } | undefined: the kernels matmul
+// runs for `type` on the instruction set now in use (matmul.h kernel_info)
+Napi::Value KernelInfo(const Napi::CallbackInfo& info) {
+  const int type = static_cast<int>(integer(info, 0, "type", 0, 255));
+  loom::KernelInfo k;
+  if (!kernel_info(type, &k)) return info.Env().Undefined();
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("act", k.act);
+  o.Set("oneRow", k.one_row);
+  o.Set("fewRows", k.few_rows);
+  o.Set("gemm", k.gemm);
+  o.Set("gemmMinRows", k.gemm_min_rows);
+  o.Set("layout", k.layout);
+  return o;
+}
+
 // (data, type, K, N): a tensor of N rows of K values of the plain type of `type` (an
 // interleaved type, r16.h) rewritten, in place, into that layout (N a multiple of 16)
 Napi::Value InterleaveR16(const Napi::CallbackInfo& info) {

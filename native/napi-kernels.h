@@ -39,6 +39,7 @@ Napi::Value Matmul(const Napi::CallbackInfo& info);
 Napi::Value MatmulSet(const Napi::CallbackInfo& info);
 Napi::Value EmbedRows(const Napi::CallbackInfo& info);
 Napi::Value InterleaveR16(const Napi::CallbackInfo& info);
+Napi::Value KernelInfo(const Napi::CallbackInfo& info);
 #endif
 
 }  // namespace loom::napi
