@@ -10,10 +10,8 @@
 #include "rope.h"
 #include "simd.h"
 #include "threadpool.h"
-#ifdef LOOM_HAVE_MATMUL
 #include "matmul.h"
 #include "r16.h"
-#endif
 
 namespace loom::napi {
 
@@ -236,7 +234,6 @@ Napi::Value ExpWeights(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), exp_weights(out.data, row.data, idx, n, max));
 }
 
-#ifdef LOOM_HAVE_MATMUL
 namespace {
 // bytes of a row of n values of a weight type, or −1 when n is not a whole number of blocks
 int64_t row_bytes(int type, int64_t n) {
@@ -349,7 +346,6 @@ Napi::Value InterleaveR16(const Napi::CallbackInfo& info) {
   interleave_r16(type, data.data, static_cast<int>(K), static_cast<int>(N));
   return info.Env().Undefined();
 }
-#endif
 
 // (seconds, bits = 0) → { gflops, bits }: f32 FMA peak on every pool thread; bits 0 = the widest
 Napi::Value ProbeFmaPeak(const Napi::CallbackInfo& info) {

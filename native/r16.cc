@@ -10,19 +10,13 @@
 namespace loom {
 
 int r16_plain_type(int type) {
-  switch (type) {
-    case kQ4_0_R16: return kQ4_0;
-    case kQ8_0_R16: return kQ8_0;
-    default: return -1;
-  }
+  const WeightTraits* t = weight_traits(type);
+  return t ? t->plain : -1;
 }
 
 int r16_type_of(int plain_type) {
-  switch (plain_type) {
-    case kQ4_0: return kQ4_0_R16;
-    case kQ8_0: return kQ8_0_R16;
-    default: return -1;
-  }
+  const WeightTraits* t = weight_traits(plain_type);
+  return t ? t->layout : -1;
 }
 
 namespace {
@@ -98,5 +92,25 @@ void dot_r16_portable(int type, const uint8_t* xa, size_t xstride, int rows, con
     }
   }
 }
+
+namespace {
+
+template <int kType>
+void dot_r16_of(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t, int K, int o0, int o1,
+                float* out, int N) {
+  dot_r16_portable(kType, xa, xstride, rows, w, K, o0, o1, out, N);
+}
+
+constexpr DotEntry kDots[] = {
+    {kQ4_0_R16, {dot_r16_of<kQ4_0_R16>, "portable:dot_r16_portable", "portable:dot_r16_portable"}},
+    {kQ8_0_R16, {dot_r16_of<kQ8_0_R16>, "portable:dot_r16_portable", "portable:dot_r16_portable"}},
+};
+
+}  // namespace
+
+// The portable kernel on the portable and AVX2 tiers (loom interleaves only where AVX-512
+// VNNI runs; on the others these layouts come only from forced paths and tests).
+extern const KernelRegistration kPortableDotR16 = {kIsaPortable, kDots, 2, nullptr, 0};
+extern const KernelRegistration kAvx2DotR16 = {kIsaAvx2, kDots, 2, nullptr, 0};
 
 }  // namespace loom

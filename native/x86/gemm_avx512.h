@@ -108,107 +108,82 @@ inline void panel_q6_k(const uint8_t* blk, int8_t* q, Q6KTab& t) {
 
 #include "gemm_avx512_panel_ext.h"
 
-void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
+// A panel's weight preparation, one function per type: rows [o0, o0 + no) into p.
+using PanelFn = void (*)(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p);
+
+// F32, BF16: read in place
+void panel_in_place(const uint8_t* w, size_t wstride, int, int o0, int no, Panel& p) {
+  for (int o = 0; o < no; o++) p.w[o] = w + wstride * (o0 + o);
+}
+
+// F16 → f32 rows
+void panel_f16(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
   const size_t k = static_cast<size_t>(K);
-  switch (type) {
-    case kF32:
-    case kBF16:
-      for (int o = 0; o < no; o++) p.w[o] = w + wstride * (o0 + o);
-      return;
-    case kF16:
-      p.unpacked.get(48 * 4 * k);
-      for (int o = 0; o < no; o++) {
-        const uint8_t* src = w + wstride * (o0 + o);
-        float* dst = reinterpret_cast<float*>(p.unpacked.data()) + k * o;
-        int i = 0;
-        for (; i + 16 <= K; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(loadu256(src + 2 * i)));
-        for (; i < K; i++) dst[i] = f16_to_f32(load_u16(src + 2 * i));
-        p.w[o] = reinterpret_cast<const uint8_t*>(dst);
-      }
-      return;
-    case kQ8_0:
-    case kQ4_0: {
-      const int nb = K / 32;
-      p.dw.get(48 * static_cast<size_t>(nb));
-      if (type == kQ4_0) p.unpacked.get(48 * k);
-      p.bstride = type == kQ8_0 ? 34 : 32;
-      for (int o = 0; o < no; o++) {
-        const uint8_t* row = w + wstride * (o0 + o);
-        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
-        for (int b = 0; b < nb; b++) {
-          if (type == kQ4_0) {  // → s8 (q − 8), values in order
-            const __m256i v = _mm256_sub_epi8(q4_0_unpack(row + 18 * b + 2), _mm256_set1_epi8(8));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), v);
-          }
-          p.dw.data()[o * nb + b] = f16_scalar(row + (type == kQ8_0 ? 34 : 18) * b);
-        }
-        p.w[o] = type == kQ8_0 ? row + 2 : reinterpret_cast<const uint8_t*>(un);
-      }
-      return;
+  p.unpacked.get(48 * 4 * k);
+  for (int o = 0; o < no; o++) {
+    const uint8_t* src = w + wstride * (o0 + o);
+    float* dst = reinterpret_cast<float*>(p.unpacked.data()) + k * o;
+    int i = 0;
+    for (; i + 16 <= K; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(loadu256(src + 2 * i)));
+    for (; i < K; i++) dst[i] = f16_to_f32(load_u16(src + 2 * i));
+    p.w[o] = reinterpret_cast<const uint8_t*>(dst);
+  }
+}
+
+// Q8_0: the s8 values read in place (blocks 34 bytes apart), the scales as f32
+void panel_q8_0(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
+  const int nb = K / 32;
+  p.dw.get(48 * static_cast<size_t>(nb));
+  p.bstride = 34;
+  for (int o = 0; o < no; o++) {
+    const uint8_t* row = w + wstride * (o0 + o);
+    for (int b = 0; b < nb; b++) p.dw.data()[o * nb + b] = f16_scalar(row + 34 * b);
+    p.w[o] = row + 2;
+  }
+}
+
+// The s8 values of a block of 32 in order (the weight is d·value)
+inline __m256i s8_q4_0(const uint8_t* blk) { return _mm256_sub_epi8(q4_0_unpack(blk + 2), _mm256_set1_epi8(8)); }
+inline __m256i s8_q5_0(const uint8_t* blk) {
+  return _mm256_sub_epi8(_mm256_or_si256(q4_0_unpack(blk + 6), _mm256_and_si256(bits_to_bytes32(blk + 2), _mm256_set1_epi8(16))),
+                         _mm256_set1_epi8(16));
+}
+inline __m256i s8_iq4_nl(const uint8_t* blk) { return _mm256_shuffle_epi8(iq4nl_table(), q4_0_unpack(blk + 2)); }
+
+// Q4_0, Q5_0, IQ4_NL → s8 values in blocks of 32 and their scales, for kern_q8 as Q8_0's
+template <int kBytes, __m256i (*Values)(const uint8_t*)>
+void panel_s8_32(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
+  const size_t k = static_cast<size_t>(K);
+  const int nb = K / 32;
+  p.dw.get(48 * static_cast<size_t>(nb));
+  p.unpacked.get(48 * k);
+  p.bstride = 32;
+  for (int o = 0; o < no; o++) {
+    const uint8_t* row = w + wstride * (o0 + o);
+    int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
+    for (int b = 0; b < nb; b++) {
+      const uint8_t* blk = row + kBytes * b;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), Values(blk));
+      p.dw.data()[o * nb + b] = f16_scalar(blk);
     }
-    case kQ4_K:
-    case kQ6_K: {
-      const int nb = K / 256;
-      p.unpacked.get(48 * k);
-      if (type == kQ4_K) p.q4k.get(48 * static_cast<size_t>(nb));
-      if (type == kQ6_K) p.q6k.get(48 * static_cast<size_t>(nb));
-      p.bstride = 256;
-      for (int o = 0; o < no; o++) {
-        const uint8_t* row = w + wstride * (o0 + o);
-        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
-        for (int b = 0; b < nb; b++) {
-          int8_t* q = un + 256 * b;
-          if (type == kQ4_K) panel_q4_k(row + 144 * b, q, p.q4k.data()[o * nb + b]);
-          else panel_q6_k(row + 210 * b, q, p.q6k.data()[o * nb + b]);
-        }
-        p.w[o] = reinterpret_cast<const uint8_t*>(un);
-      }
-      return;
-    }
-    case kQ5_0:
-    case kIQ4_NL: {  // → s8 values in blocks of 32, as Q4_0 (kern_q8)
-      const int nb = K / 32, bytes = type == kQ5_0 ? 22 : 18;
-      p.dw.get(48 * static_cast<size_t>(nb));
-      p.unpacked.get(48 * k);
-      p.bstride = 32;
-      for (int o = 0; o < no; o++) {
-        const uint8_t* row = w + wstride * (o0 + o);
-        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
-        for (int b = 0; b < nb; b++) {
-          const uint8_t* blk = row + bytes * b;
-          const __m256i v = type == kQ5_0
-              ? _mm256_sub_epi8(_mm256_or_si256(q4_0_unpack(blk + 6), _mm256_and_si256(bits_to_bytes32(blk + 2), _mm256_set1_epi8(16))),
-                                _mm256_set1_epi8(16))
-              : _mm256_shuffle_epi8(iq4nl_table(), q4_0_unpack(blk + 2));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), v);
-          p.dw.data()[o * nb + b] = f16_scalar(blk);
-        }
-        p.w[o] = reinterpret_cast<const uint8_t*>(un);
-      }
-      return;
-    }
-    case kQ5_K:
-    case kQ3_K:
-    case kIQ4_XS: {  // → s8 values per 256 and the Q4_K (Q5_K) or Q6_K (Q3_K, IQ4_XS) tables
-      const int nb = K / 256;
-      p.unpacked.get(48 * k);
-      if (type == kQ5_K) p.q4k.get(48 * static_cast<size_t>(nb));
-      else p.q6k.get(48 * static_cast<size_t>(nb));
-      p.bstride = 256;
-      for (int o = 0; o < no; o++) {
-        const uint8_t* row = w + wstride * (o0 + o);
-        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
-        for (int b = 0; b < nb; b++) {
-          int8_t* q = un + 256 * b;
-          if (type == kQ5_K) panel_q5_k(row + 176 * b, q, p.q4k.data()[o * nb + b]);
-          else if (type == kQ3_K) panel_q3_k(row + 110 * b, q, p.q6k.data()[o * nb + b]);
-          else panel_iq4_xs(row + 136 * b, q, p.q6k.data()[o * nb + b]);
-        }
-        p.w[o] = reinterpret_cast<const uint8_t*>(un);
-      }
-      return;
-    }
-    default: return;
+    p.w[o] = reinterpret_cast<const uint8_t*>(un);
+  }
+}
+
+// K-quants, IQ4_XS → s8 values per 256 and a table per block: Q4_K's (Q4_K, Q5_K) or Q6_K's
+// (Q6_K, Q3_K, IQ4_XS), filled by Fill from the block
+template <int kBytes, class Tab, void (*Fill)(const uint8_t*, int8_t*, Tab&), Buf<Tab> Panel::*kTabs>
+void panel_kquant(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
+  const size_t k = static_cast<size_t>(K);
+  const int nb = K / 256;
+  p.unpacked.get(48 * k);
+  (p.*kTabs).get(48 * static_cast<size_t>(nb));
+  p.bstride = 256;
+  for (int o = 0; o < no; o++) {
+    const uint8_t* row = w + wstride * (o0 + o);
+    int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
+    for (int b = 0; b < nb; b++) Fill(row + kBytes * b, un + 256 * b, (p.*kTabs).data()[o * nb + b]);
+    p.w[o] = reinterpret_cast<const uint8_t*>(un);
   }
 }
 
@@ -364,37 +339,6 @@ struct GemmShape {
   int kc;     // K-block (values)
 };
 
-// Output rows per micro-kernel when a pass holds a single tile (16 rows or fewer): twice as
-// many weight rows keep as many accumulators busy.
-int single_tile_nr(int type) { return weight_traits(type)->act == Act::kQ8_K ? 8 : 12; }
-
-// The micro-kernel family a type's panel is prepared for (prepare_panel): the new types
-// reuse the kernels of the type whose table they fill.
-int gemm_family(int type) {
-  switch (type) {
-    case kQ5_0:
-    case kIQ4_NL: return kQ4_0;
-    case kQ5_K: return kQ4_K;
-    case kQ3_K:
-    case kIQ4_XS: return kQ6_K;
-    default: return type;
-  }
-}
-
-GemmShape gemm_shape(int type) {
-  switch (gemm_family(type)) {
-    case kF32:
-    case kF16: return {6, 4, 128};
-    case kBF16: return {6, 4, 256};
-    case kQ8_0:
-    case kQ4_0: return {6, 2, 1024};
-    default: return {4, 2, 1024};  // Q4_K, Q6_K
-  }
-}
-
-// output rows per micro-kernel in a pass of nv tiles
-int pass_nr(int type, const GemmShape& sh, int nv) { return nv == 1 ? single_tile_nr(type) : sh.nr; }
-
 using KernFn = void (*)(const Panel&, int, const uint32_t*, size_t, int, int, int, float*, int);
 
 // Wrappers with one signature: (panel, og, x, tw, K, k0 (values), kc (values), acc, astride)
@@ -439,26 +383,31 @@ struct Table {
 #undef LOOM_ROW
 #undef LOOM_ROW1
 
-KernFn kernel_for(int type, int nr, int nv) {
-  switch (gemm_family(type)) {
-    case kF32:
-    case kF16: return Table<RunF32>::t[nr - 1][nv - 1];
-    case kBF16: return Table<RunBF16>::t[nr - 1][nv - 1];
-    case kQ8_0:
-    case kQ4_0: return Table<RunQ8>::t[nr - 1][nv - 1];
-    case kQ4_K: return Table<RunQ4K>::t[nr - 1][nv - 1];
-    default: return Table<RunQ6K>::t[nr - 1][nv - 1];
-  }
-}
+// A micro-kernel family: its shape and kernels[nr − 1][nv − 1]. Output rows per micro-kernel
+// when a pass holds a single tile (16 rows or fewer): single_nr, as twice as many weight rows
+// keep as many accumulators busy (8 for the K-quants' Q8_K activations, else 12).
+struct GemmFamily {
+  GemmShape shape;
+  int single_nr;
+  const KernFn (*kernels)[4];
+};
+constexpr GemmFamily kFamilyF32 = {{6, 4, 128}, 12, Table<RunF32>::t};  // F32, F16
+constexpr GemmFamily kFamilyBF16 = {{6, 4, 256}, 12, Table<RunBF16>::t};
+constexpr GemmFamily kFamilyQ8 = {{6, 2, 1024}, 12, Table<RunQ8>::t};   // blocks of 32 as s8 values
+constexpr GemmFamily kFamilyQ4K = {{4, 2, 1024}, 8, Table<RunQ4K>::t};  // Q4_K's tables
+constexpr GemmFamily kFamilyQ6K = {{4, 2, 1024}, 8, Table<RunQ6K>::t};  // Q6_K's tables
+
+// output rows per micro-kernel in a pass of nv tiles
+inline int pass_nr(const GemmFamily& f, int nv) { return nv == 1 ? f.single_nr : f.shape.nr; }
 
 // out[r·N + o] for r in [r0, r1), o in [o0, o1) (o1 − o0 ≤ kPanel); packed: every 16-row tile.
-void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0,
-                int o1, float* out, int N, PrefetchRange next) {
+void gemm_panel(PanelFn prepare, const GemmFamily& fam, size_t tb, const uint8_t* packed, int r0, int r1,
+                const uint8_t* w, size_t wstride, int K, int o0, int o1, float* out, int N, GemmPrefetch next) {
   thread_local Panel panel;
   const int no = o1 - o0;
-  prepare_panel(type, w, wstride, K, o0, no, panel);
-  const GemmShape sh = gemm_shape(type);
-  const size_t tb = tile_bytes(type, K), tw = tb / 4;
+  prepare(w, wstride, K, o0, no, panel);
+  const GemmShape sh = fam.shape;
+  const size_t tw = tb / 4;
   constexpr int AS = 16 * kMaxTiles;  // acc row stride (floats)
   alignas(64) float acc[kPanel * AS];
   // output rows as wide as an LM head's are streamed (as dot_r16 does), whole 16-float tiles
@@ -468,7 +417,7 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
   // at a time (a burst of prefetches at once stalls the kernel instead)
   size_t calls = 0;
   for (int t = r0 / 16; 16 * t < r1; t += sh.tiles)
-    calls += ceil_div_size(K, sh.kc) * ceil_div_size(no, pass_nr(type, sh, imin(sh.tiles, (r1 - 16 * t + 15) / 16)));
+    calls += ceil_div_size(K, sh.kc) * ceil_div_size(no, pass_nr(fam, imin(sh.tiles, (r1 - 16 * t + 15) / 16)));
   const size_t slice = (next.bytes + calls - 1) / calls;
   size_t call = 0;
   for (int t = r0 / 16; 16 * t < r1; t += sh.tiles) {
@@ -476,14 +425,14 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
     const uint32_t* x = reinterpret_cast<const uint32_t*>(packed + tb * t);
     for (int k0 = 0; k0 < K; k0 += sh.kc) {
       const int kc = imin(sh.kc, K - k0);
-      const int step = pass_nr(type, sh, nv);
+      const int step = pass_nr(fam, nv);
       for (int og = 0; og < no; og += step) {
         const int nr = imin(step, no - og);
         if (next.bytes > 0) {
           const size_t from = slice * static_cast<size_t>(call++), to = from + slice < next.bytes ? from + slice : next.bytes;
           for (size_t b = from; b < to; b += 64) __builtin_prefetch(next.begin + b, 0, 2);
         }
-        kernel_for(type, nr, nv)(panel, og, x, tw, K, k0, kc, acc + og * AS, AS);
+        fam.kernels[nr - 1][nv - 1](panel, og, x, tw, K, k0, kc, acc + og * AS, AS);
       }
     }
     // acc[o][r] → out[r][o], 16 × 16 at a time

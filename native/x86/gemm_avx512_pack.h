@@ -96,6 +96,7 @@ size_t tile_bytes(int type, int K) {
 
 // Pack rows [16·tile, 16·tile + 16) of x [rows, K] into dst (tile_bytes(type, K) bytes).
 void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst) {
+  const Act act = weight_traits(type)->act;
   const size_t pb = prepared_row_bytes(type, K);
   thread_local Buf<uint8_t> prep_buf;
   uint8_t* prep = prep_buf.get(16 * pb);
@@ -105,7 +106,7 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst
     rows_q[i] = nullptr;
     if (i >= n) continue;
     const float* xr = x + static_cast<size_t>(r0 + i) * K;
-    if (type == kF32) {
+    if (act == Act::kF32) {
       rows_q[i] = reinterpret_cast<const uint32_t*>(xr);
     } else {
       avx2_prepare_row(type, xr, K, prep + pb * i);
@@ -113,15 +114,15 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst
     }
   }
   uint32_t* out = reinterpret_cast<uint32_t*>(dst);
-  switch (type) {
-    case kF32:
-    case kF16: transpose16(rows_q, K, out, 16); return;
-    case kBF16: transpose16(rows_q, K / 2, out, 16); return;
+  switch (act) {
+    case Act::kF32:
+    case Act::kF16: transpose16(rows_q, K, out, 16); return;
+    case Act::kBF16: transpose16(rows_q, K / 2, out, 16); return;
     default: break;
   }
   // integer types: q words (Q8_K: then +128 on every byte), then d, then Q8_0's corrections or
   // Q8_K's pair sums
-  const bool kq = weight_traits(type)->act == Act::kQ8_K;
+  const bool kq = act == Act::kQ8_K;
   const int qw = K / 4;
   transpose16(rows_q, qw, out, 16);
   if (kq) {

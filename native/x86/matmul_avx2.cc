@@ -211,29 +211,74 @@ void avx2_prepare_row(int type, const float* x, int K, uint8_t* dst) {
   }
 }
 
-void avx2_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0,
-              int o1, float* out, int N) {
-  if (r16_plain_type(type) >= 0) {  // laid out for AVX-512 (loom interleaves only there); forced paths only
-    dot_r16_portable(type, xa, xstride, rows, w, K, o0, o1, out, N);
-    return;
+// ---- the registrations: one entry function per type over output rows [o0, o1) ----
+
+namespace {
+
+// dot_rows_driver over R-row kernels KERNEL<1..4> reading prepared rows through VIEW
+#define LOOM_ROWS_ENTRY(NAME, VIEW, KERNEL)                                                                         \
+  void NAME(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0, int o1, \
+            float* out, int N) {                                                                                   \
+    dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, VIEW, KERNEL<1>, KERNEL<2>, KERNEL<3>,        \
+                    KERNEL<4>);                                                                                     \
   }
-  if (dot_int8(type, xa, xstride, rows, w, wstride, K, o0, o1, out, N)) return;
-  switch (type) {
-    case kF32:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, as_f32, dot_float_rows<1, false>,
-                      dot_float_rows<2, false>, dot_float_rows<3, false>, dot_float_rows<4, false>);
-      return;
-    case kF16:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, as_f32, dot_float_rows<1, true>,
-                      dot_float_rows<2, true>, dot_float_rows<3, true>, dot_float_rows<4, true>);
-      return;
-    case kBF16:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, as_bytes, dot_bf16_rows<1>,
-                      dot_bf16_rows<2>, dot_bf16_rows<3>, dot_bf16_rows<4>);
-      return;
-    default: return;
-  }
-}
+template <int R>
+void f32_rows(const uint8_t* w, const float* const* x, int K, float* res) { dot_float_rows<R, false>(w, x, K, res); }
+template <int R>
+void f16_rows(const uint8_t* w, const float* const* x, int K, float* res) { dot_float_rows<R, true>(w, x, K, res); }
+template <int R>
+void q4_1_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) { dot_q32_rows<R, Q32::kQ4_1>(w, x, K, res); }
+template <int R>
+void q5_0_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) { dot_q32_rows<R, Q32::kQ5_0>(w, x, K, res); }
+template <int R>
+void q5_1_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) { dot_q32_rows<R, Q32::kQ5_1>(w, x, K, res); }
+template <int R>
+void iq4_nl_rows(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) { dot_q32_rows<R, Q32::kIQ4_NL>(w, x, K, res); }
+
+LOOM_ROWS_ENTRY(dot_f32, as_f32, f32_rows)
+LOOM_ROWS_ENTRY(dot_f16, as_f32, f16_rows)
+LOOM_ROWS_ENTRY(dot_bf16, as_bytes, dot_bf16_rows)
+LOOM_ROWS_ENTRY(dot_q8_0, loom::xq8_0_view, dot_q8_0_rows)
+LOOM_ROWS_ENTRY(dot_q4_0, loom::xq8_0_view, dot_q4_0_rows)
+LOOM_ROWS_ENTRY(dot_q4_1, loom::xq8_0_view, q4_1_rows)
+LOOM_ROWS_ENTRY(dot_q5_0, loom::xq8_0_view, q5_0_rows)
+LOOM_ROWS_ENTRY(dot_q5_1, loom::xq8_0_view, q5_1_rows)
+LOOM_ROWS_ENTRY(dot_iq4_nl, loom::xq8_0_view, iq4_nl_rows)
+LOOM_ROWS_ENTRY(dot_q4_k, loom::xq8_k_view, dot_q4_k_rows)
+LOOM_ROWS_ENTRY(dot_q6_k, loom::xq8_k_view, dot_q6_k_rows)
+LOOM_ROWS_ENTRY(dot_q2_k, loom::xq8_k_view, dot_q2_k_rows)
+LOOM_ROWS_ENTRY(dot_q3_k, loom::xq8_k_view, dot_q3_k_rows)
+LOOM_ROWS_ENTRY(dot_q5_k, loom::xq8_k_view, dot_q5_k_rows)
+LOOM_ROWS_ENTRY(dot_iq4_xs, loom::xq8_k_view, dot_iq4_xs_rows)
+#undef LOOM_ROWS_ENTRY
+
+constexpr DotKernel one(DotFn fn, const char* name) { return {fn, name, name}; }
+
+constexpr DotEntry kFloat[] = {
+    {kF32, one(dot_f32, "avx2:dot_float_rows<f32>")},
+    {kF16, one(dot_f16, "avx2:dot_float_rows<f16>")},
+    {kBF16, one(dot_bf16, "avx2:dot_bf16_rows")},
+};
+
+constexpr DotEntry kInt8[] = {
+    {kQ8_0, one(dot_q8_0, "avx2:dot_q8_0_rows")},
+    {kQ4_0, one(dot_q4_0, "avx2:dot_q4_0_rows")},
+    {kQ4_1, one(dot_q4_1, "avx2:dot_q32_rows<Q4_1>")},
+    {kQ5_0, one(dot_q5_0, "avx2:dot_q32_rows<Q5_0>")},
+    {kQ5_1, one(dot_q5_1, "avx2:dot_q32_rows<Q5_1>")},
+    {kIQ4_NL, one(dot_iq4_nl, "avx2:dot_q32_rows<IQ4_NL>")},
+    {kQ2_K, one(dot_q2_k, "avx2:dot_q2_k_rows")},
+    {kQ3_K, one(dot_q3_k, "avx2:dot_q3_k_rows")},
+    {kQ4_K, one(dot_q4_k, "avx2:dot_q4_k_rows")},
+    {kQ5_K, one(dot_q5_k, "avx2:dot_q5_k_rows")},
+    {kQ6_K, one(dot_q6_k, "avx2:dot_q6_k_rows")},
+    {kIQ4_XS, one(dot_iq4_xs, "avx2:dot_iq4_xs_rows")},
+};
+
+}  // namespace
+
+extern const KernelRegistration kAvx2DotFloat = {kIsaAvx2, kFloat, 3, nullptr, 0};
+extern const KernelRegistration kAvx2DotInt8 = {kIsaAvx2, kInt8, 12, nullptr, 0};
 
 }  // namespace x86
 }  // namespace loom

@@ -18,7 +18,7 @@ describe('native matmul against its double-precision oracle (native/test/matmul_
     const make = spawnSync('make', ['-s', '-j2', '-C', join(PROJECT_ROOT, 'native', 'test'), `BUILD=${BUILD}`, join(BUILD, 'matmul_test')], {
       encoding: 'utf8',
     });
-    assert.equal(make.status, 0, `make failed:\n${make.stderr.split('\n').filter((l) => /error/i.test(l)).join('\n') || make.stderr.slice(-4000)}`);
+    assert.equal(make.status, 0, `make failed:\n${make.stderr.split('\n').filter((l) => /error|\*\*\*/.test(l)).join('\n') || make.stderr.slice(-4000)}`);
     const run = spawnSync(join(BUILD, 'matmul_test'), ['check'], { encoding: 'utf8', maxBuffer: 64 << 20 });
     const failed = run.stdout.split('\n').filter((l) => l.includes('FAIL'));
     assert.equal(run.status, 0, `matmul_test check exited ${run.status ?? run.signal}:\n${failed.join('\n') || run.stderr.slice(-4000)}`);
