@@ -167,19 +167,24 @@ extern const KernelRegistration kPortableDotR16, kAvx2DotR16;  // r16.cc: the po
 #ifdef LOOM_X86
 namespace x86 {
 extern const KernelRegistration kAvx2DotFloat, kAvx2DotInt8;  // x86/avx2/
-extern const KernelRegistration kAvx512DotFloat, kAvx512DotQ0, kAvx512DotQuad, kAvx512DotQ45K, kAvx512DotQ6K,
-    kAvx512DotQ23K, kAvx512DotIQ4XS, kAvx512DotR16, kAvx512Gemm;  // x86/avx512/
+extern const KernelRegistration kAvx512DotFloat, kAvx512DotQ0, kAvx512DotKQuants, kAvx512DotR16, kAvx512Gemm;  // x86/avx512/
 }  // namespace x86
 #endif
 
 namespace {
 
 const KernelRegistration* const kRegistrations[] = {
-    &kPortableDots,        &kPortableDotR16,
+    &kPortableDots,
+    &kPortableDotR16,
 #ifdef LOOM_X86
-    &kAvx2DotR16,          &x86::kAvx2DotFloat,  &x86::kAvx2DotInt8,    &x86::kAvx512DotFloat, &x86::kAvx512DotQ0,
-    &x86::kAvx512DotQuad,  &x86::kAvx512DotQ45K, &x86::kAvx512DotQ6K, &x86::kAvx512DotQ23K, &x86::kAvx512DotIQ4XS,
-    &x86::kAvx512DotR16,   &x86::kAvx512Gemm,
+    &kAvx2DotR16,
+    &x86::kAvx2DotFloat,
+    &x86::kAvx2DotInt8,
+    &x86::kAvx512DotFloat,
+    &x86::kAvx512DotQ0,
+    &x86::kAvx512DotKQuants,
+    &x86::kAvx512DotR16,
+    &x86::kAvx512Gemm,
 #endif
 };
 

@@ -1,6 +1,7 @@
-// Internal interface between native/matmul.cc and the x86 kernels (matmul_avx2.cc, built
-// with -mavx2 -mfma -mf16c; matmul_avx512.cc, built with AVX-512 F/BW/VL/DQ/VNNI/BF16).
-// matmul.cc calls these only after checking the CPU features at run time.
+// Internal interface between native/matmul.cc and the x86 kernels (x86/avx2/, built with
+// -mavx2 -mfma -mf16c; x86/avx512/, built with AVX-512 F/BW/VL/DQ/VNNI/BF16), and what those
+// share. matmul.cc calls them only after checking the CPU features at run time; their dot
+// kernels and GEMMs reach matmul through the weight types' rows (weight-types.h).
 //
 // Shapes: x [rows, K] f32; W [N, K] rows of `type`, `wstride` bytes apart; out [rows, N].
 // "Prepared" activation rows use the layout of native/quant.h (prepared_row_bytes).

@@ -1,5 +1,20 @@
-// AVX-512 GEMM micro-kernels and driver (included by matmul_avx512.cc inside its anonymous
-// namespace, after gemm_avx512_pack.h). Tile layouts: see gemm_avx512_pack.h.
+// The AVX-512 GEMM for many activation rows: activations packed once per call in 16-row
+// tiles, weights prepared a panel of 48 outputs at a time for one of five micro-kernel
+// families (f32, bf16, q8, q4k, q6k), and each type's registration (its panel preparation,
+// family and threshold).
+//
+// Activations are packed once per call in tiles of 16 rows, "lanes = rows": every 64-byte
+// vector holds one 32-bit word of each of the 16 rows, so a kernel broadcasts one weight word
+// and multiplies it into 16 rows at once (weights are read in place, or from a small per-panel
+// copy). A tile is a sequence of such transposed arrays:
+//   F32, F16:   f32 v[K][16]                       (F16: values rounded to f16)
+//   BF16:       u32 pair[K/2][16]                  (two bf16 per word; K even)
+//   Act::kQ8_0: u32 q[K/4][16] (bytes q, s8);  f32 d[K/32][16];  i32 c[K/32][16]
+//               (c = −128·Σq per block: the weights enter dpbusd as u8 w + 128, and c takes
+//               the 128·Σq back, so a panel's weights need no sums of their own)
+//   Act::kQ8_K: u32 q[K/4][16] (bytes q+128, u8);  f32 d[K/256][16];  u32 s32pair[K/64][16]
+//               (s32pair: two int16 sums of 32 q's, for the Q4_K mins)
+// Rows past the end of x are zero.
 //
 // A micro-kernel computes NR output rows (weights, one broadcast 32-bit word at a time) by
 // NV·16 activation rows (NV packed tiles, 16 rows per vector lane set) over a K-block,
@@ -8,13 +23,161 @@
 // weight + 128 (a sign-bit flip of the broadcast word), s8 = x; the +128 is taken back by the
 // tile's −128·Σx, the accumulator's initial value. K-quants: u8 = x + 128, s8 = weight, and
 // −128·Σw comes from the panel's tables.
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
 
-inline uint32_t load32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+#include "../../half.h"
+#include "../../quant.h"
+#include "../../weight-types.h"
+#include "../dot256.h"
+#include "../matmul_x86.h"
+#include "common.h"
+
+namespace loom {
+namespace x86 {
+namespace {
+
+// No std:: containers or algorithms in the x86 translation units: their out-of-line template
+// instances have external linkage, and the linker could hand the AVX-512 build of one to the
+// portable code. Buf is a grow-only array with internal linkage (this anonymous namespace).
+template <typename T>
+class Buf {
+ public:
+  Buf() = default;
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  ~Buf() { ::operator delete(data_, std::align_val_t(64)); }
+  T* get(size_t n) {  // at least n elements; contents kept only while n does not grow
+    if (n > cap_) {
+      ::operator delete(data_, std::align_val_t(64));
+      data_ = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
+      cap_ = n;
+    }
+    return data_;
+  }
+  T* data() const { return data_; }
+
+ private:
+  T* data_ = nullptr;
+  size_t cap_ = 0;
+};
+
+inline int imin(int a, int b) { return a < b ? a : b; }
+
+// dst[j·dst_stride + i] = rows[i][j] for j in [0, width), i in store_mask; rows[i] == nullptr
+// stands for zeros. (A 16 × width block of 32-bit words, transposed.) `stream`: every
+// destination row is 64-byte aligned and store_mask full, and the rows are written with
+// streaming stores (see kStreamRowFloats in matmul_x86.h; the caller fences).
+inline void transpose16(const uint32_t* const* rows, int width, uint32_t* dst, size_t dst_stride,
+                        __mmask16 store_mask = 0xffff, bool stream = false) {
+  for (int j0 = 0; j0 < width; j0 += 16) {
+    const int n = width - j0 < 16 ? width - j0 : 16;
+    const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
+    __m512i v[16], t[16];
+    LOOM_UNROLL for (int r = 0; r < 16; r++)
+      v[r] = rows[r] ? _mm512_maskz_loadu_epi32(m, rows[r] + j0) : _mm512_setzero_si512();
+    // 16×16 transpose of 32-bit words. v[r], 128-bit lane L: columns 4L..4L+3 of row r.
+    LOOM_UNROLL for (int r = 0; r < 16; r += 2) {
+      t[r] = _mm512_unpacklo_epi32(v[r], v[r + 1]);
+      t[r + 1] = _mm512_unpackhi_epi32(v[r], v[r + 1]);
+    }
+    LOOM_UNROLL for (int r = 0; r < 16; r += 4) {
+      v[r] = _mm512_unpacklo_epi64(t[r], t[r + 2]);
+      v[r + 1] = _mm512_unpackhi_epi64(t[r], t[r + 2]);
+      v[r + 2] = _mm512_unpacklo_epi64(t[r + 1], t[r + 3]);
+      v[r + 3] = _mm512_unpackhi_epi64(t[r + 1], t[r + 3]);
+    }
+    // v[4q + c], lane L: column 4L + c of rows 4q..4q+3. Gather the four row-quads by lane.
+    LOOM_UNROLL for (int c = 0; c < 4; c++) {
+      const __m512i a_lo = _mm512_shuffle_i32x4(v[c], v[4 + c], 0x88), a_hi = _mm512_shuffle_i32x4(v[c], v[4 + c], 0xdd);
+      const __m512i b_lo = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0x88);
+      const __m512i b_hi = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0xdd);
+      const __m512i col[4] = {_mm512_shuffle_i32x4(a_lo, b_lo, 0x88), _mm512_shuffle_i32x4(a_hi, b_hi, 0x88),
+                              _mm512_shuffle_i32x4(a_lo, b_lo, 0xdd), _mm512_shuffle_i32x4(a_hi, b_hi, 0xdd)};
+      LOOM_UNROLL for (int L = 0; L < 4; L++)
+        if (4 * L + c < n) {
+          uint32_t* d = dst + dst_stride * (j0 + 4 * L + c);
+          if (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(d), col[L]);
+          else _mm512_mask_storeu_epi32(d, store_mask, col[L]);
+        }
+    }
+  }
 }
-inline __m512i bcast32(const void* p) { return _mm512_set1_epi32(static_cast<int>(load32(p))); }
+
+size_t tile_bytes(int type, int K) {
+  const WeightTraits* t = weight_traits(type);
+  if (!t) return 0;
+  switch (t->act) {
+    case Act::kF32:
+    case Act::kF16: return 64 * static_cast<size_t>(K);
+    case Act::kBF16: return 32 * static_cast<size_t>(K);
+    case Act::kQ8_0: return 16 * static_cast<size_t>(K) + 2 * 64 * (K / 32);
+    case Act::kQ8_K: return 16 * static_cast<size_t>(K) + 64 * (K / 256) + 64 * (K / 64);
+  }
+  return 0;
+}
+
+// Pack rows [16·tile, 16·tile + 16) of x [rows, K] into dst (tile_bytes(type, K) bytes).
+void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst) {
+  const Act act = weight_traits(type)->act;
+  const size_t pb = prepared_row_bytes(type, K);
+  thread_local Buf<uint8_t> prep_buf;
+  uint8_t* prep = prep_buf.get(16 * pb);
+  const int r0 = 16 * tile, n = rows - r0 < 16 ? rows - r0 : 16;
+  const uint32_t* rows_q[16];
+  LOOM_UNROLL for (int i = 0; i < 16; i++) {
+    rows_q[i] = nullptr;
+    if (i >= n) continue;
+    const float* xr = x + static_cast<size_t>(r0 + i) * K;
+    if (act == Act::kF32) {
+      rows_q[i] = reinterpret_cast<const uint32_t*>(xr);
+    } else {
+      avx2_prepare_row(type, xr, K, prep + pb * i);
+      rows_q[i] = reinterpret_cast<const uint32_t*>(prep + pb * i);
+    }
+  }
+  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
+  switch (act) {
+    case Act::kF32:
+    case Act::kF16: transpose16(rows_q, K, out, 16); return;
+    case Act::kBF16: transpose16(rows_q, K / 2, out, 16); return;
+    default: break;
+  }
+  // integer types: q words (Q8_K: then +128 on every byte), then d, then Q8_0's corrections or
+  // Q8_K's pair sums
+  const bool kq = act == Act::kQ8_K;
+  const int qw = K / 4;
+  transpose16(rows_q, qw, out, 16);
+  if (kq) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (size_t i = 0; i < 16 * static_cast<size_t>(qw); i += 16)
+      _mm512_storeu_si512(out + i, _mm512_xor_si512(_mm512_loadu_si512(out + i), flip));
+  }
+  const int nd = kq ? K / 256 : K / 32;
+  const uint32_t* rows_d[16];
+  LOOM_UNROLL for (int i = 0; i < 16; i++) rows_d[i] = rows_q[i] ? rows_q[i] + qw : nullptr;  // d follows q
+  transpose16(rows_d, nd, out + 16 * qw, 16);
+  if (!kq) {  // Σq (int32 [K/32]) follows d: −128·Σq
+    const uint32_t* rows_s[16];
+    LOOM_UNROLL for (int i = 0; i < 16; i++) rows_s[i] = rows_q[i] ? rows_q[i] + qw + nd : nullptr;
+    uint32_t* c = out + 16 * (qw + nd);
+    transpose16(rows_s, nd, c, 16);
+    for (size_t i = 0; i < 16 * static_cast<size_t>(nd); i += 16)
+      _mm512_storeu_si512(c + i, _mm512_mullo_epi32(_mm512_loadu_si512(c + i), _mm512_set1_epi32(-128)));
+    return;
+  }
+  const uint32_t* rows_s[16];
+  LOOM_UNROLL for (int i = 0; i < 16; i++) {
+    // s32 (int16 [K/32]) follows d (f32 [K/256]) and s16 (int16 [K/16])
+    rows_s[i] = rows_q[i] ? rows_q[i] + qw + nd + K / 32 : nullptr;
+  }
+  transpose16(rows_s, K / 64, out + 16 * (qw + nd), 16);
+}
 
 // ---- per-panel weight preparation (thread-local, reused) ----
 
@@ -106,7 +269,70 @@ inline void panel_q6_k(const uint8_t* blk, int8_t* q, Q6KTab& t) {
   t.C = -128 * (_mm512_reduce_add_epi32(csum) - 512 * sc_sum);
 }
 
-#include "gemm_avx512_panel_ext.h"
+// ---- the types that reuse another type's micro-kernels ----
+//
+// Q5_K block → s8 q (0..31, in order) and its Q4_K-style table (C summed as panel_q4_k does)
+inline void panel_q5_k(const uint8_t* blk, int8_t* q, Q4KTab& t) {
+  uint8_t sm[16];
+  q4_k_scales(blk + 4, sm);
+  const __m128i smv = loadu128(sm);
+  const __m512i smb = _mm512_broadcast_i32x4(smv);
+  const __m256i m4 = _mm256_set1_epi8(15), m16 = _mm256_set1_epi8(16), qh = loadu256(blk + 16);
+  __m512i csum = _mm512_setzero_si512();
+  LOOM_UNROLL for (int c = 0; c < 4; c++) {
+    const __m256i qs = loadu256(blk + 48 + 32 * c);
+    const __m256i lo = _mm256_or_si256(_mm256_and_si256(qs, m4), _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c), 4), m16));
+    const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 4), m4),
+                                       _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c + 1), 4), m16));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c), lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c + 32), hi);
+    csum = _mm512_dpbusd_epi32(csum, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), q4k_chunk_scales(smb, c));
+  }
+  q4k_tab(blk, smv, csum, t);
+}
+
+// Σ of 16 int8 at p
+inline int32_t sum_i8_16(const int8_t* p) {
+  return hsum256_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(loadu128(p)), _mm256_set1_epi16(1)));
+}
+
+// Q6_K-style table from 16 sub-block scales of 16 s8 values
+inline void q6k_tab(const int8_t* q, const int16_t* sc, float d, Q6KTab& t) {
+  t.d = d;
+  int32_t C = 0;
+  for (int j = 0; j < 16; j++) {
+    t.sc[j] = sc[j];
+    C += sc[j] * sum_i8_16(q + 16 * j);
+  }
+  t.C = -128 * C;
+}
+
+// Q3_K block → s8 q − 4 (−4..3, in order)
+inline void panel_q3_k(const uint8_t* blk, int8_t* q, Q6KTab& t) {
+  alignas(32) int16_t sc[16];
+  q3_k_scales(blk + 96, sc);
+  const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), hm = loadu256(blk);
+  for (int n = 0; n < 2; n++) {
+    const __m256i qs = loadu256(blk + 32 + 32 * n);
+    for (int j = 0; j < 4; j++) {
+      const __m256i hi = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(hm, 4 * n + j), 2), m4);
+      const __m256i v = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * j), m3), hi);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 128 * n + 32 * j), _mm256_sub_epi8(v, m4));
+    }
+  }
+  q6k_tab(q, sc, f16_scalar(blk + 108), t);
+}
+
+// IQ4_XS block → s8 levels; each 32-value scale serves both of its 16-value halves
+inline void panel_iq4_xs(const uint8_t* blk, int8_t* q, Q6KTab& t) {
+  int16_t sc[16];
+  const int h = blk[2] | (blk[3] << 8);
+  for (int j = 0; j < 8; j++) {
+    sc[2 * j] = sc[2 * j + 1] = static_cast<int16_t>((((blk[4 + (j >> 1)] >> (4 * (j & 1))) & 15) | (((h >> (2 * j)) & 3) << 4)) - 32);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * j), _mm256_shuffle_epi8(iq4nl_table(), q4_0_unpack(blk + 8 + 16 * j)));
+  }
+  q6k_tab(q, sc, f16_scalar(blk), t);
+}
 
 // A panel's weight preparation, one function per type: rows [o0, o0 + no) into p.
 using PanelFn = void (*)(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p);
@@ -451,3 +677,62 @@ void gemm_panel(PanelFn prepare, const GemmFamily& fam, size_t tb, const uint8_t
   }
   if (stream) _mm_sfence();  // the streamed stores are visible before the pool reports the task done
 }
+
+// A type's GEMM: panels of kPanel outputs, each prepared by Prepare for family F's micro-kernels
+template <PanelFn Prepare, const GemmFamily& F>
+void gemm(const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0, int o1, float* out,
+          int N, GemmPrefetch next, size_t tb) {
+  for (int o = o0; o < o1; o += kPanel) {
+    const int oe = imin(o1, o + kPanel);
+    // the next panel of this call, else the caller's next range
+    const GemmPrefetch ahead = oe < o1 ? GemmPrefetch{w + wstride * oe, wstride * static_cast<size_t>(imin(o1, oe + kPanel) - oe)} : next;
+    gemm_panel(Prepare, F, tb, packed, r0, r1, w, wstride, K, o, oe, out, N, ahead);
+  }
+}
+template <int kType, PanelFn Prepare, const GemmFamily& F>
+void gemm_of(const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0, int o1, float* out,
+             int N, GemmPrefetch next) {
+  gemm<Prepare, F>(packed, r0, r1, w, wstride, K, o0, o1, out, N, next, tile_bytes(kType, K));
+}
+
+// Rows at which the packed GEMM (16-row tiles) beats the dot kernels: where the dot
+// kernels' cost, linear in rows, crosses the GEMM's, which is about flat up to 16 rows (its
+// per-panel weight unpacking dominates there). Measured on an AMD EPYC (Zen 4-class AVX-512)
+// at 2048 × 2048 and 2048 × 8192, dot / GEMM ms at 8 rows: Q4_K 0.27 / 0.37, Q6_K 0.24 / 0.45,
+// Q3_K 0.32 / 0.51, Q5_K 0.33 / 0.36, IQ4_XS 0.49 / 0.53, Q8_0 0.38 / 0.35, Q4_0 0.42 / 0.41.
+// After the quad-order dot kernels (2048 × 8192, 2 threads, dot / GEMM ms): Q4_0 at 8 rows
+// 1.19–1.31 / 1.46–1.53, at 9 1.43–1.57 / 1.48–1.51, at 10 1.56–1.69 / 1.50; Q5_0 at 9
+// 1.66 / 1.73–1.76, at 10 1.77–1.78 / 1.75–1.77. After the Q4_K and Q6_K panels' tables
+// were vectorized (µs, dot / GEMM): Q6_K at 9 rows 1111–1115 / 1130–1236, at 10 1195–1201 /
+// 1121–1127; Q4_K at 9 1158–1237 / 1058–1173. F16 and BF16: 12. Q4_1, Q5_1, Q2_K (a min per
+// 16 values) have no GEMM: their dot kernels run at every row count.
+constexpr GemmEntry kGemms[] = {
+    {kF32, {gemm_of<kF32, panel_in_place, kFamilyF32>, "f32", 8, 1}},
+    {kF16, {gemm_of<kF16, panel_f16, kFamilyF32>, "f32", 12, 1}},
+    {kBF16, {gemm_of<kBF16, panel_in_place, kFamilyBF16>, "bf16", 12, 2}},
+    {kQ8_0, {gemm_of<kQ8_0, panel_q8_0, kFamilyQ8>, "q8", 7, 1}},
+    {kQ4_0, {gemm_of<kQ4_0, panel_s8_32<18, s8_q4_0>, kFamilyQ8>, "q8", 9, 1}},
+    {kIQ4_NL, {gemm_of<kIQ4_NL, panel_s8_32<18, s8_iq4_nl>, kFamilyQ8>, "q8", 9, 1}},
+    {kQ5_0, {gemm_of<kQ5_0, panel_s8_32<22, s8_q5_0>, kFamilyQ8>, "q8", 10, 1}},
+    {kQ4_K, {gemm_of<kQ4_K, panel_kquant<144, Q4KTab, panel_q4_k, &Panel::q4k>, kFamilyQ4K>, "q4k", 9, 1}},
+    {kQ5_K, {gemm_of<kQ5_K, panel_kquant<176, Q4KTab, panel_q5_k, &Panel::q4k>, kFamilyQ4K>, "q4k", 9, 1}},
+    {kQ6_K, {gemm_of<kQ6_K, panel_kquant<210, Q6KTab, panel_q6_k, &Panel::q6k>, kFamilyQ6K>, "q6k", 10, 1}},
+    {kQ3_K, {gemm_of<kQ3_K, panel_kquant<110, Q6KTab, panel_q3_k, &Panel::q6k>, kFamilyQ6K>, "q6k", 12, 1}},
+    {kIQ4_XS, {gemm_of<kIQ4_XS, panel_kquant<136, Q6KTab, panel_iq4_xs, &Panel::q6k>, kFamilyQ6K>, "q6k", 9, 1}},
+};
+
+}  // namespace
+
+void avx512_prepare_row(int type, const float* x, int K, uint8_t* dst) { avx2_prepare_row(type, x, K, dst); }
+
+size_t avx512_gemm_tile_bytes(int type, int K) { return tile_bytes(type, K); }
+
+void avx512_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8_t* dst_tile) {
+  pack_tile(type, x, rows, K, tile, dst_tile);
+}
+
+extern const KernelRegistration kAvx512Gemm = {kIsaAvx512, nullptr, 0, kGemms, sizeof(kGemms) / sizeof(kGemms[0])};
+
+}  // namespace x86
+}  // namespace loom
+#endif
