@@ -3,4 +3,4 @@ export { LLM } from './llm.js';
 export type { GenerateOptions, GenerateResult, LLMOptions, StreamPiece } from './llm.js';
 export type { EngineOptions } from './engine/options.js';
 export type { SamplingParamsInput } from './engine/sampling-params.js';
-export { LoomError, ModelFormatError, UnsupportedModelError, ContextLengthExceededError, InvalidArgumentError } from './errors.js';
+export { LoomError, ModelFormatError, UnsupportedModelError, ContextLengthExceededError, InvalidArgumentError, EngineRefusedError } from './errors.js';

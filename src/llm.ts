@@ -1,4 +1,6 @@
-// loom as a library: the engine in a worker thread, text in and text out, no HTTP.
+// loom as a library: the engine in a worker thread, text in and text out, no HTTP. Every
+// call goes through the request pipeline the server uses (src/pipeline/): resolved once,
+// refused with the library's errors (ContextLengthExceededError, InvalidArgumentError).
 //   const llm = await LLM.load('model.gguf');
 //   const { text } = await llm.generate('Once upon a time', { maxTokens: 32 });
 //   for await (const piece of llm.stream('Hello', { signal })) process.stdout.write(piece.text);
@@ -6,16 +8,18 @@ import { InProcessEngineClient } from './engine/in-process-client.js';
 import { createEngineCore } from './engine/create.js';
 import type { EngineClient } from './engine/client.js';
 import type { EngineOptions } from './engine/options.js';
-import { resolveSamplingParams } from './engine/sampling-params.js';
 import type { SamplingParamsInput } from './engine/sampling-params.js';
 import { WorkerEngineClient } from './engine/worker-client.js';
-import { ContextLengthExceededError } from './errors.js';
 import { offlineFromEnv } from './model/hub.js';
 import { loadModel } from './model/load.js';
 import { resolveModelArg } from './model/model-arg.js';
 import type { LoadedModel } from './model/load.js';
-import { generate as runGeneration } from './server/generation.js';
-import type { CompletionEvent, GenerationSummary } from './server/generation.js';
+import { localContext } from './pipeline/context.js';
+import type { PipelineContext } from './pipeline/context.js';
+import { newSummary, runPrompt } from './pipeline/generate.js';
+import type { CompletionEvent, GenerationSummary } from './pipeline/generate.js';
+import type { PromptInput } from './pipeline/prompt.js';
+import { resolveRequest } from './pipeline/request.js';
 import { loadChatTemplate, renderChat } from './tokenizer/chat-template.js';
 import type { ChatMessage } from './tokenizer/chat-template.js';
 
@@ -50,14 +54,16 @@ export interface GenerateResult {
   readonly completionTokens: number;
 }
 
-let nextId = 0;
-
 export class LLM {
+  private readonly pipeline: PipelineContext;
+
   private constructor(
     readonly engine: EngineClient,
     readonly model: LoadedModel,
     private readonly chatTemplate?: string,
-  ) {}
+  ) {
+    this.pipeline = localContext(engine, model.tokenizer, chatTemplate);
+  }
 
   /**
    * `model`: a GGUF file, a Hugging Face folder, `hf:ORG/REPO[:FILE]`, or a cached model's
@@ -74,26 +80,29 @@ export class LLM {
   }
 
   /** Streams the completion of a prompt (text, or token ids). */
-  async *stream(prompt: string | readonly number[], opts: GenerateOptions = {}): AsyncGenerator<StreamPiece> {
-    const ids = typeof prompt === 'string' ? this.model.tokenizer.encode(prompt, { addSpecial: true }) : [...prompt];
-    const room = this.engine.info.maxModelLen - ids.length;
-    if (room < 1) throw new ContextLengthExceededError(`the prompt has ${ids.length} tokens; the context holds ${this.engine.info.maxModelLen}`);
+  stream(prompt: string | readonly number[], opts: GenerateOptions = {}): AsyncGenerator<StreamPiece> {
+    return this.run(prompt, opts, newSummary());
+  }
+
+  /** prompt → the pipeline (resolve once, then the engine) → pieces; `summary` is filled as it goes */
+  private async *run(prompt: PromptInput, opts: GenerateOptions, summary: GenerationSummary): AsyncGenerator<StreamPiece> {
     const { stop = [], skipSpecialTokens = true, signal, maxTokens, ...sampling } = opts;
-    const summary: GenerationSummary = { promptTokens: 0, completionTokens: 0, cachedTokens: 0, firstScheduledTime: undefined };
-    const events = runGeneration(
-      this.engine,
-      this.model.tokenizer,
-      {
-        id: `llm-${nextId++}`,
-        promptIds: ids,
-        // resolved and checked here, before the engine sees it (it only asserts)
-        params: resolveSamplingParams({ ...sampling, n: 1, maxTokens: Math.min(maxTokens ?? room, room) }, this.model.tokenizer.vocabSize),
-        stop,
-        skipSpecialTokens,
-        signal: signal ?? new AbortController().signal,
-      },
-      summary,
-    );
+    const chat = typeof prompt === 'object' && 'messages' in prompt;
+    const r = await resolveRequest(this.pipeline, {
+      prompts: [prompt],
+      promptParam: 'prompt',
+      // a text prompt gets BOS where the model wants one; a rendered chat carries its own
+      addSpecialTokens: !chat,
+      // maxTokens is a cap: the completion stops where the context ends
+      maxTokens: undefined,
+      maxTokensParam: 'maxTokens',
+      defaultMaxTokens: maxTokens ?? 'context',
+      sampling: { ...sampling, n: 1 },
+      stop,
+      skipSpecialTokens,
+      idPrefix: 'llm',
+    });
+    const events = runPrompt(this.pipeline, r, 0, signal ?? new AbortController().signal, summary);
     let aborted = false;
     const onAbort = (): void => {
       aborted = true;
@@ -110,17 +119,21 @@ export class LLM {
   }
 
   /** The whole completion of a prompt. */
-  async generate(prompt: string | readonly number[], opts: GenerateOptions = {}): Promise<GenerateResult> {
+  generate(prompt: string | readonly number[], opts: GenerateOptions = {}): Promise<GenerateResult> {
+    return this.complete(prompt, opts);
+  }
+
+  private async complete(prompt: PromptInput, opts: GenerateOptions): Promise<GenerateResult> {
     let text = '';
     const tokenIds: number[] = [];
     let finishReason: CompletionEvent['finishReason'] = 'abort';
-    for await (const piece of this.stream(prompt, opts)) {
+    const summary = newSummary();
+    for await (const piece of this.run(prompt, opts, summary)) {
       text += piece.text;
       tokenIds.push(...piece.tokenIds);
       finishReason = piece.finishReason ?? finishReason;
     }
-    const promptTokens = typeof prompt === 'string' ? this.model.tokenizer.encode(prompt, { addSpecial: true }).length : prompt.length;
-    return { text, tokenIds, finishReason, promptTokens, completionTokens: tokenIds.length };
+    return { text, tokenIds, finishReason, promptTokens: summary.promptTokens, completionTokens: tokenIds.length };
   }
 
   /** The prompt ids of a chat: the model's chat template applied to the messages. */
@@ -131,7 +144,7 @@ export class LLM {
 
   /** A chat turn: the model's chat template applied to the messages. */
   chat(messages: readonly ChatMessage[], opts: GenerateOptions = {}): Promise<GenerateResult> {
-    return this.generate(this.chatPromptIds(messages), opts);
+    return this.complete({ messages }, opts);
   }
 
   close(): Promise<void> {

@@ -1,7 +1,7 @@
 // The library API, imported by package name as a user would.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { LLM } from 'loom-llm';
+import { ContextLengthExceededError, InvalidArgumentError, LLM } from 'loom-llm';
 import { GOLDEN_DIR, ggufFixturePath } from './fixtures/index.js';
 import { readGolden } from './fixtures/golden.js';
 import { GGUF_FIXTURES } from './fixtures/recipe.js';
@@ -38,5 +38,16 @@ describe("import { LLM } from 'loom-llm'", () => {
     const r = await llm.chat([{ role: 'user', content: 'Hi there' }], { temperature: 0, maxTokens: 3, ignoreEos: true });
     assert.equal(r.completionTokens, 3);
     assert.ok(r.promptTokens > 3);
+    assert.equal(r.tokenIds.length, 3);
+  });
+
+  it("refuses with the library's errors, never HTTP ones", async () => {
+    const full = Array.from({ length: llm.engine.info.maxModelLen }, () => 5);
+    await assert.rejects(llm.generate(full), (e: unknown) => e instanceof ContextLengthExceededError && /maximum context length/.test(e.message));
+    await assert.rejects(llm.generate('Hi', { topP: 2 }), (e: unknown) => e instanceof InvalidArgumentError && e.param === 'top_p');
+    // maxTokens is a cap: past the context, the completion ends where the context does
+    const long = await llm.generate(full.slice(4), { temperature: 0, ignoreEos: true, maxTokens: 100 });
+    assert.equal(long.completionTokens, 4);
+    assert.equal(long.finishReason, 'length');
   });
 });

@@ -15,6 +15,7 @@ import { poissonOffsets, randomRequests, vocabularyIds } from './datasets.js';
 import type { BenchRequest } from './datasets.js';
 import { spread, summarize } from './stats.js';
 import type { Spread, Summary } from './stats.js';
+import { resolveSamplingParams } from '../engine/sampling-params.js';
 
 export type BenchMode = 'offline' | 'online';
 
@@ -98,7 +99,7 @@ async function runOnce(client: WorkerEngineClient, requests: readonly BenchReque
   const start = now();
   const submit = (req: BenchRequest, i: number): Promise<RequestRecord> => {
     const arrival = now();
-    const stream = client.add(`${tag}-${i}`, req.promptIds, { temperature: 0, ignoreEos: true, maxTokens: req.outputLen });
+    const stream = client.add(`${tag}-${i}`, req.promptIds, resolveSamplingParams({ temperature: 0, ignoreEos: true, maxTokens: req.outputLen }));
     return consume(stream, arrival, req.promptIds.length);
   };
   const pending = requests.map((req, i) => {

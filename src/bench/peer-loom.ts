@@ -7,6 +7,7 @@ import { EngineCore, now } from '../engine/engine.js';
 import { resolveEngineConfig } from '../engine/options.js';
 import type { LoadedModel } from '../model/load.js';
 import type { PeerSide, Profile, TimedTokens } from './peer-types.js';
+import { resolveSamplingParams } from '../engine/sampling-params.js';
 
 function matmulBucket(weight: string): string {
   return weight === 'output.weight' || weight === 'token_embd.weight' ? 'lm_head' : weight.includes('ffn_') ? 'matmul ffn' : 'matmul attn';
@@ -99,7 +100,7 @@ export class LoomSide implements PeerSide {
   /** Submits the prompts and steps the engine until all are done; the steps `measure` picks form the window. */
   private run(prompts: readonly Int32Array[], maxTokens: number, measure: (s: StepRecord, index: number) => boolean): { steps: StepRecord[]; window: TimedTokens } {
     for (const promptIds of prompts) {
-      const refused = this.engine.add({ type: 'add', id: `peer-${this.nextId++}`, promptIds, params: { temperature: 0, ignoreEos: true, maxTokens }, arrivalTime: now() });
+      const refused = this.engine.add({ type: 'add', id: `peer-${this.nextId++}`, promptIds, params: resolveSamplingParams({ temperature: 0, ignoreEos: true, maxTokens }), arrivalTime: now() });
       if (refused?.error) throw new Error(`loom refused a benchmark request: ${refused.error}`);
     }
     const steps: StepRecord[] = [];

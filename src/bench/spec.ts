@@ -19,6 +19,7 @@ import { buildBatch } from '../model/batch.js';
 import type { SequenceChunk } from '../model/batch.js';
 import { loadModel } from '../model/load.js';
 import { mean } from './stats.js';
+import { resolveSamplingParams } from '../engine/sampling-params.js';
 
 export interface SpecBenchOptions {
   readonly model: string;
@@ -162,7 +163,7 @@ export function breakEvenAcceptance(costRatio: number, k: number): number {
 /** One greedy sequence to its end; the speculative counts and draft lengths per step. */
 function generateOnce(engine: EngineCore, promptIds: readonly number[], outputLen: number, k: number) {
   const id = `g${nextId++}`;
-  const refused = engine.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params: { temperature: 0, maxTokens: outputLen, ignoreEos: true }, arrivalTime: 0 });
+  const refused = engine.add({ type: 'add', id, promptIds: Int32Array.from(promptIds), params: resolveSamplingParams({ temperature: 0, maxTokens: outputLen, ignoreEos: true }), arrivalTime: 0 });
   if (refused) throw new Error(`the engine refused the prompt: ${refused.error}`);
   const tokens: number[] = [];
   const stepsByDraftLength = new Array<number>(k + 1).fill(0);

@@ -14,6 +14,7 @@ import { loadModel } from '../model/load.js';
 import { randomRequests, vocabularyIds } from './datasets.js';
 import { summarize } from './stats.js';
 import type { Summary } from './stats.js';
+import { resolveSamplingParams } from '../engine/sampling-params.js';
 
 export interface StructuredBenchOptions {
   readonly model: string;
@@ -143,7 +144,7 @@ function runOnce(engine: EngineCore, vocab: Int32Array, opts: StructuredBenchOpt
   const start = performance.now();
   requests.forEach((req, i) => {
     const id = `${grammar ? 's' : 'p'}${seed}-${i}`;
-    const refused = engine.add({ type: 'add', id, promptIds: req.promptIds, params, arrivalTime: 0 });
+    const refused = engine.add({ type: 'add', id, promptIds: req.promptIds, params: resolveSamplingParams(params), arrivalTime: 0 });
     if (refused) throw new Error(`the engine refused a request: ${refused.error}`);
     times.set(id, []);
   });

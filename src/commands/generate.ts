@@ -1,18 +1,20 @@
 // `loom generate`: one prompt's completion, printed as it is produced, by the engine that
-// serves (EngineCore on this thread) and the server's text pipeline (stop ids, detokenizer).
+// serves (EngineCore on this thread) through the request pipeline the server and the
+// library use (src/pipeline/: render, tokenize, resolve once, detokenize).
 import { Command, Option } from 'commander';
 import { numberOption } from './parse.js';
 import { InvalidArgumentError } from '../errors.js';
 import { createEngineCore } from '../engine/create.js';
 import { InProcessEngineClient } from '../engine/in-process-client.js';
-import { resolveSamplingParams } from '../engine/sampling-params.js';
 import { offlineFromEnv } from '../model/hub.js';
 import { resolveModelArg } from '../model/model-arg.js';
 import { loadModel } from '../model/load.js';
-import { generate } from '../server/generation.js';
-import type { GenerationSummary } from '../server/generation.js';
-import { loadChatTemplate, renderChat } from '../tokenizer/chat-template.js';
-import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { inlineText, localContext } from '../pipeline/context.js';
+import type { TextCodec } from '../pipeline/context.js';
+import { newSummary, runPrompt } from '../pipeline/generate.js';
+import { renderChatPrompt } from '../pipeline/prompt.js';
+import { resolveRequest } from '../pipeline/request.js';
+import { loadChatTemplate } from '../tokenizer/chat-template.js';
 
 interface GenerateFlags {
   model?: string;
@@ -61,12 +63,12 @@ export function generateCommand(): Command {
     .action((flags: GenerateFlags) => runGenerate(flags));
 }
 
-function promptIdsFor(tokenizer: Tokenizer, flags: GenerateFlags): number[] {
-  if (!flags.chat) return tokenizer.encode(flags.prompt, { addSpecial: true });
-  const template = flags.chatTemplate === undefined ? undefined : loadChatTemplate(flags.chatTemplate);
-  const text = renderChat(tokenizer, [{ role: 'user', content: flags.prompt }], { template });
+/** the prompt's ids, before the engine exists (its context is sized by them) */
+async function promptIdsFor(text: TextCodec, flags: GenerateFlags): Promise<number[]> {
+  if (!flags.chat) return text.encode(flags.prompt, { addSpecial: true });
+  const rendered = await renderChatPrompt(text, { messages: [{ role: 'user', content: flags.prompt }] });
   // the rendered template carries its own BOS where the model wants one
-  return tokenizer.encode(text, { addSpecial: false, parseSpecial: true });
+  return text.encode(rendered, { addSpecial: false, parseSpecial: true });
 }
 
 async function runGenerate(flags: GenerateFlags): Promise<void> {
@@ -76,7 +78,8 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
   const model = loadModel(path);
   const { config, tokenizer } = model;
   const contextLength = Math.min(flags.ctxSize ?? config.contextLength, config.contextLength);
-  const promptIds = promptIdsFor(tokenizer, flags);
+  const template = flags.chat && flags.chatTemplate !== undefined ? loadChatTemplate(flags.chatTemplate) : undefined;
+  const promptIds = await promptIdsFor(inlineText(tokenizer, template), flags);
   if (promptIds.length >= contextLength) {
     const option = flags.ctxSize !== undefined ? '--ctx-size' : "the model's context length";
     throw new InvalidArgumentError(`--prompt has ${promptIds.length} tokens; ${option} (${contextLength}) leaves no room to generate`);
@@ -99,11 +102,6 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
     ),
   );
   const seed = flags.seed ?? Math.floor(Math.random() * 2 ** 31);
-  const params = resolveSamplingParams(
-    { temperature: flags.temperature, topK: flags.topK, topP: flags.topP, minP: flags.minP, seed, ignoreEos: flags.ignoreEos ?? false, maxTokens: maxModelLen - promptIds.length },
-    tokenizer.vocabSize,
-  );
-  const summary: GenerationSummary = { promptTokens: 0, completionTokens: 0, cachedTokens: 0, firstScheduledTime: undefined };
   const outputIds: number[] = [];
   let text = '';
   let finishReason: string = 'length';
@@ -111,7 +109,19 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
   const onSigint = (): void => stop.abort();
   process.once('SIGINT', onSigint);
   try {
-    const events = generate(engine, tokenizer, { id: 'generate', promptIds, params, stop: [], skipSpecialTokens: true, signal: stop.signal }, summary);
+    const ctx = localContext(engine, tokenizer, template);
+    const r = await resolveRequest(ctx, {
+      prompts: [promptIds],
+      promptParam: '--prompt',
+      addSpecialTokens: false,
+      maxTokens: undefined,
+      maxTokensParam: '--max-tokens',
+      // what the engine was sized for: --max-tokens within the context
+      defaultMaxTokens: maxModelLen - promptIds.length,
+      sampling: { temperature: flags.temperature, topK: flags.topK, topP: flags.topP, minP: flags.minP, seed, ignoreEos: flags.ignoreEos ?? false },
+      idPrefix: 'generate',
+    });
+    const events = runPrompt(ctx, r, 0, stop.signal, newSummary());
     for await (const e of events) {
       outputIds.push(...e.tokenIds);
       text += e.text;

@@ -15,7 +15,7 @@ import { offlineFromEnv } from '../model/hub.js';
 import { resolveModelArg } from '../model/model-arg.js';
 import { withEnvAndConfig } from './config.js';
 import { Connections } from '../server/connections.js';
-import { LIMIT_DEFAULTS } from '../server/limits.js';
+import { LIMIT_DEFAULTS } from '../pipeline/limits.js';
 import { NETWORK_DEFAULTS } from '../server/network.js';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -25,10 +25,10 @@ import { TokenizerPool } from '../server/tokenizer-pool.js';
 import { publishKvEvents } from '../server/kv-events-publisher.js';
 import { hostname } from 'node:os';
 import { loadChatTemplate } from '../tokenizer/chat-template.js';
-import { REASONING_PARSERS } from '../server/reasoning/parser.js';
-import type { ReasoningParserName } from '../server/reasoning/parser.js';
-import { TOOL_CALL_PARSERS } from '../server/tools/parsers.js';
-import type { ToolCallParserName } from '../server/tools/parsers.js';
+import { REASONING_PARSERS } from '../pipeline/reasoning/parser.js';
+import type { ReasoningParserName } from '../pipeline/reasoning/parser.js';
+import { TOOL_CALL_PARSERS } from '../pipeline/tools/parsers.js';
+import type { ToolCallParserName } from '../pipeline/tools/parsers.js';
 
 interface ServeFlags {
   model?: string;

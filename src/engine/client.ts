@@ -1,6 +1,6 @@
 // The one interface the server sees, whatever runs the engine (this thread or a worker).
 import type { LogprobsMode } from './logprobs.js';
-import type { SamplingParamsInput } from './sampling-params.js';
+import type { SamplingParams } from './sampling-params.js';
 import type { StepOutput, StepStats } from './protocol.js';
 import { EngineDeadError, RequestStream } from './request-stream.js';
 
@@ -9,7 +9,7 @@ export interface EngineInfo {
   readonly blockSize: number;
   readonly maxModelLen: number;
   readonly vocabSize: number;
-  /** most sequences running at once (an n > 1 request needs n) */
+  /** most sequences running at once (an n above it runs its sequences in turns) */
   readonly maxNumSeqs: number;
   /** what logprobs report ('none': the engine refuses logprobs) */
   readonly logprobsMode: LogprobsMode;
@@ -23,7 +23,7 @@ export interface EngineClient {
   readonly healthy: boolean;
   /** the stats of the latest step */
   readonly stats: StepStats | undefined;
-  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParamsInput): RequestStream;
+  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams): RequestStream;
   abort(id: string): void;
   resetPrefixCache(): Promise<boolean>;
   /** called after every step (metrics) */

@@ -106,7 +106,7 @@ export class EngineCore {
     let state: RequestState;
     try {
       if (req.params.grammar) this.grammarCompiler();
-      state = new RequestState(req, this.model.config.vocabSize, this.stopConfig);
+      state = new RequestState(req, this.model.config.vocabSize, this.stopConfig, this.config.maxNumSeqs);
     } catch (err) {
       return errorDelta(req.id, err instanceof Error ? err.message : String(err));
     }
@@ -118,11 +118,10 @@ export class EngineCore {
     for (const id of req.promptIds) {
       if (id < 0 || id >= this.model.config.vocabSize) return errorDelta(req.id, `prompt token id ${id} is outside the vocabulary`);
     }
-    const n = state.params.n;
-    if (n > this.config.maxNumSeqs) return errorDelta(req.id, `n = ${n} completions cannot run at once under --max-num-seqs ${this.config.maxNumSeqs}`);
     this.requests.set(req.id, state);
-    state.sequences[0]!.slots = n;
+    // n above --max-num-seqs: the first forks into as many as run at once, the rest wait their turn
     this.scheduler.add(state.sequences[0]!);
+    for (const seq of state.queued) this.scheduler.add(seq);
     return undefined;
   }
 

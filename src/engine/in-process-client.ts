@@ -7,7 +7,7 @@ import { now } from './engine.js';
 import { EngineLoop } from './engine-loop.js';
 import type { EngineOutbound, StepOutput, StepStats } from './protocol.js';
 import type { RequestStream } from './request-stream.js';
-import type { SamplingParamsInput } from './sampling-params.js';
+import type { SamplingParams } from './sampling-params.js';
 
 export class InProcessEngineClient implements EngineClient {
   private readonly router = new DeltaRouter();
@@ -25,7 +25,7 @@ export class InProcessEngineClient implements EngineClient {
     return this.router.stats;
   }
 
-  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParamsInput): RequestStream {
+  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams): RequestStream {
     const stream = this.router.open(id, params.n ?? 1, () => this.abort(id));
     this.loop.handle({ type: 'add', id, promptIds: Int32Array.from(promptIds), params, arrivalTime: now() });
     return stream;

@@ -2,7 +2,7 @@
 // objects; typed arrays travel as transferables. Out of the engine, each step carries
 // only what is new per request: never a request's whole sequence.
 import type { LogprobsMode } from './logprobs.js';
-import type { SamplingParamsInput } from './sampling-params.js';
+import type { SamplingParams } from './sampling-params.js';
 
 export type FinishReason = 'stop' | 'length' | 'abort';
 import type { KvEvent } from './kv-events.js';
@@ -13,7 +13,8 @@ export interface AddRequest {
   readonly id: string;
   /** [promptLength] */
   readonly promptIds: Int32Array;
-  readonly params: SamplingParamsInput;
+  /** resolved by the frontend (resolveSamplingParams); the engine asserts them */
+  readonly params: SamplingParams;
   /** frontend clock (performance.timeOrigin + now()) when the request arrived */
   readonly arrivalTime: number;
 }

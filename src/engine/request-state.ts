@@ -1,6 +1,6 @@
 // One request inside the engine: its parameters, its n sequences and their samplers, the
 // stop rules, and the unsent tokens that become the next delta.
-import { childSamplingParams, resolveSamplingParams } from './sampling-params.js';
+import { assertSamplingParams, childSamplingParams } from './sampling-params.js';
 import type { SamplingParams } from './sampling-params.js';
 import { RequestSampler } from './sampler.js';
 import type { SamplingKernels } from './sampler.js';
@@ -28,6 +28,14 @@ export interface StopConfig {
 export class RequestState {
   readonly params: SamplingParams;
   readonly sequences: Sequence[];
+  /**
+   * completions that fork from the first at its first sample (sharing its prompt blocks):
+   * n, or --max-num-seqs when n is larger; the rest start as sequences of their own, waiting
+   * their turn (vLLM schedules an n > max_num_seqs request's sequences as capacity allows)
+   */
+  readonly forks: number;
+  /** the completions beyond `forks`, queued from the start (their own prefill; the prefix cache shares it) */
+  readonly queued: Sequence[] = [];
   private readonly samplers = new Map<Sequence, RequestSampler>();
   private readonly stopIds: ReadonlySet<number>;
   /** per sequence: its grammar state and its next-token mask (requests with a grammar only) */
@@ -38,8 +46,10 @@ export class RequestState {
     req: AddRequest,
     private readonly vocabSize: number,
     private readonly config: StopConfig,
+    maxNumSeqs = Infinity,
   ) {
-    this.params = resolveSamplingParams(req.params, vocabSize);
+    // resolved once, by the frontend (pipeline/request.ts): here only asserted
+    this.params = assertSamplingParams(req.params, vocabSize);
     checkLogprobsRequest(config.logprobsMode, this.params);
     const first = new Sequence(req.id, 0, req.promptIds, req.arrivalTime);
     first.noPrefixCache = this.params.promptLogprobs !== null;
@@ -52,6 +62,17 @@ export class RequestState {
     this.samplers.set(first, this.samplerFor(0, req.promptIds));
     first.draftLimit = this.speculates() ? Math.min(config.maxModelLen, first.promptLength + (this.params.maxTokens ?? Infinity)) : 0;
     this.stopIds = new Set([...this.params.stopTokenIds, ...(this.params.ignoreEos ? [] : config.eosTokenIds)]);
+    this.forks = Math.min(this.params.n, maxNumSeqs);
+    first.slots = this.forks;
+    for (let i = this.forks; i < this.params.n; i++) {
+      const seq = new Sequence(req.id, i, req.promptIds, req.arrivalTime);
+      seq.prefixRoot = first.prefixRoot;
+      seq.draftLimit = first.draftLimit;
+      if (this.params.grammar) this.grammars.set(seq, config.grammars!.matcher(this.params.grammar));
+      this.samplers.set(seq, this.samplerFor(i, req.promptIds));
+      this.sequences.push(seq);
+      this.queued.push(seq);
+    }
   }
 
   /**
@@ -62,7 +83,7 @@ export class RequestState {
   sample(seq: Sequence, logits: Float32Array, time: number): Sequence[] {
     const children: Sequence[] = [];
     if (seq.index === 0 && seq.numOutput === 0) {
-      for (let i = 1; i < this.params.n; i++) {
+      for (let i = 1; i < this.forks; i++) {
         const child = new Sequence(seq.requestId, i, seq.tokens, seq.arrivalTime);
         child.numComputed = seq.numComputed;
         child.numCachedPrompt = seq.numCachedPrompt;
@@ -244,13 +265,14 @@ export class RequestState {
   }
 
   /**
-   * Completions never started because the first ended before its first token (abort,
-   * no room): they end with it, so the frontend hears of all n.
+   * Completions never forked because the first ended before its first token (abort, no
+   * room): they end with it, so the frontend hears of all n. (The queued ones run on.)
    */
   endUnstarted(reason: FinishReason): Sequence[] {
     const ended: Sequence[] = [];
     const first = this.sequences[0]!;
-    for (let i = this.sequences.length; i < this.params.n; i++) {
+    if (first.finishReason === undefined || this.sequences.some((s) => s.index > 0 && s.index < this.forks)) return ended;
+    for (let i = 1; i < this.forks; i++) {
       const seq = new Sequence(first.requestId, i, first.tokens.slice(0, first.promptLength), first.arrivalTime);
       seq.status = 'finished';
       seq.finishReason = reason;

@@ -7,7 +7,7 @@ import type { Kernels } from '../kernels/index.js';
 import { referenceKernels } from '../kernels/reference.js';
 import { Rng } from './rng.js';
 import { GREEDY_EPSILON, isGreedy, resolveSamplingParams } from './sampling-params.js';
-import type { SamplingParams, SamplingParamsInput } from './sampling-params.js';
+import type { SamplingParams } from './sampling-params.js';
 import { getScratch, kthLargest, topKPrefilter, topPCut, topPPrefilter } from './truncation.js';
 import { rejectionSample } from './spec/verify.js';
 
@@ -34,7 +34,7 @@ export interface SamplerContext {
   readonly eosTokenIds?: Iterable<number>;
   /** the prompt, for the repetition penalty (prompt ∪ output) */
   readonly promptIds?: ArrayLike<number>;
-  /** when known, bounds logit_bias and stop ids */
+  /** the vocabulary size (the parameters were checked against it by the frontend) */
   readonly vocabSize?: number;
   /** the kernels for argmax (greedy), candidates, weights and the draw: the engine's (the
    * native core's are several times faster); default: the reference kernels */
@@ -65,8 +65,9 @@ export class RequestSampler {
   /** output so far, kept only for bad_words matching */
   private readonly output: number[] | null;
 
-  constructor(params: SamplingParamsInput, ctx: SamplerContext = {}) {
-    const p = resolveSamplingParams(params, ctx.vocabSize);
+  /** `params`: resolved (resolveSamplingParams) and, in the engine, asserted (RequestState): used as they are */
+  constructor(params: SamplingParams, ctx: SamplerContext = {}) {
+    const p = params;
     this.params = p;
     this.rng = new Rng(p.seed ?? Math.floor(Math.random() * 2 ** 32));
     this.greedy = isGreedy(p);

@@ -2,6 +2,7 @@
 // and CLI send, structured-clonable) and the resolved form (defaults filled, validated).
 // Semantics follow vLLM's SamplingParams; names are camelCase, messages name the
 // parameter as the OpenAI API spells it.
+import assert from 'node:assert/strict';
 import { InvalidArgumentError } from '../errors.js';
 import { validateGrammarSpec } from './grammar/spec.js';
 import type { GrammarSpec } from './grammar/spec.js';
@@ -128,6 +129,22 @@ export function resolveSamplingParams(input: SamplingParamsInput = {}, vocabSize
     cacheSalt: input.cacheSalt ?? d.cacheSalt,
   };
   validateSamplingParams(p, vocabSize);
+  return p;
+}
+
+/**
+ * The engine's check of parameters the frontend resolved (pipeline/request.ts): every field
+ * present (an input form here is a frontend bug, an AssertionError), every value valid
+ * (InvalidArgumentError naming the first bad one, which the engine reports as a refusal).
+ * Nothing is filled in or converted: the engine runs what the frontend resolved.
+ */
+export function assertSamplingParams(p: SamplingParams, vocabSize?: number): SamplingParams {
+  for (const key of Object.keys(DEFAULT_SAMPLING_PARAMS) as (keyof SamplingParams)[]) {
+    assert(p[key] !== undefined, `sampling parameter ${key} is missing: the engine takes resolved parameters (resolveSamplingParams)`);
+  }
+  assert(p.logitBias instanceof Map, 'logitBias must be a Map: the engine takes resolved parameters (resolveSamplingParams)');
+  validateSamplingParams(p, vocabSize);
+  if (p.grammar) validateGrammarSpec(p.grammar);
   return p;
 }
 

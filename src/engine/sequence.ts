@@ -32,7 +32,7 @@ export class Sequence implements BlockOwner {
   announced = false;
   /** never take prompt blocks from the prefix cache (prompt logprobs need every position computed) */
   noPrefixCache = false;
-  /** running slots it holds (--max-num-seqs): n for the first completion of an n > 1 request until it forks, else 1 */
+  /** running slots it holds (--max-num-seqs): for the first completion of an n > 1 request, the completions that fork from it (n, at most --max-num-seqs) until it forks, else 1 */
   slots = 1;
   /** its recurrent-state slot (hybrid models, engine/state-slots.ts), -1 while it holds none */
   stateSlot = -1;

@@ -6,7 +6,7 @@ import type { EngineClient, EngineInfo } from './client.js';
 import type { EngineOptions } from './options.js';
 import type { StepOutput, StepStats } from './protocol.js';
 import type { RequestStream } from './request-stream.js';
-import type { SamplingParamsInput } from './sampling-params.js';
+import type { SamplingParams } from './sampling-params.js';
 import { WorkerEngineClient } from './worker-client.js';
 
 export interface SupervisorOptions {
@@ -64,7 +64,7 @@ export class SupervisedEngineClient implements EngineClient {
     return this.current.stats;
   }
 
-  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParamsInput): RequestStream {
+  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams): RequestStream {
     return this.current.add(id, promptIds, params);
   }
 

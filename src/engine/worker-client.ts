@@ -9,7 +9,7 @@ import { DeltaRouter } from './client.js';
 import type { EngineOptions } from './options.js';
 import type { EngineInbound, EngineOutbound, StepOutput, StepStats } from './protocol.js';
 import type { RequestStream } from './request-stream.js';
-import type { SamplingParamsInput } from './sampling-params.js';
+import type { SamplingParams } from './sampling-params.js';
 import type { WorkerInit } from './worker.js';
 import { now } from './engine.js';
 
@@ -86,7 +86,7 @@ export class WorkerEngineClient implements EngineClient {
     return this.router.numOpen;
   }
 
-  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParamsInput): RequestStream {
+  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams): RequestStream {
     if (this.router.numOpen === 0) this.lastHeard = now(); // the watchdog counts from the first open request
     const stream = this.router.open(id, params.n ?? 1, () => this.abort(id));
     if (!this.healthy) {

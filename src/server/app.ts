@@ -8,7 +8,7 @@ import type { ServerContext, ServerOptions } from './context.js';
 import { toOpenAIError } from './errors.js';
 import { ServerMetrics } from './metrics.js';
 import { fastifyNetworkOptions } from './network.js';
-import { maxTokenBytes } from './prompt-bytes.js';
+import { maxTokenBytes } from '../pipeline/prompt-bytes.js';
 import { secureApp } from './security.js';
 import { TextWork } from './text-work.js';
 import type { TokenizerPool } from './tokenizer-pool.js';

@@ -4,13 +4,12 @@ import type { EngineClient } from '../engine/client.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { HttpError } from './errors.js';
 import type { ServerMetrics } from './metrics.js';
-import type { RequestLimits } from './limits.js';
+import type { PipelineContext, PipelineOptions } from '../pipeline/context.js';
+import type { RequestLimits } from '../pipeline/limits.js';
 import type { NetworkOptions } from './network.js';
-import type { ReasoningParserName } from './reasoning/parser.js';
 import type { TextWork } from './text-work.js';
-import type { ToolCallParserName } from './tools/parsers.js';
 
-export interface ServerOptions {
+export interface ServerOptions extends PipelineOptions {
   /** the name clients use in `model` */
   readonly servedModelName: string;
   readonly maxModelLen: number;
@@ -32,12 +31,6 @@ export interface ServerOptions {
   readonly logRequests?: boolean | undefined;
   /** n, stop strings, logit_bias entries per request (limits.ts) */
   readonly limits?: Partial<RequestLimits> | undefined;
-  /** a chat template used instead of the model's own (--chat-template) */
-  readonly chatTemplate?: string | undefined;
-  /** splits <think>…</think> into reasoning_content (--reasoning-parser) */
-  readonly reasoningParser?: ReasoningParserName | undefined;
-  /** how tool calls are read from the model's output (--tool-call-parser); default: from the chat template */
-  readonly toolCallParser?: ToolCallParserName | undefined;
   /** where notices go (a request field loom ignores, once per name); default stderr */
   readonly log?: (line: string) => void;
 }
@@ -48,7 +41,7 @@ export interface ActiveRequest {
   abort(): void;
 }
 
-export interface ServerContext {
+export interface ServerContext extends PipelineContext {
   readonly engine: EngineClient;
   readonly tokenizer: Tokenizer;
   /** encode / decode / chat rendering, off this thread when the text is long */

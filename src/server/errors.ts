@@ -1,5 +1,7 @@
-// The one HTTP error type, and the one place loom's errors become OpenAI-shaped replies:
-// {"error": {"message", "type", "param", "code"}} with a fitting status.
+// The one HTTP error type, and the one place loom's errors (src/errors.ts: the pipeline's,
+// the engine's, the chat template's) become OpenAI-shaped replies:
+// {"error": {"message", "type", "param", "code"}} with a fitting status. The other API
+// families (LMDeploy's, Ollama's) reshape this one classification.
 import { ContextLengthExceededError, InvalidArgumentError, LoomError } from '../errors.js';
 import { EngineDeadError } from '../engine/request-stream.js';
 import { ChatTemplateError } from '../tokenizer/chat-template.js';
@@ -29,10 +31,11 @@ export function toOpenAIError(err: unknown): { status: number; body: OpenAIError
 
 function classify(err: unknown): HttpError {
   if (err instanceof HttpError) return err;
-  if (err instanceof ContextLengthExceededError) return new HttpError(400, err.message, 'invalid_request_error', 'messages', 'context_length_exceeded');
+  if (err instanceof ContextLengthExceededError) return new HttpError(400, err.message, 'invalid_request_error', err.param ?? 'messages', 'context_length_exceeded');
   if (err instanceof InvalidArgumentError) return new HttpError(400, err.message, 'invalid_request_error', err.param);
   if (err instanceof ChatTemplateError) return new HttpError(400, err.message, 'invalid_request_error', 'messages');
   if (err instanceof EngineDeadError) return new HttpError(503, err.message, 'server_error', null, 'engine_unavailable');
+  // the rest (EngineRefusedError: the engine refused a resolved request; model errors) are the request's fault
   if (err instanceof LoomError) return new HttpError(400, err.message);
   const fastify = err as { statusCode?: number; code?: string; message?: string; validation?: { instancePath: string; params?: { missingProperty?: string; additionalProperty?: string } }[] };
   if (fastify.validation) return validationError(fastify.message ?? 'invalid request', fastify.validation);

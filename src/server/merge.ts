@@ -1,4 +1,4 @@
-import { Slicer } from './slicer.js';
+import { Slicer } from '../pipeline/slicer.js';
 
 /**
  * Interleaves async iterables as their values arrive (several prompts of one request).

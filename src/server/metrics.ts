@@ -4,7 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { EngineClient } from '../engine/client.js';
 import { now } from '../engine/engine.js';
 import type { StepOutput } from '../engine/protocol.js';
-import type { GenerationObserver } from './generation.js';
+import type { GenerationObserver } from '../pipeline/generate.js';
 
 const PREFIXES = ['vllm:', 'loom:'] as const;
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];

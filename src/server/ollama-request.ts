@@ -7,9 +7,9 @@
 import type { ServerContext } from './context.js';
 import { HttpError } from './errors.js';
 import { chatPrompt } from './openai-request.js';
-import { checkPromptBytes } from './prompt-bytes.js';
-import { contextLimit } from './request.js';
-import type { RequestSpec } from './request.js';
+import { checkPromptBytes } from '../pipeline/prompt-bytes.js';
+import { contextLimit } from '../pipeline/request.js';
+import type { RequestSpec } from '../pipeline/request.js';
 
 export interface OllamaOptions {
   num_predict?: number;
@@ -162,14 +162,10 @@ export async function ollamaChatSpec(ctx: ServerContext, body: OllamaChatBody): 
   }
   if (messages.length === 0) return undefined;
   if (!hasTemplate(ctx)) bad(`${ctx.options.servedModelName} has no chat template; use /api/generate`, 'messages');
-  const text = await chatPrompt(
-    ctx,
-    messages.map((m) => ({ role: m.role, content: m.content ?? '' })),
-    { addGenerationPrompt: true },
-  );
   return {
     ...samplingOf(body.options),
-    prompts: [text],
+    // rendered by the pipeline
+    prompts: [{ messages: messages.map((m) => ({ role: m.role, content: m.content ?? '' })), addGenerationPrompt: true }],
     promptParam: 'messages',
     addSpecialTokens: false, // the template carries its own BOS
     parseSpecial: true,

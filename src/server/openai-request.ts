@@ -2,17 +2,17 @@
 // and vLLM's rules (entrypoints/openai/completion/protocol.py, chat_completion/protocol.py).
 // Everything is checked here or in request.ts before a response starts.
 import type { ChatMessage } from '../tokenizer/chat-template.js';
+import { renderChatPrompt } from '../pipeline/prompt.js';
 import type { ServerContext } from './context.js';
 import { checkModel, noteIgnoredFields } from './context.js';
 import { HttpError } from './errors.js';
-import type { RequestSpec } from './request.js';
+import type { RequestSpec } from '../pipeline/request.js';
 import { chatBody, completionsBody } from './schemas.js';
 import { grammarOfBody } from './structured-output.js';
 import type { StructuredOutputFields } from './structured-output.js';
-import type { ChatOutputConfig } from './chat-output.js';
-import { planTools } from './tools/request.js';
-import type { ChatTool, ToolFields } from './tools/request.js';
-import type { ForcedTools } from './tools/forced.js';
+import type { ChatOutputConfig } from '../pipeline/chat-output.js';
+import type { ResolvedRequest } from '../pipeline/request.js';
+import type { ToolFields } from '../pipeline/tools/request.js';
 
 /** Sampling and request fields both endpoints share (OpenAI + vLLM). */
 export interface OpenAISampling extends StructuredOutputFields {
@@ -141,17 +141,17 @@ export function completionsSpec(ctx: ServerContext, body: CompletionsBody): Requ
   };
 }
 
-/**
- * The chat's spec, the text an `echo` repeats (the final message, when it is the
- * assistant's) and how the output is split into reasoning, content and tool calls.
- */
+/** The chat's spec, and the text an `echo` repeats (the final message, when it is the assistant's). */
 export interface ChatPlan {
   spec: RequestSpec;
   /** the text an `echo` repeats */
   echoText: string;
-  output: ChatOutputConfig;
-  /** the tools whose schemas to compile-check (checkToolSchemasCompile) when tool_choice forces a call */
-  forcedTools: { tools: ChatTool[]; choice: ForcedTools } | undefined;
+}
+
+/** How a resolved chat's output is split into reasoning, content and tool calls. */
+export function chatOutputConfig(ctx: ServerContext, body: ChatBody, r: ResolvedRequest): ChatOutputConfig {
+  const tools = r.tools;
+  return { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: body.chat_template_kwargs ?? undefined, toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
 }
 
 export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<ChatPlan> {
@@ -161,27 +161,18 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
   if (!body.logprobs && body.top_logprobs != null && body.top_logprobs > 0) {
     throw new HttpError(400, 'when using `top_logprobs`, `logprobs` must be set to true', 'invalid_request_error', 'top_logprobs');
   }
-  let common = commonSpec(body, logprobs, null);
-  const tools = planTools(ctx, body);
-  if (tools.forced) {
-    if (common.sampling.grammar !== null) {
-      const param = common.paramNames['grammar']!;
-      throw new HttpError(400, `${param} cannot be combined with tool_choice "required" or a named function (both constrain the output)`, 'invalid_request_error', param);
-    }
-    common = { ...common, sampling: { ...common.sampling, grammar: tools.forced.grammar }, paramNames: { ...common.paramNames, grammar: 'tools' } };
-  }
+  const common = commonSpec(body, logprobs, null);
+  const tools: ToolFields = { tools: body.tools ?? null, tool_choice: body.tool_choice ?? null, parallel_tool_calls: body.parallel_tool_calls ?? null };
   const kwargs = body.chat_template_kwargs ?? undefined;
-  const prompt = await chatPrompt(ctx, body.messages, {
-    addGenerationPrompt: body.add_generation_prompt ?? true,
-    continueFinalMessage: body.continue_final_message ?? false,
-    extra: { ...tools.templateVars, ...kwargs },
-  });
-  const last = chatMessages(body.messages).at(-1);
+  const messages = chatMessages(body.messages);
+  const last = messages.at(-1);
   const echoText = body.echo && last?.role === 'assistant' ? last.content : '';
   return {
     spec: {
       ...common,
-      prompts: [prompt],
+      // rendered by the pipeline, with the tools' template variables
+      prompts: [{ messages, addGenerationPrompt: body.add_generation_prompt ?? true, continueFinalMessage: body.continue_final_message ?? false, templateVars: { ...kwargs } }],
+      tools,
       promptParam: 'messages',
       // the rendered template carries its own BOS where the model wants one (vLLM: add_special_tokens false for chat)
       addSpecialTokens: body.add_special_tokens ?? false,
@@ -193,8 +184,6 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
       paramNames: { ...common.paramNames, logprobs: 'logprobs' },
     },
     echoText,
-    output: { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: kwargs, toolParser: tools.parser, forcedTools: tools.forced?.tools, parallelToolCalls: tools.parallel },
-    forcedTools: tools.forced && body.tools ? { tools: body.tools, choice: tools.forced.tools } : undefined,
   };
 }
 
@@ -227,20 +216,9 @@ export interface ChatPromptOptions {
   readonly extra?: Record<string, unknown>;
 }
 
-/** The chat rendered by the model's template, as text (tokenized with parseSpecial). */
+/** The chat rendered by the model's template, as text (tokenized with parseSpecial): for routes that need the text before the pipeline. */
 export async function chatPrompt(ctx: ServerContext, messages: ChatBody['messages'], opts: ChatPromptOptions): Promise<string> {
-  const list = chatMessages(messages);
-  if (!opts.continueFinalMessage) return ctx.text.render(list, { addGenerationPrompt: opts.addGenerationPrompt, extra: opts.extra });
-  if (opts.addGenerationPrompt) {
-    throw new HttpError(400, 'Cannot set both `continue_final_message` and `add_generation_prompt` to True.', 'invalid_request_error', 'continue_final_message');
-  }
-  const final = list.at(-1)!;
-  const text = await ctx.text.render(list, { addGenerationPrompt: false, extra: opts.extra });
-  // as transformers' apply_chat_template: cut the rendering right after the final message's content
-  const content = final.content.trim();
-  const at = content ? text.lastIndexOf(content) : -1;
-  if (at < 0) throw new HttpError(400, 'continue_final_message: the final message does not appear in the rendered chat template', 'invalid_request_error', 'messages');
-  return text.slice(0, at + content.length);
+  return renderChatPrompt(ctx.text, { messages: chatMessages(messages), addGenerationPrompt: opts.addGenerationPrompt, continueFinalMessage: opts.continueFinalMessage ?? false, ...(opts.extra && { templateVars: opts.extra }) });
 }
 
 function normalizePrompts(prompt: CompletionsBody['prompt']): (string | number[])[] {

@@ -4,6 +4,7 @@
 // pool. Both paths give the same ids: the workers load the same tokenizer from the same file.
 import { renderChat } from '../tokenizer/chat-template.js';
 import type { ChatMessage } from '../tokenizer/chat-template.js';
+import type { RenderOptions, TextCodec } from '../pipeline/context.js';
 import type { DecodeOptions, EncodeOptions, Tokenizer } from '../tokenizer/tokenizer.js';
 import type { JsonIds, TokenizerPool } from './tokenizer-pool.js';
 
@@ -18,12 +19,9 @@ export const BUSY_BACKLOG = 256 * 1024;
 /** id lists longer than this are decoded in the pool */
 export const OFFLOAD_IDS = 8 * 1024;
 
-export interface RenderOptions {
-  readonly addGenerationPrompt: boolean;
-  readonly extra?: Readonly<Record<string, unknown>> | undefined;
-}
+export type { RenderOptions } from '../pipeline/context.js';
 
-export class TextWork {
+export class TextWork implements TextCodec {
   constructor(
     readonly tokenizer: Tokenizer,
     private readonly pool: TokenizerPool | undefined,

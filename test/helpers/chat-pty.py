@@ -1,4 +1,4 @@
-# Drives `loom chat` through a pseudo-terminal as a person would (test/chat-cli.test.ts):
+# Drives `loom chat` through a pseudo-terminal as a person would (test/commands/chat.test.ts):
 # a line, Ctrl-C while the reply streams, a typed line cleared by Ctrl-C, then /exit.
 # Each step waits for what the terminal shows, not for a fixed time. Prints the transcript
 # and the exit status; exits 2 when a step times out.

@@ -1,6 +1,7 @@
 // Admission counts sequences (prompts × n), the unit that takes KV cache and engine slots:
 // 503 while the engine is down, 429 with Retry-After when the pending budget is spent, and a
-// 400 for one request larger than the whole budget or than --max-num-seqs can run at once.
+// 400 for one request larger than the whole budget. An n above --max-num-seqs is admitted:
+// the engine runs its sequences in turns, as vLLM does.
 import type { FastifyReply } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { HttpError } from '../errors.js';
@@ -14,12 +15,8 @@ export function admit(ctx: ServerContext, reply: FastifyReply, prompts: readonly
     void reply.header('retry-after', String(RETRY_AFTER_S));
     throw new HttpError(503, 'the engine is not running', 'server_error', null, 'engine_unavailable');
   }
-  const n = prompts[0]?.params.n ?? 1;
   const sequences = prompts.reduce((sum, p) => sum + p.params.n, 0);
   const max = ctx.options.maxPendingRequests;
-  if (n > ctx.engine.info.maxNumSeqs) {
-    throw new HttpError(400, `n = ${n} completions cannot run at once on this server (--max-num-seqs ${ctx.engine.info.maxNumSeqs})`, 'invalid_request_error', 'n');
-  }
   if (sequences > max) {
     throw new HttpError(400, `this request asks for ${sequences} sequences (prompts × n), more than this server admits at once (--max-pending-requests ${max})`, 'invalid_request_error', 'n');
   }

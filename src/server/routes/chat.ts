@@ -5,14 +5,13 @@
 // With a reasoning parser or tools, each choice's text goes through a ChatOutput that splits
 // it into reasoning_content, content and tool_calls.
 import type { FastifyInstance } from 'fastify';
-import { ChatOutput } from '../chat-output.js';
-import type { ChatEnd } from '../chat-output.js';
+import { ChatOutput } from '../../pipeline/chat-output.js';
+import type { ChatEnd } from '../../pipeline/chat-output.js';
 import type { ServerContext } from '../context.js';
-import { HttpError, toOpenAIError } from '../errors.js';
-import { chatSpec } from '../openai-request.js';
-import { checkToolSchemasCompile } from '../tools/forced.js';
+import { toOpenAIError } from '../errors.js';
+import { chatOutputConfig, chatSpec } from '../openai-request.js';
 import type { ChatBody } from '../openai-request.js';
-import { resolveRequest } from '../request.js';
+import { resolveRequest } from '../../pipeline/request.js';
 import { chatBody } from '../schemas.js';
 import { SseWriter, disconnectSignal, runStream } from '../sse.js';
 import { admit } from './admission.js';
@@ -23,12 +22,9 @@ import { newSummary, runPrompt } from './run.js';
 export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Body: ChatBody }>('/v1/chat/completions', { schema: { body: chatBody } }, async (req, reply) => {
     const body = req.body;
-    const { spec, echoText, output, forcedTools } = await chatSpec(ctx, body);
-    const r = await resolveRequest(ctx, spec).catch(async (err: unknown) => {
-      // the forced-call grammar did not compile: find the tool whose schema xgrammar refuses, to name it
-      if (forcedTools && err instanceof HttpError && err.param === 'tools') await checkToolSchemasCompile(forcedTools.tools, forcedTools.choice);
-      throw err;
-    });
+    const { spec, echoText } = await chatSpec(ctx, body);
+    const r = await resolveRequest(ctx, spec);
+    const output = chatOutputConfig(ctx, body, r);
     const { id } = r;
     const prompt = r.prompts[0]!;
     const wantLogprobs = prompt.params.logprobs !== null;

@@ -3,10 +3,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { toOpenAIError } from '../errors.js';
-import type { CompletionEvent, GenerationSummary } from '../generation.js';
+import type { CompletionEvent, GenerationSummary } from '../../pipeline/generate.js';
 import { completionsSpec } from '../openai-request.js';
 import type { CompletionsBody } from '../openai-request.js';
-import { resolveRequest } from '../request.js';
+import { resolveRequest } from '../../pipeline/request.js';
 import { completionsBody } from '../schemas.js';
 import { SseWriter, disconnectSignal, runStream } from '../sse.js';
 import { admit } from './admission.js';

@@ -2,7 +2,7 @@
 // writes them (entrypoints/openai/completion/serving.py _create_completion_logprobs,
 // chat_completion/serving.py _create_chat_logprobs, vllm/logprobs.py).
 import type { Tokenizer } from '../../tokenizer/tokenizer.js';
-import type { GenerationSummary, TokenLogprob } from '../generation.js';
+import type { GenerationSummary, TokenLogprob } from '../../pipeline/generate.js';
 
 export interface Usage {
   prompt_tokens: number;

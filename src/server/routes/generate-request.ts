@@ -5,7 +5,7 @@
 import type { ServerContext } from '../context.js';
 import { noteIgnoredFields } from '../context.js';
 import { HttpError } from '../errors.js';
-import type { RequestSpec } from '../request.js';
+import type { RequestSpec } from '../../pipeline/request.js';
 import { generateBody } from '../schemas.js';
 import { grammarOfBody } from '../structured-output.js';
 import type { ResponseFormat } from '../structured-output.js';

@@ -6,18 +6,17 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { toOpenAIError } from '../errors.js';
-import type { CompletionEvent } from '../generation.js';
-import { generate } from '../generation.js';
+import type { CompletionEvent } from '../../pipeline/generate.js';
 import { chatPrompt } from '../openai-request.js';
-import { Slicer } from '../slicer.js';
-import { resolveRequest } from '../request.js';
+import { Slicer } from '../../pipeline/slicer.js';
+import { resolveRequest } from '../../pipeline/request.js';
 import { abortBody, encodeBody, generateBody } from '../schemas.js';
 import { SseWriter, disconnectSignal, runStream } from '../sse.js';
 import { admit } from './admission.js';
 import { jsonLogprob } from './format.js';
 import { generateRequest } from './generate-request.js';
 import type { GenerateBody } from './generate-request.js';
-import { newSummary } from './run.js';
+import { newSummary, runPrompt } from './run.js';
 
 /** LMDeploy's error shape (protocol.py ErrorResponse) for any error */
 export function lmdeployError(err: unknown): { status: number; body: object } {
@@ -40,23 +39,7 @@ export function generateRoute(app: FastifyInstance, ctx: ServerContext): void {
     // occupied from here (no await until the engine has the request) until it ends
     if (g.sessionId !== undefined) ctx.sessions.set(g.sessionId, r.id);
     const summary = newSummary();
-    const events = generate(
-      ctx.engine,
-      ctx.tokenizer,
-      {
-        id: r.id,
-        promptIds: prompt.ids,
-        params: prompt.params,
-        stop: r.stop,
-        includeStopStrInOutput: r.includeStopStrInOutput,
-        skipSpecialTokens: r.skipSpecialTokens,
-        signal: disconnectSignal(reply),
-        registry: ctx.requests,
-        ...(g.repetitionNgram && { repetitionNgram: g.repetitionNgram }),
-      },
-      summary,
-      ctx.metrics.observer(prompt.params),
-    );
+    const events = runPrompt(ctx, r, 0, disconnectSignal(reply), summary, { ...(g.repetitionNgram && { repetitionNgram: g.repetitionNgram }) });
     const logprobs = body.return_logprob === true;
     // LMDeploy: a stop token is neither in output_ids nor counted; completion_tokens = output_ids so far
     let generated = 0;

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
 import { checkModel } from '../context.js';
 import { chatPrompt } from '../openai-request.js';
-import { checkTokenIds } from '../request.js';
+import { checkTokenIds } from '../../pipeline/request.js';
 import { detokenizeBody, tokenizeBody } from '../schemas.js';
 
 interface TokenizeBody {

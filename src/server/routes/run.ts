@@ -1,35 +1,16 @@
-// A resolved request's prompts handed to the engine: one generation per prompt, each
-// registered (for /abort_request) while the engine has it, with the server's metrics.
+// A resolved request's prompts handed to the pipeline: one generation per prompt, with the
+// server's metrics, every prompt's events merged as they come.
 import { setMaxListeners } from 'node:events';
 import type { ServerContext } from '../context.js';
-import { generate } from '../generation.js';
-import type { CompletionEvent, GenerationSummary } from '../generation.js';
+import { runPrompt as runPipelinePrompt } from '../../pipeline/generate.js';
+import type { CompletionEvent, GenerationSummary, RunOptions } from '../../pipeline/generate.js';
+import type { ResolvedRequest } from '../../pipeline/request.js';
 import { mergeAsync } from '../merge.js';
-import type { ResolvedRequest } from '../request.js';
 
-export const newSummary = (): GenerationSummary => ({ promptTokens: 0, completionTokens: 0, cachedTokens: 0, firstScheduledTime: undefined });
+export { engineId, newSummary } from '../../pipeline/generate.js';
 
-/** The engine's id of prompt i (a single prompt keeps the request's id). */
-export const engineId = (r: ResolvedRequest, i: number): string => (r.prompts.length > 1 ? `${r.id}-${i}` : r.id);
-
-export function runPrompt(ctx: ServerContext, r: ResolvedRequest, i: number, signal: AbortSignal, summary: GenerationSummary): AsyncGenerator<CompletionEvent> {
-  const p = r.prompts[i]!;
-  return generate(
-    ctx.engine,
-    ctx.tokenizer,
-    {
-      id: engineId(r, i),
-      promptIds: p.ids,
-      params: p.params,
-      stop: r.stop,
-      includeStopStrInOutput: r.includeStopStrInOutput,
-      skipSpecialTokens: r.skipSpecialTokens,
-      signal,
-      registry: ctx.requests,
-    },
-    summary,
-    ctx.metrics.observer(p.params),
-  );
+export function runPrompt(ctx: ServerContext, r: ResolvedRequest, i: number, signal: AbortSignal, summary: GenerationSummary, opts: Omit<RunOptions, 'observer'> = {}): AsyncGenerator<CompletionEvent> {
+  return runPipelinePrompt(ctx, r, i, signal, summary, { ...opts, observer: ctx.metrics.observer(r.prompts[i]!.params) });
 }
 
 /** Every prompt's events as they come, tagged with the prompt's index. */

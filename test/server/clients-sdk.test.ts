@@ -1,0 +1,103 @@
+// The clients applications use, against a real loom server (offline, a tiny random
+// fixture): the Vercel AI SDK through @ai-sdk/openai-compatible (generateObject /
+// streamObject with a zod schema, tools with streamText) and LangChain JS's ChatOpenAI
+// (withStructuredOutput, both its json_schema and function-calling methods; bindTools).
+// The random model writes junk, so the objects and calls come from loom's grammars
+// (response_format json_schema, tool_choice named / required); each SDK parses and
+// validates the answer with the zod schema itself, and the test checks it again.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { tool as langchainTool } from '@langchain/core/tools';
+import { ChatOpenAI } from '@langchain/openai';
+import { generateObject, streamObject, streamText, tool } from 'ai';
+import { z } from 'zod';
+import { MODEL, fixtureBy, startTestServer } from '../fixtures/server.js';
+import type { TestServer } from '../fixtures/server.js';
+
+// bounded strings and numbers: a random model fills a string until its grammar stops it
+const Weather = z.object({
+  city: z.string().max(8),
+  days: z.number().int().min(1).max(7),
+  sunny: z.boolean(),
+  unit: z.enum(['c', 'f']),
+});
+const WeatherArgs = z.object({ city: z.string().max(8), unit: z.enum(['c', 'f']) });
+
+describe('the Vercel AI SDK and LangChain JS against loom', () => {
+  let s: TestServer;
+  before(async () => {
+    s = await startTestServer(fixtureBy((f) => f.name === 'qwen2-q8_0'), {}, { kvCacheMemory: '32MiB' });
+  });
+  after(() => s?.close());
+
+  const aiModel = () => createOpenAICompatible({ name: 'loom', baseURL: `${s.url}/v1`, supportsStructuredOutputs: true }).chatModel(MODEL);
+  const chat = (seed: number) => new ChatOpenAI({ model: MODEL, apiKey: 'none', configuration: { baseURL: `${s.url}/v1` }, maxRetries: 0, temperature: 1, maxTokens: 200, modelKwargs: { seed } });
+
+  it('AI SDK: generateObject and streamObject with a zod schema', async () => {
+    const { object, finishReason } = await generateObject({ model: aiModel(), schema: Weather, prompt: 'Weather?', seed: 1, maxOutputTokens: 200, maxRetries: 0 });
+    assert.equal(finishReason, 'stop');
+    assert.deepEqual(Weather.parse(object), object);
+    const stream = streamObject({ model: aiModel(), schema: Weather, prompt: 'Weather?', seed: 2, maxOutputTokens: 200, maxRetries: 0 });
+    let partials = 0;
+    for await (const _ of stream.partialObjectStream) partials++;
+    const streamed = await stream.object;
+    assert.deepEqual(Weather.parse(streamed), streamed);
+    assert.ok(partials > 1, `${partials} partial objects`);
+  });
+
+  it('AI SDK: streamText with tools, the call forced (toolChoice a named tool, and required)', async () => {
+    for (const [toolChoice, seed] of [[{ type: 'tool', toolName: 'weather' }, 3], ['required', 4]] as const) {
+      const executed: unknown[] = [];
+      const result = streamText({
+        model: aiModel(),
+        prompt: 'Weather in Paris?',
+        seed,
+        maxOutputTokens: 200,
+        maxRetries: 0,
+        toolChoice,
+        // extra body fields go through providerOptions.<provider name>: one call, or a random model fills the array
+        providerOptions: { loom: { parallel_tool_calls: false } },
+        tools: {
+          weather: tool({
+            description: 'Weather in a city',
+            inputSchema: WeatherArgs,
+            execute: async (input) => {
+              executed.push(input);
+              return { temperature: 18 };
+            },
+          }),
+        },
+      });
+      const calls = await result.toolCalls;
+      assert.equal(calls.length, 1, JSON.stringify(toolChoice));
+      for (const call of calls) {
+        assert.equal(call.toolName, 'weather');
+        assert.ok(!call.dynamic && !call.invalid, JSON.stringify(call));
+        assert.deepEqual(WeatherArgs.parse(call.input), call.input);
+      }
+      assert.equal(await result.finishReason, 'tool-calls');
+      assert.deepEqual(executed, calls.map((c) => c.input));
+    }
+  });
+
+  it('LangChain: withStructuredOutput (json_schema and function calling)', async () => {
+    for (const [method, seed] of [['jsonSchema', 5], ['functionCalling', 6]] as const) {
+      const out = await chat(seed).withStructuredOutput(Weather, { method, name: 'weather' }).invoke('Weather?');
+      assert.deepEqual(Weather.parse(out), out, method);
+    }
+  });
+
+  it('LangChain: bindTools with tool_choice a tool name, and "any" (required), parallel_tool_calls false', async () => {
+    const weather = langchainTool(async () => '18 C', { name: 'weather', description: 'Weather in a city', schema: WeatherArgs });
+    for (const [tool_choice, seed] of [['weather', 7], ['any', 8]] as const) {
+      const msg = await chat(seed).bindTools([weather], { tool_choice, parallel_tool_calls: false }).invoke('Weather in Paris?');
+      assert.equal(msg.tool_calls?.length, 1, JSON.stringify(msg));
+      const call = msg.tool_calls![0]!;
+      assert.equal(call.name, 'weather');
+      assert.match(call.id ?? '', /^call_/);
+      assert.deepEqual(WeatherArgs.parse(call.args), call.args);
+      assert.equal(msg.invalid_tool_calls?.length ?? 0, 0);
+    }
+  });
+});

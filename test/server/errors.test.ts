@@ -1,0 +1,25 @@
+// The server's one mapping of loom's named errors to OpenAI-shaped HTTP errors.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ContextLengthExceededError, EngineRefusedError, InvalidArgumentError } from '../../src/errors.js';
+import { HttpError, toOpenAIError } from '../../src/server/errors.js';
+
+describe('toOpenAIError', () => {
+  it("maps the pipeline's errors to the statuses and bodies clients saw from HttpErrors", () => {
+    assert.deepEqual(toOpenAIError(new ContextLengthExceededError('too long', 'max_tokens')), {
+      status: 400,
+      body: { error: { message: 'too long', type: 'invalid_request_error', param: 'max_tokens', code: 'context_length_exceeded' } },
+    });
+    assert.equal(toOpenAIError(new ContextLengthExceededError('too long')).body.error.param, 'messages');
+    assert.deepEqual(toOpenAIError(new InvalidArgumentError('top_p must be in (0, 1], got 2', 'top_p')), {
+      status: 400,
+      body: { error: { message: 'top_p must be in (0, 1], got 2', type: 'invalid_request_error', param: 'top_p', code: null } },
+    });
+    assert.deepEqual(toOpenAIError(new EngineRefusedError('no grammar engine')), {
+      status: 400,
+      body: { error: { message: 'no grammar engine', type: 'invalid_request_error', param: null, code: null } },
+    });
+    assert.equal(toOpenAIError(new HttpError(404, 'nope')).status, 404);
+    assert.equal(toOpenAIError(new Error('boom')).status, 500);
+  });
+});
