@@ -1,9 +1,9 @@
 # The loom_native addon (node-addon-api, C++17, exceptions on). One build runs on any
 # x86-64: code that needs AVX2+FMA+F16C or AVX-512 lives in native/x86/*_avx2.cc and
-# native/x86/avx2/, native/x86/*_avx512.cc and native/x86/avx512/, compiled in their own static libraries with their own -m flags
-# and called only when the CPU has those features (native/cpu.cc); everything else is
-# portable C++ (never -march=native) and also builds on arm64, where the x86 libraries
-# are left out. Every source is listed.
+# native/x86/avx2/, native/x86/*_avx512.cc and native/x86/avx512/, compiled in their own
+# static libraries with their own -m flags and called only when the CPU has those features
+# (native/cpu.cc); everything else is portable C++ (never -march=native) and also builds on
+# arm64, where the x86 libraries are left out. Every source is listed.
 {
   'targets': [
     {
@@ -61,8 +61,11 @@
             'native/x86/recurrent_avx512.cc',
             'native/x86/avx512/dot_float.cc',
             'native/x86/avx512/dot_q_0.cc',
-            'native/x86/avx512/dot_k_quants.cc',
+            'native/x86/avx512/dot_q45_k.cc',
+            'native/x86/avx512/dot_q6_k.cc',
+            'native/x86/avx512/dot_iq4_xs.cc',
             'native/x86/avx512/dot_r16.cc',
+            'native/x86/avx512/gemm_pack.cc',
             'native/x86/avx512/gemm.cc',
           ],
           'cflags': [

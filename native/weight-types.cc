@@ -162,12 +162,21 @@ void dq_iq4_xs(const uint8_t* b, float* y) {
 }  // namespace
 
 // Kernel registrations, one per family and instruction set (each in its family's file).
+//
+// A new weight type (MXFP4, say) is: its row below (geometry, Act, dequantizer) and its id in
+// kRowTypes; an entry in portable/dot.cc (dot_dequantized serves any type with a dequantizer);
+// and per instruction set a kernel file whose registration lists it (a new file's
+// registration goes into kRegistrations, and the file into binding.gyp). A slot no
+// registration fills takes the next narrower instruction set's kernel (at worst the portable
+// one): slower, never wrong; test/kernels/dispatch.test.ts pins which kernel every type runs
+// on every tier, so such a fallback is seen.
 extern const KernelRegistration kPortableDots;                  // portable/dot.cc
 extern const KernelRegistration kPortableDotR16, kAvx2DotR16;  // r16.cc: the portable R16 kernel
 #ifdef LOOM_X86
 namespace x86 {
 extern const KernelRegistration kAvx2DotFloat, kAvx2DotInt8;  // x86/avx2/
-extern const KernelRegistration kAvx512DotFloat, kAvx512DotQ0, kAvx512DotKQuants, kAvx512DotR16, kAvx512Gemm;  // x86/avx512/
+extern const KernelRegistration kAvx512DotFloat, kAvx512DotQ0, kAvx512DotQ45K, kAvx512DotQ6K, kAvx512DotIQ4XS,
+    kAvx512DotR16, kAvx512Gemm;  // x86/avx512/
 }  // namespace x86
 #endif
 
@@ -182,7 +191,9 @@ const KernelRegistration* const kRegistrations[] = {
     &x86::kAvx2DotInt8,
     &x86::kAvx512DotFloat,
     &x86::kAvx512DotQ0,
-    &x86::kAvx512DotKQuants,
+    &x86::kAvx512DotQ45K,
+    &x86::kAvx512DotQ6K,
+    &x86::kAvx512DotIQ4XS,
     &x86::kAvx512DotR16,
     &x86::kAvx512Gemm,
 #endif
@@ -227,6 +238,9 @@ Table build_table() {
     for (int i = 0; i < reg->n_dots; i++) rows[reg->dots[i].type]->dot[reg->isa] = reg->dots[i].kernel;
     for (int i = 0; i < reg->n_gemms; i++) rows[reg->gemms[i].type]->gemm = reg->gemms[i].kernel;
   }
+  for (WeightTraits& row : g_rows)
+    for (int isa = 1; isa < kIsaCount; isa++)
+      if (!row.dot[isa].fn) row.dot[isa] = row.dot[isa - 1];
   for (int type = 0; type < kMaxType; type++) t.rows[type] = rows[type];
   return t;
 }

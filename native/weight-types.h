@@ -70,7 +70,9 @@ struct GemmKernel {
   int k_multiple = 1;       // K must be a multiple of this
 };
 
-// A registration: the kernels one family provides on one instruction set, type by type.
+// A registration: the kernels one family provides on one instruction set, type by type. It is
+// constant data (constexpr entries, no code runs to make it): a registration in a unit built
+// with -mavx512f is read on every CPU, and a dynamic initializer there could use AVX-512.
 struct DotEntry {
   int type;
   DotKernel kernel;

@@ -1,20 +1,7 @@
 // The AVX-512 GEMM for many activation rows: activations packed once per call in 16-row
-// tiles, weights prepared a panel of 48 outputs at a time for one of five micro-kernel
-// families (f32, bf16, q8, q4k, q6k), and each type's registration (its panel preparation,
-// family and threshold).
-//
-// Activations are packed once per call in tiles of 16 rows, "lanes = rows": every 64-byte
-// vector holds one 32-bit word of each of the 16 rows, so a kernel broadcasts one weight word
-// and multiplies it into 16 rows at once (weights are read in place, or from a small per-panel
-// copy). A tile is a sequence of such transposed arrays:
-//   F32, F16:   f32 v[K][16]                       (F16: values rounded to f16)
-//   BF16:       u32 pair[K/2][16]                  (two bf16 per word; K even)
-//   Act::kQ8_0: u32 q[K/4][16] (bytes q, s8);  f32 d[K/32][16];  i32 c[K/32][16]
-//               (c = −128·Σq per block: the weights enter dpbusd as u8 w + 128, and c takes
-//               the 128·Σq back, so a panel's weights need no sums of their own)
-//   Act::kQ8_K: u32 q[K/4][16] (bytes q+128, u8);  f32 d[K/256][16];  u32 s32pair[K/64][16]
-//               (s32pair: two int16 sums of 32 q's, for the Q4_K mins)
-// Rows past the end of x are zero.
+// tiles (gemm_pack.cc, which describes their layouts), weights prepared a panel of 48 outputs
+// at a time for one of five micro-kernel families (f32, bf16, q8, q4k, q6k), and each type's
+// registration (its panel preparation, family and threshold).
 //
 // A micro-kernel computes NR output rows (weights, one broadcast 32-bit word at a time) by
 // NV·16 activation rows (NV packed tiles, 16 rows per vector lane set) over a K-block,
@@ -37,148 +24,11 @@
 #include "../dot256.h"
 #include "../matmul_x86.h"
 #include "common.h"
+#include "gemm.h"
 
 namespace loom {
 namespace x86 {
 namespace {
-
-// No std:: containers or algorithms in the x86 translation units: their out-of-line template
-// instances have external linkage, and the linker could hand the AVX-512 build of one to the
-// portable code. Buf is a grow-only array with internal linkage (this anonymous namespace).
-template <typename T>
-class Buf {
- public:
-  Buf() = default;
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-  ~Buf() { ::operator delete(data_, std::align_val_t(64)); }
-  T* get(size_t n) {  // at least n elements; contents kept only while n does not grow
-    if (n > cap_) {
-      ::operator delete(data_, std::align_val_t(64));
-      data_ = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
-      cap_ = n;
-    }
-    return data_;
-  }
-  T* data() const { return data_; }
-
- private:
-  T* data_ = nullptr;
-  size_t cap_ = 0;
-};
-
-inline int imin(int a, int b) { return a < b ? a : b; }
-
-// dst[j·dst_stride + i] = rows[i][j] for j in [0, width), i in store_mask; rows[i] == nullptr
-// stands for zeros. (A 16 × width block of 32-bit words, transposed.) `stream`: every
-// destination row is 64-byte aligned and store_mask full, and the rows are written with
-// streaming stores (see kStreamRowFloats in matmul_x86.h; the caller fences).
-inline void transpose16(const uint32_t* const* rows, int width, uint32_t* dst, size_t dst_stride,
-                        __mmask16 store_mask = 0xffff, bool stream = false) {
-  for (int j0 = 0; j0 < width; j0 += 16) {
-    const int n = width - j0 < 16 ? width - j0 : 16;
-    const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
-    __m512i v[16], t[16];
-    LOOM_UNROLL for (int r = 0; r < 16; r++)
-      v[r] = rows[r] ? _mm512_maskz_loadu_epi32(m, rows[r] + j0) : _mm512_setzero_si512();
-    // 16×16 transpose of 32-bit words. v[r], 128-bit lane L: columns 4L..4L+3 of row r.
-    LOOM_UNROLL for (int r = 0; r < 16; r += 2) {
-      t[r] = _mm512_unpacklo_epi32(v[r], v[r + 1]);
-      t[r + 1] = _mm512_unpackhi_epi32(v[r], v[r + 1]);
-    }
-    LOOM_UNROLL for (int r = 0; r < 16; r += 4) {
-      v[r] = _mm512_unpacklo_epi64(t[r], t[r + 2]);
-      v[r + 1] = _mm512_unpackhi_epi64(t[r], t[r + 2]);
-      v[r + 2] = _mm512_unpacklo_epi64(t[r + 1], t[r + 3]);
-      v[r + 3] = _mm512_unpackhi_epi64(t[r + 1], t[r + 3]);
-    }
-    // v[4q + c], lane L: column 4L + c of rows 4q..4q+3. Gather the four row-quads by lane.
-    LOOM_UNROLL for (int c = 0; c < 4; c++) {
-      const __m512i a_lo = _mm512_shuffle_i32x4(v[c], v[4 + c], 0x88), a_hi = _mm512_shuffle_i32x4(v[c], v[4 + c], 0xdd);
-      const __m512i b_lo = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0x88);
-      const __m512i b_hi = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0xdd);
-      const __m512i col[4] = {_mm512_shuffle_i32x4(a_lo, b_lo, 0x88), _mm512_shuffle_i32x4(a_hi, b_hi, 0x88),
-                              _mm512_shuffle_i32x4(a_lo, b_lo, 0xdd), _mm512_shuffle_i32x4(a_hi, b_hi, 0xdd)};
-      LOOM_UNROLL for (int L = 0; L < 4; L++)
-        if (4 * L + c < n) {
-          uint32_t* d = dst + dst_stride * (j0 + 4 * L + c);
-          if (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(d), col[L]);
-          else _mm512_mask_storeu_epi32(d, store_mask, col[L]);
-        }
-    }
-  }
-}
-
-size_t tile_bytes(int type, int K) {
-  const WeightTraits* t = weight_traits(type);
-  if (!t) return 0;
-  switch (t->act) {
-    case Act::kF32:
-    case Act::kF16: return 64 * static_cast<size_t>(K);
-    case Act::kBF16: return 32 * static_cast<size_t>(K);
-    case Act::kQ8_0: return 16 * static_cast<size_t>(K) + 2 * 64 * (K / 32);
-    case Act::kQ8_K: return 16 * static_cast<size_t>(K) + 64 * (K / 256) + 64 * (K / 64);
-  }
-  return 0;
-}
-
-// Pack rows [16·tile, 16·tile + 16) of x [rows, K] into dst (tile_bytes(type, K) bytes).
-void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst) {
-  const Act act = weight_traits(type)->act;
-  const size_t pb = prepared_row_bytes(type, K);
-  thread_local Buf<uint8_t> prep_buf;
-  uint8_t* prep = prep_buf.get(16 * pb);
-  const int r0 = 16 * tile, n = rows - r0 < 16 ? rows - r0 : 16;
-  const uint32_t* rows_q[16];
-  LOOM_UNROLL for (int i = 0; i < 16; i++) {
-    rows_q[i] = nullptr;
-    if (i >= n) continue;
-    const float* xr = x + static_cast<size_t>(r0 + i) * K;
-    if (act == Act::kF32) {
-      rows_q[i] = reinterpret_cast<const uint32_t*>(xr);
-    } else {
-      avx2_prepare_row(type, xr, K, prep + pb * i);
-      rows_q[i] = reinterpret_cast<const uint32_t*>(prep + pb * i);
-    }
-  }
-  uint32_t* out = reinterpret_cast<uint32_t*>(dst);
-  switch (act) {
-    case Act::kF32:
-    case Act::kF16: transpose16(rows_q, K, out, 16); return;
-    case Act::kBF16: transpose16(rows_q, K / 2, out, 16); return;
-    default: break;
-  }
-  // integer types: q words (Q8_K: then +128 on every byte), then d, then Q8_0's corrections or
-  // Q8_K's pair sums
-  const bool kq = act == Act::kQ8_K;
-  const int qw = K / 4;
-  transpose16(rows_q, qw, out, 16);
-  if (kq) {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    for (size_t i = 0; i < 16 * static_cast<size_t>(qw); i += 16)
-      _mm512_storeu_si512(out + i, _mm512_xor_si512(_mm512_loadu_si512(out + i), flip));
-  }
-  const int nd = kq ? K / 256 : K / 32;
-  const uint32_t* rows_d[16];
-  LOOM_UNROLL for (int i = 0; i < 16; i++) rows_d[i] = rows_q[i] ? rows_q[i] + qw : nullptr;  // d follows q
-  transpose16(rows_d, nd, out + 16 * qw, 16);
-  if (!kq) {  // Σq (int32 [K/32]) follows d: −128·Σq
-    const uint32_t* rows_s[16];
-    LOOM_UNROLL for (int i = 0; i < 16; i++) rows_s[i] = rows_q[i] ? rows_q[i] + qw + nd : nullptr;
-    uint32_t* c = out + 16 * (qw + nd);
-    transpose16(rows_s, nd, c, 16);
-    for (size_t i = 0; i < 16 * static_cast<size_t>(nd); i += 16)
-      _mm512_storeu_si512(c + i, _mm512_mullo_epi32(_mm512_loadu_si512(c + i), _mm512_set1_epi32(-128)));
-    return;
-  }
-  const uint32_t* rows_s[16];
-  LOOM_UNROLL for (int i = 0; i < 16; i++) {
-    // s32 (int16 [K/32]) follows d (f32 [K/256]) and s16 (int16 [K/16])
-    rows_s[i] = rows_q[i] ? rows_q[i] + qw + nd + K / 32 : nullptr;
-  }
-  transpose16(rows_s, K / 64, out + 16 * (qw + nd), 16);
-}
-
 // ---- per-panel weight preparation (thread-local, reused) ----
 
 struct Q4KTab {  // one Q4_K block of one output row
@@ -692,7 +542,7 @@ void gemm(const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstrid
 template <int kType, PanelFn Prepare, const GemmFamily& F>
 void gemm_of(const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0, int o1, float* out,
              int N, GemmPrefetch next) {
-  gemm<Prepare, F>(packed, r0, r1, w, wstride, K, o0, o1, out, N, next, tile_bytes(kType, K));
+  gemm<Prepare, F>(packed, r0, r1, w, wstride, K, o0, o1, out, N, next, avx512_gemm_tile_bytes(kType, K));
 }
 
 // Rows at which the packed GEMM (16-row tiles) beats the dot kernels: where the dot
@@ -722,14 +572,6 @@ constexpr GemmEntry kGemms[] = {
 };
 
 }  // namespace
-
-void avx512_prepare_row(int type, const float* x, int K, uint8_t* dst) { avx2_prepare_row(type, x, K, dst); }
-
-size_t avx512_gemm_tile_bytes(int type, int K) { return tile_bytes(type, K); }
-
-void avx512_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8_t* dst_tile) {
-  pack_tile(type, x, rows, K, tile, dst_tile);
-}
 
 extern const KernelRegistration kAvx512Gemm = {kIsaAvx512, nullptr, 0, kGemms, sizeof(kGemms) / sizeof(kGemms[0])};
 
