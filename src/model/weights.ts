@@ -15,7 +15,7 @@ export interface WeightTensor {
   readonly data: Uint8Array;
 }
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35';
+export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe';
 
 /** How RoPE pairs dimensions: `normal` rotates (x[2i], x[2i+1]) (llama.cpp's llama layout);
  *  `neox` rotates (x[i], x[i + ropeDim/2]) (HF rotate_half, Qwen, GPT-NeoX). */
@@ -55,6 +55,18 @@ export interface ModelConfig {
   readonly kvSource?: readonly number[];
   /** Gemma 4's extras (see arch/gemma4.ts) */
   readonly gemma4?: Gemma4Params;
+  /** routed mixture-of-experts FFNs in every layer (Qwen3-MoE, see arch/moe.ts); absent = dense FFNs */
+  readonly moe?: MoeParams;
+}
+
+/** A routed MoE FFN: softmax over numExperts router logits, the top numExpertsUsed experts'
+ *  SwiGLU FFNs (expertFfnSize wide), summed weighted by their probabilities. */
+export interface MoeParams {
+  readonly numExperts: number;
+  readonly numExpertsUsed: number;
+  readonly expertFfnSize: number;
+  /** the chosen experts' probabilities are divided by their sum (llama.cpp's qwen3moe always; HF's norm_topk_prob) */
+  readonly normTopK: boolean;
 }
 
 /** Gemma 4 beyond Gemma 3's params: per-layer token embeddings and per-layer FFN widths. */

@@ -1,0 +1,160 @@
+// A routed mixture-of-experts FFN (Qwen3-MoE's; llama.cpp's build_moe_ffn with softmax gating
+// and SwiGLU experts), batched by expert: for a batch of T tokens, route all of them, then for
+// each expert with at least one token gather those tokens' rows, run the expert's gate/up,
+// SwiGLU and down over them as one matmul batch, and scatter the rows back, weighted, into
+// [T, k] slots; each token then sums its k slots in the order the router ranked them, as
+// llama.cpp adds its experts' outputs. A token's result depends on its own row only (the
+// same expert weights, its own routing), whichever tokens share the expert's batch.
+import type { Kernels } from '../../kernels/index.js';
+import type { MoeParams, TensorSource, WeightTensor } from '../weights.js';
+import { moeTensorNames } from '../gguf-config-moe.js';
+import type { Scratch } from './architecture.js';
+
+/**
+ * The 2-D [dims[0], dims[1]] matrices of a 3-D expert tensor [dims[0], dims[1], numExperts]:
+ * views into the same bytes, one per expert (expert e's rows follow expert e - 1's).
+ */
+export function expertViews(t: WeightTensor, numExperts: number): WeightTensor[] {
+  const [inF, outF, n] = t.dims;
+  if (t.dims.length !== 3 || n !== numExperts || t.data.length % numExperts !== 0) {
+    throw new RangeError(`${t.name}: dims [${t.dims.join(', ')}] are not ${numExperts} expert matrices`);
+  }
+  const bytes = t.data.length / numExperts;
+  return Array.from({ length: numExperts }, (_, e) => ({
+    name: `${t.name}[${e}]`,
+    type: t.type,
+    dims: [inF!, outF!],
+    data: t.data.subarray(e * bytes, (e + 1) * bytes),
+  }));
+}
+
+/** The routing of T tokens: per token its k experts, best first, and their weights. */
+export interface Routing {
+  /** [T, k] expert ids, by descending router probability */
+  readonly experts: Int32Array;
+  /** [T, k] the chosen experts' probabilities, renormalized over the k when normTopK (f32) */
+  readonly weights: Float32Array;
+}
+
+/** smallest positive f16 normal: llama.cpp clamps the sum of the chosen probabilities to it */
+const MIN_WEIGHT_SUM = 6.103515625e-5;
+
+/**
+ * Top-k routing of T rows of softmax probabilities [T, numExperts] (llama.cpp's argsort top-k,
+ * the lowest id first among equals), weights divided by their sum (summed in f64, rounded to
+ * f32, as ggml_sum_rows) when normTopK.
+ */
+export function routeTopK(probs: Float32Array, T: number, p: MoeParams, out: Routing): void {
+  const { numExperts: E, numExpertsUsed: k } = p;
+  for (let t = 0; t < T; t++) {
+    const row = probs.subarray(t * E, (t + 1) * E);
+    const ids = out.experts.subarray(t * k, (t + 1) * k);
+    const w = out.weights.subarray(t * k, (t + 1) * k);
+    for (let j = 0; j < k; j++) {
+      let best = -1;
+      for (let e = 0; e < E; e++) {
+        if (ids.subarray(0, j).includes(e)) continue;
+        if (best < 0 || row[e]! > row[best]!) best = e;
+      }
+      ids[j] = best;
+      w[j] = row[best]!;
+    }
+    if (p.normTopK) {
+      let sum = 0;
+      for (let j = 0; j < k; j++) sum += w[j]!;
+      const s = Math.max(Math.fround(sum), MIN_WEIGHT_SUM);
+      for (let j = 0; j < k; j++) w[j] = w[j]! / s;
+    }
+  }
+}
+
+/** One layer's routed FFN: the router, per-expert views of the expert tensors, and counters. */
+export class MoeFfn {
+  private readonly router: WeightTensor;
+  private readonly gate: WeightTensor[];
+  private readonly up: WeightTensor[];
+  private readonly down: WeightTensor[];
+  /** tokens routed to each expert so far (a token counts once per expert it reads) */
+  readonly load: Float64Array;
+  /** the smallest gap seen between a token's k-th and (k+1)-th router logit (Infinity before any, or when k = numExperts) */
+  minRoutingGap = Infinity;
+
+  constructor(
+    tensors: TensorSource,
+    li: number,
+    private readonly params: MoeParams,
+    private readonly hiddenSize: number,
+  ) {
+    const names = moeTensorNames(li);
+    this.router = tensors.get(names.router);
+    this.gate = expertViews(tensors.get(names.gate), params.numExperts);
+    this.up = expertViews(tensors.get(names.up), params.numExperts);
+    this.down = expertViews(tensors.get(names.down), params.numExperts);
+    this.load = new Float64Array(params.numExperts);
+  }
+
+  /** out[t] = Σ_j weight[t, j] · expert_j(h[t]) over the k experts token t is routed to. h, out: [T, hidden] */
+  forward(out: Float32Array, h: Float32Array, T: number, k: Kernels, scratch: Scratch): void {
+    const { numExperts: E, numExpertsUsed: K, expertFfnSize: F } = this.params;
+    const D = this.hiddenSize;
+    const probs = scratch.take('moe.probs', T * E);
+    k.matmul(probs, h, this.router, T);
+    this.recordGaps(probs, T);
+    k.softmax(probs, T, E);
+    const routing: Routing = { experts: new Int32Array(T * K), weights: new Float32Array(T * K) };
+    routeTopK(probs, T, this.params, routing);
+
+    // counting sort of the T·K (token, slot) pairs by expert
+    const starts = new Int32Array(E + 1);
+    for (const e of routing.experts) starts[e + 1]!++;
+    for (let e = 0; e < E; e++) starts[e + 1]! += starts[e]!;
+    const pairs = new Int32Array(T * K); // t·K + slot, grouped by expert
+    const fill = starts.slice(0, E);
+    routing.experts.forEach((e, pair) => (pairs[fill[e]!++] = pair));
+
+    const slots = scratch.take('moe.slots', T * K * D); // [T, K, hidden] weighted expert outputs
+    for (let e = 0; e < E; e++) {
+      const n = starts[e + 1]! - starts[e]!;
+      if (n === 0) continue;
+      this.load[e]! += n;
+      const mine = pairs.subarray(starts[e]!, starts[e + 1]!);
+      const x = scratch.take('moe.x', n * D);
+      mine.forEach((pair, i) => {
+        const t = (pair / K) | 0;
+        x.set(h.subarray(t * D, (t + 1) * D), i * D);
+      });
+      const g = scratch.take('moe.gate', n * F);
+      const u = scratch.take('moe.up', n * F);
+      k.matmulSet(x, n, [{ out: g, w: this.gate[e]! }, { out: u, w: this.up[e]! }]);
+      k.siluMul(g, g, u, n * F);
+      const y = scratch.take('moe.y', n * D);
+      k.matmul(y, g, this.down[e]!, n);
+      mine.forEach((pair, i) => {
+        const w = routing.weights[pair]!;
+        const src = y.subarray(i * D, (i + 1) * D);
+        const dst = slots.subarray(pair * D, (pair + 1) * D);
+        for (let j = 0; j < D; j++) dst[j] = Math.fround(src[j]! * w);
+      });
+    }
+
+    // each token sums its slots best first, in f32 (llama.cpp's chain of ggml_add)
+    for (let t = 0; t < T; t++) {
+      const dst = out.subarray(t * D, (t + 1) * D);
+      dst.set(slots.subarray(t * K * D, (t * K + 1) * D));
+      for (let s = 1; s < K; s++) {
+        const src = slots.subarray((t * K + s) * D, (t * K + s + 1) * D);
+        for (let j = 0; j < D; j++) dst[j] = Math.fround(dst[j]! + src[j]!);
+      }
+    }
+  }
+
+  /** keeps the smallest gap between the k-th and (k+1)-th largest router logit of any token */
+  private recordGaps(logits: Float32Array, T: number): void {
+    const { numExperts: E, numExpertsUsed: K } = this.params;
+    if (K >= E) return;
+    for (let t = 0; t < T; t++) {
+      const sorted = Array.from(logits.subarray(t * E, (t + 1) * E)).sort((a, b) => b - a);
+      this.minRoutingGap = Math.min(this.minRoutingGap, sorted[K - 1]! - sorted[K]!);
+    }
+  }
+}

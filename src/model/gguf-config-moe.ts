@@ -1,0 +1,75 @@
+// The routed-expert keys of a GGUF file (Qwen3-MoE) → MoeParams, as llama.cpp reads them:
+// `expert_count` and `expert_used_count` (llama-model.cpp's generic loader; the used count may
+// be one per layer), `expert_feed_forward_length` (llama_model_qwen3moe::load_arch_hparams;
+// absent: feed_forward_length / expert_used_count). llama.cpp's qwen3moe graph always divides
+// the chosen experts' probabilities by their sum (build_moe_ffn's norm_w = true), whatever the
+// checkpoint's norm_topk_prob was, and reads no expert_weights_scale: so does loom.
+// A file whose experts are missing or disagree with these keys is refused here, in one line.
+import { ModelFormatError, UnsupportedModelError } from '../errors.js';
+import type { MetadataReader } from './gguf-metadata.js';
+import type { MoeParams, TensorSource } from './weights.js';
+
+/** llama.cpp's LLAMA_MAX_EXPERTS */
+export const MAX_EXPERTS = 512;
+
+/** The tensor names of layer li's routed FFN, in GGUF naming. */
+export function moeTensorNames(li: number): { router: string; gate: string; up: string; down: string } {
+  const p = `blk.${li}.`;
+  return { router: `${p}ffn_gate_inp.weight`, gate: `${p}ffn_gate_exps.weight`, up: `${p}ffn_up_exps.weight`, down: `${p}ffn_down_exps.weight` };
+}
+
+export function ggufMoeParams(meta: MetadataReader, arch: string, numLayers: number, hiddenSize: number, tensors: TensorSource): MoeParams {
+  const key = (k: string): string => `${arch}.${k}`;
+  const fail = (problem: string): never => {
+    throw new ModelFormatError(meta.file, problem);
+  };
+  const numExperts = meta.optionalNumber(key('expert_count')) ?? 0;
+  if (!Number.isInteger(numExperts) || numExperts < 1) fail(`${key('expert_count')} is ${numExperts}: a ${arch} file needs at least one expert`);
+  if (numExperts > MAX_EXPERTS) fail(`${key('expert_count')} is ${numExperts}, more than ${MAX_EXPERTS}`);
+  const numExpertsUsed = sameInEveryLayer(meta, key('expert_used_count'), numLayers);
+  if (numExpertsUsed === undefined || !Number.isInteger(numExpertsUsed) || numExpertsUsed < 1 || numExpertsUsed > numExperts) {
+    fail(`${key('expert_used_count')} is ${numExpertsUsed}: it should be 1 to ${key('expert_count')} (${numExperts})`);
+  }
+  const used = numExpertsUsed!;
+  const expertFfnSize = sameInEveryLayer(meta, key('expert_feed_forward_length'), numLayers) ?? Math.floor(meta.number(key('feed_forward_length')) / used);
+  if (!Number.isInteger(expertFfnSize) || expertFfnSize < 1) fail(`${key('expert_feed_forward_length')} is ${expertFfnSize}`);
+
+  const dims = tensorDims(tensors);
+  for (let li = 0; li < numLayers; li++) {
+    const names = moeTensorNames(li);
+    const want: [string, number[]][] = [
+      [names.router, [hiddenSize, numExperts]],
+      [names.gate, [hiddenSize, expertFfnSize, numExperts]],
+      [names.up, [hiddenSize, expertFfnSize, numExperts]],
+      [names.down, [expertFfnSize, hiddenSize, numExperts]],
+    ];
+    for (const [name, shape] of want) {
+      if (!tensors.has(name)) fail(`mixture-of-experts layer ${li} has no tensor ${name}`);
+      const got = dims?.(name);
+      if (got && (got.length !== shape.length || got.some((d, i) => d !== shape[i]))) {
+        fail(`tensor ${name} has dims [${got.join(', ')}], but ${numExperts} experts of ${expertFfnSize} over ${hiddenSize} need [${shape.join(', ')}]`);
+      }
+    }
+  }
+  return { numExperts, numExpertsUsed: used, expertFfnSize, normTopK: true };
+}
+
+/** a key given once or per layer (llama.cpp's get_key_or_arr); loom runs one value for every layer */
+function sameInEveryLayer(meta: MetadataReader, k: string, numLayers: number): number | undefined {
+  const v = meta.metadata.get(k);
+  if (v === undefined) return undefined;
+  if (!Array.isArray(v)) return meta.number(k);
+  const values = v.slice(0, numLayers);
+  if (values.length < numLayers || !values.every((x) => typeof x === 'number')) {
+    throw new ModelFormatError(meta.file, `${k} should hold ${numLayers} numbers`);
+  }
+  if (values.some((x) => x !== values[0])) throw new UnsupportedModelError(meta.file, `${k} varies by layer; loom runs one value per model`);
+  return values[0] as number;
+}
+
+/** the dims of a tensor from the file's header, without reading its bytes (GGUF sources have them) */
+function tensorDims(tensors: TensorSource): ((name: string) => readonly number[] | undefined) | undefined {
+  const infos = (tensors as { tensorInfos?: unknown }).tensorInfos;
+  if (!(infos instanceof Map)) return undefined;
+  return (name) => (infos.get(name) as { dims?: readonly number[] } | undefined)?.dims;
+}
