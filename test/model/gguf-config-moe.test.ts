@@ -1,0 +1,123 @@
+// qwen3moe's expert keys as llama.cpp reads them, and files whose experts are missing or
+// disagree with those keys refused in one line naming the file and the problem.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { LoomError } from '../../src/errors.js';
+import { GGMLType } from '../../src/model/ggml-types.js';
+import { GGUFValueType, kv, writeGGUF } from '../../src/model/gguf-writer.js';
+import type { GGUFEntry } from '../../src/model/gguf-writer.js';
+import { ggufModelConfig } from '../../src/model/gguf-config.js';
+import { openGGUF } from '../../src/model/gguf.js';
+import type { ModelConfig } from '../../src/model/weights.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'loom-moe-config-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const A = 'qwen3moe';
+const D = 64;
+const E = 4;
+const F = 32;
+const LAYERS = 2;
+
+interface Variant {
+  keys?: GGUFEntry[];
+  drop?: string[];
+  dims?: Record<string, number[]>;
+}
+
+let n = 0;
+function file(v: Variant = {}): string {
+  const path = join(dir, `moe-${n++}.gguf`);
+  const t = (name: string, dims: number[]) => {
+    const d = v.dims?.[name] ?? dims;
+    return { name, type: GGMLType.F32, dims: d, data: new Uint8Array(4 * d.reduce((a, b) => a * b, 1)) };
+  };
+  const tensors = [t('token_embd.weight', [D, 16])];
+  for (let i = 0; i < LAYERS; i++) {
+    tensors.push(t(`blk.${i}.ffn_gate_inp.weight`, [D, E]), t(`blk.${i}.ffn_gate_exps.weight`, [D, F, E]), t(`blk.${i}.ffn_up_exps.weight`, [D, F, E]), t(`blk.${i}.ffn_down_exps.weight`, [F, D, E]));
+  }
+  const keys = new Map<string, GGUFEntry>(
+    [
+      kv.str('general.architecture', A),
+      kv.u32(`${A}.context_length`, 64),
+      kv.u32(`${A}.embedding_length`, D),
+      kv.u32(`${A}.block_count`, LAYERS),
+      kv.u32(`${A}.feed_forward_length`, 3 * D),
+      kv.u32(`${A}.attention.head_count`, 4),
+      kv.u32(`${A}.attention.head_count_kv`, 2),
+      kv.u32(`${A}.attention.key_length`, 16),
+      kv.f32(`${A}.attention.layer_norm_rms_epsilon`, 1e-6),
+      kv.u32(`${A}.expert_count`, E),
+      kv.u32(`${A}.expert_used_count`, 2),
+      kv.u32(`${A}.expert_feed_forward_length`, F),
+    ].map((e) => [e.key, e]),
+  );
+  for (const e of v.keys ?? []) keys.set(e.key, e);
+  for (const k of v.drop ?? []) keys.delete(k);
+  writeGGUF(path, { version: 3, metadata: [...keys.values()], tensors: tensors.filter((x) => !v.drop?.includes(x.name)) });
+  return path;
+}
+
+function config(path: string): ModelConfig {
+  const g = openGGUF(path);
+  try {
+    return ggufModelConfig(path, g.metadata, g);
+  } finally {
+    g.close();
+  }
+}
+
+function refused(path: string, ...parts: string[]): void {
+  assert.throws(
+    () => config(path),
+    (e: unknown) => {
+      assert.ok(e instanceof LoomError, String(e));
+      assert.ok(!e.message.includes('\n'), 'one line');
+      assert.ok(e.message.startsWith(`${path}: `), `names the file: ${e.message}`);
+      for (const p of parts) assert.ok(e.message.includes(p), `mentions ${p}: ${e.message}`);
+      return true;
+    },
+  );
+}
+
+describe('qwen3moe GGUF config', () => {
+  it('reads the expert keys; the chosen experts are always renormalized, as llama.cpp does', () => {
+    const c = config(file());
+    assert.equal(c.arch, 'qwen3moe');
+    assert.equal(c.ropeStyle, 'neox');
+    assert.deepEqual(c.moe, { numExperts: E, numExpertsUsed: 2, expertFfnSize: F, normTopK: true });
+  });
+
+  it('expert_used_count may be one per layer; absent expert_feed_forward_length is feed_forward_length / used', () => {
+    const c = config(
+      file({
+        keys: [kv.arr(GGUFValueType.INT32, `${A}.expert_used_count`, [2, 2]), kv.u32(`${A}.feed_forward_length`, 2 * F)],
+        drop: [`${A}.expert_feed_forward_length`],
+      }),
+    );
+    assert.deepEqual(c.moe, { numExperts: E, numExpertsUsed: 2, expertFfnSize: F, normTopK: true });
+  });
+
+  it('refuses missing or inconsistent experts in one line', () => {
+    refused(file({ drop: [`${A}.expert_count`] }), 'expert_count');
+    refused(file({ keys: [kv.u32(`${A}.expert_used_count`, 5)] }), 'expert_used_count', '1 to');
+    refused(file({ drop: [`${A}.expert_used_count`] }), 'expert_used_count');
+    refused(file({ drop: ['blk.1.ffn_down_exps.weight'] }), 'layer 1', 'blk.1.ffn_down_exps.weight');
+    refused(file({ dims: { 'blk.0.ffn_up_exps.weight': [D, F, E - 1] } }), 'blk.0.ffn_up_exps.weight', `[${D}, ${F}, ${E}]`);
+    refused(file({ keys: [kv.u32(`${A}.expert_feed_forward_length`, 2 * F)] }), 'blk.0.ffn_gate_exps.weight', 'dims');
+    refused(file({ keys: [kv.arr(GGUFValueType.INT32, `${A}.expert_used_count`, [2, 1])] }), 'varies by layer');
+  });
+
+  it('still refuses experts in the other families', () => {
+    const path = join(dir, 'mixtral.gguf');
+    writeGGUF(path, {
+      version: 3,
+      metadata: [kv.str('general.architecture', 'llama'), kv.u32('llama.expert_count', 8)],
+      tensors: [{ name: 'token_embd.weight', type: GGMLType.F32, dims: [D, 16], data: new Uint8Array(4 * D * 16) }],
+    });
+    refused(path, 'mixture-of-experts', 'qwen3moe');
+  });
+});
