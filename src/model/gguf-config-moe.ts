@@ -18,6 +18,12 @@ export function moeTensorNames(li: number): { router: string; gate: string; up: 
   return { router: `${p}ffn_gate_inp.weight`, gate: `${p}ffn_gate_exps.weight`, up: `${p}ffn_up_exps.weight`, down: `${p}ffn_down_exps.weight` };
 }
 
+/** One expert's matrix under its own name (`blk.N.ffn_gate_exps.E.weight`), as HF checkpoints
+ *  keep them (mlp.experts.E.gate_proj), where a GGUF file has one 3-D tensor per layer. */
+export function expertTensorName(li: number, which: 'gate' | 'up' | 'down', e: number): string {
+  return `blk.${li}.ffn_${which}_exps.${e}.weight`;
+}
+
 export function ggufMoeParams(meta: MetadataReader, arch: string, numLayers: number, hiddenSize: number, tensors: TensorSource): MoeParams {
   const key = (k: string): string => `${arch}.${k}`;
   const fail = (problem: string): never => {

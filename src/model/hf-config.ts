@@ -10,10 +10,11 @@ import { gemmaConfig } from './hf-config-gemma.js';
 import type { ArchName, ModelConfig } from './weights.js';
 import { qwen35Config } from './hf-qwen35.js';
 import { hfRopeScaling } from './hf-rope.js';
+import { hfMoeParams } from './hf-config-moe.js';
 
 export const CONFIG_FILE = 'config.json';
 
-type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35';
+type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen3moe';
 
 const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   LlamaForCausalLM: 'llama',
@@ -26,8 +27,9 @@ const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   Gemma2ForCausalLM: 'gemma2',
   Gemma3ForCausalLM: 'gemma3',
   Qwen3_5ForCausalLM: 'qwen35',
+  Qwen3MoeForCausalLM: 'qwen3moe',
 };
-const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35'];
+const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35', 'qwen3moe'];
 /** Mistral runs as llama (llama.cpp converts it to a llama GGUF and attends to the whole context) */
 const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35'>, ArchName>> = {
   llama: 'llama',
@@ -37,6 +39,7 @@ const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35'>, 
   gpt2: 'gpt2',
   phi3: 'phi3',
   smollm3: 'smollm3',
+  qwen3moe: 'qwen3moe',
 };
 
 /** Reads `<dir>/config.json`. */
@@ -84,7 +87,7 @@ function familyOf(c: Fields): Family {
     return family;
   }
   const raw = c.raw('model_type');
-  const type = raw === 'gemma3_text' ? 'gemma3' : raw === 'qwen3_5_text' ? 'qwen35' : raw;
+  const type = raw === 'gemma3_text' ? 'gemma3' : raw === 'qwen3_5_text' ? 'qwen35' : raw === 'qwen3_moe' ? 'qwen3moe' : raw;
   const family = FAMILIES.find((f) => f === type);
   if (!family) {
     throw new UnsupportedModelError(c.file, `model_type ${JSON.stringify(type)} is not supported (loom runs ${FAMILIES.join(', ')})`);
@@ -132,6 +135,7 @@ function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 
     tiedEmbeddings: c.bool('tie_word_embeddings', family === 'smollm3'),
     ...(ropeScaling ? { ropeScaling } : {}),
     ...(noRopeLayers ? { noRopeLayers } : {}),
+    ...(family === 'qwen3moe' ? { moe: hfMoeParams(c) } : {}),
   };
 }
 
@@ -158,7 +162,7 @@ function checkSlidingWindow(c: Fields, family: Family, contextLength: number): v
         `sliding-window attention (sliding_window ${window} < max_position_embeddings ${contextLength}, as in Mistral-7B-v0.1) is not supported`,
       );
     }
-  } else if ((family === 'qwen2' || family === 'qwen3' || family === 'smollm3') && c.raw('use_sliding_window') === true) {
+  } else if ((family === 'qwen2' || family === 'qwen3' || family === 'qwen3moe' || family === 'smollm3') && c.raw('use_sliding_window') === true) {
     throw new UnsupportedModelError(c.file, 'sliding-window attention (use_sliding_window: true) is not supported');
   }
 }

@@ -36,6 +36,7 @@ const LLAMA_BLOCK: Readonly<Record<string, string>> = {
   ffn_gate: 'mlp.gate_proj',
   ffn_up: 'mlp.up_proj',
   ffn_down: 'mlp.down_proj',
+  ffn_gate_inp: 'mlp.gate', // a MoE layer's router (Qwen3-MoE)
 };
 
 /** Phi-3 keeps q/k/v and gate/up fused, in the same row order as llama.cpp's attn_qkv and ffn_up */
@@ -71,6 +72,8 @@ const GPT2_BLOCK: Readonly<Record<string, { path: string; conv: boolean }>> = {
 };
 
 const BLOCK_NAME = /^blk\.(\d+)\.([a-z_]+)\.(weight|bias)$/;
+/** one expert's matrix (gguf-config-moe.ts's expertTensorName) */
+const EXPERT_NAME = /^blk\.(\d+)\.ffn_(gate|up|down)_exps\.(\d+)\.weight$/;
 
 /** Where an HF checkpoint may keep a canonical tensor: candidate names (first found wins). */
 export interface HFLocation {
@@ -84,6 +87,10 @@ export function hfLocation(arch: ArchName, numLayers: number, canonical: string)
   if (arch === 'qwen35') {
     const name = qwen35HFName(numLayers, canonical);
     return name ? { names: [name], conv: false } : undefined;
+  }
+  const expert = arch === 'qwen3moe' ? EXPERT_NAME.exec(canonical) : null;
+  if (expert) {
+    return Number(expert[1]) < numLayers ? { names: [`model.layers.${expert[1]}.mlp.experts.${expert[3]}.${expert[2]}_proj.weight`], conv: false } : undefined;
   }
   const m = BLOCK_NAME.exec(canonical);
   const layer = m ? Number(m[1]) : -1;

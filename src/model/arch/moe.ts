@@ -7,8 +7,10 @@
 // same expert weights, its own routing), whichever tokens share the expert's batch.
 import type { Kernels } from '../../kernels/index.js';
 import type { MoeParams, TensorSource, WeightTensor } from '../weights.js';
-import { moeTensorNames } from '../gguf-config-moe.js';
+import { expertTensorName, moeTensorNames } from '../gguf-config-moe.js';
 import type { Scratch } from './architecture.js';
+import { loadVector } from './architecture.js';
+import { GGMLType } from '../ggml-types.js';
 
 /**
  * The 2-D [dims[0], dims[1]] matrices of a 3-D expert tensor [dims[0], dims[1], numExperts]:
@@ -26,6 +28,13 @@ export function expertViews(t: WeightTensor, numExperts: number): WeightTensor[]
     dims: [inF!, outF!],
     data: t.data.subarray(e * bytes, (e + 1) * bytes),
   }));
+}
+
+/** a matrix dequantized to an owned F32 copy (small tensors only) */
+function widenToF32(t: WeightTensor): WeightTensor {
+  if (t.type === GGMLType.F32) return t;
+  const values = loadVector({ has: () => true, get: () => t }, t.name);
+  return { name: t.name, type: GGMLType.F32, dims: t.dims, data: new Uint8Array(values.buffer) };
 }
 
 /** The routing of T tokens: per token its k experts, best first, and their weights. */
@@ -86,10 +95,18 @@ export class MoeFfn {
     private readonly hiddenSize: number,
   ) {
     const names = moeTensorNames(li);
-    this.router = tensors.get(names.router);
-    this.gate = expertViews(tensors.get(names.gate), params.numExperts);
-    this.up = expertViews(tensors.get(names.up), params.numExperts);
-    this.down = expertViews(tensors.get(names.down), params.numExperts);
+    // a GGUF file's 3-D tensor per layer, else (an HF folder) one matrix per expert
+    const hf = !tensors.has(names.gate);
+    // llama.cpp's converter writes the router in F32 whatever the checkpoint's dtype: an HF
+    // folder's is widened here the same way (a few hundred KB), so its logits round as the GGUF's
+    this.router = hf ? widenToF32(tensors.get(names.router)) : tensors.get(names.router);
+    const experts = (which: 'gate' | 'up' | 'down'): WeightTensor[] =>
+      tensors.has(names[which])
+        ? expertViews(tensors.get(names[which]), params.numExperts)
+        : Array.from({ length: params.numExperts }, (_, e) => tensors.get(expertTensorName(li, which, e)));
+    this.gate = experts('gate');
+    this.up = experts('up');
+    this.down = experts('down');
     this.load = new Float64Array(params.numExperts);
   }
 
