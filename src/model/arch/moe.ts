@@ -51,23 +51,29 @@ const MIN_WEIGHT_SUM = 6.103515625e-5;
 /**
  * Top-k routing of T rows of softmax probabilities [T, numExperts] (llama.cpp's argsort top-k,
  * the lowest id first among equals), weights divided by their sum (summed in f64, rounded to
- * f32, as ggml_sum_rows) when normTopK.
+ * f32, as ggml_sum_rows) when normTopK. Returns the smallest routing margin of the rows: the
+ * gap between the k-th and (k+1)-th router logit, log(p_k / p_k+1) (Infinity when k = numExperts).
  */
-export function routeTopK(probs: Float32Array, T: number, p: MoeParams, out: Routing): void {
+export function routeTopK(probs: Float32Array, T: number, p: MoeParams, out: Routing): number {
   const { numExperts: E, numExpertsUsed: k } = p;
+  const taken = new Uint8Array(E);
+  let minGap = Infinity;
   for (let t = 0; t < T; t++) {
     const row = probs.subarray(t * E, (t + 1) * E);
     const ids = out.experts.subarray(t * k, (t + 1) * k);
     const w = out.weights.subarray(t * k, (t + 1) * k);
-    for (let j = 0; j < k; j++) {
+    for (let j = 0; j <= k && j < E; j++) {
       let best = -1;
-      for (let e = 0; e < E; e++) {
-        if (ids.subarray(0, j).includes(e)) continue;
-        if (best < 0 || row[e]! > row[best]!) best = e;
+      for (let e = 0; e < E; e++) if (taken[e] === 0 && (best < 0 || row[e]! > row[best]!)) best = e;
+      if (j === k) {
+        minGap = Math.min(minGap, Math.log(row[ids[k - 1]!]! / row[best]!));
+        break;
       }
+      taken[best] = 1;
       ids[j] = best;
       w[j] = row[best]!;
     }
+    for (let j = 0; j < k; j++) taken[ids[j]!] = 0;
     if (p.normTopK) {
       let sum = 0;
       for (let j = 0; j < k; j++) sum += w[j]!;
@@ -75,6 +81,7 @@ export function routeTopK(probs: Float32Array, T: number, p: MoeParams, out: Rou
       for (let j = 0; j < k; j++) w[j] = w[j]! / s;
     }
   }
+  return minGap;
 }
 
 /** One layer's routed FFN: the router, per-expert views of the expert tensors, and counters. */
@@ -116,10 +123,9 @@ export class MoeFfn {
     const D = this.hiddenSize;
     const probs = scratch.take('moe.probs', T * E);
     k.matmul(probs, h, this.router, T);
-    this.recordGaps(probs, T);
     k.softmax(probs, T, E);
     const routing: Routing = { experts: new Int32Array(T * K), weights: new Float32Array(T * K) };
-    routeTopK(probs, T, this.params, routing);
+    this.minRoutingGap = Math.min(this.minRoutingGap, routeTopK(probs, T, this.params, routing));
 
     // counting sort of the T·K (token, slot) pairs by expert
     const starts = new Int32Array(E + 1);
@@ -162,16 +168,6 @@ export class MoeFfn {
         const src = slots.subarray((t * K + s) * D, (t * K + s + 1) * D);
         for (let j = 0; j < D; j++) dst[j] = Math.fround(dst[j]! + src[j]!);
       }
-    }
-  }
-
-  /** keeps the smallest gap between the k-th and (k+1)-th largest router logit of any token */
-  private recordGaps(logits: Float32Array, T: number): void {
-    const { numExperts: E, numExpertsUsed: K } = this.params;
-    if (K >= E) return;
-    for (let t = 0; t < T; t++) {
-      const sorted = Array.from(logits.subarray(t * E, (t + 1) * E)).sort((a, b) => b - a);
-      this.minRoutingGap = Math.min(this.minRoutingGap, sorted[K - 1]! - sorted[K]!);
     }
   }
 }

@@ -70,8 +70,9 @@ describe('routing', () => {
   it('takes the k most probable experts, best first, their weights divided by their sum', () => {
     const probs = Float32Array.from([0.1, 0.4, 0.05, 0.3, 0.1, 0.05, /**/ 0.5, 0.1, 0.1, 0.1, 0.1, 0.1]);
     const r = { experts: new Int32Array(4), weights: new Float32Array(4) };
-    routeTopK(probs, 2, P, r);
+    assert.equal(routeTopK(probs, 2, P, r), 0, 'the second row ties at its 2nd and 3rd expert');
     assert.deepEqual([...r.experts], [1, 3, 0, 1]); // ties: the lowest id
+    assert.ok(Math.abs(routeTopK(probs.subarray(0, 6), 1, P, r) - Math.log(0.3 / 0.1)) < 1e-6, 'margin: log(p_k / p_k+1), the router logits\' gap');
     assert.ok(Math.abs(r.weights[0]! - 0.4 / 0.7) < 1e-6 && Math.abs(r.weights[1]! - 0.3 / 0.7) < 1e-6);
     routeTopK(probs, 2, { ...P, normTopK: false }, r);
     assert.deepEqual([...r.weights].map((w) => +w.toFixed(6)), [0.4, 0.3, 0.5, 0.1]);
