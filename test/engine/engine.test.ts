@@ -210,7 +210,7 @@ describe('mixture of experts under batching (qwen3moe-q8_0: tokens of several se
         for (let i = 0; i < 7; i++) add(e, noise(i), greedy(5 + i * 3));
         const out = runToEnd(e);
         prompts.forEach((g, i) => assert.deepEqual(out.get(`${ids[i]}#0`)!.tokens, g.tokens));
-        const arch = e.runner.arch as Qwen3MoeArchitecture;
+        const arch = e.runner.arch as Qwen3MoeArchitecture; // expertLoad is on every Architecture; minRoutingGap on this one
         const load = arch.expertLoad.map((l) => l.reduce((a, b) => a + b, 0));
         assert.ok(load.every((tokens) => tokens > 0 && tokens === load[0]), `every layer routed the same tokens: ${load.join(', ')}`);
         assert.ok(arch.expertLoad.every((l) => l.every((tokens) => tokens > 0)), 'every expert was used');
