@@ -2,7 +2,7 @@
 // and SwiGLU experts), batched by expert: for a batch of T tokens, route all of them, then for
 // each expert with at least one token gather those tokens' rows, run the expert's gate/up,
 // SwiGLU and down over them as one matmul batch, and scatter the rows back, weighted, into
-// [T, k] slots; each token then sums its k slots in the order the router ranked them, as
+// k slots of [T, hidden]; each token then sums its k slots in the order the router ranked them, as
 // llama.cpp adds its experts' outputs. A token's result depends on its own row only (the
 // same expert weights, its own routing), whichever tokens share the expert's batch.
 import type { Kernels } from '../../kernels/index.js';
@@ -135,7 +135,7 @@ export class MoeFfn {
     const fill = starts.slice(0, E);
     routing.experts.forEach((e, pair) => (pairs[fill[e]!++] = pair));
 
-    const slots = scratch.take('moe.slots', T * K * D); // [T, K, hidden] weighted expert outputs
+    const slots = scratch.take('moe.slots', K * T * D); // [K, T, hidden]: slot s of every token, weighted
     for (let e = 0; e < E; e++) {
       const n = starts[e + 1]! - starts[e]!;
       if (n === 0) continue;
@@ -154,20 +154,15 @@ export class MoeFfn {
       k.matmul(y, g, this.down[e]!, n);
       mine.forEach((pair, i) => {
         const w = routing.weights[pair]!;
-        const src = y.subarray(i * D, (i + 1) * D);
-        const dst = slots.subarray(pair * D, (pair + 1) * D);
-        for (let j = 0; j < D; j++) dst[j] = Math.fround(src[j]! * w);
+        const at = ((pair % K) * T + ((pair / K) | 0)) * D;
+        // f32 products (a Float32Array store rounds the f64 product of two f32 values exactly as f32 multiplication)
+        for (let j = 0; j < D; j++) slots[at + j] = y[i * D + j]! * w;
       });
     }
 
     // each token sums its slots best first, in f32 (llama.cpp's chain of ggml_add)
-    for (let t = 0; t < T; t++) {
-      const dst = out.subarray(t * D, (t + 1) * D);
-      dst.set(slots.subarray(t * K * D, (t * K + 1) * D));
-      for (let s = 1; s < K; s++) {
-        const src = slots.subarray((t * K + s) * D, (t * K + s + 1) * D);
-        for (let j = 0; j < D; j++) dst[j] = Math.fround(dst[j]! + src[j]!);
-      }
-    }
+    if (K === 1) out.set(slots.subarray(0, T * D));
+    else k.add(out, slots.subarray(0, T * D), slots.subarray(T * D, 2 * T * D), T * D);
+    for (let s = 2; s < K; s++) k.add(out, out, slots.subarray(s * T * D, (s + 1) * T * D), T * D);
   }
 }
