@@ -70,6 +70,7 @@ export class Qwen3MoeArchitecture implements Architecture {
     return Math.min(...this.layers.map((l) => l.ffn.minRoutingGap));
   }
 
+  /** zeroes the expert counters and forgets the routing margin seen (a bench starts its measured run with it) */
   resetExpertLoad(): void {
     for (const l of this.layers) {
       l.ffn.load.fill(0);
