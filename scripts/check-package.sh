@@ -21,6 +21,11 @@ fi
 grep -q 'built-in stories260K' "$work/stderr" || { echo "check-package: no line about the default model"; cat "$work/stderr"; exit 1; }
 grep -q 'native core unavailable' "$work/stderr" && { echo "check-package: the native core did not build"; exit 1; }
 npx loom --version
+# the README's relative links (docs/*.md, models/) resolve in the installed package
+pkg="$work/app/node_modules/loom-llm"
+for target in $(grep -oE '\]\([^)# ]+' "$pkg/README.md" | cut -c3- | grep -v ':' | sort -u); do
+  [ -e "$pkg/$target" ] || { echo "check-package: README.md links $target, which is not in the package"; exit 1; }
+done
 cat > library.mjs <<'JS'
 import { LLM } from 'loom-llm';
 const llm = await LLM.load(undefined, { kvCacheMemory: '16MiB' });

@@ -27,4 +27,4 @@ cd "$root"
 node -e "import('./dist/src/kernels/native.js').then((m) => { const r = m.nativeUnavailableReason(); if (r) { console.error('sanitized addon: ' + r); process.exit(1); } })"
 exec node --enable-source-maps --test --test-concurrency=1 \
   dist/test/kernels/native-args.test.js dist/test/kernels/conformance.test.js dist/test/kernels/simd-paths.test.js dist/test/kernels/native-generate.test.js \
-  dist/test/kernels/sliding-window.test.js dist/test/kernels/recurrent.test.js dist/test/model/quant/r16.test.js
+  dist/test/kernels/sliding-window.test.js dist/test/kernels/recurrent.test.js dist/test/tensor/quant/r16.test.js

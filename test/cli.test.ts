@@ -6,7 +6,7 @@ import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, tr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { GGMLType } from '../src/model/ggml-types.js';
+import { GGMLType } from '../src/tensor/weight-types.js';
 import { kv, writeGGUF } from '../src/model/gguf-writer.js';
 import { PROJECT_ROOT, SHARED_MODELS, ggufFixturePath, hfFixturePaths } from './fixtures/index.js';
 import { GGUF_FIXTURES, HF_FIXTURES } from './fixtures/recipe.js';

@@ -4,8 +4,8 @@
 // memory at a time. Metadata values are the few kinds a generated model needs.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { InvalidArgumentError } from '../errors.js';
-import { rowBytes, typeName } from '../model/ggml-types.js';
-import type { GGMLType } from '../model/ggml-types.js';
+import { rowBytes, typeName } from '../tensor/weight-types.js';
+import type { GGMLType } from '../tensor/weight-types.js';
 import { GGUFValueType, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC } from '../model/gguf.js';
 
 export type StreamEntry =

@@ -11,10 +11,10 @@ import type { KvCacheShape, Kernels } from '../kernels/index.js';
 import { allocateLarge, cpuFeatures, nativeThreads, probeFmaPeak, probeReadBandwidth } from '../kernels/native.js';
 import type { FmaPeak } from '../kernels/native.js';
 import { selectKernels } from '../kernels/select.js';
-import { GGMLType, rowBytes, typeName } from '../model/ggml-types.js';
-import { f32ToF16 } from '../model/half.js';
-import { quantize } from '../model/quant/quantize.js';
-import type { WeightTensor } from '../model/weights.js';
+import { GGMLType, rowBytes, typeName } from '../tensor/weight-types.js';
+import { f32ToF16 } from '../tensor/half.js';
+import { quantize } from '../tensor/quant/quantize.js';
+import type { WeightTensor } from '../tensor/weight-tensor.js';
 import { Rng } from '../engine/rng.js';
 import { percentile } from './stats.js';
 

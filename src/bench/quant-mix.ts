@@ -2,7 +2,7 @@
 // llama_tensor_get_type (llama.cpp src/llama-quant.cpp) decides it for llama/qwen2-style
 // and phi3-style models (no experts, not Falcon, not 70B), so benchmark files have the
 // shape of the Q4_K_M / Q5_K_M files people download.
-import { GGMLType } from '../model/ggml-types.js';
+import { GGMLType } from '../tensor/weight-types.js';
 
 export type MixFileType = 'q4_k_m' | 'q5_k_m';
 

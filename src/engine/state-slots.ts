@@ -6,7 +6,7 @@
 // sequence, or one recomputed after preemption).
 //
 // Prefix caching is off for hybrid models: a cached prefix's KV blocks say nothing of the
-// recurrent state after that prefix (see README, Memory).
+// recurrent state after that prefix (see docs/models.md, Memory).
 import assert from 'node:assert/strict';
 
 /** What a slot owner carries: its slot, -1 while it holds none. */

@@ -7,7 +7,7 @@
 // blocks during its step), whatever its length.
 //
 // Prefix caching is off for models with such a pool: a cached prefix would need the KV of
-// its last window in these layers too, which this pool does not keep (see README, Memory).
+// its last window in these layers too, which this pool does not keep (see docs/models.md, Memory).
 import { BlockManager } from './block-manager.js';
 import type { BlockOwner, CopyOp } from './block-manager.js';
 

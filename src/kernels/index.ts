@@ -1,8 +1,8 @@
 // The kernel interface. Two implementations share it with identical signatures:
 // `reference` (plain TypeScript, the test oracle) and, later, `native` (the C++ core).
 // All activations are row-major f32; weights stay in their file type (WeightTensor).
-import type { WeightTensor, RopeStyle } from '../model/weights.js';
-import type { RopeScaling } from '../model/rope-scaling.js';
+import type { WeightTensor, RopeStyle } from '../tensor/weight-tensor.js';
+import type { RopeScaling } from '../tensor/rope-scaling.js';
 
 export type KvDtype = 'f16' | 'f32';
 

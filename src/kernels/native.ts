@@ -8,9 +8,9 @@ import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AttentionBatch, AttentionShape, DeltaRuleShape, KvCacheShape, KvLayer, Kernels, MatmulTarget } from './index.js';
 import { referenceKernels } from './reference.js';
-import type { RopeStyle, WeightTensor } from '../model/weights.js';
-import type { RopeScaling } from '../model/rope-scaling.js';
-import type { R16Interleaver } from '../model/gguf.js';
+import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
+import type { RopeScaling } from '../tensor/rope-scaling.js';
+import type { R16Interleaver } from '../tensor/quant/r16.js';
 
 /** CPU features the addon detected, and which instruction set its own kernels use. */
 export interface CpuFeatures {
@@ -178,7 +178,7 @@ export function allocateLarge(bytes: number, populate = false): ArrayBuffer {
 
 /**
  * The native rewrite of Q4_0 and Q8_0 matrices into their layouts interleaved by 16 rows
- * (model/quant/r16.ts), where the native core computes faster with them than with the plain
+ * (tensor/quant/r16.ts), where the native core computes faster with them than with the plain
  * layouts: its own kernels are AVX-512 with VNNI. Undefined otherwise (no addon, AVX2, the
  * portable core): tensors then stay as the file has them.
  */

@@ -4,13 +4,13 @@
 // cache, GELU through f16), these round the same way, so that greedy tokens agree.
 import { convSilu, gatedDeltaRule } from './reference-recurrent.js';
 import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer, Kernels, MatmulTarget } from './index.js';
-import type { RopeStyle, WeightTensor } from '../model/weights.js';
-import type { RopeScaling } from '../model/rope-scaling.js';
-import { NO_SCALING } from '../model/rope-scaling.js';
-import { dequantizeTensorRow } from '../model/quant/dequantize.js';
-import { roundActivations } from '../model/quant/q8-activations.js';
-import { roundToF16, f16ToF32, f32ToF16 } from '../model/half.js';
-import { fileType } from '../model/ggml-types.js';
+import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
+import type { RopeScaling } from '../tensor/rope-scaling.js';
+import { NO_SCALING } from '../tensor/rope-scaling.js';
+import { dequantizeTensorRow } from '../tensor/quant/dequantize.js';
+import { roundActivations } from '../tensor/quant/q8-activations.js';
+import { roundToF16, f16ToF32, f32ToF16 } from '../tensor/half.js';
+import { fileType } from '../tensor/weight-types.js';
 
 function matmul(out: Float32Array, x: Float32Array, w: WeightTensor, rows: number): void {
   const [inF, outF] = matrixDims(w);

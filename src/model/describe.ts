@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { typeName } from './ggml-types.js';
+import { typeName } from '../tensor/weight-types.js';
 import { GGUFFile } from './gguf.js';
 import type { LoadedModel } from './load.js';
 import type { ModelConfig } from './weights.js';

@@ -5,7 +5,8 @@ import type { GGUFMetadata } from './gguf-metadata.js';
 import { gemma4ModelConfig } from './gguf-config-gemma4.js';
 import { ggufRopeScaling } from './gguf-rope.js';
 import { ggufMoeParams } from './gguf-config-moe.js';
-import type { ArchName, LinearAttention, ModelConfig, RopeStyle, TensorSource } from './weights.js';
+import type { ArchName, LinearAttention, ModelConfig, TensorSource } from './weights.js';
+import type { RopeStyle } from '../tensor/weight-tensor.js';
 
 const ROPE_STYLE: Record<ArchName, RopeStyle> = {
   llama: 'normal', // llama.cpp's converter permutes llama q/k so pairs are adjacent

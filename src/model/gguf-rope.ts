@@ -2,8 +2,8 @@
 // hparams, llama-context.cpp cparams, llama_model::get_rope_factors).
 import { UnsupportedModelError } from '../errors.js';
 import type { MetadataReader } from './gguf-metadata.js';
-import type { ModelRopeScaling, RopeScaling } from './rope-scaling.js';
-import { linearScaling, yarnScaling } from './rope-scaling.js';
+import type { ModelRopeScaling, RopeScaling } from '../tensor/rope-scaling.js';
+import { linearScaling, yarnScaling } from '../tensor/rope-scaling.js';
 import type { ArchName, TensorSource } from './weights.js';
 import { loadVector } from './arch/architecture.js';
 

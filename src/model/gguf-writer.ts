@@ -4,8 +4,8 @@
 // general.alignment (u32) is written when the alignment is not the default 32.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { InvalidArgumentError } from '../errors.js';
-import { rowBytes, typeName } from './ggml-types.js';
-import type { GGMLType } from './ggml-types.js';
+import { rowBytes, typeName } from '../tensor/weight-types.js';
+import type { GGMLType } from '../tensor/weight-types.js';
 import { GGUFValueType, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC } from './gguf.js';
 
 export { GGUFValueType } from './gguf.js';

@@ -11,10 +11,12 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
-import { COMPUTE_TYPES, GGMLType, blockGeometry, typeName } from './ggml-types.js';
-import { r16TypeFor } from './quant/r16.js';
+import { GGMLType, blockGeometry, computeTypes, typeName, weightType } from '../tensor/weight-types.js';
+import { r16TypeFor } from '../tensor/quant/r16.js';
+import type { R16Interleaver } from '../tensor/quant/r16.js';
 import type { GGUFValue } from './gguf-metadata.js';
-import type { TensorSource, WeightTensor } from './weights.js';
+import type { TensorSource } from './weights.js';
+import type { WeightTensor } from '../tensor/weight-tensor.js';
 
 export enum GGUFValueType {
   UINT8 = 0,
@@ -281,8 +283,8 @@ export class GGUFFile implements TensorSource {
     if (cached) return cached;
     const info = this.tensorInfos.get(name);
     if (!info) throw new ModelFormatError(this.path, `no tensor named ${name}`);
-    if (!COMPUTE_TYPES.has(info.type)) {
-      const runs = [...COMPUTE_TYPES].map(typeName).join(', ');
+    if (!weightType(info.type)?.compute) {
+      const runs = computeTypes().map(typeName).join(', ');
       throw new UnsupportedModelError(this.path, `tensor ${name} has type ${typeName(info.type)}, which loom does not support; loom runs ${runs}`);
     }
     if (this.fd === undefined) throw new ModelFormatError(this.path, `file was closed before tensor ${name} was read`);
@@ -319,9 +321,6 @@ export class GGUFFile implements TensorSource {
     this.fd = undefined;
   }
 }
-
-/** Rewrites a matrix of N rows of K values of the plain type of `type` (Q4_0_R16, Q8_0_R16) into that layout, in place. */
-export type R16Interleaver = (type: GGMLType, data: Uint8Array, K: number, N: number) => void;
 
 /** Opens and parses the header of a GGUF file; tensors are read lazily (into `allocate`'s
  *  bytes), Q4_0 and Q8_0 matrices into their layouts interleaved by 16 rows when

@@ -10,11 +10,12 @@
 //     rows of in_proj_qkv, the rows of in_proj_z / in_proj_a / in_proj_b, A_log, dt_bias, the
 //     value channels of conv1d and the input columns of out_proj are reordered.
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
-import { GGMLType } from './ggml-types.js';
+import { GGMLType } from '../tensor/weight-types.js';
 import { attentionHeads } from './hf-fields.js';
 import type { Fields } from './hf-fields.js';
-import { dequantizeRow } from './quant/dequantize.js';
-import type { LinearAttention, ModelConfig, WeightTensor } from './weights.js';
+import { dequantizeRow } from '../tensor/quant/dequantize.js';
+import type { LinearAttention, ModelConfig } from './weights.js';
+import type { WeightTensor } from '../tensor/weight-tensor.js';
 
 export function qwen35Config(c: Fields): ModelConfig {
   const hiddenSize = c.count('hidden_size');

@@ -1,8 +1,8 @@
 // A Hugging Face config.json's rope_scaling (or transformers' newer rope_parameters) resolved
 // into the RoPE scaling llama.cpp would apply to the converted GGUF (see gguf-rope.ts).
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
-import type { ModelRopeScaling } from './rope-scaling.js';
-import { linearScaling, llama3FreqFactors, longropeAttnFactor, yarnScaling } from './rope-scaling.js';
+import type { ModelRopeScaling } from '../tensor/rope-scaling.js';
+import { linearScaling, llama3FreqFactors, longropeAttnFactor, yarnScaling } from '../tensor/rope-scaling.js';
 
 export interface HFRopeShape {
   readonly file: string;

@@ -7,7 +7,8 @@ import { ModelFormatError } from '../errors.js';
 import { ggmlTypeOf, openSafetensorsModel } from './safetensors.js';
 import type { SafetensorsModel } from './safetensors.js';
 import { qwen35HFName, qwen35Transform } from './hf-qwen35.js';
-import type { ArchName, ModelConfig, TensorSource, WeightTensor } from './weights.js';
+import type { ArchName, ModelConfig, TensorSource } from './weights.js';
+import type { WeightTensor } from '../tensor/weight-tensor.js';
 
 /** A TensorSource that also reports how much it has read from disk. */
 export interface HFTensorSource extends TensorSource {

@@ -5,8 +5,8 @@
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
-import { GGMLType } from './ggml-types.js';
-import type { WeightTensor } from './weights.js';
+import { GGMLType } from '../tensor/weight-types.js';
+import type { WeightTensor } from '../tensor/weight-tensor.js';
 
 /** dtypes loom computes with, and their ggml types */
 const GGML_OF: Readonly<Record<string, GGMLType>> = { F32: GGMLType.F32, F16: GGMLType.F16, BF16: GGMLType.BF16 };

@@ -1,25 +1,7 @@
-import type { GGMLType } from './ggml-types.js';
-import type { ModelRopeScaling } from './rope-scaling.js';
-
-/**
- * One tensor as the kernels see it: raw bytes in the file's own type, never widened to
- * f32 at load. `dims` is in ggml order: dims[0] is the contiguous (fastest) axis, so a
- * matmul weight has dims [inFeatures, outFeatures] and each of its outFeatures rows holds
- * inFeatures values.
- */
-export interface WeightTensor {
-  readonly name: string;
-  readonly type: GGMLType;
-  readonly dims: readonly number[];
-  /** exactly the tensor's bytes, a view into the file buffer (or a small owned copy) */
-  readonly data: Uint8Array;
-}
+import type { ModelRopeScaling } from '../tensor/rope-scaling.js';
+import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
 
 export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe';
-
-/** How RoPE pairs dimensions: `normal` rotates (x[2i], x[2i+1]) (llama.cpp's llama layout);
- *  `neox` rotates (x[i], x[i + ropeDim/2]) (HF rotate_half, Qwen, GPT-NeoX). */
-export type RopeStyle = 'normal' | 'neox';
 
 /** Everything the forward pass needs to know about a model's shape. */
 export interface ModelConfig {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { matrixType } from '../../src/bench/make-model.js';
 import { mixType, useMoreBits } from '../../src/bench/quant-mix.js';
-import { GGMLType } from '../../src/model/ggml-types.js';
+import { GGMLType } from '../../src/tensor/weight-types.js';
 
 const T = GGMLType;
 

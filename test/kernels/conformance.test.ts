@@ -8,12 +8,12 @@ import { describe, it } from 'node:test';
 import type { Kernels, KvLayer } from '../../src/kernels/index.js';
 import { allocateLarge, loadNativeKernels, nativeHasMatmul, nativeUnavailableReason, setThreads } from '../../src/kernels/native.js';
 import { referenceKernels as ref } from '../../src/kernels/reference.js';
-import { rowBytes } from '../../src/model/ggml-types.js';
-import type { GGMLType } from '../../src/model/ggml-types.js';
+import { rowBytes } from '../../src/tensor/weight-types.js';
+import type { GGMLType } from '../../src/tensor/weight-types.js';
 import { ATTENTION_PLANS, MATMUL_IN, MATMUL_TYPES, RUN_SEED, attentionCase, matmulRelError, randomWeight, relError, rngFor } from '../fixtures/kernel-cases.js';
 import type { MatmulType } from '../fixtures/kernel-cases.js';
-import { linearScaling, llama3FreqFactors, longropeAttnFactor, yarnScaling } from '../../src/model/rope-scaling.js';
-import type { RopeScaling } from '../../src/model/rope-scaling.js';
+import { linearScaling, llama3FreqFactors, longropeAttnFactor, yarnScaling } from '../../src/tensor/rope-scaling.js';
+import type { RopeScaling } from '../../src/tensor/rope-scaling.js';
 
 /**
  * Bounds on max |impl − reference| / max |reference|. The reference sums in f64; native sums

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { LoomError } from '../../src/errors.js';
-import { GGMLType } from '../../src/model/ggml-types.js';
+import { GGMLType } from '../../src/tensor/weight-types.js';
 import { GGUFValueType, kv, writeGGUF } from '../../src/model/gguf-writer.js';
 import type { GGUFEntry } from '../../src/model/gguf-writer.js';
 import { ggufModelConfig } from '../../src/model/gguf-config.js';

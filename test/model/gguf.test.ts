@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { ModelFormatError, UnsupportedModelError } from '../../src/errors.js';
-import { GGMLType } from '../../src/model/ggml-types.js';
+import { GGMLType } from '../../src/tensor/weight-types.js';
 import { GGUFValueType, kv, writeGGUF } from '../../src/model/gguf-writer.js';
 import type { GGUFEntry, GGUFTensorSpec } from '../../src/model/gguf-writer.js';
 import { openGGUF } from '../../src/model/gguf.js';

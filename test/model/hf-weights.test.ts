@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ModelFormatError } from '../../src/errors.js';
-import { GGMLType } from '../../src/model/ggml-types.js';
+import { GGMLType } from '../../src/tensor/weight-types.js';
 import { openHFModel } from '../../src/model/hf-model.js';
 import { hfLocation, hfTensorSource, transposeBytes } from '../../src/model/hf-weights.js';
 import { writeSafetensors, writeShardedSafetensors } from '../../src/model/safetensors-writer.js';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { createArchitecture } from '../../src/model/arch/index.js';
-import { GGMLType } from '../../src/model/ggml-types.js';
+import { GGMLType } from '../../src/tensor/weight-types.js';
 import { openGGUF } from '../../src/model/gguf.js';
 import { allocateLarge } from '../../src/kernels/native.js';
 import { loadModel } from '../../src/model/load.js';

@@ -2,7 +2,7 @@
 // using anything else is refused, naming the keyword and where it is, rather than being
 // half-enforced in silence (an answer that parses but breaks the schema).
 // The lists were checked against the valid and invalid instances of the 240 real-world
-// schemas in ../shared/jsonschema (README.md gives the figures); 63 of them are in
+// schemas in ../shared/jsonschema (docs/api.md, "Structured outputs", gives the figures); 63 of them are in
 // test/fixtures/jsonschema for test/engine/grammar/jsonschema-corpus.test.ts.
 
 /** assertion keywords xgrammar does not enforce; any other unknown keyword only annotates (JSON Schema ignores it) */

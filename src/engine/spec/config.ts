@@ -45,7 +45,7 @@ export interface SpeculativeConfigInput {
 
 /** vLLM's default n-gram sizes when neither is given */
 const DEFAULT_LOOKUP = 5;
-/** Measured (README, "Speculative decoding"): above this many running sequences a K+1-token verify costs more than it saves. */
+/** Measured (docs/benchmarks.md, "Speculative decoding"): above this many running sequences a K+1-token verify costs more than it saves. */
 export const DEFAULT_DISABLE_BY_BATCH_SIZE = 8;
 /** beyond this a draft is far longer than prompt lookup ever gets accepted */
 const MAX_SPECULATIVE_TOKENS = 64;

@@ -1,8 +1,9 @@
 import type { Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
-import type { ModelConfig, TensorSource, WeightTensor } from '../weights.js';
-import { dequantizeTensorRow } from '../quant/dequantize.js';
+import type { ModelConfig, TensorSource } from '../weights.js';
+import type { WeightTensor } from '../../tensor/weight-tensor.js';
+import { dequantizeTensorRow } from '../../tensor/quant/dequantize.js';
 import { allocateLarge } from '../../kernels/native.js';
 
 /** A model family's forward pass over a flat batch. */

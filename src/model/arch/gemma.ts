@@ -8,9 +8,10 @@
 import type { AttentionBatch, AttentionShape, Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
-import { ropeScalingAt } from '../rope-scaling.js';
-import type { RopeScaling } from '../rope-scaling.js';
-import type { GemmaParams, ModelConfig, TensorSource, WeightTensor } from '../weights.js';
+import { ropeScalingAt } from '../../tensor/rope-scaling.js';
+import type { RopeScaling } from '../../tensor/rope-scaling.js';
+import type { GemmaParams, ModelConfig, TensorSource } from '../weights.js';
+import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, optionalVector, outputWeight } from './architecture.js';
 

@@ -1,10 +1,11 @@
 // Gemma 4's weights per layer (llama.cpp's llama_model_gemma4::load_arch_tensors names) and
 // its per-layer token inputs (build_inp_per_layer + project_per_layer_inputs in gemma4.cpp).
 import type { Kernels } from '../../kernels/index.js';
-import { NO_SCALING, ropeScalingAt } from '../rope-scaling.js';
-import type { RopeScaling } from '../rope-scaling.js';
+import { NO_SCALING, ropeScalingAt } from '../../tensor/rope-scaling.js';
+import type { RopeScaling } from '../../tensor/rope-scaling.js';
 import { layerAttention, ownsKv } from '../weights.js';
-import type { Gemma4Params, ModelConfig, TensorSource, WeightTensor } from '../weights.js';
+import type { Gemma4Params, ModelConfig, TensorSource } from '../weights.js';
+import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import { loadVector } from './architecture.js';
 import type { Scratch } from './architecture.js';
 

@@ -10,7 +10,8 @@
 import type { AttentionBatch, Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
-import type { Gemma4Params, ModelConfig, TensorSource, WeightTensor } from '../weights.js';
+import type { Gemma4Params, ModelConfig, TensorSource } from '../weights.js';
+import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, loadVector, outputWeight, rmsNormLogits } from './architecture.js';
 import { layerSlice, loadGemma4Layers, loadPerLayerEmbedding, perLayerInputs } from './gemma4-layers.js';

@@ -2,7 +2,8 @@
 import type { Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
-import type { ModelConfig, TensorSource, WeightTensor } from '../weights.js';
+import type { ModelConfig, TensorSource } from '../weights.js';
+import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, gatherRows, loadVector, outputWeight } from './architecture.js';
 

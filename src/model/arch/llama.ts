@@ -4,11 +4,12 @@
 import type { Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
-import type { ModelConfig, TensorSource, WeightTensor } from '../weights.js';
+import type { ModelConfig, TensorSource } from '../weights.js';
+import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, optionalVector, outputWeight } from './architecture.js';
-import { ropeScalingAt } from '../rope-scaling.js';
-import type { RopeScaling } from '../rope-scaling.js';
+import { ropeScalingAt } from '../../tensor/rope-scaling.js';
+import type { RopeScaling } from '../../tensor/rope-scaling.js';
 
 interface LlamaLayer {
   attnNorm: Float32Array;

@@ -6,11 +6,12 @@
 // llama.cpp adds its experts' outputs. A token's result depends on its own row only (the
 // same expert weights, its own routing), whichever tokens share the expert's batch.
 import type { Kernels } from '../../kernels/index.js';
-import type { MoeParams, TensorSource, WeightTensor } from '../weights.js';
+import type { MoeParams, TensorSource } from '../weights.js';
+import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import { expertTensorName, moeTensorNames } from '../gguf-config-moe.js';
 import type { Scratch } from './architecture.js';
 import { loadVector } from './architecture.js';
-import { GGMLType } from '../ggml-types.js';
+import { GGMLType } from '../../tensor/weight-types.js';
 
 /**
  * The 2-D [dims[0], dims[1]] matrices of a 3-D expert tensor [dims[0], dims[1], numExperts]:

@@ -12,7 +12,8 @@ import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
 import type { RecurrentState } from '../recurrent-state.js';
 import { linearConvDim } from '../weights.js';
-import type { LinearAttention, ModelConfig, TensorSource, WeightTensor } from '../weights.js';
+import type { LinearAttention, ModelConfig, TensorSource } from '../weights.js';
+import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, outputWeight } from './architecture.js';
 

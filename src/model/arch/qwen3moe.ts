@@ -5,12 +5,13 @@
 import type { Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
-import type { ModelConfig, MoeParams, TensorSource, WeightTensor } from '../weights.js';
+import type { ModelConfig, MoeParams, TensorSource } from '../weights.js';
+import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, outputWeight } from './architecture.js';
 import { MoeFfn } from './moe.js';
-import { ropeScalingAt } from '../rope-scaling.js';
-import type { RopeScaling } from '../rope-scaling.js';
+import { ropeScalingAt } from '../../tensor/rope-scaling.js';
+import type { RopeScaling } from '../../tensor/rope-scaling.js';
 
 interface Qwen3MoeLayer {
   attnNorm: Float32Array;

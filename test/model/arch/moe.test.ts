@@ -12,9 +12,10 @@ import { referenceKernels } from '../../../src/kernels/reference.js';
 import { loadNativeKernels } from '../../../src/kernels/native.js';
 import { Scratch } from '../../../src/model/arch/architecture.js';
 import { MoeFfn, expertViews, routeTopK } from '../../../src/model/arch/moe.js';
-import { GGMLType } from '../../../src/model/ggml-types.js';
-import { quantize } from '../../../src/model/quant/quantize.js';
-import type { MoeParams, TensorSource, WeightTensor } from '../../../src/model/weights.js';
+import { GGMLType } from '../../../src/tensor/weight-types.js';
+import { quantize } from '../../../src/tensor/quant/quantize.js';
+import type { MoeParams, TensorSource } from '../../../src/model/weights.js';
+import type { WeightTensor } from '../../../src/tensor/weight-tensor.js';
 import { gaussian } from '../../fixtures/random.js';
 
 const D = 64;

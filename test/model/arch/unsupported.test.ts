@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { UnsupportedModelError } from '../../../src/errors.js';
 import { createArchitecture } from '../../../src/model/arch/index.js';
-import { GGMLType } from '../../../src/model/ggml-types.js';
+import { GGMLType } from '../../../src/tensor/weight-types.js';
 import { kv, writeGGUF } from '../../../src/model/gguf-writer.js';
 import type { GGUFEntry } from '../../../src/model/gguf-writer.js';
 import { loadModel } from '../../../src/model/load.js';

@@ -10,7 +10,7 @@
 // - lmdeploy/serve/openai/endpoints/auxiliary.py encode: {input, add_bos} → {input_ids, length}
 // - lmdeploy/messages.py GenerationConfig: stop_token_ids are not in the output; the
 //   repetition_ngram early stop
-// Differences loom keeps (README): stop words are matched as text (they may span tokens)
+// Differences loom keeps (docs/api.md, "Where loom differs from LMDeploy and vLLM"): stop words are matched as text (they may span tokens)
 // rather than mapped to stop token ids; `seed` is loom's; /abort_request is on by default.
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -2,7 +2,7 @@
 // backend does it (it converts src1 to the weight type's vec_dot_type first):
 //   F32 → unchanged; F16 → f16; BF16 → bf16 (ggml_compute_fp32_to_bf16);
 //   Q8_0, Q4_0, Q5_0, IQ4_NL → Q8_0 blocks of 32 (Q4_1, Q5_1 → Q8_1: the same values);
-//   Q2_K..Q6_K, IQ4_XS → Q8_K blocks of 256 (block-types.ts has the table).
+//   Q2_K..Q6_K, IQ4_XS → Q8_K blocks of 256 (each type's row in ../weight-types.ts names its pairing).
 // out[i] is the value the int8 dot product stands for: scale · q.
 //
 // Which code path we match (x86 with AVX2 / AVX-512, ggml-cpu/arch/x86/quants.c):
@@ -18,9 +18,8 @@
 //   max and rounds half even: the same d·q values, since negating both iscale and q is exact.
 // All arithmetic is f32 (Math.fround at each step), as in the C code.
 import { InvalidArgumentError } from '../../errors.js';
-import { GGMLType, typeName } from '../ggml-types.js';
+import { GGMLType, typeName, weightType } from '../weight-types.js';
 import { roundToBF16, roundToF16 } from '../half.js';
-import { BLOCK_TYPES } from './block-types.js';
 
 const fr = Math.fround;
 
@@ -30,10 +29,11 @@ export function roundHalfEven(v: number): number {
   return r - v === 0.5 && (r & 1) !== 0 ? r - 1 : r;
 }
 
-/** out[0..n) = x[0..n) rounded as llama.cpp rounds activations for a `weightType` weight. */
-export function roundActivations(weightType: GGMLType, x: Float32Array, n: number, out: Float32Array): void {
+/** out[0..n) = x[0..n) rounded as llama.cpp rounds activations for a weight of `type`: to the
+ *  activation type its row pairs it with. */
+export function roundActivations(type: GGMLType, x: Float32Array, n: number, out: Float32Array): void {
   if (x.length < n || out.length < n) throw new InvalidArgumentError(`roundActivations: arrays shorter than n=${n}`);
-  switch (weightType) {
+  switch (weightType(type)?.compute?.activation) {
     case GGMLType.F32:
       if (out !== x) out.set(x.subarray(0, n));
       return;
@@ -43,18 +43,16 @@ export function roundActivations(weightType: GGMLType, x: Float32Array, n: numbe
     case GGMLType.BF16:
       for (let i = 0; i < n; i++) out[i] = roundToBF16(x[i]!);
       return;
-    default: {
-      const act = BLOCK_TYPES.get(weightType)?.activation;
-      if (act === 'Q8_0') {
-        checkBlocks(weightType, n, 32);
-        for (let b = 0; b < n; b += 32) roundQ8_0Block(x, b, out);
-      } else if (act === 'Q8_K') {
-        checkBlocks(weightType, n, 256);
-        for (let b = 0; b < n; b += 256) roundQ8_KBlock(x, b, out);
-      } else {
-        throw new InvalidArgumentError(`roundActivations: ${typeName(weightType)} is not a type loom computes with`);
-      }
-    }
+    case GGMLType.Q8_0:
+      checkBlocks(type, n, 32);
+      for (let b = 0; b < n; b += 32) roundQ8_0Block(x, b, out);
+      return;
+    case GGMLType.Q8_K:
+      checkBlocks(type, n, 256);
+      for (let b = 0; b < n; b += 256) roundQ8_KBlock(x, b, out);
+      return;
+    default:
+      throw new InvalidArgumentError(`roundActivations: ${typeName(type)} is not a type loom computes with`);
   }
 }
 

@@ -4,11 +4,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { InvalidArgumentError } from '../../../src/errors.js';
-import { GGMLType } from '../../../src/model/ggml-types.js';
-import { bf16ToF32, f16ArrayToF32, f16ToF32, f32ArrayToF16, f32ToBF16, f32ToF16, roundToBF16, roundToF16 } from '../../../src/model/half.js';
-import { dequantizeRow, dequantizeTensorRow } from '../../../src/model/quant/dequantize.js';
-import { roundActivations } from '../../../src/model/quant/q8-activations.js';
-import { quantize } from '../../../src/model/quant/quantize.js';
+import { GGMLType } from '../../../src/tensor/weight-types.js';
+import { bf16ToF32, f16ArrayToF32, f16ToF32, f32ArrayToF16, f32ToBF16, f32ToF16, roundToBF16, roundToF16 } from '../../../src/tensor/half.js';
+import { dequantizeRow, dequantizeTensorRow } from '../../../src/tensor/quant/dequantize.js';
+import { roundActivations } from '../../../src/tensor/quant/q8-activations.js';
+import { quantize } from '../../../src/tensor/quant/quantize.js';
 import { gaussian } from '../../fixtures/random.js';
 
 const fr = Math.fround;

@@ -10,12 +10,12 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { allocateLarge, loadNativeKernels, nativeR16Interleaver } from '../../../src/kernels/native.js';
 import { referenceKernels as ref } from '../../../src/kernels/reference.js';
-import { GGMLType, fileType } from '../../../src/model/ggml-types.js';
+import { GGMLType, fileType } from '../../../src/tensor/weight-types.js';
 import { loadVector } from '../../../src/model/arch/architecture.js';
 import { openGGUF } from '../../../src/model/gguf.js';
 import { writeGGUF } from '../../../src/model/gguf-writer.js';
-import { dequantizeTensorRow } from '../../../src/model/quant/dequantize.js';
-import { interleaveR16, interleaved, r16TypeFor } from '../../../src/model/quant/r16.js';
+import { dequantizeTensorRow } from '../../../src/tensor/quant/dequantize.js';
+import { interleaveR16, interleaved, r16TypeFor } from '../../../src/tensor/quant/r16.js';
 import { RUN_SEED, matmulRelError, randomWeight, rngFor } from '../../fixtures/kernel-cases.js';
 
 const seedNote = `(LOOM_TEST_SEED=${RUN_SEED})`;

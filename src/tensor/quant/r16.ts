@@ -5,34 +5,33 @@
 // K/32 blocks holds the 16 rows' f16 scales, then their quant bytes as 64-byte vectors where
 // byte 32 + 64i + 4o + t is byte 4i + t of row o's block (Q4_0: 16 nibble bytes; Q8_0: 32
 // bytes of q + 128, the sign bit flipped). This file is the reference of those layouts.
-import { GGMLType } from '../ggml-types.js';
+import { GGMLType, WEIGHT_TYPES } from '../weight-types.js';
+import type { LayoutRow } from '../weight-types.js';
 import { f16ToF32 } from '../half.js';
-import type { WeightTensor } from '../weights.js';
+import type { WeightTensor } from '../weight-tensor.js';
 
 export const R16_ROWS = 16;
 
-/** per interleaved type: the plain type it rearranges and the quant bytes of one row's block */
-const LAYOUTS = new Map<GGMLType, { readonly plain: GGMLType; readonly payload: number }>([
-  [GGMLType.Q4_0_R16, { plain: GGMLType.Q4_0, payload: 16 }],
-  [GGMLType.Q8_0_R16, { plain: GGMLType.Q8_0, payload: 32 }],
-]);
+/** Rewrites a matrix of N rows of K values of the plain type of `type` (Q4_0_R16, Q8_0_R16) into that layout, in place. */
+export type R16Interleaver = (type: GGMLType, data: Uint8Array, K: number, N: number) => void;
 
-function layout(type: GGMLType): { readonly plain: GGMLType; readonly payload: number } {
-  const l = LAYOUTS.get(type);
-  if (!l) throw new RangeError(`type ${type} is not a layout interleaved by 16 rows`);
+/** the layout of an interleaved type (its row in the table: the plain type it rearranges, the quant bytes of one row's block) */
+function layout(type: GGMLType): LayoutRow {
+  const l = WEIGHT_TYPES.get(type)?.layout;
+  if (l?.rows !== R16_ROWS) throw new RangeError(`type ${type} is not a layout interleaved by 16 rows`);
   return l;
 }
 
 /** The interleaved type a tensor can take (a Q4_0 or Q8_0 matrix of whole groups of 16 rows), or undefined. */
 export function r16TypeFor(type: GGMLType, dims: readonly number[]): GGMLType | undefined {
   if (dims.length !== 2 || dims[1]! % R16_ROWS !== 0) return undefined;
-  for (const [r16, l] of LAYOUTS) if (l.plain === type) return r16;
+  for (const [r16, row] of WEIGHT_TYPES) if (row.layout?.rows === R16_ROWS && row.layout.of === type) return r16;
   return undefined;
 }
 
 /** Whether a type is one of the layouts interleaved by 16 rows. */
 export function isR16(type: GGMLType): boolean {
-  return LAYOUTS.has(type);
+  return WEIGHT_TYPES.get(type)?.layout?.rows === R16_ROWS;
 }
 
 // where byte p of row o's quant bytes lies in a group's block

@@ -3,9 +3,8 @@
 // quantize_row_*_ref bit for bit (f32 arithmetic, roundf / truncation as there); the K-quants
 // and IQ4 types use our own searches (k-quants*.ts, legacy-quants.ts).
 import { InvalidArgumentError } from '../../errors.js';
-import { GGMLType, blockGeometry, rowBytes, typeName } from '../ggml-types.js';
-import { f32ToBF16, f32ToF16 } from '../half.js';
-import { BLOCK_TYPES } from './block-types.js';
+import { blockGeometry, rowBytes, typeName, weightType } from '../weight-types.js';
+import type { GGMLType } from '../weight-types.js';
 
 /**
  * values: rows of rowLength values each (values.length a multiple of rowLength); returns the
@@ -24,27 +23,8 @@ export function quantize(type: GGMLType, values: Float32Array, rowLength: number
   }
   const n = values.length;
   const out = new Uint8Array(rowBytes(type, n) ?? 0);
-  switch (type) {
-    case GGMLType.F32: {
-      const dv = new DataView(out.buffer);
-      for (let i = 0; i < n; i++) dv.setFloat32(4 * i, values[i]!, true);
-      return out;
-    }
-    case GGMLType.F16:
-    case GGMLType.BF16: {
-      const conv = type === GGMLType.F16 ? f32ToF16 : f32ToBF16;
-      for (let i = 0; i < n; i++) {
-        const h = conv(values[i]!);
-        out[2 * i] = h & 0xff;
-        out[2 * i + 1] = h >>> 8;
-      }
-      return out;
-    }
-    default: {
-      const bt = BLOCK_TYPES.get(type);
-      if (!bt) throw new InvalidArgumentError(`quantize: ${typeName(type)} is not a type loom computes with`);
-      for (let b = 0; b < n / g.blockSize; b++) bt.quantize(values, g.blockSize * b, out, g.typeSize * b);
-      return out;
-    }
-  }
+  const compute = weightType(type)?.compute;
+  if (!compute) throw new InvalidArgumentError(`quantize: ${typeName(type)} is not a type loom computes with`);
+  compute.quantize(values, 0, n, out, 0);
+  return out;
 }

@@ -1,12 +1,11 @@
 // Dequantization of one row of a weight, exactly as ggml's reference dequantize_row_*.
 // Block layouts (little-endian; f16 = IEEE half): legacy-quants.ts (blocks of 32),
-// k-quants.ts and k-quants-extra.ts (256); the table of types is block-types.ts.
+// k-quants.ts and k-quants-extra.ts (256), floats.ts; the table of types is ../weight-types.ts.
 // Every product here is exact in f32 or needs one rounding, so double arithmetic stored into
 // a Float32Array gives the bits ggml's C float code gives.
-import { GGMLType, blockGeometry, rowBytes, typeName } from '../ggml-types.js';
-import type { WeightTensor } from '../weights.js';
-import { bf16ToF32, f16ToF32 } from '../half.js';
-import { BLOCK_TYPES } from './block-types.js';
+import { rowBytes, typeName, weightType } from '../weight-types.js';
+import type { GGMLType } from '../weight-types.js';
+import type { WeightTensor } from '../weight-tensor.js';
 import { dequantizeR16Row, isR16 } from './r16.js';
 
 /**
@@ -27,27 +26,11 @@ export function dequantizeRow(
     throw new RangeError(`dequantizeRow: bytes ${srcByteOffset}..${srcByteOffset + bytes} outside a ${src.length}-byte buffer`);
   }
   if (outOffset < 0 || outOffset + n > out.length) throw new RangeError('dequantizeRow: output too short');
-  const o = srcByteOffset;
-  switch (type) {
-    case GGMLType.F32: {
-      const dv = new DataView(src.buffer, src.byteOffset + o, bytes);
-      for (let i = 0; i < n; i++) out[outOffset + i] = dv.getFloat32(4 * i, true);
-      return;
-    }
-    case GGMLType.F16:
-      for (let i = 0; i < n; i++) out[outOffset + i] = f16ToF32(src[o + 2 * i]! | (src[o + 2 * i + 1]! << 8));
-      return;
-    case GGMLType.BF16:
-      for (let i = 0; i < n; i++) out[outOffset + i] = bf16ToF32(src[o + 2 * i]! | (src[o + 2 * i + 1]! << 8));
-      return;
-    default: {
-      const bt = BLOCK_TYPES.get(type);
-      if (!bt) throw new RangeError(`dequantizeRow: ${typeName(type)} is not a type loom computes with`);
-      const g = blockGeometry(type)!;
-      for (let b = 0; b < n / g.blockSize; b++) bt.dequantize(src, o + g.typeSize * b, out, outOffset + g.blockSize * b);
-    }
-  }
+  const compute = weightType(type)?.compute;
+  if (!compute) throw new RangeError(`dequantizeRow: ${typeName(type)} is not a type loom computes with`);
+  compute.dequantize(src, srcByteOffset, n, out, outOffset);
 }
+
 /** Row `row` of a matrix weight (dims[0] values per row), dequantized into out (or a new array);
  *  the one way to read a row of a tensor in an interleaved layout. */
 export function dequantizeTensorRow(t: WeightTensor, row: number, out?: Float32Array): Float32Array {

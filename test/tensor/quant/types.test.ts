@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { GGMLType, blockGeometry } from '../../../src/model/ggml-types.js';
-import { dequantizeRow } from '../../../src/model/quant/dequantize.js';
-import { roundActivations } from '../../../src/model/quant/q8-activations.js';
-import { quantize } from '../../../src/model/quant/quantize.js';
+import { GGMLType, blockGeometry } from '../../../src/tensor/weight-types.js';
+import { dequantizeRow } from '../../../src/tensor/quant/dequantize.js';
+import { roundActivations } from '../../../src/tensor/quant/q8-activations.js';
+import { quantize } from '../../../src/tensor/quant/quantize.js';
 import { PROJECT_ROOT } from '../../fixtures/index.js';
 import { gaussian } from '../../fixtures/random.js';
 

@@ -3,8 +3,8 @@
 // longrope factors by context size.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { longropeAttnFactor, ropeScalingAt, yarnCorrDims, yarnScaling } from '../../src/model/rope-scaling.js';
-import type { ModelRopeScaling } from '../../src/model/rope-scaling.js';
+import { longropeAttnFactor, ropeScalingAt, yarnCorrDims, yarnScaling } from '../../src/tensor/rope-scaling.js';
+import type { ModelRopeScaling } from '../../src/tensor/rope-scaling.js';
 
 describe('RoPE scaling parameters', () => {
   it('YaRN correction dims: Qwen2.5 with factor 4 over 32k (128 dims, base 1e6) ramps between pairs 23 and 40', () => {
