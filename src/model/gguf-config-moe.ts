@@ -4,7 +4,10 @@
 // absent: feed_forward_length / expert_used_count). llama.cpp's qwen3moe graph always divides
 // the chosen experts' probabilities by their sum (build_moe_ffn's norm_w = true), whatever the
 // checkpoint's norm_topk_prob was, and reads no expert_weights_scale: so does loom.
-// A file whose experts are missing or disagree with these keys is refused here, in one line.
+// qwen35moe (Qwen3.5/3.6 MoE) adds a shared expert per layer: `expert_shared_feed_forward_length`
+// (absent: feed_forward_length), tensors ffn_{gate,up,down}_shexp and its gate ffn_gate_inp_shexp.
+// A file whose experts are missing or disagree with these keys is refused here, in one line;
+// so is one whose converter fused gate and up into ffn_gate_up_exps (--fuse-gate-up-exps).
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import type { MetadataReader } from './gguf-metadata.js';
 import type { MoeParams, TensorSource } from './weights.js';
@@ -16,6 +19,12 @@ export const MAX_EXPERTS = 512;
 export function moeTensorNames(li: number): { router: string; gate: string; up: string; down: string } {
   const p = `blk.${li}.`;
   return { router: `${p}ffn_gate_inp.weight`, gate: `${p}ffn_gate_exps.weight`, up: `${p}ffn_up_exps.weight`, down: `${p}ffn_down_exps.weight` };
+}
+
+/** The tensor names of layer li's shared expert (qwen35moe), in GGUF naming: gate is its [hidden] sigmoid gate. */
+export function sharedExpertTensorNames(li: number): { gateInp: string; gate: string; up: string; down: string } {
+  const p = `blk.${li}.`;
+  return { gateInp: `${p}ffn_gate_inp_shexp.weight`, gate: `${p}ffn_gate_shexp.weight`, up: `${p}ffn_up_shexp.weight`, down: `${p}ffn_down_shexp.weight` };
 }
 
 /** One expert's matrix under its own name (`blk.N.ffn_gate_exps.E.weight`), as HF checkpoints
@@ -40,15 +49,26 @@ export function ggufMoeParams(meta: MetadataReader, arch: string, numLayers: num
   const expertFfnSize = sameInEveryLayer(meta, key('expert_feed_forward_length'), numLayers) ?? Math.floor(meta.number(key('feed_forward_length')) / used);
   if (!Number.isInteger(expertFfnSize) || expertFfnSize < 1) fail(`${key('expert_feed_forward_length')} is ${expertFfnSize}`);
 
+  const shared = arch === 'qwen35moe';
+  const sharedFfnSize = shared ? meta.optionalNumber(key('expert_shared_feed_forward_length')) ?? meta.number(key('feed_forward_length')) : 0;
+  if (shared && (!Number.isInteger(sharedFfnSize) || sharedFfnSize < 1)) fail(`${key('expert_shared_feed_forward_length')} is ${sharedFfnSize}`);
+
   const dims = tensorDims(tensors);
   for (let li = 0; li < numLayers; li++) {
     const names = moeTensorNames(li);
+    if (tensors.has(`blk.${li}.ffn_gate_up_exps.weight`)) {
+      throw new UnsupportedModelError(meta.file, `blk.${li}.ffn_gate_up_exps.weight (gate and up experts fused at conversion) is not supported; loom reads ffn_gate_exps and ffn_up_exps`);
+    }
     const want: [string, number[]][] = [
       [names.router, [hiddenSize, numExperts]],
       [names.gate, [hiddenSize, expertFfnSize, numExperts]],
       [names.up, [hiddenSize, expertFfnSize, numExperts]],
       [names.down, [expertFfnSize, hiddenSize, numExperts]],
     ];
+    if (shared) {
+      const sh = sharedExpertTensorNames(li);
+      want.push([sh.gateInp, [hiddenSize]], [sh.gate, [hiddenSize, sharedFfnSize]], [sh.up, [hiddenSize, sharedFfnSize]], [sh.down, [sharedFfnSize, hiddenSize]]);
+    }
     for (const [name, shape] of want) {
       if (!tensors.has(name)) fail(`mixture-of-experts layer ${li} has no tensor ${name}`);
       const got = dims?.(name);
@@ -57,7 +77,7 @@ export function ggufMoeParams(meta: MetadataReader, arch: string, numLayers: num
       }
     }
   }
-  return { numExperts, numExpertsUsed: used, expertFfnSize, normTopK: true };
+  return { numExperts, numExpertsUsed: used, expertFfnSize, normTopK: true, ...(shared ? { sharedFfnSize } : {}) };
 }
 
 /** a key given once or per layer (llama.cpp's get_key_or_arr); loom runs one value for every layer */

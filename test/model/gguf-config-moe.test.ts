@@ -1,4 +1,4 @@
-// qwen3moe's expert keys as llama.cpp reads them, and files whose experts are missing or
+// qwen3moe's expert keys (qwen35moe's shared expert: test/model/arch/qwen35moe.test.ts) as llama.cpp reads them, and files whose experts are missing or
 // disagree with those keys refused in one line naming the file and the problem.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -26,6 +26,8 @@ interface Variant {
   keys?: GGUFEntry[];
   drop?: string[];
   dims?: Record<string, number[]>;
+  /** more tensors: name → dims */
+  extra?: Record<string, number[]>;
 }
 
 let n = 0;
@@ -39,6 +41,7 @@ function file(v: Variant = {}): string {
   for (let i = 0; i < LAYERS; i++) {
     tensors.push(t(`blk.${i}.ffn_gate_inp.weight`, [D, E]), t(`blk.${i}.ffn_gate_exps.weight`, [D, F, E]), t(`blk.${i}.ffn_up_exps.weight`, [D, F, E]), t(`blk.${i}.ffn_down_exps.weight`, [F, D, E]));
   }
+  for (const [name, dims] of Object.entries(v.extra ?? {})) tensors.push(t(name, dims));
   const keys = new Map<string, GGUFEntry>(
     [
       kv.str('general.architecture', A),
@@ -109,6 +112,10 @@ describe('qwen3moe GGUF config', () => {
     refused(file({ dims: { 'blk.0.ffn_up_exps.weight': [D, F, E - 1] } }), 'blk.0.ffn_up_exps.weight', `[${D}, ${F}, ${E}]`);
     refused(file({ keys: [kv.u32(`${A}.expert_feed_forward_length`, 2 * F)] }), 'blk.0.ffn_gate_exps.weight', 'dims');
     refused(file({ keys: [kv.arr(GGUFValueType.INT32, `${A}.expert_used_count`, [2, 1])] }), 'varies by layer');
+  });
+
+  it('refuses gate and up experts fused at conversion (ffn_gate_up_exps) in one line', () => {
+    refused(file({ extra: { 'blk.0.ffn_gate_up_exps.weight': [D, 2 * F, E] } }), 'blk.0.ffn_gate_up_exps.weight', 'fused');
   });
 
   it('still refuses experts in the other families', () => {

@@ -24,6 +24,7 @@ export function createArchitecture(config: ModelConfig, tensors: TensorSource, c
     case 'gemma3':
       return new GemmaArchitecture(config, tensors, contextLength);
     case 'qwen35':
+    case 'qwen35moe':
       return new Qwen35Architecture(config, tensors);
     case 'gemma4':
       return new Gemma4Architecture(config, tensors, contextLength);
