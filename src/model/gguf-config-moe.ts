@@ -6,8 +6,9 @@
 // checkpoint's norm_topk_prob was, and reads no expert_weights_scale: so does loom.
 // qwen35moe (Qwen3.5/3.6 MoE) adds a shared expert per layer: `expert_shared_feed_forward_length`
 // (absent: feed_forward_length), tensors ffn_{gate,up,down}_shexp and its gate ffn_gate_inp_shexp.
-// A file whose experts are missing or disagree with these keys is refused here, in one line;
-// so is one whose converter fused gate and up into ffn_gate_up_exps (--fuse-gate-up-exps).
+// Gate and up may be fused per expert (ffn_gate_up_exps [hidden, 2·F, E]: Gemma 4's converter,
+// or --fuse-gate-up-exps). A file whose experts are missing or disagree with these keys is
+// refused here, in one line.
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import type { MetadataReader } from './gguf-metadata.js';
 import type { MoeParams, TensorSource } from './weights.js';
@@ -56,13 +57,15 @@ export function ggufMoeParams(meta: MetadataReader, arch: string, numLayers: num
   const dims = tensorDims(tensors);
   for (let li = 0; li < numLayers; li++) {
     const names = moeTensorNames(li);
-    if (tensors.has(`blk.${li}.ffn_gate_up_exps.weight`)) {
-      throw new UnsupportedModelError(meta.file, `blk.${li}.ffn_gate_up_exps.weight (gate and up experts fused at conversion) is not supported; loom reads ffn_gate_exps and ffn_up_exps`);
-    }
+    const fused = `blk.${li}.ffn_gate_up_exps.weight`;
     const want: [string, number[]][] = [
       [names.router, [hiddenSize, numExperts]],
-      [names.gate, [hiddenSize, expertFfnSize, numExperts]],
-      [names.up, [hiddenSize, expertFfnSize, numExperts]],
+      ...(tensors.has(fused)
+        ? ([[fused, [hiddenSize, 2 * expertFfnSize, numExperts]]] as [string, number[]][])
+        : ([
+            [names.gate, [hiddenSize, expertFfnSize, numExperts]],
+            [names.up, [hiddenSize, expertFfnSize, numExperts]],
+          ] as [string, number[]][])),
       [names.down, [expertFfnSize, hiddenSize, numExperts]],
     ];
     if (shared) {

@@ -114,8 +114,14 @@ describe('qwen3moe GGUF config', () => {
     refused(file({ keys: [kv.arr(GGUFValueType.INT32, `${A}.expert_used_count`, [2, 1])] }), 'varies by layer');
   });
 
-  it('refuses gate and up experts fused at conversion (ffn_gate_up_exps) in one line', () => {
-    refused(file({ extra: { 'blk.0.ffn_gate_up_exps.weight': [D, 2 * F, E] } }), 'blk.0.ffn_gate_up_exps.weight', 'fused');
+  it('reads gate and up experts fused at conversion (ffn_gate_up_exps [hidden, 2·F, E]) and checks their dims', () => {
+    const fused = (li: number, dims: number[]): Variant => ({
+      extra: { [`blk.${li}.ffn_gate_up_exps.weight`]: dims },
+      drop: [`blk.${li}.ffn_gate_exps.weight`, `blk.${li}.ffn_up_exps.weight`],
+    });
+    const both = (a: Variant, b: Variant): Variant => ({ extra: { ...a.extra, ...b.extra }, drop: [...a.drop!, ...b.drop!] });
+    assert.deepEqual(config(file(both(fused(0, [D, 2 * F, E]), fused(1, [D, 2 * F, E])))).moe, { numExperts: E, numExpertsUsed: 2, expertFfnSize: F, normTopK: true });
+    refused(file(both(fused(0, [D, 2 * F, E]), fused(1, [D, F, E]))), 'blk.1.ffn_gate_up_exps.weight', `[${D}, ${2 * F}, ${E}]`);
   });
 
   it('still refuses experts in the other families', () => {

@@ -1,10 +1,14 @@
-// A routed mixture-of-experts FFN (Qwen3-MoE's; llama.cpp's build_moe_ffn with softmax gating
-// and SwiGLU experts), batched by expert: for a batch of T tokens, route all of them, then for
+// A routed mixture-of-experts FFN (Qwen3-MoE's, Qwen3.5-MoE's, Gemma 4's; llama.cpp's
+// build_moe_ffn with softmax gating and SwiGLU or GeGLU experts), batched by expert: for a batch of T tokens, route all of them, then for
 // each expert with at least one token gather those tokens' rows, run the expert's gate/up,
 // SwiGLU and down over them as one matmul batch, and scatter the rows back, weighted, into
 // k slots of [T, hidden]; each token then sums its k slots in the order the router ranked them, as
 // llama.cpp adds its experts' outputs. A token's result depends on its own row only (the
 // same expert weights, its own routing), whichever tokens share the expert's batch.
+// A file may hold gate and up fused per expert (ffn_gate_up_exps [hidden, 2·F, E]: gate rows
+// then up rows, as Gemma 4's converter writes them), and a per-expert scale of the down
+// projection's output (ffn_down_exps.scale [E]: Gemma 4's per_expert_scale), applied before
+// the routing weight as build_lora_mm_id does.
 import type { Kernels } from '../../kernels/index.js';
 import type { MoeParams, TensorSource } from '../weights.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
@@ -85,12 +89,18 @@ export function routeTopK(probs: Float32Array, T: number, p: MoeParams, out: Rou
   return minGap;
 }
 
+/** The experts' gated activation: SiLU (SwiGLU, the Qwen families) or GELU-tanh (GeGLU, Gemma 4). */
+export type ExpertActivation = 'silu' | 'gelu';
+
 /** One layer's routed FFN: the router, per-expert views of the expert tensors, and counters. */
 export class MoeFfn {
   private readonly router: WeightTensor;
+  /** per expert: gate and up, or (fused files) one [hidden, 2·F] matrix of gate rows then up rows */
   private readonly gate: WeightTensor[];
-  private readonly up: WeightTensor[];
+  private readonly up: WeightTensor[] | undefined;
   private readonly down: WeightTensor[];
+  /** [E] the multiplier of each expert's down output (ffn_down_exps.scale), or undefined */
+  private readonly downScale: Float32Array | undefined;
   /** tokens routed to each expert so far (a token counts once per expert it reads) */
   readonly load: Float64Array;
   /** the smallest gap seen between a token's k-th and (k+1)-th router logit (Infinity before any, or when k = numExperts) */
@@ -101,8 +111,10 @@ export class MoeFfn {
     li: number,
     private readonly params: MoeParams,
     private readonly hiddenSize: number,
+    private readonly activation: ExpertActivation = 'silu',
   ) {
     const names = moeTensorNames(li);
+    const fused = `blk.${li}.ffn_gate_up_exps.weight`;
     // a GGUF file's 3-D tensor per layer, else (an HF folder) one matrix per expert
     const hf = !tensors.has(names.gate);
     // llama.cpp's converter writes the router in F32 whatever the checkpoint's dtype: an HF
@@ -112,18 +124,29 @@ export class MoeFfn {
       tensors.has(names[which])
         ? expertViews(tensors.get(names[which]), params.numExperts)
         : Array.from({ length: params.numExperts }, (_, e) => tensors.get(expertTensorName(li, which, e)));
-    this.gate = experts('gate');
-    this.up = experts('up');
+    if (tensors.has(fused)) {
+      this.gate = expertViews(tensors.get(fused), params.numExperts);
+      this.up = undefined;
+    } else {
+      this.gate = experts('gate');
+      this.up = experts('up');
+    }
     this.down = experts('down');
+    const scale = `blk.${li}.ffn_down_exps.scale`;
+    this.downScale = tensors.has(scale) ? loadVector(tensors, scale) : undefined;
+    if (this.downScale && this.downScale.length !== params.numExperts) throw new RangeError(`${scale}: ${this.downScale.length} values for ${params.numExperts} experts`);
     this.load = new Float64Array(params.numExperts);
   }
 
-  /** out[t] = Σ_j weight[t, j] · expert_j(h[t]) over the k experts token t is routed to. h, out: [T, hidden] */
-  forward(out: Float32Array, h: Float32Array, T: number, k: Kernels, scratch: Scratch): void {
+  /**
+   * out[t] = Σ_j weight[t, j] · expert_j(h[t]) over the k experts token t is routed to. h, out:
+   * [T, hidden]; the router reads routerIn (default h: Gemma 4 routes from its own normalization).
+   */
+  forward(out: Float32Array, h: Float32Array, T: number, k: Kernels, scratch: Scratch, routerIn: Float32Array = h): void {
     const { numExperts: E, numExpertsUsed: K, expertFfnSize: F } = this.params;
     const D = this.hiddenSize;
     const probs = scratch.take('moe.probs', T * E);
-    k.matmul(probs, h, this.router, T);
+    k.matmul(probs, routerIn, this.router, T);
     k.softmax(probs, T, E);
     const routing: Routing = { experts: new Int32Array(T * K), weights: new Float32Array(T * K) };
     this.minRoutingGap = Math.min(this.minRoutingGap, routeTopK(probs, T, this.params, routing));
@@ -149,10 +172,22 @@ export class MoeFfn {
       });
       const g = scratch.take('moe.gate', n * F);
       const u = scratch.take('moe.up', n * F);
-      k.matmulSet(x, n, [{ out: g, w: this.gate[e]! }, { out: u, w: this.up[e]! }]);
-      k.siluMul(g, g, u, n * F);
+      if (this.up) {
+        k.matmulSet(x, n, [{ out: g, w: this.gate[e]! }, { out: u, w: this.up[e]! }]);
+      } else {
+        const gu = scratch.take('moe.gateUp', n * 2 * F);
+        k.matmul(gu, x, this.gate[e]!, n);
+        for (let i = 0; i < n; i++) {
+          g.set(gu.subarray(2 * i * F, (2 * i + 1) * F), i * F);
+          u.set(gu.subarray((2 * i + 1) * F, (2 * i + 2) * F), i * F);
+        }
+      }
+      if (this.activation === 'silu') k.siluMul(g, g, u, n * F);
+      else k.geluMul(g, g, u, n * F);
       const y = scratch.take('moe.y', n * D);
       k.matmul(y, g, this.down[e]!, n);
+      const ds = this.downScale?.[e];
+      if (ds !== undefined) for (let j = 0; j < n * D; j++) y[j] = y[j]! * ds;
       mine.forEach((pair, i) => {
         const w = routing.weights[pair]!;
         const at = ((pair % K) * T + ((pair / K) | 0)) * D;

@@ -142,3 +142,69 @@ describe('the expert-batched MoE FFN', () => {
     }
   });
 });
+
+describe('Gemma 4 layouts of the experts', () => {
+  /** source(F32) with gate and up fused per expert (gate rows then up rows), as Gemma 4's converter writes them */
+  function fusedSource(): TensorSource {
+    const src = source(GGMLType.F32);
+    const E = P.numExperts;
+    const g = new Float32Array(src.get('blk.0.ffn_gate_exps.weight').data.buffer.slice(0));
+    const u = new Float32Array(src.get('blk.0.ffn_up_exps.weight').data.buffer.slice(0));
+    const fused = new Float32Array(2 * g.length);
+    for (let e = 0; e < E; e++) {
+      fused.set(g.subarray(e * F * D, (e + 1) * F * D), 2 * e * F * D);
+      fused.set(u.subarray(e * F * D, (e + 1) * F * D), (2 * e + 1) * F * D);
+    }
+    const map = new Map<string, WeightTensor>([
+      ['blk.0.ffn_gate_inp.weight', src.get('blk.0.ffn_gate_inp.weight')],
+      ['blk.0.ffn_down_exps.weight', src.get('blk.0.ffn_down_exps.weight')],
+      ['blk.0.ffn_gate_up_exps.weight', { name: 'blk.0.ffn_gate_up_exps.weight', type: GGMLType.F32, dims: [D, 2 * F, E], data: new Uint8Array(fused.buffer) }],
+    ]);
+    return { has: (n) => map.has(n), get: (n) => map.get(n)! };
+  }
+
+  it('gate and up fused in one [hidden, 2·F, E] tensor give the same outputs as separate ones (reference, bit for bit)', () => {
+    const T = 9;
+    const h = gaussian(T * D, 13, 1);
+    const want = new Float32Array(T * D);
+    const got = new Float32Array(T * D);
+    new MoeFfn(source(GGMLType.F32), 0, P, D).forward(want, h, T, referenceKernels, new Scratch());
+    new MoeFfn(fusedSource(), 0, P, D).forward(got, h, T, referenceKernels, new Scratch());
+    assert.deepEqual(got, want);
+  });
+
+  it('a per-expert down scale (ffn_down_exps.scale) multiplies each expert\'s output before its routing weight; GeGLU experts', () => {
+    const T = 7;
+    const h = gaussian(T * D, 14, 1);
+    const src = source(GGMLType.F32);
+    const scale = Float32Array.from({ length: P.numExperts }, () => 2); // a power of 2: exact, so the sum scales exactly
+    const scaled: TensorSource = {
+      has: (n) => n === 'blk.0.ffn_down_exps.scale' || src.has(n),
+      get: (n) => (n === 'blk.0.ffn_down_exps.scale' ? { name: n, type: GGMLType.F32, dims: [P.numExperts], data: new Uint8Array(scale.buffer) } : src.get(n)),
+    };
+    for (const act of ['silu', 'gelu'] as const) {
+      const plain = new Float32Array(T * D);
+      const doubled = new Float32Array(T * D);
+      new MoeFfn(src, 0, P, D, act).forward(plain, h, T, referenceKernels, new Scratch());
+      new MoeFfn(scaled, 0, P, D, act).forward(doubled, h, T, referenceKernels, new Scratch());
+      assert.deepEqual(doubled, plain.map((v) => 2 * v), act);
+    }
+    const silu = new Float32Array(T * D);
+    const gelu = new Float32Array(T * D);
+    new MoeFfn(src, 0, P, D, 'silu').forward(silu, h, T, referenceKernels, new Scratch());
+    new MoeFfn(src, 0, P, D, 'gelu').forward(gelu, h, T, referenceKernels, new Scratch());
+    assert.notDeepEqual(gelu, silu, 'the activation is the one asked for');
+  });
+
+  it('routes from routerIn when given (Gemma 4 routes from its own normalization of the residual)', () => {
+    const T = 6;
+    const h = gaussian(T * D, 15, 1);
+    const r = gaussian(T * D, 16, 1);
+    const ffn = new MoeFfn(source(GGMLType.F32), 0, P, D);
+    const a = new Float32Array(T * D);
+    const b = new Float32Array(T * D);
+    ffn.forward(a, h, T, referenceKernels, new Scratch(), r);
+    ffn.forward(b, h, T, referenceKernels, new Scratch());
+    assert.notDeepEqual(a, b);
+  });
+});
