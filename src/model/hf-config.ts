@@ -14,7 +14,7 @@ import { hfMoeParams } from './hf-config-moe.js';
 
 export const CONFIG_FILE = 'config.json';
 
-type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen3moe';
+type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen3moe' | 'qwen35moe';
 
 const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   LlamaForCausalLM: 'llama',
@@ -28,10 +28,11 @@ const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   Gemma3ForCausalLM: 'gemma3',
   Qwen3_5ForCausalLM: 'qwen35',
   Qwen3MoeForCausalLM: 'qwen3moe',
+  Qwen3_5MoeForCausalLM: 'qwen35moe',
 };
-const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35', 'qwen3moe'];
+const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35', 'qwen3moe', 'qwen35moe'];
 /** Mistral runs as llama (llama.cpp converts it to a llama GGUF and attends to the whole context) */
-const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35'>, ArchName>> = {
+const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe'>, ArchName>> = {
   llama: 'llama',
   mistral: 'llama',
   qwen2: 'qwen2',
@@ -69,7 +70,7 @@ export function parseHFConfig(file: string, json: unknown): ModelConfig {
   const c = new Fields(file, json as Record<string, unknown>);
   const family = familyOf(c);
   if (family === 'gemma2' || family === 'gemma3') return gemmaConfig(c, family);
-  if (family === 'qwen35') return qwen35Config(c);
+  if (family === 'qwen35' || family === 'qwen35moe') return qwen35Config(c, family === 'qwen35moe');
   return family === 'gpt2' ? gpt2Config(c) : llamaLikeConfig(c, family);
 }
 
@@ -87,7 +88,7 @@ function familyOf(c: Fields): Family {
     return family;
   }
   const raw = c.raw('model_type');
-  const type = raw === 'gemma3_text' ? 'gemma3' : raw === 'qwen3_5_text' ? 'qwen35' : raw === 'qwen3_moe' ? 'qwen3moe' : raw;
+  const type = raw === 'gemma3_text' ? 'gemma3' : raw === 'qwen3_5_text' ? 'qwen35' : raw === 'qwen3_moe' ? 'qwen3moe' : raw === 'qwen3_5_moe_text' ? 'qwen35moe' : raw;
   const family = FAMILIES.find((f) => f === type);
   if (!family) {
     throw new UnsupportedModelError(c.file, `model_type ${JSON.stringify(type)} is not supported (loom runs ${FAMILIES.join(', ')})`);
@@ -95,7 +96,7 @@ function familyOf(c: Fields): Family {
   return family;
 }
 
-function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3' | 'qwen35'>): ModelConfig {
+function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe'>): ModelConfig {
   const hiddenSize = c.count('hidden_size');
   const { numHeads, numKvHeads } = attentionHeads(c);
   const headDim = c.count('head_dim', () => c.whole('hidden_size', hiddenSize / numHeads));

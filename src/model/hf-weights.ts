@@ -6,7 +6,7 @@
 import { ModelFormatError } from '../errors.js';
 import { ggmlTypeOf, openSafetensorsModel } from './safetensors.js';
 import type { SafetensorsModel } from './safetensors.js';
-import { qwen35HFName, qwen35Transform } from './hf-qwen35.js';
+import { qwen35HFNames, qwen35Transform } from './hf-qwen35.js';
 import type { ArchName, ModelConfig, TensorSource } from './weights.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 
@@ -85,9 +85,9 @@ export interface HFLocation {
 
 /** HF names for a canonical tensor name, or undefined when the arch has no such tensor. */
 export function hfLocation(arch: ArchName, numLayers: number, canonical: string): HFLocation | undefined {
-  if (arch === 'qwen35') {
-    const name = qwen35HFName(numLayers, canonical);
-    return name ? { names: [name], conv: false } : undefined;
+  if (arch === 'qwen35' || arch === 'qwen35moe') {
+    const names = qwen35HFNames(numLayers, canonical);
+    return names ? { names, conv: false } : undefined;
   }
   const expert = arch === 'qwen3moe' ? EXPERT_NAME.exec(canonical) : null;
   if (expert) {
@@ -143,7 +143,7 @@ export function hfTensorSource(dir: string, config: ModelConfig): HFTensorSource
       const where = locate(name);
       if (!where) throw missing(dir, config, name);
       const raw = load(model, name, where.hfName, where.conv);
-      const tensor = config.arch === 'qwen35' ? qwen35Transform(config, name, raw) : raw;
+      const tensor = config.arch === 'qwen35' || config.arch === 'qwen35moe' ? qwen35Transform(config, name, raw) : raw;
       cache.set(name, tensor);
       return tensor;
     },

@@ -29,7 +29,7 @@ describe('gemma4 MoE layers: config', () => {
 describe("gemma4 MoE layers: llama.cpp's greedy tokens and logits", () => {
   for (const f of GGUF_FIXTURES.filter((x) => x.shape.arch === 'gemma4' && x.shape.experts)) {
     for (const [name, kernels] of KERNELS) {
-      it(`${f.name} (${name})`, { skip: kernels ? false : 'native core unavailable' }, (t) => agreesWithLlamaCpp(t, f, kernels!));
+      it(`${f.name} (${name})`, { skip: kernels ? false : 'native core unavailable' }, (t) => agreesWithLlamaCpp(t, f.name, f.weightType, kernels!));
     }
   }
 });

@@ -10,7 +10,9 @@ import { loadNativeKernels } from '../../../src/kernels/native.js';
 import { referenceKernels } from '../../../src/kernels/reference.js';
 import { fixtureModel } from '../../fixtures/engine-run.js';
 import { agreesWithLlamaCpp, batchedAgreesWithLlamaCpp } from '../../fixtures/moe-cases.js';
-import { GGUF_FIXTURES, QWEN35MOE_FIXTURE_CONFIG } from '../../fixtures/recipe.js';
+import { GGUF_FIXTURES, HF_FIXTURES, QWEN35MOE_FIXTURE_CONFIG } from '../../fixtures/recipe.js';
+import { hfFixturePaths } from '../../fixtures/index.js';
+import { loadModel } from '../../../src/model/load.js';
 
 const native = loadNativeKernels();
 const KERNELS: [string, Kernels | undefined][] = [['reference', referenceKernels], ['native', native]];
@@ -29,8 +31,19 @@ describe('qwen35moe: config', () => {
 describe("qwen35moe: llama.cpp's greedy tokens and logits", () => {
   for (const f of GGUF_FIXTURES.filter((x) => x.shape.arch === 'qwen35moe')) {
     for (const [name, kernels] of KERNELS) {
-      it(`${f.name} (${name})`, { skip: kernels ? false : 'native core unavailable' }, (t) => agreesWithLlamaCpp(t, f, kernels!));
+      it(`${f.name} (${name})`, { skip: kernels ? false : 'native core unavailable' }, (t) => agreesWithLlamaCpp(t, f.name, f.weightType, kernels!));
     }
+  }
+});
+
+describe('qwen35moe from a Hugging Face folder (transformers\' 3-D fused experts, BF16)', () => {
+  const f = HF_FIXTURES.find((x) => x.name === 'hf-qwen35moe')!;
+  for (const [name, kernels] of KERNELS) {
+    it(`${f.name} (${name}): llama.cpp's tokens and logits of the GGUF twin`, { skip: kernels ? false : 'native core unavailable' }, (t) => {
+      const model = loadModel(hfFixturePaths(f).folder);
+      assert.equal(model.config.arch, 'qwen35moe');
+      agreesWithLlamaCpp(t, f.name, f.dtype, kernels!, model);
+    });
   }
 });
 
