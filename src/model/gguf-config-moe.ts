@@ -75,7 +75,9 @@ export function ggufMoeParams(meta: MetadataReader, arch: string, numLayers: num
     for (const [name, shape] of want) {
       if (!tensors.has(name)) fail(`mixture-of-experts layer ${li} has no tensor ${name}`);
       const got = dims?.(name);
-      if (got && (got.length !== shape.length || got.some((d, i) => d !== shape[i]))) {
+      // trailing 1s are no dimension (llama.cpp compares ne padded with 1s): a [hidden, 1] gate is a [hidden] one
+      const trimmed = got && got.length > shape.length && got.slice(shape.length).every((d) => d === 1) ? got.slice(0, shape.length) : got;
+      if (got && trimmed && (trimmed.length !== shape.length || trimmed.some((d, i) => d !== shape[i]))) {
         fail(`tensor ${name} has dims [${got.join(', ')}], but ${numExperts} experts of ${expertFfnSize} over ${hiddenSize} need [${shape.join(', ')}]`);
       }
     }

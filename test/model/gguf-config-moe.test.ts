@@ -16,7 +16,8 @@ import type { ModelConfig } from '../../src/model/weights.js';
 const dir = mkdtempSync(join(tmpdir(), 'loom-moe-config-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const A = 'qwen3moe';
+const QWEN3MOE = 'qwen3moe';
+const A = QWEN3MOE;
 const D = 64;
 const E = 4;
 const F = 32;
@@ -28,10 +29,13 @@ interface Variant {
   dims?: Record<string, number[]>;
   /** more tensors: name → dims */
   extra?: Record<string, number[]>;
+  /** general.architecture (default qwen3moe): the keys are written under it */
+  arch?: string;
 }
 
 let n = 0;
 function file(v: Variant = {}): string {
+  const A = v.arch ?? QWEN3MOE;
   const path = join(dir, `moe-${n++}.gguf`);
   const t = (name: string, dims: number[]) => {
     const d = v.dims?.[name] ?? dims;
@@ -132,5 +136,39 @@ describe('qwen3moe GGUF config', () => {
       tensors: [{ name: 'token_embd.weight', type: GGMLType.F32, dims: [D, 16], data: new Uint8Array(4 * D * 16) }],
     });
     refused(path, 'mixture-of-experts', 'qwen3moe');
+  });
+});
+
+describe('qwen35moe GGUF config: the shared expert', () => {
+  const Q = 'qwen35moe';
+  const ssm = [
+    kv.u32(`${Q}.ssm.conv_kernel`, 4),
+    kv.u32(`${Q}.ssm.state_size`, 16),
+    kv.u32(`${Q}.ssm.group_count`, 1),
+    kv.u32(`${Q}.ssm.time_step_rank`, 2),
+    kv.u32(`${Q}.ssm.inner_size`, 32),
+    kv.u32(`${Q}.expert_shared_feed_forward_length`, 2 * F),
+  ];
+  const shared = (gateDims: number[]): Record<string, number[]> =>
+    Object.fromEntries(
+      Array.from({ length: LAYERS }, (_, i) => [
+        [`blk.${i}.ffn_gate_inp_shexp.weight`, gateDims],
+        [`blk.${i}.ffn_gate_shexp.weight`, [D, 2 * F]],
+        [`blk.${i}.ffn_up_shexp.weight`, [D, 2 * F]],
+        [`blk.${i}.ffn_down_shexp.weight`, [2 * F, D]],
+      ]).flat(),
+    );
+
+  it('reads expert_shared_feed_forward_length; the gate may be [hidden] or [hidden, 1]', () => {
+    for (const gate of [[D], [D, 1]]) {
+      const c = config(file({ arch: Q, keys: ssm, extra: shared(gate) }));
+      assert.equal(c.arch, Q);
+      assert.deepEqual(c.moe, { numExperts: E, numExpertsUsed: 2, expertFfnSize: F, normTopK: true, sharedFfnSize: 2 * F });
+    }
+  });
+
+  it('refuses a missing or misshapen shared expert in one line', () => {
+    refused(file({ arch: Q, keys: ssm }), 'blk.0.ffn_gate_inp_shexp.weight');
+    refused(file({ arch: Q, keys: [...ssm, kv.u32(`${Q}.expert_shared_feed_forward_length`, F)], extra: shared([D]) }), 'blk.0.ffn_gate_shexp.weight', `[${D}, ${F}]`);
   });
 });
