@@ -25,13 +25,23 @@ describe('gemma4 MoE layers: config', () => {
     assert.ok(m.tensors.has('blk.0.ffn_gate_up_exps.weight') && !m.tensors.has('blk.0.ffn_gate_exps.weight'));
     assert.ok(m.tensors.has('blk.5.ffn_down_exps.scale'));
   });
+
+  it("26B-A4B's build: no per-layer inputs, no shared KV, the global layers' V from K (no attn_v)", () => {
+    const m = fixtureModel('gemma4moe-26b-q8_0');
+    assert.equal(m.config.gemma4?.perLayerInput, 0);
+    assert.equal(m.config.kvSource, undefined);
+    assert.deepEqual(m.config.slidingWindow?.layers, [true, true, false, true, true, false]);
+    assert.ok(!m.tensors.has('blk.2.attn_v.weight') && m.tensors.has('blk.1.attn_v.weight'));
+  });
 });
 
-describe('gemma4 MoE layers under batching (gemma4moe-q8_0)', () => {
-  for (const [name, kernels] of KERNELS) {
-    for (const budget of [2048, 7]) {
-      it(`${name}: llama.cpp's greedy tokens inside a batch of 7 others (token budget ${budget})`, { skip: kernels ? false : 'native core unavailable' }, () =>
-        batchedAgreesWithLlamaCpp('gemma4moe-q8_0', kernels!, budget, 6));
+describe('gemma4 MoE layers under batching', () => {
+  for (const [fixture, budgets] of [['gemma4moe-q8_0', [2048, 7]], ['gemma4moe-26b-q8_0', [7]]] as const) {
+    for (const [name, kernels] of KERNELS) {
+      for (const budget of budgets) {
+        it(`${fixture}, ${name}: llama.cpp's greedy tokens inside a batch of 7 others (token budget ${budget})`, { skip: kernels ? false : 'native core unavailable' }, () =>
+          batchedAgreesWithLlamaCpp(fixture, kernels!, budget, 6));
+      }
     }
   }
 });
