@@ -58,6 +58,11 @@ export function ggufMoeParams(meta: MetadataReader, arch: string, numLayers: num
   for (let li = 0; li < numLayers; li++) {
     const names = moeTensorNames(li);
     const fused = `blk.${li}.ffn_gate_up_exps.weight`;
+    // per-expert scales of gate/up (NVFP4 conversions) would multiply what loom computes: refused, not ignored
+    for (const which of ['gate', 'up', 'gate_up']) {
+      const scale = `blk.${li}.ffn_${which}_exps.scale`;
+      if (tensors.has(scale)) throw new UnsupportedModelError(meta.file, `${scale} (a per-expert scale of the ${which} projection) is not supported; loom reads ffn_down_exps.scale only`);
+    }
     const want: [string, number[]][] = [
       [names.router, [hiddenSize, numExperts]],
       ...(tensors.has(fused)

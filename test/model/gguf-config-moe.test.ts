@@ -128,6 +128,10 @@ describe('qwen3moe GGUF config', () => {
     refused(file(both(fused(0, [D, 2 * F, E]), fused(1, [D, F, E]))), 'blk.1.ffn_gate_up_exps.weight', `[${D}, ${2 * F}, ${E}]`);
   });
 
+  it('refuses per-expert scales of gate or up (they would be ignored) in one line', () => {
+    refused(file({ extra: { 'blk.1.ffn_up_exps.scale': [E] } }), 'blk.1.ffn_up_exps.scale', 'not supported');
+  });
+
   it('still refuses experts in the other families', () => {
     const path = join(dir, 'mixtral.gguf');
     writeGGUF(path, {
