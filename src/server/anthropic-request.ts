@@ -6,7 +6,7 @@
 // Code sends that loom has no use for (metadata, context_management, output_config,
 // cache_control, anthropic-beta) are accepted and ignored, as llama-server does.
 // Rendering is stable across an agent's turns: tool arguments are put in one key order,
-// and Claude Code's per-request billing line is left out of the system prompt.
+// Claude Code's billing line is left out and its tokens-left count moved after the history.
 import type { ChatMessage } from '../tokenizer/chat-template.js';
 import { canonicalArguments } from '../pipeline/canonical-json.js';
 import type { ChatOutputConfig } from '../pipeline/chat-output.js';
@@ -95,19 +95,32 @@ export const messagesBody = {
 
 export const countTokensBody = { ...messagesBody, required: ['model', 'messages'] } as const;
 
-/** Claude Code's first system block: a per-request line (cc_version=…) that would break the prefix cache */
+/**
+ * Claude Code's attribution block, `x-anthropic-billing-header: cc_version=…;`: for
+ * Anthropic's billing, not the model, and it may differ per request; left out.
+ */
 const BILLING_HEADER = 'x-anthropic-billing-header:';
+/**
+ * Claude Code's `<total_tokens>N tokens left</total_tokens>` (its totalTokensReminder):
+ * a count that changes every turn, wherever it sits in the system prompt. It is moved out
+ * of the system prompt to a system message after the conversation, so the system prompt
+ * and the history before it render the same every turn and the prefix cache holds.
+ */
+const TOKENS_LEFT = /[ \t]*<total_tokens>[^<]*<\/total_tokens>[ \t]*\n?/g;
 
-function systemText(system: AnthropicBody['system']): string {
-  if (system === undefined) return '';
-  if (typeof system === 'string') return system;
-  return system
-    .map((b, i) => {
-      if (b.type !== 'text') throw new HttpError(400, `system.${i}: only text blocks are supported, got "${b.type}"`, 'invalid_request_error', 'system');
-      return b.text;
-    })
-    .filter((t) => !t.startsWith(BILLING_HEADER))
+/** The system prompt's stable text, and its per-turn text (rendered after the conversation). */
+function systemParts(system: AnthropicBody['system']): { stable: string; late: string } {
+  if (system === undefined) return { stable: '', late: '' };
+  const texts = (typeof system === 'string' ? [system] : system.map((b, i) => {
+    if (b.type !== 'text') throw new HttpError(400, `system.${i}: only text blocks are supported, got "${b.type}"`, 'invalid_request_error', 'system');
+    return b.text;
+  })).filter((t) => !t.startsWith(BILLING_HEADER));
+  const late: string[] = [];
+  const stable = texts
+    .map((t) => t.replace(TOKENS_LEFT, (m) => (late.push(m.trim()), '')))
+    .filter((t) => t.trim() !== '')
     .join('\n');
+  return { stable, late: late.join('\n') };
 }
 
 const unsupported = (where: string, type: string): HttpError =>
@@ -129,8 +142,8 @@ function resultText(content: AnthropicBlock['content'], where: string): string {
 export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages' | 'tools'>): ChatMessage[] {
   const schemas = new Map((body.tools ?? []).map((t) => [t.name, t.input_schema]));
   const out: ChatMessage[] = [];
-  const system = systemText(body.system);
-  if (system) out.push({ role: 'system', content: system });
+  const system = systemParts(body.system);
+  if (system.stable) out.push({ role: 'system', content: system.stable });
   body.messages.forEach((m, i) => {
     if (typeof m.content === 'string') {
       out.push({ role: m.role, content: m.content });
@@ -165,6 +178,7 @@ export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages
     if (calls.length > 0) msg.tool_calls = calls;
     out.push(msg);
   });
+  if (system.late) out.push({ role: 'system', content: system.late });
   return out;
 }
 
