@@ -192,3 +192,59 @@ describe('Anthropic Messages API: the API key and the versions', () => {
     assert.deepEqual(await bad.json(), { type: 'error', error: { type: 'authentication_error', message: 'invalid or missing API key' } });
   });
 });
+
+/** the next request's output scripted: a grammar allowing exactly `text` (then EOS), past the random model's choice */
+function script(s: TestServer, text: string): void {
+  const add = s.engine.add.bind(s.engine);
+  s.engine.add = (id, ids, params) => {
+    s.engine.add = add;
+    return add(id, ids, { ...params, grammar: { type: 'choice', choices: [text] } });
+  };
+}
+
+describe('Anthropic Messages API: the model\'s own tool calls (auto) and thinking (a qwen3 reasoning parser)', () => {
+  let s: TestServer;
+  let client: Anthropic;
+  before(async () => {
+    s = await startTestServer(fixtureBy((f) => f.name === 'qwen3-q8_0'), { chatTemplate: HERMES_TEMPLATE, reasoningParser: 'qwen3' });
+    client = new Anthropic({ baseURL: s.url, apiKey: 'x', maxRetries: 0 });
+  });
+  after(() => s?.close());
+  const CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"unit": "c", "city": "Paris"}}\n</tool_call>';
+  const thinking = { type: 'enabled', budget_tokens: 1024 } as const;
+
+  it('tool_choice auto: a call the model writes comes back as a tool_use block, whole and streamed', async () => {
+    script(s, CALL);
+    const m = await client.messages.create({ model: MODEL, max_tokens: 200, messages: ask, tools: [weather] });
+    assert.equal(m.stop_reason, 'tool_use');
+    assert.deepEqual(m.content.map((b) => b.type), ['tool_use']);
+    assert.deepEqual(m.content[0]!.type === 'tool_use' && m.content[0].input, { unit: 'c', city: 'Paris' });
+    script(s, CALL);
+    const res = await s.post('/v1/messages', { model: MODEL, max_tokens: 200, messages: ask, tools: [weather], stream: true });
+    const events = await namedEvents(res);
+    const start = events.find((e) => e.event === 'content_block_start')!.data as unknown as { content_block: { type: string; name: string; id: string } };
+    assert.equal(start.content_block.type, 'tool_use');
+    assert.equal(start.content_block.name, 'get_weather');
+    assert.match(start.content_block.id, /^toolu_/);
+    const json = events.filter((e) => (e.data as { delta?: { type: string } }).delta?.type === 'input_json_delta').map((e) => (e.data as unknown as { delta: { partial_json: string } }).delta.partial_json);
+    assert.deepEqual(JSON.parse(json.join('')), { unit: 'c', city: 'Paris' });
+    assert.equal((events.at(-2)!.data as unknown as { delta: { stop_reason: string } }).delta.stop_reason, 'tool_use');
+  });
+
+  it('thinking asked for: the reasoning comes as a thinking block before the text, whole and streamed; not asked for: thinking is off in the template', async () => {
+    script(s, 'I should answer.</think>Sunny.');
+    const m = await client.messages.create({ model: MODEL, max_tokens: 64, messages: ask, thinking });
+    assert.deepEqual(m.content, [
+      { type: 'thinking', thinking: 'I should answer.', signature: '' },
+      { type: 'text', text: 'Sunny.' },
+    ]);
+    assert.equal(m.stop_reason, 'end_turn');
+    script(s, 'I should answer.</think>Sunny.');
+    const streamed = await client.messages.stream({ model: MODEL, max_tokens: 64, messages: ask, thinking }).finalMessage();
+    assert.deepEqual(streamed.content, m.content);
+    // without `thinking`, enable_thinking false goes to the template and the text is all answer
+    script(s, 'Sunny.');
+    const plain = await client.messages.create({ model: MODEL, max_tokens: 64, messages: ask });
+    assert.deepEqual(plain.content, [{ type: 'text', text: 'Sunny.' }]);
+  });
+});
