@@ -1,25 +1,18 @@
-// Tool-call arguments in one key order, whatever order a client sends them back in: the
-// tool's schema order first (the order the model writes them in, and the one a forced-call
-// grammar produces), then any other keys sorted. A conversation's history then renders to
-// the same tokens on every later turn, so the prefix cache holds across an agent's loop.
+// Tool-call arguments in one canonical form, whatever order a client sends their keys in:
+// objects' keys sorted (recursively), arrays kept in order. A chat template renders the
+// arguments it is given (often with tojson), so the same call resent with its keys in
+// another order would otherwise render to other tokens and miss the prefix cache from there on.
 
-/** A copy of `value` whose objects list their keys in `schema`'s `properties` order, then the rest sorted. */
-export function canonicalArguments(value: unknown, schema?: unknown): unknown {
-  if (Array.isArray(value)) {
-    const items = isObject(schema) ? schema['items'] : undefined;
-    return value.map((v) => canonicalArguments(v, items));
-  }
-  if (!isObject(value)) return value;
-  const props = isObject(schema) && isObject(schema['properties']) ? schema['properties'] : {};
-  const declared = Object.keys(props).filter((k) => Object.hasOwn(value, k));
-  const rest = Object.keys(value)
-    .filter((k) => !Object.hasOwn(props, k))
-    .sort();
+/** The value with every object's keys in sorted order (a fresh copy; arrays keep their order). */
+export function canonicalJsonValue(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonicalJsonValue);
+  if (value === null || typeof value !== 'object') return value;
   const out: Record<string, unknown> = {};
-  for (const k of [...declared, ...rest]) out[k] = canonicalArguments(value[k], props[k]);
+  for (const key of Object.keys(value).sort()) out[key] = canonicalJsonValue((value as Record<string, unknown>)[key]);
   return out;
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
+/** JSON text with sorted keys: equal for equal values, however their keys were ordered. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(canonicalJsonValue(value));
 }

@@ -5,10 +5,10 @@
 // tool_choice any/tool as "required"/a named function (forced by grammar). Fields Claude
 // Code sends that loom has no use for (metadata, context_management, output_config,
 // cache_control, anthropic-beta) are accepted and ignored, as llama-server does.
-// Rendering is stable across an agent's turns: tool arguments are put in one key order,
+// Rendering is stable across an agent's turns: tool arguments with their keys sorted (as chat's),
 // Claude Code's billing line is left out and its tokens-left count moved after the history.
 import type { ChatMessage } from '../tokenizer/chat-template.js';
-import { canonicalArguments } from '../pipeline/canonical-json.js';
+import { canonicalJsonValue } from '../pipeline/canonical-json.js';
 import type { ChatOutputConfig } from '../pipeline/chat-output.js';
 import type { ChatPrompt } from '../pipeline/prompt.js';
 import type { RequestSpec, ResolvedRequest } from '../pipeline/request.js';
@@ -139,8 +139,7 @@ function resultText(content: AnthropicBlock['content'], where: string): string {
 }
 
 /** The conversation as chat messages, as /v1/chat/completions would hand them to the template. */
-export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages' | 'tools'>): ChatMessage[] {
-  const schemas = new Map((body.tools ?? []).map((t) => [t.name, t.input_schema]));
+export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages'>): ChatMessage[] {
   const out: ChatMessage[] = [];
   const system = systemParts(body.system);
   if (system.stable) out.push({ role: 'system', content: system.stable });
@@ -159,7 +158,7 @@ export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages
           break;
         case 'tool_use':
           if (m.role !== 'assistant') throw new HttpError(400, `${where}: tool_use blocks belong to assistant messages`, 'invalid_request_error', 'messages');
-          calls.push({ id: b.id ?? '', type: 'function', function: { name: b.name ?? '', arguments: canonicalArguments(b.input ?? {}, schemas.get(b.name ?? '')) } });
+          calls.push({ id: b.id ?? '', type: 'function', function: { name: b.name ?? '', arguments: canonicalJsonValue(b.input ?? {}) } });
           break;
         case 'tool_result':
           if (m.role !== 'user') throw new HttpError(400, `${where}: tool_result blocks belong to user messages`, 'invalid_request_error', 'messages');

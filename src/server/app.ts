@@ -18,6 +18,7 @@ import { generateRoute } from './routes/generate.js';
 import { messagesRoutes } from './routes/messages.js';
 import { miscRoutes } from './routes/misc.js';
 import { ollamaRoutes } from './routes/ollama.js';
+import { responsesRoute } from './routes/responses.js';
 import { webuiRoute } from './routes/webui.js';
 
 export interface AppParts {
@@ -64,6 +65,7 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
   });
   completionsRoute(app, ctx);
   chatRoute(app, ctx);
+  responsesRoute(app, ctx);
   generateRoute(app, ctx);
   miscRoutes(app, ctx);
   ollamaRoutes(app, ctx);

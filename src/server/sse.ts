@@ -43,7 +43,7 @@ export class SseWriter {
     this.res.end(JSON.stringify(body));
   }
 
-  /** `data: <json>\n\n` (or the literal [DONE]), after `event: <name>\n` when named; waits while the client's buffer is full. */
+  /** `data: <json>\n\n` (or the literal [DONE]), after an `event: <name>` line when named; waits while the client's buffer is full. */
   async send(data: unknown, event?: string): Promise<void> {
     if (this.closed) throw new ClientGoneError();
     if (!this.started) {

@@ -11,7 +11,6 @@ describe('anthropicMessages', () => {
         { type: 'text', text: 'x-anthropic-billing-header: cc_version=2.1.197.8a5; cc_entrypoint=sdk-cli;' },
         { type: 'text', text: 'You are an agent.' },
       ],
-      tools: [{ name: 'Bash', input_schema: { type: 'object', properties: { command: {}, description: {} } } }],
       messages: [
         { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] },
         { role: 'system', content: 'Late text.' },
@@ -28,7 +27,7 @@ describe('anthropicMessages', () => {
       { role: 'user', content: 'Next?' },
       { role: 'system', content: '<total_tokens>1000 tokens left</total_tokens>' },
     ]);
-    assert.deepEqual(Object.keys(messages[3]!.tool_calls![0]!.function.arguments as object), ['command', 'description']);
+    assert.deepEqual(Object.keys(messages[3]!.tool_calls![0]!.function.arguments as object), ['command', 'description']); // sorted
   });
 
   it('an image or a document block is a clear 400', () => {

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { HERMES_TEMPLATE } from '../../fixtures/agents/hermes-template.js';
+import { HERMES_CHATML_TEMPLATE as HERMES_TEMPLATE } from '../../fixtures/hermes-template.js';
 import { longContextFixturePath } from '../../fixtures/agents/long-context.js';
 import { MODEL, startTestServer } from '../../fixtures/server.js';
 import type { TestServer } from '../../fixtures/server.js';

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import Anthropic from '@anthropic-ai/sdk';
 import { generateText } from 'ai';
-import { HERMES_TEMPLATE } from '../../fixtures/agents/hermes-template.js';
+import { HERMES_CHATML_TEMPLATE as HERMES_TEMPLATE } from '../../fixtures/hermes-template.js';
 import { MODEL, fixtureBy, startTestServer } from '../../fixtures/server.js';
 import type { TestServer } from '../../fixtures/server.js';
 
