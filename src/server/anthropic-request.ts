@@ -45,6 +45,7 @@ export interface AnthropicTool {
   name: string;
   description?: string;
   input_schema?: Record<string, unknown>;
+  strict?: boolean;
 }
 
 export interface AnthropicBody {
@@ -185,7 +186,7 @@ export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages
 function chatTools(tools: AnthropicTool[] | undefined): ChatTool[] {
   return (tools ?? [])
     .filter((t) => t.input_schema !== undefined)
-    .map((t) => ({ type: 'function', function: { name: t.name, ...(t.description !== undefined && { description: t.description }), parameters: t.input_schema! } }));
+    .map((t) => ({ type: 'function', function: { name: t.name, ...(t.description !== undefined && { description: t.description }), parameters: t.input_schema!, ...(t.strict !== undefined && { strict: t.strict }) } }));
 }
 
 function toolFields(body: AnthropicBody): ToolFields {
