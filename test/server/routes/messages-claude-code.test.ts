@@ -2,7 +2,7 @@
 // against loom: its headers (x-api-key, anthropic-version 2023-06-01, the anthropic-beta
 // list), ?beta=true, system as blocks with the billing line, a system message inside
 // `messages`, thinking, context_management, output_config, metadata, cache_control, and
-// (second turn) a tool_use / tool_result pair. The whole requests are counted
+// (later turns) tool_use / tool_result pairs. The whole requests are counted
 // (count_tokens renders and tokenizes all 24 tools); generation runs on the same requests
 // with the tools cut to three and long texts shortened, so a random fixture prefills them
 // in seconds. Every request is accepted and its stream parses with the official SDK.
@@ -28,7 +28,8 @@ interface Recorded {
 }
 
 const load = (name: string): Recorded => JSON.parse(readFileSync(new URL(`../../../../test/fixtures/agents/${name}`, import.meta.url), 'utf8')) as Recorded;
-const TURNS = ['claude-code-turn1.json', 'claude-code-turn2.json'].map(load);
+// turn1/turn2: recorded by a logging server; turn4: the fourth request of a loop run against loom (scripts/claude-code-loop.mjs: three Bash calls and their results)
+const TURNS = ['claude-code-turn1.json', 'claude-code-turn2.json', 'claude-code-turn4.json'].map(load);
 
 /** the headers Claude Code sent that matter to a server (no host, length or encoding) */
 function headersOf(r: Recorded): Record<string, string> {
