@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { createAnthropic } from '@ai-sdk/anthropic';
 import Anthropic from '@anthropic-ai/sdk';
-import { generateText } from 'ai';
+import { generateText, streamText, tool } from 'ai';
+import { z } from 'zod';
 import { HERMES_CHATML_TEMPLATE as HERMES_TEMPLATE } from '../../fixtures/hermes-template.js';
 import { MODEL, fixtureBy, startTestServer } from '../../fixtures/server.js';
 import type { TestServer } from '../../fixtures/server.js';
@@ -167,11 +168,43 @@ describe('Anthropic Messages API (qwen3 fixture, a Hermes ChatML template)', () 
     assert.ok(['model_context_window_exceeded', 'end_turn'].includes(m.stop_reason ?? ''), JSON.stringify(m));
   });
 
-  it('the Vercel AI SDK\'s Anthropic provider: generateText', async () => {
+  it('the Vercel AI SDK\'s Anthropic provider: generateText, and streamText with a forced tool call it executes', async () => {
     const anthropic = createAnthropic({ baseURL: `${s.url}/v1`, apiKey: 'x' });
     const r = await generateText({ model: anthropic(MODEL), prompt: 'Hello', maxOutputTokens: 4, maxRetries: 0 });
     assert.equal(r.finishReason, 'length');
     assert.equal(r.usage.outputTokens, 4);
+    const executed: unknown[] = [];
+    const result = streamText({
+      model: anthropic(MODEL),
+      prompt: 'Weather in Paris?',
+      maxOutputTokens: 200,
+      temperature: 0,
+      maxRetries: 0,
+      toolChoice: { type: 'tool', toolName: 'get_weather' },
+      tools: {
+        get_weather: tool({
+          description: 'Weather in a city',
+          inputSchema: z.object({ city: z.string().max(8), unit: z.enum(['c', 'f']) }),
+          execute: async (input) => {
+            executed.push(input);
+            return { temperature: 18 };
+          },
+        }),
+      },
+    });
+    const calls = await result.toolCalls;
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0]!.toolName, 'get_weather');
+    assert.ok(!calls[0]!.dynamic && !calls[0]!.invalid, JSON.stringify(calls[0]));
+    assert.equal(await result.finishReason, 'tool-calls');
+    assert.deepEqual(executed, [calls[0]!.input]);
+  });
+
+  it('tool_choice none: the tools are in the prompt, the text is never read as a call', async () => {
+    const m = await client.messages.create({ model: MODEL, max_tokens: 4, ...greedy, messages: ask, tools: [weather], tool_choice: { type: 'none' } });
+    assert.deepEqual(m.content.map((b) => b.type), ['text']);
+    const without = await client.messages.countTokens({ model: MODEL, messages: ask });
+    assert.ok(m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0) > without.input_tokens);
   });
 });
 
