@@ -3,10 +3,11 @@
 // the template (text joined as OpenAI's content parts are, tool_use as tool_calls with
 // object arguments, tool_result as `tool` turns), tools as OpenAI function tools, and
 // tool_choice any/tool as "required"/a named function (forced by grammar). Fields Claude
-// Code sends that loom has no use for (metadata, context_management, output_config,
+// Code sends that loom has no use for (metadata, context_management, output_config's effort,
 // cache_control, anthropic-beta) are accepted and ignored, as llama-server does.
 // Rendering is stable across an agent's turns: tool arguments with their keys sorted (as chat's),
 // Claude Code's billing line is left out and its tokens-left count moved after the history.
+import type { GrammarSpec } from '../engine/grammar/spec.js';
 import type { ChatMessage } from '../tokenizer/chat-template.js';
 import { canonicalJsonValue } from '../pipeline/canonical-json.js';
 import type { ChatOutputConfig } from '../pipeline/chat-output.js';
@@ -62,6 +63,9 @@ export interface AnthropicBody {
   tool_choice?: { type: 'auto' | 'any' | 'tool' | 'none'; name?: string; disable_parallel_tool_use?: boolean };
   thinking?: { type: 'enabled' | 'disabled' | 'adaptive'; budget_tokens?: number };
   metadata?: Record<string, unknown>;
+  /** structured outputs: `format` a JSON schema the text must match (`output_format` in the beta that preceded it) */
+  output_config?: { format?: { type: string; schema?: unknown } | null; [k: string]: unknown };
+  output_format?: { type: string; schema?: unknown } | null;
 }
 
 const block = { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } as const;
@@ -210,6 +214,15 @@ function thinkingVars(ctx: ServerContext, body: AnthropicBody): Record<string, u
   return { enable_thinking: on };
 }
 
+/** Anthropic's structured outputs (Claude Code asks so for its session titles): the schema as a grammar */
+function outputGrammar(body: AnthropicBody): GrammarSpec | null {
+  const format = body.output_config?.format ?? body.output_format;
+  if (format == null) return null;
+  const param = body.output_format ? 'output_format' : 'output_config.format';
+  if (format.type !== 'json_schema' || format.schema === undefined) throw new HttpError(400, `${param}: only {"type": "json_schema", "schema": …} is supported`, 'invalid_request_error', param);
+  return { type: 'json_schema', schema: format.schema };
+}
+
 /** The chat prompt of a Messages request (rendered by the pipeline with the tools' variables). */
 export function anthropicPrompt(ctx: ServerContext, body: AnthropicBody): ChatPrompt {
   return { messages: anthropicMessages(body), addGenerationPrompt: true, continueFinalMessage: false, templateVars: thinkingVars(ctx, body) };
@@ -225,11 +238,11 @@ export function messagesSpec(ctx: ServerContext, body: AnthropicBody): RequestSp
     maxTokens: body.max_tokens,
     maxTokensParam: 'max_tokens',
     defaultMaxTokens: 'context',
-    sampling: { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, topK: body.top_k ?? 0 },
+    sampling: { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, topK: body.top_k ?? 0, grammar: outputGrammar(body) },
     tools: toolFields(body),
     stop: body.stop_sequences ?? null,
     idPrefix: 'msg',
-    paramNames: { grammar: 'tool_choice' },
+    paramNames: { grammar: body.output_format ? 'output_format' : 'output_config.format' },
   };
 }
 

@@ -30,6 +30,8 @@ interface Recorded {
 const load = (name: string): Recorded => JSON.parse(readFileSync(new URL(`../../../../test/fixtures/agents/${name}`, import.meta.url), 'utf8')) as Recorded;
 // turn1/turn2: recorded by a logging server; turn4: the fourth request of a loop run against loom (scripts/claude-code-loop.mjs: three Bash calls and their results)
 const TURNS = ['claude-code-turn1.json', 'claude-code-turn2.json', 'claude-code-turn4.json'].map(load);
+// its session-title request (sent unless CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC): no tools, output_config.format a JSON schema
+const TITLE = load('claude-code-title.json');
 
 /** the headers Claude Code sent that matter to a server (no host, length or encoding) */
 function headersOf(r: Recorded): Record<string, string> {
@@ -72,6 +74,14 @@ describe('Claude Code\'s recorded requests against loom', () => {
       assert.equal(events[0], 'message_start');
       assert.deepEqual(events.slice(-2), ['message_delta', 'message_stop']);
     }
+  });
+
+  it('the session-title request: its output_config.format is enforced (a JSON object with a title)', async () => {
+    const res = await s.post(TITLE.url, { ...TITLE.body, model: MODEL, max_tokens: 300, stream: false, temperature: 0 }, headersOf(TITLE));
+    assert.equal(res.status, 200, await res.clone().text());
+    const m = (await res.json()) as { content: { type: string; text: string }[]; stop_reason: string };
+    if (m.stop_reason === 'end_turn') assert.equal(typeof (JSON.parse(m.content[0]!.text) as { title: unknown }).title, 'string');
+    else assert.match(m.content[0]!.text, /^\s*\{\s*"title"/);
   });
 
   it('the official SDK streams them (Bearer key this time) and assembles a message', async () => {
