@@ -1,5 +1,5 @@
 // What a server on a network needs around its routes: the API key (constant-time, as
-// `Authorization: Bearer`, or as Anthropic's `x-api-key` header), CORS for the origins the operator allows (none by default), and
+// `Authorization: Bearer`; on Anthropic's /v1/messages also as its `x-api-key` header), CORS for the origins the operator allows (none by default), and
 // one log line per request that never carries prompt text.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import cors from '@fastify/cors';
@@ -41,12 +41,13 @@ export function secureApp(app: FastifyInstance, opts: SecurityOptions): void {
       // browsers send CORS preflights without credentials
       if (req.method === 'OPTIONS' || OPEN_PATHS.has(req.url.split('?')[0]!)) return;
       const m = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '');
-      const xApiKey = req.headers['x-api-key'];
+      // Anthropic's routes also take its x-api-key header (older SDKs, most tools), and answer in its shape
+      const anthropic = req.url.startsWith('/v1/messages');
+      const xApiKey = anthropic ? req.headers['x-api-key'] : undefined;
       const given = m?.[1] ?? (typeof xApiKey === 'string' ? xApiKey : undefined);
       if (given === undefined || !sameSecret(given, apiKey)) {
         const err = Object.assign(new Error('invalid or missing API key'), { statusCode: 401, code: 'invalid_api_key' });
-        // Anthropic's routes answer in Anthropic's shape
-        if (req.url.startsWith('/v1/messages')) return reply.code(401).send(toAnthropicError(err).body);
+        if (anthropic) return reply.code(401).send(toAnthropicError(err).body);
         const { body } = toOpenAIError(err);
         body.error.type = 'authentication_error';
         await reply.code(401).header('www-authenticate', 'Bearer').send(body);
