@@ -6,7 +6,8 @@
 // since a random tiny model never decides to call a tool. Everything from the engine's
 // sampling up (detokenizing, the Hermes parser, the Messages route, HTTP, SSE, Claude Code)
 // is the real path. Each request's body goes to OUT/, and one line per request to stderr:
-// prompt tokens, those from the prefix cache, time to the first token.
+// prompt tokens, those from the prefix cache, time to the first token. With REASONING=1 the
+// server runs --reasoning-parser qwen3 and every turn starts with thinking (thinking blocks).
 //   node scripts/claude-code-loop.mjs PORT OUT [MODEL.gguf]
 // MODEL.gguf must hold Claude Code's first prompt (~50k tokens with the fixtures' small
 // vocabulary); without it, the long-context random fixture (test/fixtures/agents/long-context.ts).
@@ -35,7 +36,8 @@ let turn = 0;
 engine.add = (id, promptIds, params) => {
   const prompt = tok.decode([...promptIds], { skipSpecial: false });
   const results = prompt.split('<tool_response>').length - 1;
-  const text = CALLS[results] ?? TEXT;
+  const think = process.env.REASONING ? `Turn ${results + 1}: I should ${results < CALLS.length ? 'run a command' : 'answer'}.</think>\n\n` : '';
+  const text = think + (CALLS[results] ?? TEXT);
   const t0 = performance.now();
   const k = ++turn;
   const inner = realAdd(id, promptIds, { ...params, grammar: { type: 'choice', choices: [text] } });
@@ -57,7 +59,7 @@ engine.add = (id, promptIds, params) => {
   };
   return it;
 };
-const { app } = buildApp({ engine, tokenizer: tok, options: { servedModelName: 'fixture', maxModelLen: engine.info.maxModelLen, maxPendingRequests: 16, slowClientTimeoutMs: 600_000, bodyLimitBytes: 16 << 20, chatTemplate: HERMES_CHATML_TEMPLATE, log: (l) => console.error(l) } });
+const { app } = buildApp({ engine, tokenizer: tok, options: { servedModelName: 'fixture', maxModelLen: engine.info.maxModelLen, maxPendingRequests: 16, slowClientTimeoutMs: 600_000, bodyLimitBytes: 16 << 20, chatTemplate: HERMES_CHATML_TEMPLATE, ...(process.env.REASONING && { reasoningParser: 'qwen3' }), log: (l) => console.error(l) } });
 let n = 0;
 app.addHook('preHandler', async (req) => {
   writeFileSync(`${out}/request-${++n}.json`, JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body: req.body ?? null }, null, 2));

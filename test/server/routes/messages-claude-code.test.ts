@@ -29,7 +29,8 @@ interface Recorded {
 
 const load = (name: string): Recorded => JSON.parse(readFileSync(new URL(`../../../../test/fixtures/agents/${name}`, import.meta.url), 'utf8')) as Recorded;
 // turn1/turn2: recorded by a logging server; turn4: the fourth request of a loop run against loom (scripts/claude-code-loop.mjs: three Bash calls and their results)
-const TURNS = ['claude-code-turn1.json', 'claude-code-turn2.json', 'claude-code-turn4.json'].map(load);
+// thinking-turn4: the same loop with --reasoning-parser qwen3 (REASONING=1): Claude Code sends its thinking blocks back (empty signatures)
+const TURNS = ['claude-code-turn1.json', 'claude-code-turn2.json', 'claude-code-turn4.json', 'claude-code-thinking-turn4.json'].map(load);
 // its session-title request (sent unless CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC): no tools, output_config.format a JSON schema
 const TITLE = load('claude-code-title.json');
 
