@@ -186,6 +186,11 @@ const CASES: Record<string, Case> = {
       [[new Float32Array(16 * 9), Q4_0_R16, 64, 16], TypeError, /data must be a Uint8Array/],
     ],
   },
+  // type → the kernels matmul runs for it (undefined for a type it does not compute with)
+  kernelInfo: {
+    ok: [Q8_0],
+    bad: [[['8'], TypeError, /type must be a number/], [[256], RangeError, /type must be an integer/], [[-1], RangeError, /type must be an integer/]],
+  },
 };
 
 describe('native addon: every N-API input is checked', { skip }, () => {
