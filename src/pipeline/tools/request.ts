@@ -71,3 +71,20 @@ export function planTools(ctx: { readonly options: PipelineOptions; readonly tok
   }
   return { templateVars: tools.length > 0 ? { tools } : {}, parser, forced: undefined, parallel };
 }
+
+/**
+ * The generic format told to the model, as llama-server's generic handler adds it: one line
+ * (and the tools' names, which a template with no tool markup does not show) joined to the
+ * system message, or a system message of its own before the others.
+ */
+export function withGenericToolsInstruction<M extends { role: string; content: string }>(messages: readonly M[], tools: readonly ChatTool[]): M[] {
+  // names and descriptions only: the grammar holds each call to its tool's schema, and a
+  // small context has no room for every schema twice
+  const listed = tools.map((t) => (t.function.description ? `${t.function.name} (${t.function.description})` : t.function.name));
+  const line =
+    'Respond in JSON: either a list of tool calls, [{"name": <tool name>, "parameters": <its arguments>}], or {"response": <your reply to the user>}. ' +
+    `The tools: ${listed.join('; ')}.`;
+  const first = messages[0];
+  if (first && first.role === 'system') return [{ ...first, content: `${first.content}\n\n${line}` }, ...messages.slice(1)];
+  return [{ role: 'system', content: line } as M, ...messages];
+}
