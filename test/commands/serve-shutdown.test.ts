@@ -93,10 +93,10 @@ describe('loom serve shutdown', () => {
     const exit = exitAfterSignal(s.child, ['SIGTERM']);
     let body = '';
     for (let r = await reader.read(); !r.done; r = await reader.read()) body += new TextDecoder().decode(r.value);
-    assert.match(body, /data: \{"error":\{"message":"the engine was shut down","type":"server_error".*\n\ndata: \[DONE\]\n\n$/s);
+    assert.match(body, /data: \{"error":\{"message":"the engine was shut down","type":"Service Unavailable","param":null,"code":503\}\}\n\ndata: \[DONE\]\n\n$/s);
     const p = await plain;
     assert.equal(p.status, 503);
-    assert.match(await p.text(), /"code":"engine_unavailable"/);
+    assert.match(await p.text(), /"type":"Service Unavailable","param":null,"code":503/); // vLLM's shape on /v1
     assert.equal(await exit, 0, s.log());
     assert.ok(idle.destroyed || (await once(idle, 'close'), true));
     assert.ok(slowloris.destroyed || (await once(slowloris, 'close'), true));

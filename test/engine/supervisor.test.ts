@@ -68,10 +68,11 @@ describe('engine supervision', () => {
 
         const [streamed, plain] = await Promise.all([s.complete({ stream: true }).then((r) => r.text()), s.complete()]);
         assert.equal(plain.status, 503);
-        const err = (await plain.json()) as { error: { type: string; code: string; message: string } };
-        assert.deepEqual([err.error.type, err.error.code], ['server_error', 'engine_unavailable']);
+        // vLLM's shape on /v1: the status's phrase as the type, the status as the code
+        const err = (await plain.json()) as { error: { type: string; code: number; message: string } };
+        assert.deepEqual([err.error.type, err.error.code], ['Service Unavailable', 503]);
         assert.match(err.error.message, kind === 'hang' ? /did not finish a step within 3s/ : kind === 'exit' ? /exited \(code 70\)/ : /injected fault/);
-        assert.match(streamed, /data: \{"error":\{"message":"[^"]+","type":"server_error"/, 'the stream ends with an error event');
+        assert.match(streamed, /data: \{"error":\{"message":"[^"]+","type":"Service Unavailable","param":null,"code":503\}\}/, 'the stream ends with an error event');
         assert.match(streamed, /data: \[DONE\]\n\n$/);
 
         // the backoff (200 ms) and the model's reload keep it down for a moment, then it is up
