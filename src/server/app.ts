@@ -15,6 +15,7 @@ import type { TokenizerPool } from './tokenizer-pool.js';
 import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { generateRoute } from './routes/generate.js';
+import { messagesRoutes } from './routes/messages.js';
 import { miscRoutes } from './routes/misc.js';
 import { ollamaRoutes } from './routes/ollama.js';
 import { responsesRoute } from './routes/responses.js';
@@ -68,6 +69,7 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
   generateRoute(app, ctx);
   miscRoutes(app, ctx);
   ollamaRoutes(app, ctx);
+  messagesRoutes(app, ctx);
   if (options.webui) webuiRoute(app);
   return { app, ctx };
 }

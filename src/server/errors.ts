@@ -59,3 +59,25 @@ function validationError(message: string, errors: { instancePath: string; params
   const text = message.replace(/^body\/?/, '').replace(/^body /, '').trim();
   return new HttpError(400, text.startsWith('must') && param ? `${param} ${text}` : text || message, 'invalid_request_error', param);
 }
+
+export interface AnthropicErrorBody {
+  type: 'error';
+  error: { type: string; message: string };
+}
+
+/** Anthropic's error types by status (docs: API errors) */
+function anthropicType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 413) return 'request_too_large';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 503 || status === 529) return 'overloaded_error';
+  return status >= 500 ? 'api_error' : 'invalid_request_error';
+}
+
+/** The same classification in Anthropic's shape: {"type": "error", "error": {"type", "message"}}. */
+export function toAnthropicError(err: unknown): { status: number; body: AnthropicErrorBody } {
+  const e = classify(err);
+  return { status: e.status, body: { type: 'error', error: { type: anthropicType(e.status), message: e.message } } };
+}

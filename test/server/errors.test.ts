@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ContextLengthExceededError, EngineRefusedError, InvalidArgumentError } from '../../src/errors.js';
-import { HttpError, toOpenAIError } from '../../src/server/errors.js';
+import { HttpError, toAnthropicError, toOpenAIError } from '../../src/server/errors.js';
 
 describe('toOpenAIError', () => {
   it("maps the pipeline's errors to the statuses and bodies clients saw from HttpErrors", () => {
@@ -21,5 +21,14 @@ describe('toOpenAIError', () => {
     });
     assert.equal(toOpenAIError(new HttpError(404, 'nope')).status, 404);
     assert.equal(toOpenAIError(new Error('boom')).status, 500);
+  });
+});
+
+describe('toAnthropicError', () => {
+  it('the same classification in Anthropic\'s shape, its error type by status', () => {
+    assert.deepEqual(toAnthropicError(new ContextLengthExceededError('too long', 'max_tokens')), { status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: 'too long' } } });
+    const types = [401, 403, 404, 413, 429, 500, 503].map((status) => toAnthropicError(new HttpError(status, 'x')).body.error.type);
+    assert.deepEqual(types, ['authentication_error', 'permission_error', 'not_found_error', 'request_too_large', 'rate_limit_error', 'api_error', 'overloaded_error']);
+    assert.deepEqual(toAnthropicError(new Error('boom')), { status: 500, body: { type: 'error', error: { type: 'api_error', message: 'internal server error' } } });
   });
 });
