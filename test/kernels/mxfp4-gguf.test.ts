@@ -1,7 +1,7 @@
 // A GGUF file holding MXFP4 tensors (ggml type 39, as gpt-oss's experts and llama-quantize's
 // MXFP4_MOE write them) loads: the writer lays it out, the reader maps its tensors with
-// MXFP4's geometry and hands them to the kernels, whose matmul over it agrees with the
-// reference's; and MXFP4 is among the types a refusal of another type lists.
+// MXFP4's geometry and hands them to the kernels, whose matmul over it (and over one expert
+// of a 3-D tensor, as the MoE layer views it) agrees with the reference's; and MXFP4 is among the types a refusal of another type lists.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { referenceKernels as ref } from '../../src/kernels/reference.js';
 import { UnsupportedModelError } from '../../src/errors.js';
+import { expertViews } from '../../src/model/arch/moe.js';
 import { openGGUF } from '../../src/model/gguf.js';
 import { writeGGUF } from '../../src/model/gguf-writer.js';
 import { dequantizeTensorRow } from '../../src/tensor/quant/dequantize.js';
@@ -70,15 +71,19 @@ describe('a GGUF file with MXFP4 tensors', () => {
     const native = requireNative()!;
     const g = openGGUF(path);
     try {
-      const w = g.get('blk.0.attn_output.weight');
-      for (const rows of [1, 3, 12]) {
-        const x = gaussian(rows * K, 41 + rows, 1);
-        const want = new Float32Array(rows * 5), got = new Float32Array(rows * 5);
-        ref.matmul(want, x, w, rows);
-        native.matmul(got, x, w, rows);
-        let worst = 0, scale = 0;
-        for (let i = 0; i < want.length; i++) { worst = Math.max(worst, Math.abs(got[i]! - want[i]!)); scale = Math.max(scale, Math.abs(want[i]!)); }
-        assert.ok(worst <= 2e-5 * scale, `rows ${rows}: ${worst} of ${scale}`);
+      // a 2-D tensor, and the last expert of the 3-D one as the MoE layer views it (arch/moe.ts)
+      const last = expertViews(g.get('blk.0.ffn_gate_exps.weight'), EXPERTS)[EXPERTS - 1]!;
+      for (const w of [g.get('blk.0.attn_output.weight'), last]) {
+        const outF = w.dims[1]!;
+        for (const rows of [1, 3, 12]) {
+          const x = gaussian(rows * K, 41 + rows, 1);
+          const want = new Float32Array(rows * outF), got = new Float32Array(rows * outF);
+          ref.matmul(want, x, w, rows);
+          native.matmul(got, x, w, rows);
+          let worst = 0, scale = 0;
+          for (let i = 0; i < want.length; i++) { worst = Math.max(worst, Math.abs(got[i]! - want[i]!)); scale = Math.max(scale, Math.abs(want[i]!)); }
+          assert.ok(worst <= 2e-5 * scale, `${w.name} rows ${rows}: ${worst} of ${scale}`);
+        }
       }
     } finally {
       g.close();
