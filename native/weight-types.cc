@@ -13,6 +13,7 @@
 namespace loom {
 
 const int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+const int8_t kMXFP4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 namespace {
 
@@ -87,6 +88,14 @@ void dq_iq4_nl(const uint8_t* b, float* y) {
   for (int j = 0; j < 16; j++) {
     y[j] = d * kIQ4NLValues[b[2 + j] & 15];
     y[j + 16] = d * kIQ4NLValues[b[2 + j] >> 4];
+  }
+}
+
+void dq_mxfp4(const uint8_t* b, float* y) {
+  const float d = mxfp4_scale(b[0]);
+  for (int j = 0; j < 16; j++) {
+    y[j] = d * kMXFP4Values[b[1 + j] & 15];
+    y[j + 16] = d * kMXFP4Values[b[1 + j] >> 4];
   }
 }
 
@@ -174,9 +183,9 @@ extern const KernelRegistration kPortableDots;                  // portable/dot.
 extern const KernelRegistration kPortableDotR16, kAvx2DotR16;  // r16.cc: the portable R16 kernel
 #ifdef LOOM_X86
 namespace x86 {
-extern const KernelRegistration kAvx2DotFloat, kAvx2DotInt8;  // x86/avx2/
+extern const KernelRegistration kAvx2DotFloat, kAvx2DotInt8, kAvx2DotMXFP4;  // x86/avx2/
 extern const KernelRegistration kAvx512DotFloat, kAvx512DotQ0, kAvx512DotQ45K, kAvx512DotQ6K, kAvx512DotIQ4XS,
-    kAvx512DotR16, kAvx512Gemm;  // x86/avx512/
+    kAvx512DotMXFP4, kAvx512DotR16, kAvx512Gemm;  // x86/avx512/
 }  // namespace x86
 #endif
 
@@ -189,11 +198,13 @@ const KernelRegistration* const kRegistrations[] = {
     &kAvx2DotR16,
     &x86::kAvx2DotFloat,
     &x86::kAvx2DotInt8,
+    &x86::kAvx2DotMXFP4,
     &x86::kAvx512DotFloat,
     &x86::kAvx512DotQ0,
     &x86::kAvx512DotQ45K,
     &x86::kAvx512DotQ6K,
     &x86::kAvx512DotIQ4XS,
+    &x86::kAvx512DotMXFP4,
     &x86::kAvx512DotR16,
     &x86::kAvx512Gemm,
 #endif
@@ -217,11 +228,12 @@ WeightTraits g_rows[] = {
     {256, 176, Act::kQ8_K, dq_q5_k, -1, -1, {}, {}},      // Q5_K
     {256, 210, Act::kQ8_K, dq_q6_k, -1, -1, {}, {}},      // Q6_K
     {256, 136, Act::kQ8_K, dq_iq4_xs, -1, -1, {}, {}},    // IQ4_XS
+    {32, 17, Act::kQ8_0, dq_mxfp4, -1, -1, {}, {}},       // MXFP4
     {32, 18, Act::kQ8_0, nullptr, -1, kQ4_0, {}, {}},     // Q4_0_R16
     {32, 34, Act::kQ8_0, nullptr, -1, kQ8_0, {}, {}},     // Q8_0_R16
 };
 constexpr int kRowTypes[] = {kF32, kF16,  kBF16, kQ8_0, kQ4_0, kQ4_1,  kQ5_0,  kQ5_1,     kIQ4_NL,
-                             kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_XS, kQ4_0_R16, kQ8_0_R16};
+                             kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_XS, kMXFP4, kQ4_0_R16, kQ8_0_R16};
 static_assert(sizeof(g_rows) / sizeof(g_rows[0]) == sizeof(kRowTypes) / sizeof(kRowTypes[0]));
 
 constexpr int kMaxType = 256;

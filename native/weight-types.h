@@ -9,6 +9,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace loom {
 
@@ -29,6 +30,7 @@ enum WeightType : int {
   kIQ4_NL = 20,
   kIQ4_XS = 23,
   kBF16 = 30,
+  kMXFP4 = 39,
   // loom's own layouts, never in a file
   kQ4_0_R16 = 128,  // Q4_0 interleaved by 16 rows (r16.h)
   kQ8_0_R16 = 129,  // Q8_0 interleaved by 16 rows (r16.h)
@@ -105,5 +107,17 @@ const WeightTraits* weight_traits(int type);
 
 // ggml's kvalues_iq4nl: the 16 levels of IQ4_NL and IQ4_XS.
 extern const int8_t kIQ4NLValues[16];
+
+// ggml's kvalues_mxfp4: MXFP4's E2M1 levels doubled (index 8 is -0).
+extern const int8_t kMXFP4Values[16];
+
+// MXFP4's block scale from its E8M0 byte e, halved as the doubled levels need (ggml's
+// GGML_E8M0_TO_FP32_HALF): 2^(e - 128), a subnormal for e < 2.
+inline float mxfp4_scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 
 }  // namespace loom

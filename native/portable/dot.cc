@@ -173,6 +173,7 @@ constexpr DotEntry kDots[] = {
     {kQ3_K, one(dot_each<row_dequantized<kQ3_K>>, kDequantized)},
     {kQ5_K, one(dot_each<row_dequantized<kQ5_K>>, kDequantized)},
     {kIQ4_XS, one(dot_each<row_dequantized<kIQ4_XS>>, kDequantized)},
+    {kMXFP4, one(dot_each<row_dequantized<kMXFP4>>, kDequantized)},
 };
 
 }  // namespace

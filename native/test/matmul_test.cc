@@ -35,7 +35,7 @@ using namespace loom;
 
 namespace {
 
-const int kTypes[] = {kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ5_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_XS};
+const int kTypes[] = {kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ5_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_XS, kMXFP4};
 const char* type_name(int t) {
   switch (t) {
     case kF32: return "F32";
@@ -52,6 +52,7 @@ const char* type_name(int t) {
     case kQ5_K: return "Q5_K";
     case kQ6_K: return "Q6_K";
     case kIQ4_XS: return "IQ4_XS";
+    case kMXFP4: return "MXFP4";
     default: return "?";
   }
 }
@@ -145,6 +146,13 @@ std::vector<uint8_t> random_weights(int type, int K, int N) {
           uint8_t* p = row + 136 * b;
           put_f16(p, 0.0002f * uniform(1, 100));
           for (int j = 2; j < 136; j++) p[j] = static_cast<uint8_t>(uniform(0, 255));
+        }
+        break;
+      case kMXFP4:  // E8M0 e (now and then a subnormal scale, e < 2), then nibbles
+        for (int b = 0; b < K / 32; b++) {
+          uint8_t* p = row + 17 * b;
+          p[0] = static_cast<uint8_t>(b % 7 == 3 ? uniform(0, 2) : uniform(115, 125));
+          for (int j = 1; j < 17; j++) p[j] = static_cast<uint8_t>(uniform(0, 255));
         }
         break;
       case kQ6_K:
@@ -306,7 +314,7 @@ void run_checks() {
     // Q8_0 / Q4_0: two whole groups of 16 blocks, then a pair and an odd block
     if (type == kQ8_0 || type == kQ4_0) Ks.insert(Ks.begin() + 1, 32 * 35);
     // Q4_0, Q5_0 (AVX-512, four blocks a step): a group of 16, of 8 and of 4, then three blocks
-    if (type == kQ4_0 || type == kQ5_0) Ks.insert(Ks.begin() + 1, 32 * 31);
+    if (type == kQ4_0 || type == kQ5_0 || type == kMXFP4) Ks.insert(Ks.begin() + 1, 32 * 31);
     // K-quants: a whole group of 4 blocks and a partial one
     if (blk == 256) Ks.insert(Ks.begin() + 1, 256 * 7);
     for (int isa = 0; isa <= best; isa++) {

@@ -21,6 +21,7 @@ import { percentile } from './stats.js';
 export const BENCH_TYPES = [
   GGMLType.F32, GGMLType.F16, GGMLType.BF16, GGMLType.Q8_0, GGMLType.Q4_0, GGMLType.Q4_1, GGMLType.Q5_0, GGMLType.Q5_1,
   GGMLType.IQ4_NL, GGMLType.Q2_K, GGMLType.Q3_K, GGMLType.Q4_K, GGMLType.Q5_K, GGMLType.Q6_K, GGMLType.IQ4_XS,
+  GGMLType.MXFP4,
 ] as const;
 /** one-row matmul must reach this share of the read bandwidth for these types */
 export const ONE_ROW_GOAL = {

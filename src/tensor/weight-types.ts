@@ -13,6 +13,7 @@ import {
   dequantizeIQ4XSBlock, dequantizeQ2KBlock, dequantizeQ3KBlock, dequantizeQ5KBlock, quantizeIQ4XSBlock,
   quantizeQ2KBlock, quantizeQ3KBlock, quantizeQ5KBlock,
 } from './quant/k-quants-extra.js';
+import { dequantizeMXFP4Block, quantizeMXFP4Block } from './quant/mxfp4.js';
 import { dequantizeBF16, dequantizeF16, dequantizeF32, quantizeBF16, quantizeF16, quantizeF32 } from './quant/floats.js';
 
 export enum GGMLType {
@@ -148,6 +149,7 @@ const ROWS: readonly WeightType[] = [
   block(GGMLType.Q5_K, 256, 176, GGMLType.Q8_K, dequantizeQ5KBlock, quantizeQ5KBlock),
   block(GGMLType.Q6_K, 256, 210, GGMLType.Q8_K, dequantizeQ6KBlock, quantizeQ6KBlock),
   block(GGMLType.IQ4_XS, 256, 136, GGMLType.Q8_K, dequantizeIQ4XSBlock, quantizeIQ4XSBlock),
+  block(GGMLType.MXFP4, 32, 17, GGMLType.Q8_0, dequantizeMXFP4Block, quantizeMXFP4Block),
   sized(GGMLType.F64, 1, 8),
   sized(GGMLType.I8, 1, 1),
   sized(GGMLType.I16, 1, 2),
@@ -164,7 +166,6 @@ const ROWS: readonly WeightType[] = [
   sized(GGMLType.IQ1_M, 256, 56),
   sized(GGMLType.TQ1_0, 256, 54),
   sized(GGMLType.TQ2_0, 256, 66),
-  sized(GGMLType.MXFP4, 32, 17),
   layout(GGMLType.Q4_0_R16, GGMLType.Q4_0, 16, 16, 32, 18),
   layout(GGMLType.Q8_0_R16, GGMLType.Q8_0, 16, 32, 32, 34),
 ];

@@ -28,7 +28,7 @@ import type { RopeScaling } from '../../src/tensor/rope-scaling.js';
 const BOUND = { norm: 2e-6, rope: 1e-6, silu: 2e-6, gelu: 0, add: 0, softmax: 1e-5, attnF32: 5e-6, attnF16: 2e-3 };
 const MATMUL_BOUND: Record<MatmulType, number> = {
   F32: 3e-5, F16: 3e-5, BF16: 3e-5, Q8_0: 2e-5, Q4_0: 2e-5, Q4_1: 2e-5, Q5_0: 2e-5, Q5_1: 2e-5, IQ4_NL: 2e-5,
-  Q2_K: 2e-5, Q3_K: 2e-5, Q4_K: 2e-5, Q5_K: 2e-5, Q6_K: 2e-5, IQ4_XS: 2e-5,
+  Q2_K: 2e-5, Q3_K: 2e-5, Q4_K: 2e-5, Q5_K: 2e-5, Q6_K: 2e-5, IQ4_XS: 2e-5, MXFP4: 2e-5,
 };
 
 const seedNote = `(LOOM_TEST_SEED=${RUN_SEED})`;

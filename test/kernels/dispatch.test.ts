@@ -80,13 +80,17 @@ const EXPECTED: Record<string, Row> = {
     id: 23, act: 'q8_k', layout: -1,
     avx512: dots('dot_iq4_xs_wrows512', 'avx512:dot_iq4_xs_rows', 'q6k', 9), avx2: 'dot_iq4_xs_rows', portable: 'dot_dequantized',
   },
+  MXFP4: {
+    id: 39, act: 'q8_0', layout: -1,
+    avx512: dots('dot_mxfp4_wrows512', 'dot_mxfp4_rows512', 'q8', 9), avx2: 'dot_mxfp4_rows', portable: 'dot_dequantized',
+  },
   // loom's interleaved layouts: AVX-512 only (the other tiers run them by the plain C++ kernel)
   Q4_0_R16: { id: 128, act: 'q8_0', layout: -1, avx512: same('dot_r16<Q4_0_R16>'), avx2: 'portable:dot_r16_portable', portable: 'dot_r16_portable' },
   Q8_0_R16: { id: 129, act: 'q8_0', layout: -1, avx512: same('dot_r16<Q8_0_R16>'), avx2: 'portable:dot_r16_portable', portable: 'dot_r16_portable' },
 };
 
 /** type ids the native kernels do not compute with */
-const UNSUPPORTED = [4, 5, 9, 15, 16, 19, 21, 22, 24, 39, 127, 130];
+const UNSUPPORTED = [4, 5, 9, 15, 16, 19, 21, 22, 24, 40, 127, 130];
 
 const prefixed = (isa: string, k: string) => (k.includes(':') ? k : `${isa}:${k}`);
 

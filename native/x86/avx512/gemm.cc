@@ -225,9 +225,15 @@ inline __m256i s8_q5_0(const uint8_t* blk) {
                          _mm256_set1_epi8(16));
 }
 inline __m256i s8_iq4_nl(const uint8_t* blk) { return _mm256_shuffle_epi8(iq4nl_table(), q4_0_unpack(blk + 2)); }
+inline __m256i s8_mxfp4(const uint8_t* blk) {
+  return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(loadu128(kMXFP4Values)), q4_0_unpack(blk + 1));
+}
+// a block's scale: the f16 at its start, or MXFP4's E8M0 byte
+inline float f16_scale(const uint8_t* blk) { return f16_scalar(blk); }
+inline float e8m0_scale(const uint8_t* blk) { return mxfp4_scale(blk[0]); }
 
-// Q4_0, Q5_0, IQ4_NL → s8 values in blocks of 32 and their scales, for kern_q8 as Q8_0's
-template <int kBytes, __m256i (*Values)(const uint8_t*)>
+// Q4_0, Q5_0, IQ4_NL, MXFP4 → s8 values in blocks of 32 and their scales, for kern_q8 as Q8_0's
+template <int kBytes, __m256i (*Values)(const uint8_t*), float (*Scale)(const uint8_t*) = f16_scale>
 void panel_s8_32(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
   const size_t k = static_cast<size_t>(K);
   const int nb = K / 32;
@@ -240,7 +246,7 @@ void panel_s8_32(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel&
     for (int b = 0; b < nb; b++) {
       const uint8_t* blk = row + kBytes * b;
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), Values(blk));
-      p.dw.data()[o * nb + b] = f16_scalar(blk);
+      p.dw.data()[o * nb + b] = Scale(blk);
     }
     p.w[o] = reinterpret_cast<const uint8_t*>(un);
   }
@@ -564,6 +570,7 @@ constexpr GemmEntry kGemms[] = {
     {kQ4_0, {gemm_of<kQ4_0, panel_s8_32<18, s8_q4_0>, kFamilyQ8>, "q8", 9, 1}},
     {kIQ4_NL, {gemm_of<kIQ4_NL, panel_s8_32<18, s8_iq4_nl>, kFamilyQ8>, "q8", 9, 1}},
     {kQ5_0, {gemm_of<kQ5_0, panel_s8_32<22, s8_q5_0>, kFamilyQ8>, "q8", 10, 1}},
+    {kMXFP4, {gemm_of<kMXFP4, panel_s8_32<17, s8_mxfp4, e8m0_scale>, kFamilyQ8>, "q8", 9, 1}},
     {kQ4_K, {gemm_of<kQ4_K, panel_kquant<144, Q4KTab, panel_q4_k, &Panel::q4k>, kFamilyQ4K>, "q4k", 9, 1}},
     {kQ5_K, {gemm_of<kQ5_K, panel_kquant<176, Q4KTab, panel_q5_k, &Panel::q4k>, kFamilyQ4K>, "q4k", 9, 1}},
     {kQ6_K, {gemm_of<kQ6_K, panel_kquant<210, Q6KTab, panel_q6_k, &Panel::q6k>, kFamilyQ6K>, "q6k", 10, 1}},

@@ -12,12 +12,12 @@ import { quantize } from '../../../src/tensor/quant/quantize.js';
 import { PROJECT_ROOT } from '../../fixtures/index.js';
 import { gaussian } from '../../fixtures/random.js';
 
-const NEW_TYPES = ['Q4_1', 'Q5_0', 'Q5_1', 'IQ4_NL', 'Q2_K', 'Q3_K', 'Q5_K', 'IQ4_XS'] as const;
+const NEW_TYPES = ['Q4_1', 'Q5_0', 'Q5_1', 'IQ4_NL', 'Q2_K', 'Q3_K', 'Q5_K', 'IQ4_XS', 'MXFP4'] as const;
 
 describe('new weight types', () => {
   const goldens = JSON.parse(readFileSync(join(PROJECT_ROOT, 'test', 'fixtures', 'dequant-goldens.json'), 'utf8')) as Record<
     string,
-    { blocks: string; values: string }
+    { blocks: string; values: string; floats?: string; quantized?: string }
   >;
   for (const name of NEW_TYPES) {
     it(`${name}: random blocks dequantize bit for bit as gguf-py does`, () => {
@@ -30,13 +30,20 @@ describe('new weight types', () => {
     });
   }
 
+  it('MXFP4: random rows quantize byte for byte as gguf-py does (ggml’s quantize_row_mxfp4_ref)', () => {
+    const g = goldens['MXFP4']!;
+    const x = new Float32Array(new Uint8Array(Buffer.from(g.floats!, 'base64')).buffer);
+    const want = new Uint8Array(Buffer.from(g.quantized!, 'base64'));
+    assert.deepEqual(quantize(GGMLType.MXFP4, x, x.length), want);
+  });
+
   it('round trip within each type’s bound on random rows', () => {
     const rows = 4, n = 512;
     const x = gaussian(rows * n, 99, 0.05);
     const y = new Float32Array(rows * n);
     // relative RMS error: about step/√12 over the data's RMS (2-bit levels are coarse)
     const bound: Record<(typeof NEW_TYPES)[number], number> = {
-      Q4_1: 0.1, Q5_0: 0.05, Q5_1: 0.05, IQ4_NL: 0.1, Q2_K: 0.35, Q3_K: 0.2, Q5_K: 0.04, IQ4_XS: 0.1,
+      Q4_1: 0.1, Q5_0: 0.05, Q5_1: 0.05, IQ4_NL: 0.1, Q2_K: 0.35, Q3_K: 0.2, Q5_K: 0.04, IQ4_XS: 0.1, MXFP4: 0.2,
     };
     for (const name of NEW_TYPES) {
       const bytes = quantize(GGMLType[name], x, n);
