@@ -115,6 +115,7 @@ export async function runGrammarBench(o: GrammarBenchOptions, log?: (line: strin
       continue;
     }
     const compileMs = performance.now() - t0;
+    log?.(`${file}: compiled in ${compileMs.toFixed(1)} ms`);
     compileTimes.push(compileMs);
     let outcome: SchemaOutcome = 'pass';
     let detail: string | undefined;
@@ -146,7 +147,7 @@ export async function runGrammarBench(o: GrammarBenchOptions, log?: (line: strin
     if (performance.now() - t0 > o.timeoutMs) outcome = 'timeout';
     compiler.clearCache();
     results.push({ file, outcome, compileMs, ...(detail !== undefined && { detail }) });
-    if (outcome !== 'pass') log?.(`${file}: ${outcome} error: ${detail ?? ''}`);
+    log?.(`${file}: ${outcome}${outcome === 'pass' ? '' : ' error'} (compile ${compileMs.toFixed(1)} ms)${detail !== undefined ? `: ${detail}` : ''}`);
   }
   const count = (k: SchemaOutcome): number => results.filter((r) => r.outcome === k).length;
   return {
