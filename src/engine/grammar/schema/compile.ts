@@ -50,7 +50,11 @@ const BASE_RULES = [
   'sep ::= ws "," ws',
   'colon ::= ws ":" ws',
   'char ::= [^"\\\\\\0-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})',
-  'string ::= "\\"" char* "\\""',
+  // a closing quote with what may follow it (xgrammar's lookahead: tokens running past the
+  // quote are then decided when the grammar compiles, not at every mask)
+  'qend ::= "\\"" (= ws [,:}\\]])',
+  'string ::= "\\"" strsub',
+  'strsub ::= ("\\"" | [^"\\\\\\0-\\x1f] strsub | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) strsub) (= ws [,:}\\]])',
   'number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+\\-]? [0-9]+)?',
   'integer ::= "-"? ("0" | [1-9] [0-9]*)',
   'any ::= "null" | "true" | "false" | number | string | "[" ws (any (sep any)*)? ws "]" | "{" ws (string colon any (sep string colon any)*)? ws "}"',
@@ -284,12 +288,14 @@ export class SchemaCompiler {
     if (format === 'date' || format === 'time' || format === 'date-time') {
       if (!this.dates) this.rules.push(...dateTimeRules('fmt_'));
       this.dates = true;
-      return `"\\"" fmt_${format.replace('-', '_')} "\\""`;
+      return `"\\"" fmt_${format.replace('-', '_')} qend`;
     }
     if (format !== undefined) return this.leaf({ format }, at);
     if (pattern !== undefined) return this.leaf({ pattern: unanchored(pattern, at) }, at);
     if (!lengths) return 'string';
-    return `"\\"" char{${min},${max ?? ''}} "\\""`;
+    // a pure class repeated (xgrammar's fast path; a rule of alternatives repeated costs ~0.1 s
+    // per mask): escapes are not written in length-bounded strings (narrower, never wider)
+    return `"\\"" [^"\\\\\\0-\\x1f]{${min},${max ?? ''}} qend`;
   }
 
   private leaf(leaf: object, at: string): string {

@@ -177,7 +177,7 @@ function keyExcept(c: SchemaCompiler, names: readonly string[], prefixes: readon
   for (const x of prefixes) if (safe(x)) insert(x, true);
   if (root.dead) return undefined;
   const base = c.fresh('key');
-  c.addRule(`${base}_rest`, 'char* "\\""');
+  c.addRule(`${base}_rest`, `("\\"" | [^"\\\\\\0-\\x1f] ${base}_rest | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) ${base}_rest) (= ws ":")`);
   let count = 0;
   const emit = (n: Node): string => {
     const name = `${base}_${count++}`;

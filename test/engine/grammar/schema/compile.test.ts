@@ -66,6 +66,7 @@ describe('JSON Schema compiler', () => {
   });
 
   it('strings: lengths, formats (dates by month and leap year), patterns unanchored', () => {
+    check({ type: 'string' }, ['', 'a "quoted" \\ line'], ['\u0001"a', 1]);
     check({ type: 'string', minLength: 2, maxLength: 3 }, ['ab', 'abc', 'é€x'], ['a', 'abcd']);
     check({ type: 'string', format: 'date' }, ['2024-02-29', '2000-02-29', '2023-04-30', '2023-01-31'], ['1990-02-31', '2023-02-29', '1900-02-29', '2023-04-31', '2023-13-01']);
     check({ type: 'string', format: 'date-time' }, ['2024-02-29T12:30:00Z', '2023-01-31T23:59:60.5+02:00'], ['2024-02-29 12:30:00Z', '2023-01-31T24:00:00Z']);
