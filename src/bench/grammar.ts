@@ -8,6 +8,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { GrammarCompiler } from '../engine/grammar/compiler.js';
+import type { GrammarVocab } from '../engine/grammar/compiler.js';
 import { validateGrammarSpec } from '../engine/grammar/spec.js';
 import type { GrammarSpec } from '../engine/grammar/spec.js';
 import { loadXGrammar } from '../engine/grammar/xgrammar-binding.js';
@@ -31,6 +32,9 @@ export interface GrammarBenchOptions {
   /** only files whose name contains this */
   readonly filter?: string;
 }
+
+/** what the benchmark needs of a vocabulary (a Tokenizer, or a test's byte vocabulary) */
+export type BenchVocab = GrammarVocab & Pick<Tokenizer, 'encode'>;
 
 export type SchemaOutcome = 'pass' | 'compile' | 'validation' | 'invalidation' | 'timeout';
 
@@ -91,9 +95,9 @@ export function serialize(value: unknown, separators: 'compact' | 'spaced'): str
   return out(value);
 }
 
-export async function runGrammarBench(o: GrammarBenchOptions, log?: (line: string) => void): Promise<GrammarBenchReport> {
+export async function runGrammarBench(o: GrammarBenchOptions, log?: (line: string) => void, vocab?: BenchVocab): Promise<GrammarBenchReport> {
   const xg = await loadXGrammar();
-  const tok = benchTokenizer(o.model);
+  const tok = vocab ?? benchTokenizer(o.model);
   const compiler = new GrammarCompiler(xg, tok, tok.vocabSize);
   const stop = [...tok.stopIds][0]!;
   const mask = new Int32Array(compiler.maskWords);
