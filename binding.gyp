@@ -1,15 +1,10 @@
 # The loom_native addon (node-addon-api, C++17, exceptions on). One build runs on any
 # x86-64: code that needs AVX2+FMA+F16C or AVX-512 lives in native/x86/*_avx2.cc and
-# native/x86/*_avx512.cc, compiled in their own static libraries with their own -m flags
-# and called only when the CPU has those features (native/cpu.cc); everything else is
-# portable C++ (never -march=native) and also builds on arm64, where the x86 libraries
-# are left out. Source lists are explicit; the matmul engineer's files (native/matmul.cc,
-# native/quant.cc, native/x86/matmul_*.cc) are compiled when present, and matmul/embedRows
-# are exported only when native/matmul.cc is.
+# native/x86/avx2/, native/x86/*_avx512.cc and native/x86/avx512/, compiled in their own
+# static libraries with their own -m flags and called only when the CPU has those features
+# (native/cpu.cc); everything else is portable C++ (never -march=native) and also builds on
+# arm64, where the x86 libraries are left out. Every source is listed.
 {
-  'variables': {
-    'loom_has_matmul%': '<!(node -p "require(\'fs\').existsSync(\'native/matmul.cc\') ? 1 : 0")',
-  },
   'targets': [
     {
       'target_name': 'loom_native',
@@ -29,11 +24,14 @@
         'native/recurrent.cc',
         'native/probe.cc',
         'native/huge-pages.cc',
-        '<!@(node -p "[\'native/matmul.cc\', \'native/quant.cc\', \'native/weight-types.cc\', \'native/r16.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
+        'native/matmul.cc',
+        'native/quant.cc',
+        'native/weight-types.cc',
+        'native/r16.cc',
+        'native/portable/dot.cc',
       ],
       'cflags': ['-O3'],
       'conditions': [
-        ['loom_has_matmul==1', { 'defines': ['LOOM_HAVE_MATMUL=1'] }],
         ['target_arch=="x64"', { 'dependencies': ['loom_x86_avx2', 'loom_x86_avx512'] }],
       ],
     },
@@ -48,7 +46,9 @@
             'native/x86/simd_avx2.cc',
             'native/x86/probe_avx2.cc',
             'native/x86/recurrent_avx2.cc',
-            '<!@(node -p "[\'native/x86/matmul_avx2.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
+            'native/x86/avx2/prepare.cc',
+            'native/x86/avx2/dot_float.cc',
+            'native/x86/avx2/dot_int8.cc',
           ],
           'cflags': ['-O3', '-fPIC', '-mavx2', '-mfma', '-mf16c'],
         },
@@ -59,7 +59,14 @@
             'native/x86/simd_avx512.cc',
             'native/x86/probe_avx512.cc',
             'native/x86/recurrent_avx512.cc',
-            '<!@(node -p "[\'native/x86/matmul_avx512.cc\'].filter((f) => require(\'fs\').existsSync(f)).join(\' \')")',
+            'native/x86/avx512/dot_float.cc',
+            'native/x86/avx512/dot_q_0.cc',
+            'native/x86/avx512/dot_q45_k.cc',
+            'native/x86/avx512/dot_q6_k.cc',
+            'native/x86/avx512/dot_iq4_xs.cc',
+            'native/x86/avx512/dot_r16.cc',
+            'native/x86/avx512/gemm_pack.cc',
+            'native/x86/avx512/gemm.cc',
           ],
           'cflags': [
             '-O3', '-fPIC', '-mavx512f', '-mavx512bw', '-mavx512vl', '-mavx512dq', '-mavx512vnni', '-mavx512bf16', '-mbmi2',

@@ -49,12 +49,11 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("attention", Napi::Function::New(env, Attention, "attention"));
   exports.Set("convSilu", Napi::Function::New(env, ConvSilu, "convSilu"));
   exports.Set("gatedDeltaRule", Napi::Function::New(env, GatedDeltaRule, "gatedDeltaRule"));
-#ifdef LOOM_HAVE_MATMUL
   exports.Set("matmul", Napi::Function::New(env, Matmul, "matmul"));
   exports.Set("matmulSet", Napi::Function::New(env, MatmulSet, "matmulSet"));
   exports.Set("embedRows", Napi::Function::New(env, EmbedRows, "embedRows"));
   exports.Set("interleaveR16", Napi::Function::New(env, InterleaveR16, "interleaveR16"));
-#endif
+  exports.Set("kernelInfo", Napi::Function::New(env, KernelInfo, "kernelInfo"));
   return exports;
 }
 

@@ -1,5 +1,6 @@
-// matmul dispatch: activation preparation, work partitioning over loom::pool(), the best
-// kernel for the CPU (AVX-512, AVX2, or the portable scalar code below), and embed_rows.
+// matmul: activation preparation, work partitioning over loom::pool(), and embed_rows. The
+// kernels are the weight type's row of weight-types.h for the instruction set in use
+// (AVX-512, AVX2 or portable), looked up once per weight per call.
 // No -m flags here: this file must compile for any target (the x86 kernels live in their
 // own translation units, native/x86/*.cc).
 #include "matmul.h"
@@ -19,169 +20,19 @@
 
 namespace loom {
 
-bool is_supported_weight_type(int type) { return weight_block_values(type) > 0; }
-
-// ---- portable scalar kernels: one weight row · one prepared activation row ----
+bool is_supported_weight_type(int type) { return weight_traits(type) != nullptr; }
 
 namespace {
 
-// Float dots keep 8 partial sums (less rounding error than one running sum, and vectorizable).
-template <typename W, typename X>
-float dot_float(W wval, X xval, int K) {
-  float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int i = 0;
-  for (; i + 8 <= K; i += 8)
-    for (int j = 0; j < 8; j++) s[j] += wval(i + j) * xval(i + j);
-  for (; i < K; i++) s[0] += wval(i) * xval(i);
-  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-}
-
-float dot_f32(const float* w, const float* x, int K) {
-  return dot_float([w](int i) { return w[i]; }, [x](int i) { return x[i]; }, K);
-}
-
-float dot_f16(const uint8_t* w, const float* x, int K) {
-  return dot_float([w](int i) { return f16_to_f32(load_u16(w + 2 * i)); }, [x](int i) { return x[i]; }, K);
-}
-
-float dot_bf16(const uint8_t* w, const uint8_t* x, int K) {
-  return dot_float([w](int i) { return bf16_to_f32(load_u16(w + 2 * i)); },
-                   [x](int i) { return bf16_to_f32(load_u16(x + 2 * i)); }, K);
-}
-
-// Σ_b dw·dx·Σ q_w·q_x over Q8_0 blocks
-float dot_q8_0(const uint8_t* w, const XQ8_0& x, int K) {
-  float s = 0;
-  for (int b = 0; b < K / kQK; b++) {
-    const uint8_t* blk = w + kQ8_0Bytes * b;
-    const int8_t* qw = reinterpret_cast<const int8_t*>(blk + 2);
-    const int8_t* qx = x.q + kQK * b;
-    int32_t isum = 0;
-    for (int j = 0; j < kQK; j++) isum += qw[j] * qx[j];
-    s += f16_to_f32(load_u16(blk)) * x.d[b] * static_cast<float>(isum);
-  }
-  return s;
-}
-
-// Q4_0 value (q − 8)·d: Σ q·x − 8·Σx per block
-float dot_q4_0(const uint8_t* w, const XQ8_0& x, int K) {
-  float s = 0;
-  for (int b = 0; b < K / kQK; b++) {
-    const uint8_t* blk = w + kQ4_0Bytes * b;
-    const int8_t* qx = x.q + kQK * b;
-    int32_t isum = 0;
-    for (int j = 0; j < 16; j++) isum += (blk[2 + j] & 15) * qx[j] + (blk[2 + j] >> 4) * qx[j + 16];
-    isum -= 8 * x.s[b];
-    s += f16_to_f32(load_u16(blk)) * x.d[b] * static_cast<float>(isum);
-  }
-  return s;
-}
-
-// Q4_K: dx·(d·Σ_j sc_j·Σ q·x − dmin·Σ_j m_j·Σx) per super-block
-float dot_q4_k(const uint8_t* w, const XQ8_K& x, int K) {
-  float s = 0;
-  for (int b = 0; b < K / kQKK; b++) {
-    const uint8_t* blk = w + kQ4_KBytes * b;
-    const int8_t* qx = x.q + kQKK * b;
-    int32_t main = 0, mins = 0;
-    for (int c = 0; c < 4; c++) {
-      const uint8_t* qs = blk + 16 + 32 * c;
-      int32_t lo = 0, hi = 0;
-      for (int l = 0; l < 32; l++) {
-        lo += (qs[l] & 15) * qx[64 * c + l];
-        hi += (qs[l] >> 4) * qx[64 * c + 32 + l];
-      }
-      uint8_t s1, m1, s2, m2;
-      q4k_scale_min(blk + 4, 2 * c, &s1, &m1);
-      q4k_scale_min(blk + 4, 2 * c + 1, &s2, &m2);
-      main += s1 * lo + s2 * hi;
-      mins += m1 * x.s32[8 * b + 2 * c] + m2 * x.s32[8 * b + 2 * c + 1];
-    }
-    const float d = f16_to_f32(load_u16(blk)), dmin = f16_to_f32(load_u16(blk + 2));
-    s += x.d[b] * (d * static_cast<float>(main) - dmin * static_cast<float>(mins));
-  }
-  return s;
-}
-
-// Q6_K: d·dx·Σ_j sc_j·(Σ q·x − 32·Σx) over sub-blocks of 16
-float dot_q6_k(const uint8_t* w, const XQ8_K& x, int K) {
-  float s = 0;
-  for (int b = 0; b < K / kQKK; b++) {
-    const uint8_t* blk = w + kQ6_KBytes * b;
-    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-    const int8_t* qx = x.q + kQKK * b;
-    int32_t isum = 0;
-    for (int j = 0; j < 16; j++) {
-      int32_t sub = 0;
-      for (int i = 16 * j; i < 16 * j + 16; i++) sub += q6k_value(blk, i) * qx[i];
-      isum += sc[j] * (sub - 32 * x.s16[16 * b + j]);
-    }
-    s += f16_to_f32(load_u16(blk + 208)) * x.d[b] * static_cast<float>(isum);
-  }
-  return s;
-}
-
-// Any block type: each weight block dequantized, then dotted with the prepared values
-// (the types without an integer kernel of their own here; the x86 paths have them all).
-float dot_dequantized(int type, const uint8_t* w, const uint8_t* xa, int K) {
-  const WeightTraits* t = weight_traits(type);
-  const int bv = t->block_values;
-  float wv[256], xv[256];
-  double s = 0;
-  for (int b = 0; b < K / bv; b++) {
-    t->dequantize(w + static_cast<size_t>(t->block_bytes) * b, wv);
-    if (t->act == Act::kQ8_0) {
-      const XQ8_0 x = xq8_0_view(xa, K);
-      for (int i = 0; i < bv; i++) xv[i] = x.d[b] * x.q[bv * b + i];
-    } else {
-      const XQ8_K x = xq8_k_view(xa, K);
-      for (int i = 0; i < bv; i++) xv[i] = x.d[b] * x.q[bv * b + i];
-    }
-    float part = 0;
-    for (int i = 0; i < bv; i++) part += wv[i] * xv[i];
-    s += part;
-  }
-  return static_cast<float>(s);
-}
-
-float dot_scalar(int type, const uint8_t* w, const uint8_t* xa, int K) {
-  switch (type) {
-    case kF32:
-    case kF16: {
-      const float* x = reinterpret_cast<const float*>(xa);
-      return type == kF32 ? dot_f32(reinterpret_cast<const float*>(w), x, K) : dot_f16(w, x, K);
-    }
-    case kBF16: return dot_bf16(w, xa, K);
-    case kQ8_0: return dot_q8_0(w, xq8_0_view(xa, K), K);
-    case kQ4_0: return dot_q4_0(w, xq8_0_view(xa, K), K);
-    case kQ4_K: return dot_q4_k(w, xq8_k_view(xa, K), K);
-    case kQ6_K: return dot_q6_k(w, xq8_k_view(xa, K), K);
-    default: return dot_dequantized(type, w, xa, K);
-  }
-}
-
-void scalar_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K,
-                int o0, int o1, float* out, int N) {
-  if (r16_plain_type(type) >= 0) {
-    dot_r16_portable(type, xa, xstride, rows, w, K, o0, o1, out, N);
-    return;
-  }
-  for (int o = o0; o < o1; o++)
-    for (int r = 0; r < rows; r++)
-      out[static_cast<size_t>(r) * N + o] = dot_scalar(type, w + wstride * o, xa + xstride * r, K);
-}
-
 // ---- kernel path selection ----
-
-enum Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
 // The CPU's features, less what LOOM_NO_SIMD switches off (as for the other kernels)
 int detect_isa() {
 #ifdef LOOM_X86
-  if (use_avx512()) return kAvx512;
-  if (use_avx2()) return kAvx2;
+  if (use_avx512()) return kIsaAvx512;
+  if (use_avx2()) return kIsaAvx2;
 #endif
-  return kScalar;
+  return kIsaPortable;
 }
 
 int best_isa() {
@@ -192,52 +43,22 @@ int best_isa() {
 int g_isa = -1;             // forced path, -1 = best
 int g_gemm_min_rows = 0;    // forced GEMM threshold, 0 = per type (gemm_min_rows)
 
-// AVX-512: rows at which the packed GEMM (16-row tiles) beats the dot kernels: where the dot
-// kernels' cost, linear in rows, crosses the GEMM's, which is about flat up to 16 rows (its
-// per-panel weight unpacking dominates there). Measured on an AMD EPYC (Zen 4-class AVX-512)
-// at 2048 × 2048 and 2048 × 8192, dot / GEMM ms at 8 rows: Q4_K 0.27 / 0.37, Q6_K 0.24 / 0.45,
-// Q3_K 0.32 / 0.51, Q5_K 0.33 / 0.36, IQ4_XS 0.49 / 0.53, Q8_0 0.38 / 0.35, Q4_0 0.42 / 0.41.
-// After the quad-order dot kernels (2048 × 8192, 2 threads, dot / GEMM ms): Q4_0 at 8 rows
-// 1.19–1.31 / 1.46–1.53, at 9 1.43–1.57 / 1.48–1.51, at 10 1.56–1.69 / 1.50; Q5_0 at 9
-// 1.66 / 1.73–1.76, at 10 1.77–1.78 / 1.75–1.77. After the Q4_K and Q6_K panels' tables
-// were vectorized (µs, dot / GEMM): Q6_K at 9 rows 1111–1115 / 1130–1236, at 10 1195–1201 /
-// 1121–1127; Q4_K at 9 1158–1237 / 1058–1173.
-[[maybe_unused]] int gemm_min_rows(int type) {
-  if (g_gemm_min_rows > 0) return g_gemm_min_rows;
-  switch (type) {
-    case kQ8_0: return 7;
-    case kQ4_0:
-    case kIQ4_NL: return 9;
-    case kQ5_0: return 10;
-    case kF32: return 8;
-    case kQ5_K:
-    case kIQ4_XS: return 9;
-    case kQ4_K: return 9;
-    case kQ3_K: return 12;
-    case kQ6_K: return 10;
-    default: return 12;  // F16, BF16
-  }
-}
+// rows from which a weight's GEMM runs (per type: its GemmKernel's min_rows)
+int gemm_min_rows(const GemmKernel& g) { return g_gemm_min_rows > 0 ? g_gemm_min_rows : g.min_rows; }
 
 int current_isa() { return g_isa < 0 ? best_isa() : g_isa; }
 
+// Activation preparation (by the weight's Act, quant.h) on an instruction set.
 using PrepareFn = void (*)(int, const float*, int, uint8_t*);
-using DotFn = void (*)(int, const uint8_t*, size_t, int, const uint8_t*, size_t, int, int, int, float*, int);
 
-struct Kernels {
-  PrepareFn prepare;
-  DotFn dot;
-  bool gemm;  // the AVX-512 packed GEMM is available
-};
-
-Kernels kernels_for(int isa) {
+PrepareFn prepare_for(int isa) {
 #ifdef LOOM_X86
-  if (isa == kAvx512) return {x86::avx512_prepare_row, x86::avx512_dot, true};
-  if (isa == kAvx2) return {x86::avx2_prepare_row, x86::avx2_dot, false};
+  if (isa == kIsaAvx512) return x86::avx512_prepare_row;
+  if (isa == kIsaAvx2) return x86::avx2_prepare_row;
 #else
   (void)isa;
 #endif
-  return {prepare_row_scalar, scalar_dot, false};
+  return prepare_row_scalar;
 }
 
 // ---- scratch: grows, never shrinks; one per calling thread ----
@@ -277,22 +98,26 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 struct DotPart {
   const MatmulPart* part;
+  DotFn dot;  // its type's kernel on this instruction set
   size_t wstride;
   const uint8_t* xa;  // prepared activations (x itself for F32)
   size_t xstride;
 };
 
 // Prepares x for every kind of activation the parts need, once per kind, into t_xa.
-void prepare_parts(const Kernels& k, const float* x, int rows, int K, const MatmulPart* parts, int n, DotPart* dp) {
+void prepare_parts(int isa, const float* x, int rows, int K, const MatmulPart* parts, int n, DotPart* dp) {
+  const PrepareFn prepare = prepare_for(isa);
   int owner[kMaxMatmulParts];  // the first part with the same kind of prepared row; -1: F32 (x as it is)
   size_t offset[kMaxMatmulParts];
   size_t bytes = 0;
   for (int j = 0; j < n; j++) {
     const int type = parts[j].type;
-    dp[j] = {&parts[j], weight_row_bytes(type, K), reinterpret_cast<const uint8_t*>(x), 4 * static_cast<size_t>(K)};
-    owner[j] = type == kF32 ? -1 : j;
+    const WeightTraits* t = weight_traits(type);
+    dp[j] = {&parts[j], t->dot[isa].fn, weight_row_bytes(type, K), reinterpret_cast<const uint8_t*>(x),
+             4 * static_cast<size_t>(K)};
+    owner[j] = t->act == Act::kF32 ? -1 : j;
     for (int i = 0; i < j && owner[j] == j; i++)
-      if (owner[i] == i && weight_traits(parts[i].type)->act == weight_traits(type)->act) owner[j] = i;
+      if (owner[i] == i && weight_traits(parts[i].type)->act == t->act) owner[j] = i;
     if (owner[j] != j) continue;
     dp[j].xstride = prepared_row_bytes(type, K);
     offset[j] = bytes;
@@ -306,7 +131,7 @@ void prepare_parts(const Kernels& k, const float* x, int rows, int K, const Matm
       uint8_t* dst = buf + offset[j];
       const int type = parts[j].type;
       const size_t xs = dp[j].xstride;
-      auto prep = [&](int r, int) { k.prepare(type, x + static_cast<size_t>(r) * K, K, dst + xs * r); };
+      auto prep = [&](int r, int) { prepare(type, x + static_cast<size_t>(r) * K, K, dst + xs * r); };
       if (rows >= 8) pool().parallel_for(rows, prep);
       else
         for (int r = 0; r < rows; r++) prep(r, 0);
@@ -337,9 +162,9 @@ RowAt row_at_bytes(const DotPart* dp, int n, size_t bytes) {
   return {n, 0};
 }
 
-void matmul_dot_set(const Kernels& k, const float* x, int rows, int K, const MatmulPart* parts, int n) {
+void matmul_dot_set(int isa, const float* x, int rows, int K, const MatmulPart* parts, int n) {
   DotPart dp[kMaxMatmulParts];
-  prepare_parts(k, x, rows, K, parts, n, dp);
+  prepare_parts(isa, x, rows, K, parts, n, dp);
   // About 2 tasks per thread (each task start costs a memory ramp, and a small model's
   // matrices are only a few hundred KB: 8 a thread made its 211 one-row matmuls 25% slower),
   // but never under ~16 KB of weights.
@@ -365,7 +190,7 @@ void matmul_dot_set(const Kernels& k, const float* x, int rows, int K, const Mat
         for (size_t off = 0; off < warm; off += 64) __builtin_prefetch(first + off);
         warmed = true;
       }
-      k.dot(d.part->type, d.xa, d.xstride, rows, d.part->w, d.wstride, K, o0, o1, d.part->out, N);
+      d.dot(d.xa, d.xstride, rows, d.part->w, d.wstride, K, o0, o1, d.part->out, N);
     }
   });
 }
@@ -378,6 +203,7 @@ void matmul_dot_set(const Kernels& k, const float* x, int rows, int K, const Mat
 // tasks of one parallel region, so q/k/v (or gate/up) pay one packing and one barrier.
 
 struct GemmPart {
+  GemmFn gemm;            // its type's GEMM
   const uint8_t* packed;  // the part's activation kind, every 16-row tile
   size_t tile_bytes;
   int chunk_tiles;  // tiles per row chunk
@@ -396,6 +222,7 @@ void matmul_gemm_set(const float* x, int rows, int K, const MatmulPart* parts, i
     owner[j] = j;
     for (int i = 0; i < j && owner[j] == j; i++)
       if (owner[i] == i && weight_traits(parts[i].type)->act == weight_traits(parts[j].type)->act) owner[j] = i;
+    gp[j].gemm = weight_traits(parts[j].type)->gemm.fn;
     gp[j].tile_bytes = x86::avx512_gemm_tile_bytes(parts[j].type, K);
     if (owner[j] != j) continue;
     offset[j] = bytes;
@@ -438,7 +265,7 @@ void matmul_gemm_set(const float* x, int rows, int K, const MatmulPart* parts, i
     const int o0 = at.panel * panel, o1 = std::min(p.out_features, o0 + panel);
     // Tasks are claimed in order, so this thread's next is most likely `threads` further on:
     // its weights are fetched while this panel is computed.
-    x86::PrefetchRange next;
+    GemmPrefetch next;
     if (t + threads < tasks) {
       const Task nx = task_at(t + threads);
       const MatmulPart& q = parts[nx.part];
@@ -446,7 +273,7 @@ void matmul_gemm_set(const float* x, int rows, int K, const MatmulPart* parts, i
       const int q0 = nx.panel * panel, q1 = std::min(q.out_features, q0 + panel);
       if (nx.part != at.part || nx.panel != at.panel) next = {q.w + qstride * q0, qstride * static_cast<size_t>(q1 - q0)};
     }
-    x86::avx512_gemm(p.type, gp[at.part].packed, r0, r1, p.w, wstride, K, o0, o1, p.out, p.out_features, next);
+    gp[at.part].gemm(gp[at.part].packed, r0, r1, p.w, wstride, K, o0, o1, p.out, p.out_features, next);
   });
 }
 #endif
@@ -462,29 +289,52 @@ int matmul_best_isa() { return best_isa(); }
 
 void matmul_set_gemm_min_rows(int rows) { g_gemm_min_rows = std::max(0, rows); }
 
-bool uses_gemm(int type, int rows, int in_features) {
-#ifdef LOOM_X86
-  return kernels_for(current_isa()).gemm && rows >= gemm_min_rows(type) && x86::avx512_gemm_supports(type, in_features);
-#else
-  (void)type, (void)rows, (void)in_features;
-  return false;
-#endif
+bool uses_gemm(const WeightTraits& t, int isa, int rows, int in_features) {
+  const GemmKernel& g = t.gemm;
+  return isa == kIsaAvx512 && g.fn && rows >= gemm_min_rows(g) && in_features % g.k_multiple == 0;
+}
+
+namespace {
+
+const char* act_name(Act a) {
+  switch (a) {
+    case Act::kF32: return "f32";
+    case Act::kF16: return "f16";
+    case Act::kBF16: return "bf16";
+    case Act::kQ8_0: return "q8_0";
+    case Act::kQ8_K: return "q8_k";
+  }
+  return "?";
+}
+
+}  // namespace
+
+bool kernel_info(int type, KernelInfo* info) {
+  const WeightTraits* t = weight_traits(type);
+  if (!t) return false;
+  const int isa = current_isa();
+  const DotKernel& d = t->dot[isa];
+  const bool gemm = isa == kIsaAvx512 && t->gemm.fn;
+  *info = {act_name(t->act), d.one_row, d.few_rows, gemm ? t->gemm.family : "", gemm ? gemm_min_rows(t->gemm) : 0, t->layout};
+  return true;
 }
 
 void matmul_set(const float* x, int rows, int in_features, const MatmulPart* parts, int n_parts) {
   if (rows <= 0 || n_parts <= 0 || n_parts > kMaxMatmulParts) return;
+  const int isa = current_isa();
   MatmulPart dot[kMaxMatmulParts], gemm[kMaxMatmulParts];
   int n_dot = 0, n_gemm = 0;
   for (int j = 0; j < n_parts; j++) {
     const MatmulPart& p = parts[j];
-    if (p.out_features <= 0 || !is_supported_weight_type(p.type)) continue;
-    if (uses_gemm(p.type, rows, in_features)) gemm[n_gemm++] = p;
+    const WeightTraits* t = weight_traits(p.type);
+    if (p.out_features <= 0 || !t) continue;
+    if (uses_gemm(*t, isa, rows, in_features)) gemm[n_gemm++] = p;
     else dot[n_dot++] = p;
   }
 #ifdef LOOM_X86
   if (n_gemm > 0) matmul_gemm_set(x, rows, in_features, gemm, n_gemm);
 #endif
-  if (n_dot > 0) matmul_dot_set(kernels_for(current_isa()), x, rows, in_features, dot, n_dot);
+  if (n_dot > 0) matmul_dot_set(isa, x, rows, in_features, dot, n_dot);
 }
 
 void matmul(float* out, const float* x, int rows, const uint8_t* w, int type, int in_features, int out_features) {
@@ -493,6 +343,8 @@ void matmul(float* out, const float* x, int rows, const uint8_t* w, int type, in
 }
 
 void embed_rows(float* out, const uint8_t* table, int type, int dim, int n_rows, const int32_t* ids, int n_ids) {
+  const WeightTraits* traits = weight_traits(type);
+  if (!traits) return;
   const size_t stride = weight_row_bytes(type, dim);
   for (int t = 0; t < n_ids; t++) {
     const int32_t id = ids[t];
@@ -501,7 +353,7 @@ void embed_rows(float* out, const uint8_t* table, int type, int dim, int n_rows,
       std::fill(dst, dst + dim, 0.f);  // callers validate ids; never read outside the table
       continue;
     }
-    if (r16_plain_type(type) >= 0) dequantize_r16_row(type, table, dim, id, dst);
+    if (traits->plain >= 0) dequantize_r16_row(type, table, dim, id, dst);
     else dequantize_row(type, table + stride * static_cast<size_t>(id), dim, dst);
   }
 }

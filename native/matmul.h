@@ -29,6 +29,22 @@ constexpr int kMaxMatmulParts = 8;
 // parallel region. At most kMaxMatmulParts parts.
 void matmul_set(const float* x, int rows, int in_features, const MatmulPart* parts, int n_parts);
 
+// Which kernels matmul runs for `type` on the instruction set now in use (for tests: a type
+// that silently fell to a slower kernel would pass every numerical check). Names are
+// "<isa>:<kernel>" as the kernels are called in native/; gemm is the AVX-512 GEMM's
+// micro-kernel family ("" without one), gemm_min_rows the rows from which it is used (0
+// without one); layout is the type a load-time layout rewrites this type into (-1: none).
+struct KernelInfo {
+  const char* act;
+  const char* one_row;   // rows == 1
+  const char* few_rows;  // 2 <= rows < gemm_min_rows (or any rows without a GEMM)
+  const char* gemm;
+  int gemm_min_rows;
+  int layout;
+};
+// false when the kernels do not compute with `type`
+bool kernel_info(int type, KernelInfo* info);
+
 // out[t * dim + i] = row ids[t] of a [n_rows, dim] table of `type`, dequantized.
 void embed_rows(float* out, const uint8_t* table, int type, int dim, int n_rows, const int32_t* ids, int n_ids);
 

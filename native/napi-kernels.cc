@@ -10,10 +10,8 @@
 #include "rope.h"
 #include "simd.h"
 #include "threadpool.h"
-#ifdef LOOM_HAVE_MATMUL
 #include "matmul.h"
 #include "r16.h"
-#endif
 
 namespace loom::napi {
 
@@ -236,7 +234,6 @@ Napi::Value ExpWeights(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), exp_weights(out.data, row.data, idx, n, max));
 }
 
-#ifdef LOOM_HAVE_MATMUL
 namespace {
 // bytes of a row of n values of a weight type, or −1 when n is not a whole number of blocks
 int64_t row_bytes(int type, int64_t n) {
@@ -319,6 +316,22 @@ Napi::Value EmbedRows(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// (type) → { act, oneRow, fewRows, gemm, gemmMinRows, layout } | undefined: the kernels matmul
+// runs for `type` on the instruction set now in use (matmul.h kernel_info)
+Napi::Value KernelInfo(const Napi::CallbackInfo& info) {
+  const int type = static_cast<int>(integer(info, 0, "type", 0, 255));
+  loom::KernelInfo k;
+  if (!kernel_info(type, &k)) return info.Env().Undefined();
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("act", k.act);
+  o.Set("oneRow", k.one_row);
+  o.Set("fewRows", k.few_rows);
+  o.Set("gemm", k.gemm);
+  o.Set("gemmMinRows", k.gemm_min_rows);
+  o.Set("layout", k.layout);
+  return o;
+}
+
 // (data, type, K, N): a tensor of N rows of K values of the plain type of `type` (an
 // interleaved type, r16.h) rewritten, in place, into that layout (N a multiple of 16)
 Napi::Value InterleaveR16(const Napi::CallbackInfo& info) {
@@ -333,7 +346,6 @@ Napi::Value InterleaveR16(const Napi::CallbackInfo& info) {
   interleave_r16(type, data.data, static_cast<int>(K), static_cast<int>(N));
   return info.Env().Undefined();
 }
-#endif
 
 // (seconds, bits = 0) → { gflops, bits }: f32 FMA peak on every pool thread; bits 0 = the widest
 Napi::Value ProbeFmaPeak(const Napi::CallbackInfo& info) {

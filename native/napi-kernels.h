@@ -34,11 +34,10 @@ Napi::Value Attention(const Napi::CallbackInfo& info);
 Napi::Value ConvSilu(const Napi::CallbackInfo& info);
 Napi::Value GatedDeltaRule(const Napi::CallbackInfo& info);
 
-#ifdef LOOM_HAVE_MATMUL
 Napi::Value Matmul(const Napi::CallbackInfo& info);
 Napi::Value MatmulSet(const Napi::CallbackInfo& info);
 Napi::Value EmbedRows(const Napi::CallbackInfo& info);
 Napi::Value InterleaveR16(const Napi::CallbackInfo& info);
-#endif
+Napi::Value KernelInfo(const Napi::CallbackInfo& info);
 
 }  // namespace loom::napi

@@ -6,6 +6,10 @@
 
 #include "half.h"
 
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(LOOM_NO_X86)  // LOOM_NO_X86: test the portable build
+#define LOOM_X86 1
+#endif
+
 namespace loom {
 
 const int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
@@ -157,35 +161,95 @@ void dq_iq4_xs(const uint8_t* b, float* y) {
 
 }  // namespace
 
-const WeightTraits* weight_traits(int type) {
-  static const WeightTraits kF32Row{1, 4, Act::kF32, nullptr}, kF16Row{1, 2, Act::kF16, nullptr},
-      kBF16Row{1, 2, Act::kBF16, nullptr}, kQ8_0Row{32, 34, Act::kQ8_0, dq_q8_0}, kQ4_0Row{32, 18, Act::kQ8_0, dq_q4_0},
-      kQ4_1Row{32, 20, Act::kQ8_0, dq_q4_1}, kQ5_0Row{32, 22, Act::kQ8_0, dq_q5_0}, kQ5_1Row{32, 24, Act::kQ8_0, dq_q5_1},
-      kIQ4_NLRow{32, 18, Act::kQ8_0, dq_iq4_nl}, kQ2_KRow{256, 84, Act::kQ8_K, dq_q2_k},
-      kQ3_KRow{256, 110, Act::kQ8_K, dq_q3_k}, kQ4_KRow{256, 144, Act::kQ8_K, dq_q4_k},
-      kQ5_KRow{256, 176, Act::kQ8_K, dq_q5_k}, kQ6_KRow{256, 210, Act::kQ8_K, dq_q6_k},
-      kIQ4_XSRow{256, 136, Act::kQ8_K, dq_iq4_xs}, kQ4_0_R16Row{32, 18, Act::kQ8_0, nullptr},
-      kQ8_0_R16Row{32, 34, Act::kQ8_0, nullptr};
-  switch (type) {
-    case kF32: return &kF32Row;
-    case kF16: return &kF16Row;
-    case kBF16: return &kBF16Row;
-    case kQ8_0: return &kQ8_0Row;
-    case kQ4_0: return &kQ4_0Row;
-    case kQ4_1: return &kQ4_1Row;
-    case kQ5_0: return &kQ5_0Row;
-    case kQ5_1: return &kQ5_1Row;
-    case kIQ4_NL: return &kIQ4_NLRow;
-    case kQ2_K: return &kQ2_KRow;
-    case kQ3_K: return &kQ3_KRow;
-    case kQ4_K: return &kQ4_KRow;
-    case kQ5_K: return &kQ5_KRow;
-    case kQ6_K: return &kQ6_KRow;
-    case kQ4_0_R16: return &kQ4_0_R16Row;
-    case kQ8_0_R16: return &kQ8_0_R16Row;
-    case kIQ4_XS: return &kIQ4_XSRow;
-    default: return nullptr;
+// Kernel registrations, one per family and instruction set (each in its family's file).
+//
+// A new weight type (MXFP4, say) is: its row below (geometry, Act, dequantizer) and its id in
+// kRowTypes; an entry in portable/dot.cc (dot_dequantized serves any type with a dequantizer);
+// and per instruction set a kernel file whose registration lists it (a new file's
+// registration goes into kRegistrations, and the file into binding.gyp). A slot no
+// registration fills takes the next narrower instruction set's kernel (at worst the portable
+// one): slower, never wrong; test/kernels/dispatch.test.ts pins which kernel every type runs
+// on every tier, so such a fallback is seen.
+extern const KernelRegistration kPortableDots;                  // portable/dot.cc
+extern const KernelRegistration kPortableDotR16, kAvx2DotR16;  // r16.cc: the portable R16 kernel
+#ifdef LOOM_X86
+namespace x86 {
+extern const KernelRegistration kAvx2DotFloat, kAvx2DotInt8;  // x86/avx2/
+extern const KernelRegistration kAvx512DotFloat, kAvx512DotQ0, kAvx512DotQ45K, kAvx512DotQ6K, kAvx512DotIQ4XS,
+    kAvx512DotR16, kAvx512Gemm;  // x86/avx512/
+}  // namespace x86
+#endif
+
+namespace {
+
+const KernelRegistration* const kRegistrations[] = {
+    &kPortableDots,
+    &kPortableDotR16,
+#ifdef LOOM_X86
+    &kAvx2DotR16,
+    &x86::kAvx2DotFloat,
+    &x86::kAvx2DotInt8,
+    &x86::kAvx512DotFloat,
+    &x86::kAvx512DotQ0,
+    &x86::kAvx512DotQ45K,
+    &x86::kAvx512DotQ6K,
+    &x86::kAvx512DotIQ4XS,
+    &x86::kAvx512DotR16,
+    &x86::kAvx512Gemm,
+#endif
+};
+
+// The rows: geometry, activation type, dequantizer, load-time layout; kernels come from the
+// registrations.
+WeightTraits g_rows[] = {
+    {1, 4, Act::kF32, nullptr, -1, -1, {}, {}},           // F32
+    {1, 2, Act::kF16, nullptr, -1, -1, {}, {}},           // F16
+    {1, 2, Act::kBF16, nullptr, -1, -1, {}, {}},          // BF16
+    {32, 34, Act::kQ8_0, dq_q8_0, kQ8_0_R16, -1, {}, {}}, // Q8_0
+    {32, 18, Act::kQ8_0, dq_q4_0, kQ4_0_R16, -1, {}, {}}, // Q4_0
+    {32, 20, Act::kQ8_0, dq_q4_1, -1, -1, {}, {}},        // Q4_1
+    {32, 22, Act::kQ8_0, dq_q5_0, -1, -1, {}, {}},        // Q5_0
+    {32, 24, Act::kQ8_0, dq_q5_1, -1, -1, {}, {}},        // Q5_1
+    {32, 18, Act::kQ8_0, dq_iq4_nl, -1, -1, {}, {}},      // IQ4_NL
+    {256, 84, Act::kQ8_K, dq_q2_k, -1, -1, {}, {}},       // Q2_K
+    {256, 110, Act::kQ8_K, dq_q3_k, -1, -1, {}, {}},      // Q3_K
+    {256, 144, Act::kQ8_K, dq_q4_k, -1, -1, {}, {}},      // Q4_K
+    {256, 176, Act::kQ8_K, dq_q5_k, -1, -1, {}, {}},      // Q5_K
+    {256, 210, Act::kQ8_K, dq_q6_k, -1, -1, {}, {}},      // Q6_K
+    {256, 136, Act::kQ8_K, dq_iq4_xs, -1, -1, {}, {}},    // IQ4_XS
+    {32, 18, Act::kQ8_0, nullptr, -1, kQ4_0, {}, {}},     // Q4_0_R16
+    {32, 34, Act::kQ8_0, nullptr, -1, kQ8_0, {}, {}},     // Q8_0_R16
+};
+constexpr int kRowTypes[] = {kF32, kF16,  kBF16, kQ8_0, kQ4_0, kQ4_1,  kQ5_0,  kQ5_1,     kIQ4_NL,
+                             kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_XS, kQ4_0_R16, kQ8_0_R16};
+static_assert(sizeof(g_rows) / sizeof(g_rows[0]) == sizeof(kRowTypes) / sizeof(kRowTypes[0]));
+
+constexpr int kMaxType = 256;
+
+struct Table {
+  const WeightTraits* rows[kMaxType] = {};
+};
+
+Table build_table() {
+  Table t;
+  WeightTraits* rows[kMaxType] = {};
+  for (size_t i = 0; i < sizeof(kRowTypes) / sizeof(kRowTypes[0]); i++) rows[kRowTypes[i]] = &g_rows[i];
+  for (const KernelRegistration* reg : kRegistrations) {
+    for (int i = 0; i < reg->n_dots; i++) rows[reg->dots[i].type]->dot[reg->isa] = reg->dots[i].kernel;
+    for (int i = 0; i < reg->n_gemms; i++) rows[reg->gemms[i].type]->gemm = reg->gemms[i].kernel;
   }
+  for (WeightTraits& row : g_rows)
+    for (int isa = 1; isa < kIsaCount; isa++)
+      if (!row.dot[isa].fn) row.dot[isa] = row.dot[isa - 1];
+  for (int type = 0; type < kMaxType; type++) t.rows[type] = rows[type];
+  return t;
+}
+
+}  // namespace
+
+const WeightTraits* weight_traits(int type) {
+  static const Table table = build_table();
+  return type >= 0 && type < kMaxType ? table.rows[type] : nullptr;
 }
 
 }  // namespace loom

@@ -1,12 +1,15 @@
-// Internal interface between native/matmul.cc and the x86 kernels (matmul_avx2.cc, built
-// with -mavx2 -mfma -mf16c; matmul_avx512.cc, built with AVX-512 F/BW/VL/DQ/VNNI/BF16).
-// matmul.cc calls these only after checking the CPU features at run time.
+// Internal interface between native/matmul.cc and the x86 kernels (x86/avx2/, built with
+// -mavx2 -mfma -mf16c; x86/avx512/, built with AVX-512 F/BW/VL/DQ/VNNI/BF16), and what those
+// share. matmul.cc calls them only after checking the CPU features at run time; their dot
+// kernels and GEMMs reach matmul through the weight types' rows (weight-types.h).
 //
 // Shapes: x [rows, K] f32; W [N, K] rows of `type`, `wstride` bytes apart; out [rows, N].
 // "Prepared" activation rows use the layout of native/quant.h (prepared_row_bytes).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+
+#include "../weight-types.h"
 
 // Fully unroll a loop of constant trip count (register-blocked kernels keep their
 // accumulator arrays in registers only when every index is a constant).
@@ -38,34 +41,22 @@ namespace x86 {
 
 // ---- AVX2 + FMA + F16C ----
 
-// One prepared row of x[0..K) into dst; bit-exact with prepare_row_scalar.
+// One prepared row of x[0..K) into dst; bit-exact with prepare_row_scalar. (The dot kernels
+// are in the weight types' rows, weight-types.h.)
 void avx2_prepare_row(int type, const float* x, int K, uint8_t* dst);
-// out[r * N + o] for r in [0, rows), o in [o0, o1); xa: rows prepared rows, xstride apart.
-void avx2_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride,
-              int K, int o0, int o1, float* out, int N);
 
 // ---- AVX-512 (F, BW, VL, DQ, VNNI, BF16) ----
 
 void avx512_prepare_row(int type, const float* x, int K, uint8_t* dst);
-void avx512_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride,
-                int K, int o0, int o1, float* out, int N);
 
 // Many-row matmul. x is first packed in tiles of 16 rows (kGemmTile) by avx512_gemm_pack
-// (rows past the end are zero), then avx512_gemm computes rows [r0, r1) (r0 a multiple of 16)
-// by outputs [o0, o1), best in panels of kGemmPanel outputs: each weight word is broadcast to
-// 16 rows at once and reused from L1 across the row tiles. `next` (may be null): weight bytes
-// the caller will read next, fetched into L2 while these rows are computed.
+// (rows past the end are zero), then the type's GEMM (its row's GemmKernel) computes rows
+// [r0, r1) (r0 a multiple of 16) by outputs [o0, o1), best in panels of kGemmPanel outputs:
+// each weight word is broadcast to 16 rows at once and reused from L1 across the row tiles.
 constexpr int kGemmTile = 16;
 constexpr int kGemmPanel = 48;
-bool avx512_gemm_supports(int type, int K);
 size_t avx512_gemm_tile_bytes(int type, int K);  // bytes of one packed 16-row tile
 void avx512_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8_t* dst_tile);
-struct PrefetchRange {
-  const uint8_t* begin = nullptr;
-  size_t bytes = 0;
-};
-void avx512_gemm(int type, const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0,
-                 int o1, float* out, int N, PrefetchRange next = {});
 
 }  // namespace x86
 

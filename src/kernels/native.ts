@@ -28,6 +28,19 @@ export interface CpuFeatures {
   readonly kernels: string;
 }
 
+/** Which kernels the native matmul runs for one weight type on the instruction set in use
+ * (native/matmul.h kernel_info). Names are "<isa>:<kernel>"; gemm is the AVX-512 GEMM's
+ * micro-kernel family ('' without one) and gemmMinRows the rows from which it is used (0
+ * without one); layout is the type a load-time layout rewrites this type into (-1: none). */
+export interface NativeKernelInfo {
+  readonly act: string;
+  readonly oneRow: string;
+  readonly fewRows: string;
+  readonly gemm: string;
+  readonly gemmMinRows: number;
+  readonly layout: number;
+}
+
 /** f32 FMA throughput of every pool thread, at `bits`-wide vectors (32 = the scalar fallback). */
 export interface FmaPeak {
   readonly gflops: number;
@@ -76,6 +89,8 @@ interface NativeAddon {
   embedRows?(out: F32, data: Uint8Array, type: number, dim: number, nRows: number, ids: Int32Array): void;
   /** a matrix of N rows of K values of the plain type of `type` into that layout interleaved by 16 rows, in place */
   interleaveR16?(data: Uint8Array, type: number, K: number, N: number): void;
+  /** absent in older builds */
+  kernelInfo?(type: number): NativeKernelInfo | undefined;
   /** absent when the addon was built without native/recurrent.cc */
   convSilu?(out: F32, x: F32, weight: F32, state: F32, slots: Int32Array, seqStarts: Int32Array, channels: number, kernel: number): void;
   gatedDeltaRule?(out: F32, q: F32, k: F32, v: F32, g: F32, beta: F32, state: F32, slots: Int32Array, seqStarts: Int32Array,
@@ -189,6 +204,13 @@ export function nativeR16Interleaver(): R16Interleaver | undefined {
   const f = addon.features();
   if (!addon.interleaveR16 || f.kernels !== 'avx512' || !f.avx512vnni) return undefined;
   return (type, data, K, N) => addon.interleaveR16!(data, type, K, N);
+}
+
+/** The kernels the native matmul picks for `type` here, or undefined (no addon, an older
+ * build, or a type the native kernels do not compute with). */
+export function nativeKernelInfo(type: number): NativeKernelInfo | undefined {
+  const s = load();
+  return 'addon' in s ? s.addon.kernelInfo?.(type) : undefined;
 }
 
 export function cpuFeatures(): CpuFeatures | undefined {

@@ -17,6 +17,7 @@ import { completionsRoute } from './routes/completions.js';
 import { generateRoute } from './routes/generate.js';
 import { miscRoutes } from './routes/misc.js';
 import { ollamaRoutes } from './routes/ollama.js';
+import { responsesRoute } from './routes/responses.js';
 import { webuiRoute } from './routes/webui.js';
 
 export interface AppParts {
@@ -63,6 +64,7 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
   });
   completionsRoute(app, ctx);
   chatRoute(app, ctx);
+  responsesRoute(app, ctx);
   generateRoute(app, ctx);
   miscRoutes(app, ctx);
   ollamaRoutes(app, ctx);

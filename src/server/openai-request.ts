@@ -2,6 +2,7 @@
 // and vLLM's rules (entrypoints/openai/completion/protocol.py, chat_completion/protocol.py).
 // Everything is checked here or in request.ts before a response starts.
 import type { ChatMessage } from '../tokenizer/chat-template.js';
+import { canonicalJsonValue } from '../pipeline/canonical-json.js';
 import { renderChatPrompt } from '../pipeline/prompt.js';
 import type { ServerContext } from './context.js';
 import { checkModel, noteIgnoredFields } from './context.js';
@@ -187,7 +188,7 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
   };
 }
 
-/** Messages as templates read them: text content, tool-call arguments as objects (as vLLM passes them). */
+/** Messages as templates read them: text content, tool-call arguments as objects (as vLLM passes them), their keys sorted so a resent call renders the same. */
 export function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
   return messages.map((m, i) => {
     const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('');
@@ -203,7 +204,7 @@ export function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
 
 function parseArguments(args: string, index: number): unknown {
   try {
-    return JSON.parse(args);
+    return canonicalJsonValue(JSON.parse(args));
   } catch {
     throw new HttpError(400, `messages[${index}].tool_calls: function.arguments is not JSON`, 'invalid_request_error', 'messages');
   }

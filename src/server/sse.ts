@@ -43,8 +43,8 @@ export class SseWriter {
     this.res.end(JSON.stringify(body));
   }
 
-  /** `data: <json>\n\n` (or the literal [DONE]); waits while the client's buffer is full. */
-  async send(data: unknown): Promise<void> {
+  /** `data: <json>\n\n` (or the literal [DONE]), after an `event: <name>` line when named; waits while the client's buffer is full. */
+  async send(data: unknown, event?: string): Promise<void> {
     if (this.closed) throw new ClientGoneError();
     if (!this.started) {
       this.res.writeHead(200, {
@@ -54,7 +54,8 @@ export class SseWriter {
         'x-accel-buffering': 'no',
       });
     }
-    const line = this.framing === 'ndjson' ? `${JSON.stringify(data)}\n` : `data: ${data === '[DONE]' ? '[DONE]' : JSON.stringify(data)}\n\n`;
+    const named = event === undefined ? '' : `event: ${event}\n`;
+    const line = this.framing === 'ndjson' ? `${JSON.stringify(data)}\n` : `${named}data: ${data === '[DONE]' ? '[DONE]' : JSON.stringify(data)}\n\n`;
     if (this.res.write(line)) return;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {

@@ -9,11 +9,12 @@ import { measure } from '../../src/bench/peer.js';
 import { decodeWeightBytes } from '../../src/bench/weight-traffic.js';
 import type { GGUFFile } from '../../src/model/gguf.js';
 import { fixtureModel } from '../fixtures/engine-run.js';
-import { loadNativeKernels, nativeUnavailableReason, probeFmaPeak, probeReadBandwidth } from '../../src/kernels/native.js';
+import { probeFmaPeak, probeReadBandwidth } from '../../src/kernels/native.js';
+import { nativeSkip } from '../fixtures/native.js';
 import { PROJECT_ROOT } from '../fixtures/index.js';
 
 const CLI = join(PROJECT_ROOT, 'dist', 'src', 'cli.js');
-const skip = loadNativeKernels() ? false : `native core unavailable (${nativeUnavailableReason()})`;
+const skip = nativeSkip();
 const positive = (x: unknown): boolean => typeof x === 'number' && Number.isFinite(x) && x > 0;
 
 describe('machine probes', { skip }, () => {

@@ -1,7 +1,9 @@
 // `loom serve` shuts down on time whatever its clients do: an idle connection, half a
 // request head (slowloris), a stream and a plain request held up by an engine that never
-// finishes a step (the test fault switch, with the watchdog off). SIGTERM ends them all and
-// the process exits 0 well within --shutdown-timeout + 1 s; a second signal exits at once.
+// finishes a step (the test fault switch, with the watchdog off). SIGTERM ends them all at
+// --shutdown-timeout and the process exits 0; a second signal exits at once. No wall time is
+// asserted (a loaded machine is slow): "at once" is shown by a timeout of an hour that the
+// process does not wait for, and every wait is on a condition (a log line, a metric, a socket).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -9,11 +11,11 @@ import { once } from 'node:events';
 import { connect } from 'node:net';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it } from 'node:test';
 import { FAULT_ENV } from '../../src/engine/fault.js';
 import { PROJECT_ROOT, ggufFixturePath } from '../fixtures/index.js';
 import { GGUF_FIXTURES } from '../fixtures/recipe.js';
+import { metricValue, waitUntil } from '../fixtures/wait.js';
 
 const model = () => ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'gpt2-q8_0')!);
 
@@ -49,25 +51,45 @@ const request = (port: number, stream: boolean) =>
     body: JSON.stringify({ model: 'gpt2-q8_0', prompt: 'hello', max_tokens: 100, temperature: 0, ignore_eos: true, stream }),
   });
 
-async function exitAfterSignal(child: ChildProcess, signals: NodeJS.Signals[]): Promise<{ code: number | null; ms: number }> {
-  const start = Date.now();
+async function exitAfterSignal(child: ChildProcess, signals: NodeJS.Signals[]): Promise<number | null> {
   const exited = once(child, 'exit') as Promise<[number | null]>;
   for (const s of signals) child.kill(s);
   const [code] = await exited;
-  return { code, ms: Date.now() - start };
+  return code;
 }
 
+/** until the engine reports `n` sequences running (its gauge, set after every step) */
+async function running(port: number, n: number): Promise<void> {
+  await waitUntil(async () => {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    return metricValue(text, 'loom:num_requests_running') === n;
+  }, `${n} requests running`);
+}
+
+/** a socket connected, and what it was given to send written */
+async function rawSocketReady(port: number, bytes: string): Promise<Socket> {
+  const socket = rawSocket(port, '');
+  await once(socket, 'connect');
+  if (bytes) await new Promise<void>((resolve) => socket.write(bytes, () => resolve()));
+  return socket;
+}
+
+/** an hour: a process that waited for it would hang the test (its own timeout fails it) */
+const HOUR = '3600';
+const GUARD = { timeout: 300_000 };
+
 describe('loom serve shutdown', () => {
-  it('ends idle, half-sent, streaming and plain requests at --shutdown-timeout and exits 0', async () => {
-    // the engine hangs in its third step: both requests stay in flight until the deadline
-    const s = await startServe(['--shutdown-timeout', '1', '--engine-step-timeout', '0'], { [FAULT_ENV]: 'hang@3' });
-    const idle = rawSocket(s.port, '');
-    const slowloris = rawSocket(s.port, 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: appl');
+  it('ends idle, half-sent, streaming and plain requests at --shutdown-timeout and exits 0', GUARD, async () => {
+    // the engine hangs in its 60th step, before either request's 100 tokens: both stay
+    // in flight until the deadline
+    const s = await startServe(['--shutdown-timeout', '1', '--engine-step-timeout', '0'], { [FAULT_ENV]: 'hang@60' });
+    const idle = await rawSocketReady(s.port, '');
+    const slowloris = await rawSocketReady(s.port, 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: appl');
     const streamed = await request(s.port, true);
     const reader = streamed.body!.getReader();
     const plain = request(s.port, false);
     await reader.read(); // the stream is under way
-    await sleep(200);
+    await running(s.port, 2); // and the plain request is in the engine too
     const exit = exitAfterSignal(s.child, ['SIGTERM']);
     let body = '';
     for (let r = await reader.read(); !r.done; r = await reader.read()) body += new TextDecoder().decode(r.value);
@@ -75,36 +97,30 @@ describe('loom serve shutdown', () => {
     const p = await plain;
     assert.equal(p.status, 503);
     assert.match(await p.text(), /"code":"engine_unavailable"/);
-    const { code, ms } = await exit;
-    assert.equal(code, 0, s.log());
-    // the bound is timeout + 1 s; the slack is for a loaded CI machine (it took 28-40 s before)
-    assert.ok(ms < 1_000 + 1_000 + 1_500, `exited ${ms} ms after SIGTERM`);
+    assert.equal(await exit, 0, s.log());
     assert.ok(idle.destroyed || (await once(idle, 'close'), true));
     assert.ok(slowloris.destroyed || (await once(slowloris, 'close'), true));
     assert.match(s.log(), /SIGTERM: no new requests; 2 in flight get 1s to finish/);
     assert.match(s.log(), /2 requests still in flight after 1s: ending them/);
   });
 
-  it('with nothing in flight, exits at once even with idle and half-open connections', async () => {
-    const s = await startServe(['--shutdown-timeout', '20']);
+  it('with nothing in flight, exits at once even with idle and half-open connections', GUARD, async () => {
+    const s = await startServe(['--shutdown-timeout', HOUR]);
     assert.equal((await fetch(`http://127.0.0.1:${s.port}/health`)).status, 200); // a keep-alive connection, now idle
-    const sockets = [rawSocket(s.port, ''), rawSocket(s.port, 'GET /health HTTP/1.1\r\nHo')];
-    await sleep(200);
-    const { code, ms } = await exitAfterSignal(s.child, ['SIGTERM']);
-    assert.equal(code, 0, s.log());
-    assert.ok(ms < 5_000, `exited ${ms} ms after SIGTERM (the timeout was 20 s)`);
+    const sockets = [await rawSocketReady(s.port, ''), await rawSocketReady(s.port, 'GET /health HTTP/1.1\r\nHo')];
+    assert.equal(await exitAfterSignal(s.child, ['SIGTERM']), 0, s.log());
+    assert.match(s.log(), /SIGTERM: no new requests; 0 in flight get 3600s to finish/);
+    assert.doesNotMatch(s.log(), /still in flight|overran/);
     for (const socket of sockets) assert.ok(socket.destroyed || (await once(socket, 'close'), true));
   });
 
-  it('a second signal exits at once', async () => {
-    const s = await startServe(['--shutdown-timeout', '60', '--engine-step-timeout', '0'], { [FAULT_ENV]: 'hang@2' });
+  it('a second signal exits at once', GUARD, async () => {
+    const s = await startServe(['--shutdown-timeout', HOUR, '--engine-step-timeout', '0'], { [FAULT_ENV]: 'hang@4' });
     const pending = request(s.port, false).catch(() => undefined);
-    await sleep(300);
+    await running(s.port, 1);
     s.child.kill('SIGTERM');
-    await sleep(200);
-    const { code, ms } = await exitAfterSignal(s.child, ['SIGINT']);
-    assert.equal(code, 1);
-    assert.ok(ms < 5_000, `exited ${ms} ms after the second signal (the timeout was 60 s)`);
+    await waitUntil(() => /SIGTERM: no new requests; 1 in flight/.test(s.log()), 'the first signal to be seen');
+    assert.equal(await exitAfterSignal(s.child, ['SIGINT']), 1);
     assert.match(s.log(), /SIGINT again: exiting now/);
     await pending;
   });

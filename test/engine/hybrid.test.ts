@@ -10,8 +10,7 @@ import type { EngineConfig } from '../../src/engine/engine.js';
 import { recurrentStateLine, resolveEngineConfig } from '../../src/engine/options.js';
 import type { RequestDelta } from '../../src/engine/protocol.js';
 import type { SamplingParamsInput } from '../../src/engine/sampling-params.js';
-import { loadNativeKernels } from '../../src/kernels/native.js';
-import { referenceKernels } from '../../src/kernels/reference.js';
+import { testKernels } from '../fixtures/native.js';
 import { KvCache } from '../../src/model/kv-cache.js';
 import { loadModel } from '../../src/model/load.js';
 import type { LoadedModel } from '../../src/model/load.js';
@@ -27,7 +26,7 @@ const FIXTURE = 'qwen35-q8_0';
 let cached: LoadedModel | undefined;
 const model = (): LoadedModel => (cached ??= loadModel(ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === FIXTURE)!)));
 // the native core where it loads (fast); the tokens are llama.cpp's either way
-const kernels = loadNativeKernels() ?? referenceKernels;
+const kernels = testKernels();
 const goldens = () => readGolden(GOLDEN_DIR, FIXTURE).prompts;
 
 function engine(opts: Partial<EngineConfig> = {}): EngineCore {

@@ -5,7 +5,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { decode } from '@msgpack/msgpack';
 import { Subscriber } from 'zeromq';
 import { encodeCbor } from '../../src/engine/cbor.js';
@@ -19,6 +18,7 @@ import { loadModel } from '../../src/model/load.js';
 import { publishKvEvents } from '../../src/server/kv-events-publisher.js';
 import { ggufFixturePath } from '../fixtures/index.js';
 import { GGUF_FIXTURES } from '../fixtures/recipe.js';
+import { waitUntil } from '../fixtures/wait.js';
 import { Rng } from '../../src/engine/rng.js';
 import { resolveSamplingParams } from '../../src/engine/sampling-params.js';
 
@@ -65,61 +65,90 @@ describe('KV events over ZeroMQ', () => {
     const sub = new Subscriber();
     sub.connect(publisher.endpoint);
     sub.subscribe('kv@');
-    await sleep(200); // PUB drops what is sent before the subscription arrives (slow joiner)
-    const held = new Set<bigint>();
-    let removed = 0;
-    let lastSeq = -1n;
-    const reader = (async () => {
-      for await (const [topic, seq, payload] of sub) {
-        assert.equal(topic!.toString(), 'kv@replica-0@fixture');
-        const s = seq!.readBigUInt64BE();
-        assert.ok(s > lastSeq, 'sequence numbers increase');
-        lastSeq = s;
-        const [ts, events, rank] = decode(payload!, { useBigInt64: true }) as [number, unknown[][], number];
-        assert.ok(ts > 1.7e9 && rank === 0);
-        for (const e of events) {
-          if (e[0] === 'BlockStored') {
-            const [, hashes, , tokenIds, size] = e as [string, bigint[], bigint | null, number[], number];
-            assert.equal(size, blockSize);
-            assert.equal(tokenIds.length, hashes.length * blockSize);
-            for (const h of hashes) held.add(BigInt.asUintN(64, h));
-          } else if (e[0] === 'BlockRemoved') {
-            for (const h of e[1] as bigint[]) removed++, assert.ok(held.delete(BigInt.asUintN(64, h)), 'a removed block was stored before');
-          } else if (e[0] === 'AllBlocksCleared') held.clear();
-          else assert.fail(`unknown event ${String(e[0])}`);
+    // closed however the test ends: an open socket would keep the test process alive
+    let reader: Promise<void> | undefined;
+    try {
+      // batches published so far (the publisher's first says the cache is empty), and the last
+      // one the subscriber has read: the subscriber is up to date when it has read them all
+      let published = 1;
+      client.onStep((step) => {
+        if (step.kvEvents) published++;
+      });
+      const held = new Set<bigint>();
+      let removed = 0;
+      let lastSeq = -1n;
+      let clears = 0;
+      /** a reset of the prefix cache, once the subscriber has read its AllBlocksCleared and all before it */
+      const reset = async () => {
+        const before = clears;
+        assert.ok(await client.resetPrefixCache());
+        await waitUntil(() => clears > before && lastSeq === BigInt(published - 1), 'the subscriber to read the reset');
+      };
+      reader = (async () => {
+        for await (const [topic, seq, payload] of sub) {
+          assert.equal(topic!.toString(), 'kv@replica-0@fixture');
+          const s = seq!.readBigUInt64BE();
+          assert.ok(s > lastSeq, 'sequence numbers increase');
+          lastSeq = s;
+          const [ts, events, rank] = decode(payload!, { useBigInt64: true }) as [number, unknown[][], number];
+          assert.ok(ts > 1.7e9 && rank === 0);
+          for (const e of events) {
+            if (e[0] === 'BlockStored') {
+              const [, hashes, , tokenIds, size] = e as [string, bigint[], bigint | null, number[], number];
+              assert.equal(size, blockSize);
+              assert.equal(tokenIds.length, hashes.length * blockSize);
+              for (const h of hashes) held.add(BigInt.asUintN(64, h));
+            } else if (e[0] === 'BlockRemoved') {
+              for (const h of e[1] as bigint[]) removed++, assert.ok(held.delete(BigInt.asUintN(64, h)), 'a removed block was stored before');
+            } else if (e[0] === 'AllBlocksCleared') held.clear(), clears++;
+            else assert.fail(`unknown event ${String(e[0])}`);
+          }
         }
-      }
-    })();
+      })();
 
-    const rng = new Rng(7);
-    const vocab = model.config.vocabSize;
-    const stems = Array.from({ length: 3 }, () => Array.from({ length: 24 }, () => Math.floor(rng.next() * vocab)));
-    const prompts = Array.from({ length: 12 }, (_, i) => [...stems[i % 3]!, ...Array.from({ length: 4 + Math.floor(rng.next() * 12) }, () => Math.floor(rng.next() * vocab))]);
-    const settle = async () => {
-      await sleep(300);
-      for (const p of prompts) {
-        // the engine's own index says how many full blocks of p it holds; the router's hashes of
-        // those blocks must be exactly the ones the subscriber holds
-        const cachedBlocks = client.engine.blocks.findCachedPrefix([...p, 0]).length;
-        const hashes = promptBlockHashes(p, blockSize, 'loom');
-        for (let i = 0; i < hashes.length; i++) {
-          assert.equal(held.has(hashes[i]!), i < cachedBlocks, `prompt ${prompts.indexOf(p)}, block ${i}: cached ${i < cachedBlocks}`);
+      // PUB drops what is sent before the subscription arrives (slow joiner): requests until the
+      // subscriber reads something, then a reset, after which it has seen every event there is
+      const vocab = model.config.vocabSize;
+      const warmRng = new Rng(99);
+      let warm = 0;
+      await waitUntil(async () => {
+        const prompt = Array.from({ length: 2 * blockSize }, () => Math.floor(warmRng.next() * vocab));
+        for await (const _ of client.add(`warm-${warm++}`, prompt, resolveSamplingParams({ temperature: 0, maxTokens: 1, ignoreEos: true })));
+        assert.ok(await client.resetPrefixCache()); // nothing stored before the subscriber sees it is ever evicted
+        return lastSeq >= 0n;
+      }, 'the subscription to reach the publisher', 120_000, 50);
+      await reset();
+      assert.equal(held.size, 0);
+      const rng = new Rng(7);
+
+      const stems = Array.from({ length: 3 }, () => Array.from({ length: 24 }, () => Math.floor(rng.next() * vocab)));
+      const prompts = Array.from({ length: 12 }, (_, i) => [...stems[i % 3]!, ...Array.from({ length: 4 + Math.floor(rng.next() * 12) }, () => Math.floor(rng.next() * vocab))]);
+      const settle = async () => {
+        await waitUntil(() => lastSeq === BigInt(published - 1), 'the subscriber to read every published batch');
+        for (const p of prompts) {
+          // the engine's own index says how many full blocks of p it holds; the router's hashes of
+          // those blocks must be exactly the ones the subscriber holds
+          const cachedBlocks = client.engine.blocks.findCachedPrefix([...p, 0]).length;
+          const hashes = promptBlockHashes(p, blockSize, 'loom');
+          for (let i = 0; i < hashes.length; i++) {
+            assert.equal(held.has(hashes[i]!), i < cachedBlocks, `prompt ${prompts.indexOf(p)}, block ${i}: cached ${i < cachedBlocks}`);
+          }
         }
+      };
+      for (let round = 0; round < 2; round++) {
+        for (const [i, p] of prompts.entries()) {
+          for await (const _ of client.add(`r${round}-${i}`, p, resolveSamplingParams({ temperature: 0, maxTokens: 3, ignoreEos: true })));
+        }
+        await settle();
       }
-    };
-    for (let round = 0; round < 2; round++) {
-      for (const [i, p] of prompts.entries()) {
-        for await (const _ of client.add(`r${round}-${i}`, p, resolveSamplingParams({ temperature: 0, maxTokens: 3, ignoreEos: true })));
-      }
-      await settle();
+      assert.ok(held.size > 0);
+      assert.ok(removed > 0, 'the cache was small enough for evictions');
+      await reset();
+      assert.equal(held.size, 0, 'a reset clears every block');
+    } finally {
+      sub.close();
+      await publisher.close();
+      await reader?.catch(() => undefined);
     }
-    assert.ok(held.size > 0);
-    assert.ok(removed > 0, 'the cache was small enough for evictions');
-    assert.ok(await client.resetPrefixCache());
-    await sleep(300);
-    assert.equal(held.size, 0, 'a reset clears every block');
-    sub.close();
-    await publisher.close();
-    await reader.catch(() => undefined);
   });
 });

@@ -20,7 +20,8 @@ interface Model {
   aborted: boolean;
 }
 
-function simulate(seed: number, opts: { numBlocks: number; blockSize: number; budget: number; maxSeqs: number; steps: number; stepTimeFactor?: number }): void {
+/** Runs the model test; returns how many sequences it saw preempted (running, then waiting without blocks). */
+function simulate(seed: number, opts: { numBlocks: number; blockSize: number; budget: number; maxSeqs: number; steps: number; stepTimeFactor?: number }): number {
   const rng = new Rng(seed);
   const int = (lo: number, hi: number): number => lo + Math.floor(rng.next() * (hi - lo + 1));
   const blocks = new BlockManager({ numBlocks: opts.numBlocks, blockSize: opts.blockSize, enablePrefixCaching: false });
@@ -31,6 +32,7 @@ function simulate(seed: number, opts: { numBlocks: number; blockSize: number; bu
   const done: Model[] = [];
   let arrivals = 0;
   let lastAdmitted = -1;
+  let seenPreempted = 0;
   for (let step = 0; step < opts.steps || live.length > 0; step++) {
     assert.ok(step < opts.steps * 20, `seed ${seed}: requests still live after ${step} steps (starvation)`);
     // arrivals (only during the first part), and aborts
@@ -78,6 +80,8 @@ function simulate(seed: number, opts: { numBlocks: number; blockSize: number; bu
         }
       }
     }
+    // seen from outside: a running sequence sent back to waiting, its blocks freed
+    for (const m of live) if (before.get(m.seq) === 'running' && m.seq.status === 'waiting') seenPreempted++;
     // no block in two tables, none lost
     const owners = live.filter((m) => m.seq.status === 'running').map((m) => m.seq);
     const used = owners.flatMap((s) => s.blockTable);
@@ -108,11 +112,19 @@ function simulate(seed: number, opts: { numBlocks: number; blockSize: number; bu
   }
   assert.equal(blocks.numFreeBlocks, opts.numBlocks);
   assert.equal(sched.hasWork, false);
+  // the counter the metrics report (num_preemptions_total) counts at least what was seen (a
+  // sequence preempted and admitted again in one step is counted but not seen)
+  assert.ok(sched.numPreemptions >= seenPreempted, `${sched.numPreemptions} preemptions counted, ${seenPreempted} seen`);
+  return seenPreempted;
 }
 
 describe('Scheduler: randomized model test', () => {
   it('holds its invariants and finishes every request (tight cache: preemption)', () => {
-    for (let seed = 1; seed <= 12; seed++) simulate(seed, { numBlocks: 16, blockSize: 4, budget: 24, maxSeqs: 4, steps: 400 });
+    for (let seed = 1; seed <= 12; seed++) {
+      const preemptions = simulate(seed, { numBlocks: 16, blockSize: 4, budget: 24, maxSeqs: 4, steps: 400 });
+      // the point of the tight cache: the invariants held through preemptions, not without any
+      assert.ok(preemptions > 0, `seed ${seed}: no preemption happened`);
+    }
   });
   it('holds its invariants with a roomy cache and a small budget (chunked prefill)', () => {
     for (let seed = 100; seed <= 105; seed++) simulate(seed, { numBlocks: 64, blockSize: 8, budget: 7, maxSeqs: 8, steps: 300 });

@@ -4,8 +4,7 @@
 // prefill, batching, preemption and n > 1.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loadNativeKernels } from '../../src/kernels/native.js';
-import { referenceKernels } from '../../src/kernels/reference.js';
+import { testKernels } from '../fixtures/native.js';
 import { EngineCore } from '../../src/engine/engine.js';
 import { resolveEngineConfig } from '../../src/engine/options.js';
 import type { EngineOptions } from '../../src/engine/options.js';
@@ -21,7 +20,7 @@ import { resolveSamplingParams } from '../../src/engine/sampling-params.js';
 const FIXTURE = 'gemma3-q8_0';
 let cached: LoadedModel | undefined;
 const model = (): LoadedModel => (cached ??= loadModel(ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === FIXTURE)!)));
-const kernels = loadNativeKernels() ?? referenceKernels;
+const kernels = testKernels();
 const BLOCK = 4;
 
 function engine(opts: Partial<EngineOptions>): EngineCore {

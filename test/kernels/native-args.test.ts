@@ -7,12 +7,12 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { nativeUnavailableReason } from '../../src/kernels/native.js';
+import { nativeSkip } from '../fixtures/native.js';
 import { PROJECT_ROOT } from '../fixtures/index.js';
 
 type Fn = (...args: unknown[]) => unknown;
-const reason = nativeUnavailableReason();
-const addon = reason ? undefined : (createRequire(import.meta.url)(process.env.LOOM_NATIVE_ADDON ?? join(PROJECT_ROOT, 'build', 'Release', 'loom_native.node')) as Record<string, Fn>);
+const skip = nativeSkip();
+const addon = skip ? undefined : (createRequire(import.meta.url)(process.env.LOOM_NATIVE_ADDON ?? join(PROJECT_ROOT, 'build', 'Release', 'loom_native.node')) as Record<string, Fn>);
 
 const f32 = (n: number) => new Float32Array(n);
 const i32 = (...v: number[]) => Int32Array.from(v);
@@ -186,9 +186,14 @@ const CASES: Record<string, Case> = {
       [[new Float32Array(16 * 9), Q4_0_R16, 64, 16], TypeError, /data must be a Uint8Array/],
     ],
   },
+  // type → the kernels matmul runs for it (undefined for a type it does not compute with)
+  kernelInfo: {
+    ok: [Q8_0],
+    bad: [[['8'], TypeError, /type must be a number/], [[256], RangeError, /type must be an integer/], [[-1], RangeError, /type must be an integer/]],
+  },
 };
 
-describe('native addon: every N-API input is checked', { skip: reason ? `native core unavailable (${reason})` : false }, () => {
+describe('native addon: every N-API input is checked', { skip }, () => {
   it('has a case for every export', () => {
     const untested = Object.keys(addon!).filter((name) => !(name in CASES) && !['features', 'threads'].includes(name));
     assert.deepEqual(untested, [], 'exports without argument checks in this test');

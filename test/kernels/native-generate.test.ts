@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { runGreedy } from '../fixtures/engine-run.js';
 import type { Kernels } from '../../src/kernels/index.js';
-import { loadNativeKernels, nativeUnavailableReason } from '../../src/kernels/native.js';
+import { nativeSkip, requireNative } from '../fixtures/native.js';
 import { loadModel } from '../../src/model/load.js';
 import { GOLDEN_DIR, PROJECT_ROOT, SHARED_MODELS, ggufFixturePath, sha256File } from '../fixtures/index.js';
 import { readGolden, SHARED_MODEL_CASES } from '../fixtures/golden.js';
@@ -20,8 +20,8 @@ import { LLAMA_CPP_TOLERANCE } from '../fixtures/tolerance.js';
 /** the bounds test/model/llama-cpp-agreement.test.ts holds the reference to */
 const TOLERANCE = LLAMA_CPP_TOLERANCE;
 
-const native = loadNativeKernels();
-const skip = native ? false : `native core unavailable (${nativeUnavailableReason()})`;
+const native = requireNative();
+const skip = nativeSkip();
 
 function checkFile(kernels: Kernels, name: string, path: string, tolerance: number): void {
   const golden = readGolden(GOLDEN_DIR, name);

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { nativeUnavailableReason } from '../../src/kernels/native.js';
+import { nativeSkip } from '../fixtures/native.js';
 
-const reason = nativeUnavailableReason();
+const skip = nativeSkip();
 const nativeModule = new URL('../../src/kernels/native.js', import.meta.url).href;
 
 const script = `
@@ -22,7 +22,7 @@ for (let i = 0; i < 20; i++) {
 console.log('workers done');
 `;
 
-describe('native addon in worker threads', { skip: reason ? `native core unavailable (${reason})` : false }, () => {
+describe('native addon in worker threads', { skip }, () => {
   it('outlives the workers that loaded it: the process ends cleanly', () => {
     const run = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(run.signal, null, `the process died of ${run.signal}: ${run.stderr}`);

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { DeltaRuleShape, Kernels } from '../../src/kernels/index.js';
-import { loadNativeKernels, nativeUnavailableReason } from '../../src/kernels/native.js';
+import { nativeSkip, requireNative } from '../fixtures/native.js';
 import { referenceKernels as ref } from '../../src/kernels/reference.js';
 import { RUN_SEED, relError, rngFor } from '../fixtures/kernel-cases.js';
 
@@ -254,10 +254,10 @@ function nativeChecks(k: Kernels): void {
   });
 }
 
-const native = loadNativeKernels();
+const native = requireNative();
 for (const impl of [
   { name: 'reference', kernels: ref as Kernels | undefined, skip: false as string | false },
-  { name: 'native', kernels: native, skip: native ? (false as const) : `native core unavailable (${nativeUnavailableReason()})` },
+  { name: 'native', kernels: native, skip: nativeSkip() },
 ]) {
   describe(`recurrent kernels: ${impl.name}`, { skip: impl.skip }, () => {
     if (impl.kernels) conformance(impl.kernels);

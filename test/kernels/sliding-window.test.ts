@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AttentionShape, Kernels } from '../../src/kernels/index.js';
-import { loadNativeKernels } from '../../src/kernels/native.js';
+import { nativeSkip, requireNative } from '../fixtures/native.js';
 import { referenceKernels as ref } from '../../src/kernels/reference.js';
 import { attentionCase, relError, rngFor, RUN_SEED } from '../fixtures/kernel-cases.js';
 import type { AttentionCase, SeqPlan } from '../fixtures/kernel-cases.js';
@@ -93,8 +93,9 @@ describe('sliding-window attention', () => {
     assert.deepEqual(run(ref, c, { ...c.shape, window: 64 }), run(ref, c, c.shape));
   });
 
-  const native = loadNativeKernels();
-  it('native agrees with the reference, f16 and f32 caches; a token alone gives the same bits as in the batch', { skip: native ? false : 'native core unavailable' }, () => {
+  const native = requireNative();
+  const skip = nativeSkip();
+  it('native agrees with the reference, f16 and f32 caches; a token alone gives the same bits as in the batch', { skip }, () => {
     for (const dtype of ['f32', 'f16'] as const) {
       for (const [i, p] of CASES.entries()) {
         const c = dropOutsideWindow(attentionCase(rngFor(`swa ${dtype} ${i}`), dtype, p.plan, HEADS, p.blockSize), p.window);
@@ -118,7 +119,7 @@ describe('sliding-window attention', () => {
     }
   });
 
-  it('native refuses a freed block inside a window', { skip: native ? false : 'native core unavailable' }, () => {
+  it('native refuses a freed block inside a window', { skip }, () => {
     const c = attentionCase(rngFor('swa missing'), 'f32', [{ cached: 40, chunk: 1 }], HEADS, 16);
     const tables = c.batch.blockTables.slice();
     tables[1] = -1; // positions 16..31: inside a window of 20 at position 40
@@ -127,7 +128,7 @@ describe('sliding-window attention', () => {
   });
 
   for (const [name, k] of [['reference', ref], ['native', native]] as const) {
-    it(`${name}: geluMul is gelu times up; softcap is cap·tanh(x/cap)`, { skip: k ? false : 'native core unavailable' }, () => {
+    it(`${name}: geluMul is gelu times up; softcap is cap·tanh(x/cap)`, { skip: k ? false : skip }, () => {
       const rng = rngFor(`gelu mul ${name}`);
       for (const n of [1, 17, 4099]) {
         const gate = rng.fill(n, 4);

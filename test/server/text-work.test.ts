@@ -131,8 +131,11 @@ describe('Slicer', () => {
     const order: string[] = [];
     setTimeout(() => order.push('timer'), 0);
     const slicer = new Slicer(2);
-    const until = performance.now() + 40;
-    while (performance.now() < until) await slicer.tick(); // busy: only the ticks yield
+    // busy (only the ticks yield) until the timer has run; without yields it never would, and the
+    // loop ends at the guard. (Was: busy for 40 ms, which a loaded machine can spend descheduled,
+    // leaving one tick or none.)
+    const guard = performance.now() + 10_000;
+    while (!order.includes('timer') && performance.now() < guard) await slicer.tick();
     order.push('loop');
     assert.deepEqual(order, ['timer', 'loop']);
   });

@@ -7,8 +7,7 @@
 // the draft cache's blocks all returned.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { referenceKernels } from '../../../src/kernels/reference.js';
-import { loadNativeKernels } from '../../../src/kernels/native.js';
+import { testKernels } from '../../fixtures/native.js';
 import type { LoadedModel } from '../../../src/model/load.js';
 import { EngineCore } from '../../../src/engine/engine.js';
 import { createEngineCore } from '../../../src/engine/create.js';
@@ -61,7 +60,7 @@ const draftModel = (f: GGUFFixture): LoadedModel => {
 };
 
 /** the native core where it is built (the greedy comparisons hold on either) */
-const kernels = loadNativeKernels() ?? referenceKernels;
+const kernels = testKernels();
 
 const spec = (draft: LoadedModel, k = 4, extra: Partial<SpeculativeConfigInput> = {}): SpeculativeConfigInput => ({ method: 'draft_model', model: draft.path, num_speculative_tokens: k, disable_by_batch_size: 64, ...extra });
 

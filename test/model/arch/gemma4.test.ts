@@ -4,8 +4,7 @@
 // chunked prefill, with the sliding-window pool and without it (tokens and logits).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loadNativeKernels } from '../../../src/kernels/native.js';
-import { referenceKernels } from '../../../src/kernels/reference.js';
+import { testKernels } from '../../fixtures/native.js';
 import type { EngineCore } from '../../../src/engine/engine.js';
 import { resolveEngineConfig } from '../../../src/engine/options.js';
 import { KvCache } from '../../../src/model/kv-cache.js';
@@ -18,7 +17,7 @@ import { GEMMA4_FIXTURE_CONFIG, SHAPES } from '../../fixtures/recipe.js';
 import { resolveSamplingParams } from '../../../src/engine/sampling-params.js';
 
 const FIXTURE = 'gemma4-q8_0';
-const kernels = loadNativeKernels() ?? referenceKernels;
+const kernels = testKernels();
 const BLOCK = 4;
 const golden = () => readGolden(GOLDEN_DIR, FIXTURE).prompts;
 

@@ -13,10 +13,10 @@
 // Differences loom keeps (docs/api.md, "Where loom differs from LMDeploy and vLLM"): stop words are matched as text (they may span tokens)
 // rather than mapped to stop token ids; `seed` is loom's; /abort_request is on by default.
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { fixtureBy, sseEvents, startTestServer } from '../../fixtures/server.js';
 import type { TestServer } from '../../fixtures/server.js';
+import { waitUntil } from '../../fixtures/wait.js';
 
 interface GenerateOut {
   text: string;
@@ -32,9 +32,14 @@ interface LmdeployError {
 
 describe('/generate as LMDeploy (qwen3 fixture)', () => {
   let s: TestServer;
+  /** the most requests one engine step has carried tokens for since it was last reset */
+  let generatingAtOnce = 0;
   before(async () => {
     s = await startTestServer(fixtureBy((f) => f.name === 'qwen3-q8_0'));
+    s.engine.onStep((step) => (generatingAtOnce = Math.max(generatingAtOnce, step.deltas.length)));
   });
+  /** until an engine step carries tokens of `n` requests: they run (and hold their sessions) */
+  const generating = (n: number) => waitUntil(() => generatingAtOnce >= n, `${n} requests generating`);
   after(() => s.close());
   const gen = async (body: object): Promise<GenerateOut> => {
     const res = await s.post('/generate', { prompt: 'Once upon a time', temperature: 0, ...body });
@@ -129,8 +134,9 @@ describe('/generate as LMDeploy (qwen3 fixture)', () => {
   });
 
   it('session_id: occupied while running; /abort_request ends it as abort; unknown sessions are 400', async () => {
+    generatingAtOnce = 0;
     const running = s.post('/generate', { prompt: 'Once upon a time', max_tokens: 400, ignore_eos: true, session_id: 7 });
-    await sleep(100);
+    await generating(1);
     const busy = await s.post('/generate', { prompt: 'hi', max_tokens: 1, session_id: 7 });
     assert.equal(busy.status, 400);
     assert.match(((await busy.json()) as LmdeployError).message, /The session_id 7 is occupied/);
@@ -147,9 +153,10 @@ describe('/generate as LMDeploy (qwen3 fixture)', () => {
   });
 
   it('abort_all ends every running request', async () => {
+    generatingAtOnce = 0;
     const a = s.post('/generate', { prompt: 'Once', max_tokens: 400, ignore_eos: true });
     const b = s.post('/v1/completions', { model: 'fixture', prompt: 'Once', max_tokens: 400, ignore_eos: true });
-    await sleep(100);
+    await generating(2);
     assert.equal((await s.post('/abort_request', { abort_all: true })).status, 200);
     assert.equal(((await (await a).json()) as GenerateOut).meta_info.finish_reason?.type, 'abort');
     assert.equal(((await (await b).json()) as { choices: { finish_reason: string }[] }).choices[0]!.finish_reason, 'abort');

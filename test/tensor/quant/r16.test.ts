@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { allocateLarge, loadNativeKernels, nativeR16Interleaver } from '../../../src/kernels/native.js';
+import { allocateLarge, nativeR16Interleaver } from '../../../src/kernels/native.js';
+import { nativeSkip, requireNative } from '../../fixtures/native.js';
 import { referenceKernels as ref } from '../../../src/kernels/reference.js';
 import { GGMLType, fileType } from '../../../src/tensor/weight-types.js';
 import { loadVector } from '../../../src/model/arch/architecture.js';
@@ -19,7 +20,7 @@ import { interleaveR16, interleaved, r16TypeFor } from '../../../src/tensor/quan
 import { RUN_SEED, matmulRelError, randomWeight, rngFor } from '../../fixtures/kernel-cases.js';
 
 const seedNote = `(LOOM_TEST_SEED=${RUN_SEED})`;
-const native = loadNativeKernels();
+const native = requireNative();
 const interleaver = nativeR16Interleaver();
 const LAYOUTS = [
   { plain: 'Q4_0', type: GGMLType.Q4_0_R16, fileType: GGMLType.Q4_0, blockBytes: 18 },
@@ -57,7 +58,7 @@ for (const L of LAYOUTS) {
       assert.throws(() => interleaveR16(L.type, new Uint8Array(L.blockBytes * 2 * 16 + 1), 64, 16), RangeError);
     });
 
-    describe('native', { skip: native ? false : 'the native core is unavailable' }, () => {
+    describe('native', { skip: nativeSkip() }, () => {
       it('the native rewrite gives the TypeScript bytes', { skip: interleaver ? false : 'no AVX-512 VNNI: tensors keep their layout' }, () => {
         const plain = randomWeight(rngFor(`r16 native rewrite ${L.plain}`), L.plain, 544, 64);
         const data = plain.data.slice();

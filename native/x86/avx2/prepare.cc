@@ -1,28 +1,22 @@
-// AVX2 + FMA + F16C kernels (this file is built with -mavx2 -mfma -mf16c; matmul.cc calls it
-// only on CPUs that have them). Activation preparation bit-exact with prepare_row_scalar, and
-// dot kernels for few rows; many rows reuse the same kernels 4 rows at a time.
+// AVX2 + F16C activation preparation (see ../../quant.h for the formulas), bit-exact with
+// prepare_row_scalar; the AVX-512 path uses it too (avx512_prepare_row, its GEMM's packing).
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 
-#include "../matmul.h"
-#include "../r16.h"
-#include "../quant.h"
-#include "matmul_x86.h"
+#include "../../half.h"
+#include "../../quant.h"
+#include "../../weight-types.h"
+#include "../dot256.h"
+#include "../matmul_x86.h"
 
 namespace loom {
 namespace x86 {
 namespace {
-
-// acc + Σ of 4 u8·s8 products per int32 lane (no VNNI: maddubs pairs, then madd pairs).
-// The int16 pair sums cannot saturate: one factor is ≤ 127 in magnitude (|w|, or a ≤ 6-bit q).
-inline __m256i dpbusd(__m256i acc, __m256i u8, __m256i s8) {
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), _mm256_set1_epi16(1)));
-}
-
-#include "dot_int8.h"
 
 // ---- activation preparation (see quant.h for the formulas) ----
 
@@ -140,63 +134,6 @@ void prepare_bf16(const float* x, int K, uint8_t* dst) {
   }
 }
 
-// ---- float dot kernels: R ≤ 4 activation rows against one weight row ----
-
-inline __m256 load_f16x8(const uint8_t* p) { return _mm256_cvtph_ps(loadu128(p)); }
-inline __m256 load_bf16x8(const uint8_t* p) {
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(loadu128(p)), 16));
-}
-
-// F32 / F16: x rows are f32 values; the weight row is f32 or f16.
-template <int R, bool kHalf>
-void dot_float_rows(const uint8_t* w, const float* const* x, int K, float* res) {
-  __m256 acc[2][R];
-  LOOM_UNROLL for (int u = 0; u < 2; u++)
-    LOOM_UNROLL for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
-  auto wload = [&](int i) {
-    return kHalf ? load_f16x8(w + 2 * i) : _mm256_loadu_ps(reinterpret_cast<const float*>(w) + i);
-  };
-  int i = 0;
-  for (; i + 16 <= K; i += 16) {
-    if (!kHalf || (i & 31) == 0) LOOM_PREFETCH(w + (kHalf ? 2 : 4) * i);  // a line per 64 bytes
-    const __m256 w0 = wload(i), w1 = wload(i + 8);
-    LOOM_UNROLL for (int r = 0; r < R; r++) {
-      acc[0][r] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x[r] + i), acc[0][r]);
-      acc[1][r] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(x[r] + i + 8), acc[1][r]);
-    }
-  }
-  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
-  for (; i < K; i++) {
-    const float wi = kHalf ? f16_to_f32(load_u16(w + 2 * i)) : reinterpret_cast<const float*>(w)[i];
-    LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * x[r][i];
-  }
-}
-
-// BF16: x rows are bf16 bit patterns; products of two bf16 values are exact in f32.
-template <int R>
-void dot_bf16_rows(const uint8_t* w, const uint8_t* const* x, int K, float* res) {
-  __m256 acc[2][R];
-  LOOM_UNROLL for (int u = 0; u < 2; u++)
-    LOOM_UNROLL for (int r = 0; r < R; r++) acc[u][r] = _mm256_setzero_ps();
-  int i = 0;
-  for (; i + 16 <= K; i += 16) {
-    if ((i & 31) == 0) LOOM_PREFETCH(w + 2 * i);
-    const __m256 w0 = load_bf16x8(w + 2 * i), w1 = load_bf16x8(w + 2 * i + 16);
-    LOOM_UNROLL for (int r = 0; r < R; r++) {
-      acc[0][r] = _mm256_fmadd_ps(w0, load_bf16x8(x[r] + 2 * i), acc[0][r]);
-      acc[1][r] = _mm256_fmadd_ps(w1, load_bf16x8(x[r] + 2 * i + 16), acc[1][r]);
-    }
-  }
-  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum256(_mm256_add_ps(acc[0][r], acc[1][r]));
-  for (; i < K; i++) {
-    const float wi = bf16_to_f32(load_u16(w + 2 * i));
-    LOOM_UNROLL for (int r = 0; r < R; r++) res[r] += wi * bf16_to_f32(load_u16(x[r] + 2 * i));
-  }
-}
-
-const float* as_f32(const uint8_t* row, int) { return reinterpret_cast<const float*>(row); }
-const uint8_t* as_bytes(const uint8_t* row, int) { return row; }
-
 }  // namespace
 
 void avx2_prepare_row(int type, const float* x, int K, uint8_t* dst) {
@@ -208,30 +145,6 @@ void avx2_prepare_row(int type, const float* x, int K, uint8_t* dst) {
     case Act::kQ8_0: prepare_q8_0(x, K, dst); return;
     case Act::kQ8_K: prepare_q8_k(x, K, dst); return;
     default: prepare_row_scalar(type, x, K, dst); return;
-  }
-}
-
-void avx2_dot(int type, const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0,
-              int o1, float* out, int N) {
-  if (r16_plain_type(type) >= 0) {  // laid out for AVX-512 (loom interleaves only there); forced paths only
-    dot_r16_portable(type, xa, xstride, rows, w, K, o0, o1, out, N);
-    return;
-  }
-  if (dot_int8(type, xa, xstride, rows, w, wstride, K, o0, o1, out, N)) return;
-  switch (type) {
-    case kF32:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, as_f32, dot_float_rows<1, false>,
-                      dot_float_rows<2, false>, dot_float_rows<3, false>, dot_float_rows<4, false>);
-      return;
-    case kF16:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, as_f32, dot_float_rows<1, true>,
-                      dot_float_rows<2, true>, dot_float_rows<3, true>, dot_float_rows<4, true>);
-      return;
-    case kBF16:
-      dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, as_bytes, dot_bf16_rows<1>,
-                      dot_bf16_rows<2>, dot_bf16_rows<3>, dot_bf16_rows<4>);
-      return;
-    default: return;
   }
 }
 

@@ -1,5 +1,7 @@
-// AVX-512 GEMM micro-kernels and driver (included by matmul_avx512.cc inside its anonymous
-// namespace, after gemm_avx512_pack.h). Tile layouts: see gemm_avx512_pack.h.
+// The AVX-512 GEMM for many activation rows: activations packed once per call in 16-row
+// tiles (gemm_pack.cc, which describes their layouts), weights prepared a panel of 48 outputs
+// at a time for one of five micro-kernel families (f32, bf16, q8, q4k, q6k), and each type's
+// registration (its panel preparation, family and threshold).
 //
 // A micro-kernel computes NR output rows (weights, one broadcast 32-bit word at a time) by
 // NV·16 activation rows (NV packed tiles, 16 rows per vector lane set) over a K-block,
@@ -8,14 +10,25 @@
 // weight + 128 (a sign-bit flip of the broadcast word), s8 = x; the +128 is taken back by the
 // tile's −128·Σx, the accumulator's initial value. K-quants: u8 = x + 128, s8 = weight, and
 // −128·Σw comes from the panel's tables.
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
 
-inline uint32_t load32(const void* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-inline __m512i bcast32(const void* p) { return _mm512_set1_epi32(static_cast<int>(load32(p))); }
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
 
+#include "../../half.h"
+#include "../../quant.h"
+#include "../../weight-types.h"
+#include "../dot256.h"
+#include "../matmul_x86.h"
+#include "common.h"
+#include "gemm.h"
+
+namespace loom {
+namespace x86 {
+namespace {
 // ---- per-panel weight preparation (thread-local, reused) ----
 
 struct Q4KTab {  // one Q4_K block of one output row
@@ -106,109 +119,147 @@ inline void panel_q6_k(const uint8_t* blk, int8_t* q, Q6KTab& t) {
   t.C = -128 * (_mm512_reduce_add_epi32(csum) - 512 * sc_sum);
 }
 
-#include "gemm_avx512_panel_ext.h"
+// ---- the types that reuse another type's micro-kernels ----
+//
+// Q5_K block → s8 q (0..31, in order) and its Q4_K-style table (C summed as panel_q4_k does)
+inline void panel_q5_k(const uint8_t* blk, int8_t* q, Q4KTab& t) {
+  uint8_t sm[16];
+  q4_k_scales(blk + 4, sm);
+  const __m128i smv = loadu128(sm);
+  const __m512i smb = _mm512_broadcast_i32x4(smv);
+  const __m256i m4 = _mm256_set1_epi8(15), m16 = _mm256_set1_epi8(16), qh = loadu256(blk + 16);
+  __m512i csum = _mm512_setzero_si512();
+  LOOM_UNROLL for (int c = 0; c < 4; c++) {
+    const __m256i qs = loadu256(blk + 48 + 32 * c);
+    const __m256i lo = _mm256_or_si256(_mm256_and_si256(qs, m4), _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c), 4), m16));
+    const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 4), m4),
+                                       _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(qh, 2 * c + 1), 4), m16));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c), lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 64 * c + 32), hi);
+    csum = _mm512_dpbusd_epi32(csum, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), q4k_chunk_scales(smb, c));
+  }
+  q4k_tab(blk, smv, csum, t);
+}
 
-void prepare_panel(int type, const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
+// Σ of 16 int8 at p
+inline int32_t sum_i8_16(const int8_t* p) {
+  return hsum256_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(loadu128(p)), _mm256_set1_epi16(1)));
+}
+
+// Q6_K-style table from 16 sub-block scales of 16 s8 values
+inline void q6k_tab(const int8_t* q, const int16_t* sc, float d, Q6KTab& t) {
+  t.d = d;
+  int32_t C = 0;
+  for (int j = 0; j < 16; j++) {
+    t.sc[j] = sc[j];
+    C += sc[j] * sum_i8_16(q + 16 * j);
+  }
+  t.C = -128 * C;
+}
+
+// Q3_K block → s8 q − 4 (−4..3, in order)
+inline void panel_q3_k(const uint8_t* blk, int8_t* q, Q6KTab& t) {
+  alignas(32) int16_t sc[16];
+  q3_k_scales(blk + 96, sc);
+  const __m256i m3 = _mm256_set1_epi8(3), m4 = _mm256_set1_epi8(4), hm = loadu256(blk);
+  for (int n = 0; n < 2; n++) {
+    const __m256i qs = loadu256(blk + 32 + 32 * n);
+    for (int j = 0; j < 4; j++) {
+      const __m256i hi = _mm256_and_si256(_mm256_slli_epi16(_mm256_srli_epi16(hm, 4 * n + j), 2), m4);
+      const __m256i v = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(qs, 2 * j), m3), hi);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 128 * n + 32 * j), _mm256_sub_epi8(v, m4));
+    }
+  }
+  q6k_tab(q, sc, f16_scalar(blk + 108), t);
+}
+
+// IQ4_XS block → s8 levels; each 32-value scale serves both of its 16-value halves
+inline void panel_iq4_xs(const uint8_t* blk, int8_t* q, Q6KTab& t) {
+  int16_t sc[16];
+  const int h = blk[2] | (blk[3] << 8);
+  for (int j = 0; j < 8; j++) {
+    sc[2 * j] = sc[2 * j + 1] = static_cast<int16_t>((((blk[4 + (j >> 1)] >> (4 * (j & 1))) & 15) | (((h >> (2 * j)) & 3) << 4)) - 32);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * j), _mm256_shuffle_epi8(iq4nl_table(), q4_0_unpack(blk + 8 + 16 * j)));
+  }
+  q6k_tab(q, sc, f16_scalar(blk), t);
+}
+
+// A panel's weight preparation, one function per type: rows [o0, o0 + no) into p.
+using PanelFn = void (*)(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p);
+
+// F32, BF16: read in place
+void panel_in_place(const uint8_t* w, size_t wstride, int, int o0, int no, Panel& p) {
+  for (int o = 0; o < no; o++) p.w[o] = w + wstride * (o0 + o);
+}
+
+// F16 → f32 rows
+void panel_f16(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
   const size_t k = static_cast<size_t>(K);
-  switch (type) {
-    case kF32:
-    case kBF16:
-      for (int o = 0; o < no; o++) p.w[o] = w + wstride * (o0 + o);
-      return;
-    case kF16:
-      p.unpacked.get(48 * 4 * k);
-      for (int o = 0; o < no; o++) {
-        const uint8_t* src = w + wstride * (o0 + o);
-        float* dst = reinterpret_cast<float*>(p.unpacked.data()) + k * o;
-        int i = 0;
-        for (; i + 16 <= K; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(loadu256(src + 2 * i)));
-        for (; i < K; i++) dst[i] = f16_to_f32(load_u16(src + 2 * i));
-        p.w[o] = reinterpret_cast<const uint8_t*>(dst);
-      }
-      return;
-    case kQ8_0:
-    case kQ4_0: {
-      const int nb = K / 32;
-      p.dw.get(48 * static_cast<size_t>(nb));
-      if (type == kQ4_0) p.unpacked.get(48 * k);
-      p.bstride = type == kQ8_0 ? 34 : 32;
-      for (int o = 0; o < no; o++) {
-        const uint8_t* row = w + wstride * (o0 + o);
-        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
-        for (int b = 0; b < nb; b++) {
-          if (type == kQ4_0) {  // → s8 (q − 8), values in order
-            const __m256i v = _mm256_sub_epi8(q4_0_unpack(row + 18 * b + 2), _mm256_set1_epi8(8));
-            _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), v);
-          }
-          p.dw.data()[o * nb + b] = f16_scalar(row + (type == kQ8_0 ? 34 : 18) * b);
-        }
-        p.w[o] = type == kQ8_0 ? row + 2 : reinterpret_cast<const uint8_t*>(un);
-      }
-      return;
+  p.unpacked.get(48 * 4 * k);
+  for (int o = 0; o < no; o++) {
+    const uint8_t* src = w + wstride * (o0 + o);
+    float* dst = reinterpret_cast<float*>(p.unpacked.data()) + k * o;
+    int i = 0;
+    for (; i + 16 <= K; i += 16) _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(loadu256(src + 2 * i)));
+    for (; i < K; i++) dst[i] = f16_to_f32(load_u16(src + 2 * i));
+    p.w[o] = reinterpret_cast<const uint8_t*>(dst);
+  }
+}
+
+// Q8_0: the s8 values read in place (blocks 34 bytes apart), the scales as f32
+void panel_q8_0(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
+  const int nb = K / 32;
+  p.dw.get(48 * static_cast<size_t>(nb));
+  p.bstride = 34;
+  for (int o = 0; o < no; o++) {
+    const uint8_t* row = w + wstride * (o0 + o);
+    for (int b = 0; b < nb; b++) p.dw.data()[o * nb + b] = f16_scalar(row + 34 * b);
+    p.w[o] = row + 2;
+  }
+}
+
+// The s8 values of a block of 32 in order (the weight is d·value)
+inline __m256i s8_q4_0(const uint8_t* blk) { return _mm256_sub_epi8(q4_0_unpack(blk + 2), _mm256_set1_epi8(8)); }
+inline __m256i s8_q5_0(const uint8_t* blk) {
+  return _mm256_sub_epi8(_mm256_or_si256(q4_0_unpack(blk + 6), _mm256_and_si256(bits_to_bytes32(blk + 2), _mm256_set1_epi8(16))),
+                         _mm256_set1_epi8(16));
+}
+inline __m256i s8_iq4_nl(const uint8_t* blk) { return _mm256_shuffle_epi8(iq4nl_table(), q4_0_unpack(blk + 2)); }
+
+// Q4_0, Q5_0, IQ4_NL → s8 values in blocks of 32 and their scales, for kern_q8 as Q8_0's
+template <int kBytes, __m256i (*Values)(const uint8_t*)>
+void panel_s8_32(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
+  const size_t k = static_cast<size_t>(K);
+  const int nb = K / 32;
+  p.dw.get(48 * static_cast<size_t>(nb));
+  p.unpacked.get(48 * k);
+  p.bstride = 32;
+  for (int o = 0; o < no; o++) {
+    const uint8_t* row = w + wstride * (o0 + o);
+    int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
+    for (int b = 0; b < nb; b++) {
+      const uint8_t* blk = row + kBytes * b;
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), Values(blk));
+      p.dw.data()[o * nb + b] = f16_scalar(blk);
     }
-    case kQ4_K:
-    case kQ6_K: {
-      const int nb = K / 256;
-      p.unpacked.get(48 * k);
-      if (type == kQ4_K) p.q4k.get(48 * static_cast<size_t>(nb));
-      if (type == kQ6_K) p.q6k.get(48 * static_cast<size_t>(nb));
-      p.bstride = 256;
-      for (int o = 0; o < no; o++) {
-        const uint8_t* row = w + wstride * (o0 + o);
-        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
-        for (int b = 0; b < nb; b++) {
-          int8_t* q = un + 256 * b;
-          if (type == kQ4_K) panel_q4_k(row + 144 * b, q, p.q4k.data()[o * nb + b]);
-          else panel_q6_k(row + 210 * b, q, p.q6k.data()[o * nb + b]);
-        }
-        p.w[o] = reinterpret_cast<const uint8_t*>(un);
-      }
-      return;
-    }
-    case kQ5_0:
-    case kIQ4_NL: {  // → s8 values in blocks of 32, as Q4_0 (kern_q8)
-      const int nb = K / 32, bytes = type == kQ5_0 ? 22 : 18;
-      p.dw.get(48 * static_cast<size_t>(nb));
-      p.unpacked.get(48 * k);
-      p.bstride = 32;
-      for (int o = 0; o < no; o++) {
-        const uint8_t* row = w + wstride * (o0 + o);
-        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
-        for (int b = 0; b < nb; b++) {
-          const uint8_t* blk = row + bytes * b;
-          const __m256i v = type == kQ5_0
-              ? _mm256_sub_epi8(_mm256_or_si256(q4_0_unpack(blk + 6), _mm256_and_si256(bits_to_bytes32(blk + 2), _mm256_set1_epi8(16))),
-                                _mm256_set1_epi8(16))
-              : _mm256_shuffle_epi8(iq4nl_table(), q4_0_unpack(blk + 2));
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(un + 32 * b), v);
-          p.dw.data()[o * nb + b] = f16_scalar(blk);
-        }
-        p.w[o] = reinterpret_cast<const uint8_t*>(un);
-      }
-      return;
-    }
-    case kQ5_K:
-    case kQ3_K:
-    case kIQ4_XS: {  // → s8 values per 256 and the Q4_K (Q5_K) or Q6_K (Q3_K, IQ4_XS) tables
-      const int nb = K / 256;
-      p.unpacked.get(48 * k);
-      if (type == kQ5_K) p.q4k.get(48 * static_cast<size_t>(nb));
-      else p.q6k.get(48 * static_cast<size_t>(nb));
-      p.bstride = 256;
-      for (int o = 0; o < no; o++) {
-        const uint8_t* row = w + wstride * (o0 + o);
-        int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
-        for (int b = 0; b < nb; b++) {
-          int8_t* q = un + 256 * b;
-          if (type == kQ5_K) panel_q5_k(row + 176 * b, q, p.q4k.data()[o * nb + b]);
-          else if (type == kQ3_K) panel_q3_k(row + 110 * b, q, p.q6k.data()[o * nb + b]);
-          else panel_iq4_xs(row + 136 * b, q, p.q6k.data()[o * nb + b]);
-        }
-        p.w[o] = reinterpret_cast<const uint8_t*>(un);
-      }
-      return;
-    }
-    default: return;
+    p.w[o] = reinterpret_cast<const uint8_t*>(un);
+  }
+}
+
+// K-quants, IQ4_XS → s8 values per 256 and a table per block: Q4_K's (Q4_K, Q5_K) or Q6_K's
+// (Q6_K, Q3_K, IQ4_XS), filled by Fill from the block
+template <int kBytes, class Tab, void (*Fill)(const uint8_t*, int8_t*, Tab&), Buf<Tab> Panel::*kTabs>
+void panel_kquant(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
+  const size_t k = static_cast<size_t>(K);
+  const int nb = K / 256;
+  p.unpacked.get(48 * k);
+  (p.*kTabs).get(48 * static_cast<size_t>(nb));
+  p.bstride = 256;
+  for (int o = 0; o < no; o++) {
+    const uint8_t* row = w + wstride * (o0 + o);
+    int8_t* un = reinterpret_cast<int8_t*>(p.unpacked.data()) + k * o;
+    for (int b = 0; b < nb; b++) Fill(row + kBytes * b, un + 256 * b, (p.*kTabs).data()[o * nb + b]);
+    p.w[o] = reinterpret_cast<const uint8_t*>(un);
   }
 }
 
@@ -364,37 +415,6 @@ struct GemmShape {
   int kc;     // K-block (values)
 };
 
-// Output rows per micro-kernel when a pass holds a single tile (16 rows or fewer): twice as
-// many weight rows keep as many accumulators busy.
-int single_tile_nr(int type) { return weight_traits(type)->act == Act::kQ8_K ? 8 : 12; }
-
-// The micro-kernel family a type's panel is prepared for (prepare_panel): the new types
-// reuse the kernels of the type whose table they fill.
-int gemm_family(int type) {
-  switch (type) {
-    case kQ5_0:
-    case kIQ4_NL: return kQ4_0;
-    case kQ5_K: return kQ4_K;
-    case kQ3_K:
-    case kIQ4_XS: return kQ6_K;
-    default: return type;
-  }
-}
-
-GemmShape gemm_shape(int type) {
-  switch (gemm_family(type)) {
-    case kF32:
-    case kF16: return {6, 4, 128};
-    case kBF16: return {6, 4, 256};
-    case kQ8_0:
-    case kQ4_0: return {6, 2, 1024};
-    default: return {4, 2, 1024};  // Q4_K, Q6_K
-  }
-}
-
-// output rows per micro-kernel in a pass of nv tiles
-int pass_nr(int type, const GemmShape& sh, int nv) { return nv == 1 ? single_tile_nr(type) : sh.nr; }
-
 using KernFn = void (*)(const Panel&, int, const uint32_t*, size_t, int, int, int, float*, int);
 
 // Wrappers with one signature: (panel, og, x, tw, K, k0 (values), kc (values), acc, astride)
@@ -439,26 +459,31 @@ struct Table {
 #undef LOOM_ROW
 #undef LOOM_ROW1
 
-KernFn kernel_for(int type, int nr, int nv) {
-  switch (gemm_family(type)) {
-    case kF32:
-    case kF16: return Table<RunF32>::t[nr - 1][nv - 1];
-    case kBF16: return Table<RunBF16>::t[nr - 1][nv - 1];
-    case kQ8_0:
-    case kQ4_0: return Table<RunQ8>::t[nr - 1][nv - 1];
-    case kQ4_K: return Table<RunQ4K>::t[nr - 1][nv - 1];
-    default: return Table<RunQ6K>::t[nr - 1][nv - 1];
-  }
-}
+// A micro-kernel family: its shape and kernels[nr − 1][nv − 1]. Output rows per micro-kernel
+// when a pass holds a single tile (16 rows or fewer): single_nr, as twice as many weight rows
+// keep as many accumulators busy (8 for the K-quants' Q8_K activations, else 12).
+struct GemmFamily {
+  GemmShape shape;
+  int single_nr;
+  const KernFn (*kernels)[4];
+};
+constexpr GemmFamily kFamilyF32 = {{6, 4, 128}, 12, Table<RunF32>::t};  // F32, F16
+constexpr GemmFamily kFamilyBF16 = {{6, 4, 256}, 12, Table<RunBF16>::t};
+constexpr GemmFamily kFamilyQ8 = {{6, 2, 1024}, 12, Table<RunQ8>::t};   // blocks of 32 as s8 values
+constexpr GemmFamily kFamilyQ4K = {{4, 2, 1024}, 8, Table<RunQ4K>::t};  // Q4_K's tables
+constexpr GemmFamily kFamilyQ6K = {{4, 2, 1024}, 8, Table<RunQ6K>::t};  // Q6_K's tables
+
+// output rows per micro-kernel in a pass of nv tiles
+inline int pass_nr(const GemmFamily& f, int nv) { return nv == 1 ? f.single_nr : f.shape.nr; }
 
 // out[r·N + o] for r in [r0, r1), o in [o0, o1) (o1 − o0 ≤ kPanel); packed: every 16-row tile.
-void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0,
-                int o1, float* out, int N, PrefetchRange next) {
+void gemm_panel(PanelFn prepare, const GemmFamily& fam, size_t tb, const uint8_t* packed, int r0, int r1,
+                const uint8_t* w, size_t wstride, int K, int o0, int o1, float* out, int N, GemmPrefetch next) {
   thread_local Panel panel;
   const int no = o1 - o0;
-  prepare_panel(type, w, wstride, K, o0, no, panel);
-  const GemmShape sh = gemm_shape(type);
-  const size_t tb = tile_bytes(type, K), tw = tb / 4;
+  prepare(w, wstride, K, o0, no, panel);
+  const GemmShape sh = fam.shape;
+  const size_t tw = tb / 4;
   constexpr int AS = 16 * kMaxTiles;  // acc row stride (floats)
   alignas(64) float acc[kPanel * AS];
   // output rows as wide as an LM head's are streamed (as dot_r16 does), whole 16-float tiles
@@ -468,7 +493,7 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
   // at a time (a burst of prefetches at once stalls the kernel instead)
   size_t calls = 0;
   for (int t = r0 / 16; 16 * t < r1; t += sh.tiles)
-    calls += ceil_div_size(K, sh.kc) * ceil_div_size(no, pass_nr(type, sh, imin(sh.tiles, (r1 - 16 * t + 15) / 16)));
+    calls += ceil_div_size(K, sh.kc) * ceil_div_size(no, pass_nr(fam, imin(sh.tiles, (r1 - 16 * t + 15) / 16)));
   const size_t slice = (next.bytes + calls - 1) / calls;
   size_t call = 0;
   for (int t = r0 / 16; 16 * t < r1; t += sh.tiles) {
@@ -476,14 +501,14 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
     const uint32_t* x = reinterpret_cast<const uint32_t*>(packed + tb * t);
     for (int k0 = 0; k0 < K; k0 += sh.kc) {
       const int kc = imin(sh.kc, K - k0);
-      const int step = pass_nr(type, sh, nv);
+      const int step = pass_nr(fam, nv);
       for (int og = 0; og < no; og += step) {
         const int nr = imin(step, no - og);
         if (next.bytes > 0) {
           const size_t from = slice * static_cast<size_t>(call++), to = from + slice < next.bytes ? from + slice : next.bytes;
           for (size_t b = from; b < to; b += 64) __builtin_prefetch(next.begin + b, 0, 2);
         }
-        kernel_for(type, nr, nv)(panel, og, x, tw, K, k0, kc, acc + og * AS, AS);
+        fam.kernels[nr - 1][nv - 1](panel, og, x, tw, K, k0, kc, acc + og * AS, AS);
       }
     }
     // acc[o][r] → out[r][o], 16 × 16 at a time
@@ -502,3 +527,54 @@ void gemm_panel(int type, const uint8_t* packed, int r0, int r1, const uint8_t* 
   }
   if (stream) _mm_sfence();  // the streamed stores are visible before the pool reports the task done
 }
+
+// A type's GEMM: panels of kPanel outputs, each prepared by Prepare for family F's micro-kernels
+template <PanelFn Prepare, const GemmFamily& F>
+void gemm(const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0, int o1, float* out,
+          int N, GemmPrefetch next, size_t tb) {
+  for (int o = o0; o < o1; o += kPanel) {
+    const int oe = imin(o1, o + kPanel);
+    // the next panel of this call, else the caller's next range
+    const GemmPrefetch ahead = oe < o1 ? GemmPrefetch{w + wstride * oe, wstride * static_cast<size_t>(imin(o1, oe + kPanel) - oe)} : next;
+    gemm_panel(Prepare, F, tb, packed, r0, r1, w, wstride, K, o, oe, out, N, ahead);
+  }
+}
+template <int kType, PanelFn Prepare, const GemmFamily& F>
+void gemm_of(const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0, int o1, float* out,
+             int N, GemmPrefetch next) {
+  gemm<Prepare, F>(packed, r0, r1, w, wstride, K, o0, o1, out, N, next, avx512_gemm_tile_bytes(kType, K));
+}
+
+// Rows at which the packed GEMM (16-row tiles) beats the dot kernels: where the dot
+// kernels' cost, linear in rows, crosses the GEMM's, which is about flat up to 16 rows (its
+// per-panel weight unpacking dominates there). Measured on an AMD EPYC (Zen 4-class AVX-512)
+// at 2048 × 2048 and 2048 × 8192, dot / GEMM ms at 8 rows: Q4_K 0.27 / 0.37, Q6_K 0.24 / 0.45,
+// Q3_K 0.32 / 0.51, Q5_K 0.33 / 0.36, IQ4_XS 0.49 / 0.53, Q8_0 0.38 / 0.35, Q4_0 0.42 / 0.41.
+// After the quad-order dot kernels (2048 × 8192, 2 threads, dot / GEMM ms): Q4_0 at 8 rows
+// 1.19–1.31 / 1.46–1.53, at 9 1.43–1.57 / 1.48–1.51, at 10 1.56–1.69 / 1.50; Q5_0 at 9
+// 1.66 / 1.73–1.76, at 10 1.77–1.78 / 1.75–1.77. After the Q4_K and Q6_K panels' tables
+// were vectorized (µs, dot / GEMM): Q6_K at 9 rows 1111–1115 / 1130–1236, at 10 1195–1201 /
+// 1121–1127; Q4_K at 9 1158–1237 / 1058–1173. F16 and BF16: 12. Q4_1, Q5_1, Q2_K (a min per
+// 16 values) have no GEMM: their dot kernels run at every row count.
+constexpr GemmEntry kGemms[] = {
+    {kF32, {gemm_of<kF32, panel_in_place, kFamilyF32>, "f32", 8, 1}},
+    {kF16, {gemm_of<kF16, panel_f16, kFamilyF32>, "f32", 12, 1}},
+    {kBF16, {gemm_of<kBF16, panel_in_place, kFamilyBF16>, "bf16", 12, 2}},
+    {kQ8_0, {gemm_of<kQ8_0, panel_q8_0, kFamilyQ8>, "q8", 7, 1}},
+    {kQ4_0, {gemm_of<kQ4_0, panel_s8_32<18, s8_q4_0>, kFamilyQ8>, "q8", 9, 1}},
+    {kIQ4_NL, {gemm_of<kIQ4_NL, panel_s8_32<18, s8_iq4_nl>, kFamilyQ8>, "q8", 9, 1}},
+    {kQ5_0, {gemm_of<kQ5_0, panel_s8_32<22, s8_q5_0>, kFamilyQ8>, "q8", 10, 1}},
+    {kQ4_K, {gemm_of<kQ4_K, panel_kquant<144, Q4KTab, panel_q4_k, &Panel::q4k>, kFamilyQ4K>, "q4k", 9, 1}},
+    {kQ5_K, {gemm_of<kQ5_K, panel_kquant<176, Q4KTab, panel_q5_k, &Panel::q4k>, kFamilyQ4K>, "q4k", 9, 1}},
+    {kQ6_K, {gemm_of<kQ6_K, panel_kquant<210, Q6KTab, panel_q6_k, &Panel::q6k>, kFamilyQ6K>, "q6k", 10, 1}},
+    {kQ3_K, {gemm_of<kQ3_K, panel_kquant<110, Q6KTab, panel_q3_k, &Panel::q6k>, kFamilyQ6K>, "q6k", 12, 1}},
+    {kIQ4_XS, {gemm_of<kIQ4_XS, panel_kquant<136, Q6KTab, panel_iq4_xs, &Panel::q6k>, kFamilyQ6K>, "q6k", 9, 1}},
+};
+
+}  // namespace
+
+extern const KernelRegistration kAvx512Gemm = {kIsaAvx512, nullptr, 0, kGemms, sizeof(kGemms) / sizeof(kGemms[0])};
+
+}  // namespace x86
+}  // namespace loom
+#endif

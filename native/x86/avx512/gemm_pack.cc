@@ -1,5 +1,4 @@
-// Packing for the AVX-512 GEMM (included by matmul_avx512.cc inside its anonymous namespace,
-// after <immintrin.h>, <cstring> and "../quant.h").
+// Packing for the AVX-512 GEMM (gemm.cc).
 //
 // Activations are packed once per call in tiles of 16 rows, "lanes = rows": every 64-byte
 // vector holds one 32-bit word of each of the 16 rows, so a kernel broadcasts one weight word
@@ -13,73 +12,23 @@
 //   Act::kQ8_K: u32 q[K/4][16] (bytes q+128, u8);  f32 d[K/256][16];  u32 s32pair[K/64][16]
 //               (s32pair: two int16 sums of 32 q's, for the Q4_K mins)
 // Rows past the end of x are zero.
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
 
-// No std:: containers or algorithms in the x86 translation units: their out-of-line template
-// instances have external linkage, and the linker could hand the AVX-512 build of one to the
-// portable code. Buf is a grow-only array with internal linkage (this anonymous namespace).
-template <typename T>
-class Buf {
- public:
-  Buf() = default;
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-  ~Buf() { ::operator delete(data_, std::align_val_t(64)); }
-  T* get(size_t n) {  // at least n elements; contents kept only while n does not grow
-    if (n > cap_) {
-      ::operator delete(data_, std::align_val_t(64));
-      data_ = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
-      cap_ = n;
-    }
-    return data_;
-  }
-  T* data() const { return data_; }
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
 
- private:
-  T* data_ = nullptr;
-  size_t cap_ = 0;
-};
+#include "../../half.h"
+#include "../../quant.h"
+#include "../../weight-types.h"
+#include "../matmul_x86.h"
+#include "gemm.h"
 
-inline int imin(int a, int b) { return a < b ? a : b; }
-
-// dst[j·dst_stride + i] = rows[i][j] for j in [0, width), i in store_mask; rows[i] == nullptr
-// stands for zeros. (A 16 × width block of 32-bit words, transposed.) `stream`: every
-// destination row is 64-byte aligned and store_mask full, and the rows are written with
-// streaming stores (see kStreamRowFloats in matmul_x86.h; the caller fences).
-inline void transpose16(const uint32_t* const* rows, int width, uint32_t* dst, size_t dst_stride,
-                        __mmask16 store_mask = 0xffff, bool stream = false) {
-  for (int j0 = 0; j0 < width; j0 += 16) {
-    const int n = width - j0 < 16 ? width - j0 : 16;
-    const __mmask16 m = static_cast<__mmask16>((1u << n) - 1);
-    __m512i v[16], t[16];
-    LOOM_UNROLL for (int r = 0; r < 16; r++)
-      v[r] = rows[r] ? _mm512_maskz_loadu_epi32(m, rows[r] + j0) : _mm512_setzero_si512();
-    // 16×16 transpose of 32-bit words. v[r], 128-bit lane L: columns 4L..4L+3 of row r.
-    LOOM_UNROLL for (int r = 0; r < 16; r += 2) {
-      t[r] = _mm512_unpacklo_epi32(v[r], v[r + 1]);
-      t[r + 1] = _mm512_unpackhi_epi32(v[r], v[r + 1]);
-    }
-    LOOM_UNROLL for (int r = 0; r < 16; r += 4) {
-      v[r] = _mm512_unpacklo_epi64(t[r], t[r + 2]);
-      v[r + 1] = _mm512_unpackhi_epi64(t[r], t[r + 2]);
-      v[r + 2] = _mm512_unpacklo_epi64(t[r + 1], t[r + 3]);
-      v[r + 3] = _mm512_unpackhi_epi64(t[r + 1], t[r + 3]);
-    }
-    // v[4q + c], lane L: column 4L + c of rows 4q..4q+3. Gather the four row-quads by lane.
-    LOOM_UNROLL for (int c = 0; c < 4; c++) {
-      const __m512i a_lo = _mm512_shuffle_i32x4(v[c], v[4 + c], 0x88), a_hi = _mm512_shuffle_i32x4(v[c], v[4 + c], 0xdd);
-      const __m512i b_lo = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0x88);
-      const __m512i b_hi = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0xdd);
-      const __m512i col[4] = {_mm512_shuffle_i32x4(a_lo, b_lo, 0x88), _mm512_shuffle_i32x4(a_hi, b_hi, 0x88),
-                              _mm512_shuffle_i32x4(a_lo, b_lo, 0xdd), _mm512_shuffle_i32x4(a_hi, b_hi, 0xdd)};
-      LOOM_UNROLL for (int L = 0; L < 4; L++)
-        if (4 * L + c < n) {
-          uint32_t* d = dst + dst_stride * (j0 + 4 * L + c);
-          if (stream) _mm512_stream_si512(reinterpret_cast<__m512i*>(d), col[L]);
-          else _mm512_mask_storeu_epi32(d, store_mask, col[L]);
-        }
-    }
-  }
-}
+namespace loom {
+namespace x86 {
+namespace {
 
 size_t tile_bytes(int type, int K) {
   const WeightTraits* t = weight_traits(type);
@@ -96,6 +45,7 @@ size_t tile_bytes(int type, int K) {
 
 // Pack rows [16·tile, 16·tile + 16) of x [rows, K] into dst (tile_bytes(type, K) bytes).
 void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst) {
+  const Act act = weight_traits(type)->act;
   const size_t pb = prepared_row_bytes(type, K);
   thread_local Buf<uint8_t> prep_buf;
   uint8_t* prep = prep_buf.get(16 * pb);
@@ -105,7 +55,7 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst
     rows_q[i] = nullptr;
     if (i >= n) continue;
     const float* xr = x + static_cast<size_t>(r0 + i) * K;
-    if (type == kF32) {
+    if (act == Act::kF32) {
       rows_q[i] = reinterpret_cast<const uint32_t*>(xr);
     } else {
       avx2_prepare_row(type, xr, K, prep + pb * i);
@@ -113,15 +63,15 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst
     }
   }
   uint32_t* out = reinterpret_cast<uint32_t*>(dst);
-  switch (type) {
-    case kF32:
-    case kF16: transpose16(rows_q, K, out, 16); return;
-    case kBF16: transpose16(rows_q, K / 2, out, 16); return;
+  switch (act) {
+    case Act::kF32:
+    case Act::kF16: transpose16(rows_q, K, out, 16); return;
+    case Act::kBF16: transpose16(rows_q, K / 2, out, 16); return;
     default: break;
   }
   // integer types: q words (Q8_K: then +128 on every byte), then d, then Q8_0's corrections or
   // Q8_K's pair sums
-  const bool kq = weight_traits(type)->act == Act::kQ8_K;
+  const bool kq = act == Act::kQ8_K;
   const int qw = K / 4;
   transpose16(rows_q, qw, out, 16);
   if (kq) {
@@ -149,3 +99,17 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst
   }
   transpose16(rows_s, K / 64, out + 16 * (qw + nd), 16);
 }
+
+}  // namespace
+
+void avx512_prepare_row(int type, const float* x, int K, uint8_t* dst) { avx2_prepare_row(type, x, K, dst); }
+
+size_t avx512_gemm_tile_bytes(int type, int K) { return tile_bytes(type, K); }
+
+void avx512_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8_t* dst_tile) {
+  pack_tile(type, x, rows, K, tile, dst_tile);
+}
+
+}  // namespace x86
+}  // namespace loom
+#endif

@@ -1,5 +1,4 @@
-// AVX-512 kernel for weights interleaved by 16 rows (../r16.h), every row count (included by
-// matmul_avx512.cc inside its anonymous namespace). Per block, the group's quant bytes give
+// AVX-512 kernel for weights interleaved by 16 rows (../../r16.h), every row count. Per block, the group's quant bytes give
 // 8 vectors of 16 rows × 4 inputs as u8 (Q4_0: 4 × 64 bytes unpacked into nibbles 0..15;
 // Q8_0: 8 × 64 bytes of q + 128, used as they are), kept in registers while activation rows
 // each take 8 dpbusd against broadcast words of x (s8). The int32 sum starts at bias·Σx (−8
@@ -8,6 +7,26 @@
 // take two groups at a time (one for a last odd group), up to 4 rows a pass. Both give a row
 // the same int32 sums and the same f32 operations in the same order, so its products do not
 // depend on the batch.
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "../../quant.h"
+#include "../../r16.h"
+#include "../../weight-types.h"
+#include "../dot256.h"
+#include "../matmul_x86.h"
+#include "common.h"
+
+namespace loom {
+namespace x86 {
+namespace {
 
 template <int kType>
 struct R16Block {
@@ -180,3 +199,22 @@ void dot_r16(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size
   }
   if (stream) _mm_sfence();  // the streamed stores are visible before the pool reports the task done
 }
+
+template <size_t n>
+constexpr int count(const DotEntry (&)[n]) {
+  return static_cast<int>(n);
+}
+constexpr DotKernel one(DotFn fn, const char* name) { return {fn, name, name}; }
+
+constexpr DotEntry kDots[] = {
+    {kQ4_0_R16, one(dot_r16<kQ4_0_R16>, "avx512:dot_r16<Q4_0_R16>")},
+    {kQ8_0_R16, one(dot_r16<kQ8_0_R16>, "avx512:dot_r16<Q8_0_R16>")},
+};
+
+}  // namespace
+
+extern const KernelRegistration kAvx512DotR16 = {kIsaAvx512, kDots, count(kDots), nullptr, 0};
+
+}  // namespace x86
+}  // namespace loom
+#endif

@@ -1,14 +1,22 @@
-// 512-bit integer dot kernels for few activation rows (decode), included by matmul_avx512.cc
-// inside its anonymous namespace after dot_int8.h (whose helpers they use). Every kernel
-// reads one weight row once for R ≤ 4 prepared activation rows.
-//
-// A one-row decode must keep up with memory (40-50 GB/s per core here). What held the
-// first versions back was per-block bookkeeping, not the multiply units: a hardware gather
-// of the block scales, sign handling, Q4_K headers decoded one block at a time.
+// AVX-512 dot kernels for the types in blocks of 32 with Q8_0 activation rows: Q8_0, Q4_1,
+// Q5_1 (two blocks per VNNI step, pair order), Q4_0, Q5_0, IQ4_NL (four blocks a step, quad
+// order); one activation row four weight rows at a time, a few rows R ≤ 4 at a time.
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
 
-inline float hsum512(__m512 v) {
-  return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
-}
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "../../quant.h"
+#include "../../weight-types.h"
+#include "../dot256.h"
+#include "../matmul_x86.h"
+#include "common.h"
+
+namespace loom {
+namespace x86 {
+namespace {
 
 // ---- blocks of 32 (Q8_0, Q4_0, IQ4_NL, Q5_0, Q4_1, Q5_1): two blocks per VNNI step, scales
 // 16 blocks at a time ----
@@ -106,11 +114,6 @@ inline __m512 pair_scale(__m512 s) {
                                                  2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1, 2 * k + 1,
                                                  2 * k + 1),
                                s);
-}
-
-// IQ4_NL levels + 128 (as u8), in every 128-bit lane
-inline __m512i iq4nl_table_u8() {
-  return _mm512_broadcast_i32x4(_mm_setr_epi8(1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15));
 }
 
 // u8 weights (q + bias) of blocks b, b+1 at blk, each block's 32 values in order; `one`: only
@@ -243,16 +246,6 @@ void dot_q_0_rows512(const uint8_t* w, const loom::XQ8_0* x, int K, float* res) 
   }
 }
 
-// f(integral_constant<int, k>()) for k = 0 .. N−1, each a constant in its copy
-template <class F, int... k>
-inline void unrolled_impl(F& f, std::integer_sequence<int, k...>) {
-  (f(std::integral_constant<int, k>()), ...);
-}
-template <int N, class F>
-inline void unrolled(F&& f) {
-  unrolled_impl(f, std::make_integer_sequence<int, N>());
-}
-
 // group(integral_constant<int, kN>(), b0) over a row's nb blocks of 32: runs of 16, then one of
 // 8, then (kSmallest = 4) one of 4; returns where the runs end (the rest is a tail)
 template <int kSmallest, class Group>
@@ -285,75 +278,6 @@ inline __m512 group_scales(__m512 d, __m512 dx, __m512 sx, __m512& corr) {
   const __m512 s = _mm512_mul_ps(d, dx);
   corr = _mm512_fmadd_ps(s, sx, corr);
   return s;
-}
-
-// ---- one activation row (decode): four weight rows at a time ----
-//
-// Kernels that take 4 weight rows against one prepared row load each x vector once for the
-// 4, and their 4 independent chains hide the latencies that leave the vector pipes idle
-// when one row is done at a time (on Zen 4 they can take two 512-bit operations a cycle).
-// The 4 rows come from 4 separate stretches of the task's rows, so each is read
-// sequentially: 4 adjacent rows read side by side made the hardware prefetcher lose the
-// stream (a 42 MB Q4_0 matrix: 27 GB/s one row at a time, 17 adjacent, 33 in stretches).
-// These kernels issue none of the far software prefetches (LOOM_PREFETCH): the hardware
-// prefetchers follow 4 streams a core well, and the extra requests, each holding an L1 miss
-// buffer, capped the weights at 30-35 GB/s where a plain read reached 60 (a 128 MB Q8_0
-// matrix, 2 threads, alternating: 29 -> 35 GB/s in the machine's slower phase, up to 66 in
-// its faster one; one-sequence decode of Qwen2.5-0.5B Q4_K_M 72 -> 78 tok/s, 1.5B 31 -> 39).
-// The K-quant ones do fetch a short way ahead: see prefetch_rows_ahead.
-
-// The K-quant four-row kernels touch, block by block, each row's bytes kRowPrefetchAhead
-// further on. Their work per block group is longer than the out-of-order window, so a load
-// that misses (the group's headers first) stalls the core with no later load issued, and
-// when the memory is busy the hardware prefetcher falls behind. Half a KB is 3-4 blocks a
-// row; 256 bytes gained less, 1 KB and more less too. One request per block and row, spread
-// through the group: the group's 36-44 requests issued at once filled the miss buffers and
-// made decode 25% slower. One-sequence decode in-process, 2 threads, alternating with the
-// build before (3 pairs): Qwen2.5-1.5B Q4_K_M 44.9-45.9 -> 32.8-37.4 ms a token (FFN
-// 30-31 -> 21-25 ms, the Q6_K LM head 9.5 -> 6.5-8.0), Llama-3.2-1B Q5_K_M 37.9-47.8 ->
-// 34.6-37.8. In the native harness (a Qwen2.5-1.5B FFN as 36 calls, distances interleaved
-// pass by pass, medians of 30) 512 bytes against none: Q4_K 14.1 -> 10.7 and 13.2 -> 10.2 ms,
-// Q5_K 19.9 -> 16.4 and 16.4 -> 13.8, Q6_K 16.5 -> 14.5 and 19.1 -> 15.4; the best passes
-// stayed where they were: what the prefetch buys is the time the memory is slow.
-constexpr int kRowPrefetchAhead = 512;
-
-template <int NW>
-inline void prefetch_rows_ahead(const uint8_t* w, size_t ws, size_t at, int bytes) {
-  LOOM_UNROLL for (int r = 0; r < NW; r++) {
-    const char* p = reinterpret_cast<const char*>(w + ws * r + at) + kRowPrefetchAhead;
-    for (int o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
-  }
-}
-
-// out[o] for o in [o0, o1): kernel4(first row, distance between the 4 rows, x, K, res[4]);
-// the last (o1 − o0) mod 4 rows by kernel1
-template <class View, class Kernel4, class Kernel1>
-void one_row_in_stretches(const View& x, const uint8_t* w, size_t wstride, int K, int o0, int o1, float* out,
-                          Kernel4 kernel4, Kernel1 kernel1) {
-  const int q = (o1 - o0) / 4;
-  for (int i = 0; i < q; i++) {
-    float r4[4];
-    kernel4(w + wstride * static_cast<size_t>(o0 + i), wstride * q, x, K, r4);
-    for (int j = 0; j < 4; j++) out[o0 + i + j * q] = r4[j];
-  }
-  for (int o = o0 + 4 * q; o < o1; o++) kernel1(w + wstride * static_cast<size_t>(o), wstride, x, K, out + o);
-}
-
-// res[0..3] ← hsum of v[0..3]
-inline void hsum512x4(const __m512 (&v)[4], float* res) {
-  __m256 h[4];
-  LOOM_UNROLL for (int n = 0; n < 4; n++)
-    h[n] = _mm256_add_ps(_mm512_castps512_ps256(v[n]), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v[n]), 1)));
-  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(h[0], h[1]), _mm256_hadd_ps(h[2], h[3]));
-  _mm_storeu_ps(res, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
-}
-
-// res[n] ← hsum of v[n], n < NW
-template <int NW>
-inline void hsum512_rows(const __m512 (&v)[NW], float* res) {
-  if constexpr (NW == 4) hsum512x4(v, res);
-  else
-    LOOM_UNROLL for (int n = 0; n < NW; n++) res[n] = hsum512(v[n]);
 }
 
 // One weight row's result vector in the four-row kernels: its last nb − b0 blocks (fewer than
@@ -428,21 +352,6 @@ void dot_q_0_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_0& x, int K, 
 // lane broadcast gives their four scales (pair order: two of each and a cross-lane permute).
 // One row of K = 1152 (Gemma's FFN input and LM head), one thread, weights in L2: 4.2
 // cycles a block in pair order one weight row at a time, 2.2 in quad order four at a time.
-
-// A thread-local copy of `rows` prepared rows (xstride apart) whose K activations `order`
-// rearranged (a few KB a call); the block scales and sums after them are copied as they are
-inline const uint8_t* reordered_rows(const uint8_t* xa, size_t xstride, int rows, int K,
-                                     void (*order)(const int8_t*, int, int8_t*)) {
-  thread_local std::vector<uint8_t> copy;
-  copy.resize(xstride * static_cast<size_t>(rows));
-  for (int r = 0; r < rows; r++) {
-    const uint8_t* src = xa + xstride * static_cast<size_t>(r);
-    uint8_t* dst = copy.data() + xstride * static_cast<size_t>(r);
-    order(reinterpret_cast<const int8_t*>(src), K, reinterpret_cast<int8_t*>(dst));
-    std::memcpy(dst + K, src + K, xstride - K);
-  }
-  return copy.data();
-}
 
 // q in quad order: in each run of 4 whole blocks (128 values), dword 4L + D of the first 64
 // bytes is values 4L .. 4L+3 of block D, and of the next 64 bytes values 16 + 4L .. 19 + 4L;
@@ -644,378 +553,41 @@ void dot_quad_driver(const uint8_t* xa, size_t xstride, int rows, const uint8_t*
                   dot_q_0_quad_rows512<2, T>, dot_q_0_quad_rows512<3, T>, dot_q_0_quad_rows512<4, T>);
 }
 
-// ---- Q4_K and Q5_K · Q8_K: 4 blocks of 256 values a group, 64 values per vector ----
-//
-// Each block's headers (d, dmin, 12 bytes of packed scales and mins) are decoded for four
-// blocks at once, one block per 128-bit lane, and the mins term of four blocks is one
-// 512-bit multiply-add: the per-block bookkeeping is a third of what one block at a time costs.
-// Q5_K (kBits = 5) has the same headers, then 32 bytes qh of fifth bits before its 128 bytes
-// of nibbles: bit 2c of qh[l] for value 64c + l, bit 2c + 1 for value 64c + 32 + l.
+#define LOOM_DOT_ARGS                                                                                              \
+  const uint8_t *xa, size_t xstride, int rows, const uint8_t *w, size_t wstride, int K, int o0, int o1, float *out, \
+      int N
 
-template <int kBits>
-constexpr int kQ45_KBytes = kBits == 4 ? loom::kQ4_KBytes : 176;
-template <int kBits>
-constexpr int kQ45_KNibbles = kBits == 4 ? 16 : 48;  // offset of the nibbles in a block
-
-// Per 128-bit lane i: the 8 scales then the 8 mins (6-bit, as u8) of block i, from its 16
-// header bytes in that lane (d, dmin, then the 12 packed bytes).
-inline __m512i q4_k_scales_mins4(__m512i s) {
-  const __m512i a = _mm512_shuffle_epi8(
-      s, _mm512_broadcast_i32x4(_mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15)));
-  const __m512i b = _mm512_shuffle_epi8(s, _mm512_broadcast_i32x4(_mm_setr_epi8(4, 4, 4, 4, 4, 5, 6, 7, 4, 4, 4, 4, 8, 9, 10, 11)));
-  // scales 0..3, mins 0..3: low 6 bits; scales 4..7: low nibble of bytes 8..11; mins 4..7:
-  // their high nibble; both 4..7 take bits 4..5 from the top 2 bits of bytes 0..3 / 4..7
-  const __m512i lo = _mm512_and_si512(a, _mm512_broadcast_i32x4(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0)));
-  const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(a, 4),
-                                      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15)));
-  const __m512i top = _mm512_and_si512(_mm512_srli_epi16(b, 2),
-                                       _mm512_broadcast_i32x4(_mm_setr_epi8(0, 0, 0, 0, 48, 48, 48, 48, 0, 0, 0, 0, 48, 48, 48, 48)));
-  return _mm512_ternarylogic_epi32(lo, hi, top, 0xfe);  // lo | hi | top
-}
-
-// Sub-block scales after "dpbusd, pack, dpwssd": dpbusd sums 4 weight·x products into int32,
-// packs_epi32 of two such vectors makes them int16 (exact: 4·31·128 < 2^15), and one dpwssd
-// applies the scales. Per pair of vectors that is 2 dpbusd + pack + dpwssd + 1 scale shuffle
-// where maddubs + dpwssd took 2 + 2 + 2 shuffles; the one-row kernels, compute-bound when
-// the memory is fast, gained 5-6% (Q4_K 57.5 -> 61, Q5_K 50 -> 52, Q6_K 71.5 -> 75 GB/s of
-// weights from L3, 2 threads, alternating), the four-row Q4_K one 1-2%; the four-row Q6_K
-// one lost 7%, and keeps maddubs.
-// Here: per 128-bit lane k, int16 lanes 0..3 come from the first vector and 4..7 from the
-// second; their scales are those of sub-blocks a (first) and b (second) in lanes k < 2, e and
-// f in lanes k ≥ 2.
-template <int a, int b, int e, int f>
-inline __m512i q4_k_packed_scales(__m512i sm) {
-  constexpr char z = -1;
-  const __m128i low = _mm_setr_epi8(a, z, a, z, a, z, a, z, b, z, b, z, b, z, b, z);
-  const __m128i high = _mm_setr_epi8(e, z, e, z, e, z, e, z, f, z, f, z, f, z, f, z);
-  return _mm512_shuffle_epi8(sm, _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_broadcastsi128_si256(low)),
-                                                    _mm256_broadcastsi128_si256(high), 1));
-}
-
-// + `add` on the bytes of q whose high bit is set in `bits` (32 bytes broadcast to both
-// halves): bit a of bits[l] for byte l of the lower half, bit b for byte l of the upper half.
-// One test and one masked add (Q5_K's fifth bit, Q3_K's third).
-template <int a, int b, int add>
-inline __m512i add_where_bit(__m512i q, __m512i bits) {
-  const __m512i bit = _mm512_mask_blend_epi64(0xF0, _mm512_set1_epi8(1 << a), _mm512_set1_epi8(1 << b));
-  return _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(bits, bit), q, _mm512_set1_epi8(add));
-}
-
-// Q5_K: + 16 on the bytes of q whose fifth bit is set (bits a / b of qh, as add_where_bit)
-template <int a, int b>
-inline __m512i q5_k_add_fifth(__m512i q, const uint8_t* blk) {
-  return add_where_bit<a, b, 16>(q, _mm512_broadcast_i64x4(loadu256(blk + 16)));
-}
-
-// Headers of Q4_K / Q5_K blocks 0 .. n−1 at g: sm ← their scales and mins
-// (q4_k_scales_mins4), dd ← d0, dmin0, d1, dmin1, … as f32
-template <int kBits>
-inline void q4_k_headers(const uint8_t* g, int n, __m512i& sm, __m256& dd) {
-  constexpr int kB = kQ45_KBytes<kBits>;
-  __m512i packed = _mm512_setzero_si512();
-  const auto header = [&](auto ic) {
-    constexpr int i = decltype(ic)::value;
-    if (i >= n) return;
-    packed = _mm512_inserti32x4(packed, loadu128(g + kB * i), i);  // d, dmin, 12 scale bytes
-  };
-  header(std::integral_constant<int, 0>());
-  header(std::integral_constant<int, 1>());
-  header(std::integral_constant<int, 2>());
-  header(std::integral_constant<int, 3>());
-  sm = q4_k_scales_mins4(packed);
-  // the four (d, dmin) words, one from each lane's start
-  dd = _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), packed)));
-}
-
-// dx of blocks b0 .. b0+n−1 of a prepared row, each twice (to multiply d, dmin pairs)
-inline __m256 q4_k_dx_pairs(const loom::XQ8_K& x, int b0, int n) {
-  return _mm256_permutexvar_ps(_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
-                               _mm256_castps128_ps256(_mm_maskz_loadu_ps(static_cast<__mmask8>((1u << n) - 1), x.d + b0)));
-}
-
-// mins_acc += Σ_j m_j·Σx_j·dmin·dx over the group's blocks (sm: their scales and mins; xs32:
-// the row's Σx per sub-block of 32; ddx: d·dx, dmin·dx pairs)
-inline __m512 q4_k_mins_term(__m512i sm, __m512i xs32, __m256 ddx, __m512 mins_acc) {
-  const __m512i mins = _mm512_shuffle_epi8(  // mins as int16, 8 per block
-      sm, _mm512_broadcast_i32x4(_mm_setr_epi8(8, -1, 9, -1, 10, -1, 11, -1, 12, -1, 13, -1, 14, -1, 15, -1)));
-  const __m512 mscale = _mm512_permutexvar_ps(_mm512_setr_epi32(1, 1, 1, 1, 3, 3, 3, 3, 5, 5, 5, 5, 7, 7, 7, 7),
-                                              _mm512_castps256_ps512(ddx));
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_madd_epi16(mins, xs32)), mscale, mins_acc);
-}
-
-// 64 u8 weights of Q4_K / Q5_K chunk c (values 64c .. 64c+63) of the block at blk
-template <int c, int kBits>
-inline __m512i q4_k_chunk(const uint8_t* blk) {
-  const __m512i raw = _mm512_broadcast_i64x4(loadu256(blk + kQ45_KNibbles<kBits> + 32 * c));  // low nibbles, then high
-  const __m512i q = _mm512_and_si512(_mm512_srlv_epi64(raw, _mm512_setr_epi64(0, 0, 0, 0, 4, 4, 4, 4)), _mm512_set1_epi8(15));
-  if constexpr (kBits == 4) return q;
-  else return q5_k_add_fifth<2 * c, 2 * c + 1>(q, blk);
-}
-
-// Activations in "nibble order" for the one-row Q4_K / Q5_K kernel: per 128 values (chunks c,
-// c + 1 of a block, each 32 low-nibble values then 32 high ones) the low-nibble values of
-// both chunks, then their high ones, so that one 64-byte load of the two chunks' nibbles,
-// masked, and shifted once, matches 128 activations (one shift where two were needed)
-inline void nibble_order(const int8_t* q, int K, int8_t* dst) {
-  for (int i = 0; i < K; i += 128) {
-    const __m256i lo0 = loadu256(q + i), hi0 = loadu256(q + i + 32), lo1 = loadu256(q + i + 64), hi1 = loadu256(q + i + 96);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), lo0);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 32), lo1);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 64), hi0);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 96), hi1);
-  }
-}
-
-// acc += isum·d·dx of block i of the group
-template <int i>
-inline __m512 q4_k_block_acc(__m512i isum, __m256 ddx, __m512 acc) {
-  const __m512 dscale = _mm512_permutexvar_ps(_mm512_set1_epi32(2 * i), _mm512_castps256_ps512(ddx));
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dscale, acc);
-}
-
-// Blocks b0 .. b0+n−1 (n ≤ 4) of one weight row against R prepared rows; kWhole: n = 4.
-template <int R, bool kWhole, int kBits>
-inline void q4_k_group(const uint8_t* w, const loom::XQ8_K* x, int b0, int n, __m512 (&acc)[R], __m512 (&mins_acc)[R]) {
-  constexpr int kB = kQ45_KBytes<kBits>;
-  if (kWhole) n = 4;
-  const uint8_t* g = w + kB * b0;
-  __m512i sm;
-  __m256 dd;
-  q4_k_headers<kBits>(g, n, sm, dd);
-  const __mmask32 mw = n == 4 ? ~__mmask32{0} : static_cast<__mmask32>((1u << (8 * n)) - 1);
-  __m256 ddx[R];
-  LOOM_UNROLL for (int r = 0; r < R; r++) {
-    ddx[r] = _mm256_mul_ps(dd, q4_k_dx_pairs(x[r], b0, n));  // d·dx, dmin·dx per block
-    mins_acc[r] = q4_k_mins_term(sm, _mm512_maskz_loadu_epi16(mw, x[r].s32 + 8 * b0), ddx[r], mins_acc[r]);
-  }
-  const auto block = [&](auto ic) {
-    constexpr int i = decltype(ic)::value;
-    if (i >= n) return;
-    const uint8_t* blk = g + kB * i;
-    LOOM_PREFETCH(blk);  // 144 or 176 bytes: three lines, mostly
-    LOOM_PREFETCH(blk + 64);
-    LOOM_PREFETCH(blk + 128);
-    const __m512i smi = _mm512_shuffle_i32x4(sm, sm, i * 0x55);  // block i's lane everywhere
-    __m512i isum[R];
-    LOOM_UNROLL for (int r = 0; r < R; r++) isum[r] = _mm512_setzero_si512();
-    const auto chunks = [&](auto pc) {  // chunks c, c + 1
-      constexpr int c = 2 * decltype(pc)::value;
-      const __m512i q0 = q4_k_chunk<c, kBits>(blk), q1 = q4_k_chunk<c + 1, kBits>(blk);
-      const __m512i scale = q4_k_packed_scales<2 * c, 2 * c + 2, 2 * c + 1, 2 * c + 3>(smi);
-      LOOM_UNROLL for (int r = 0; r < R; r++) {
-        const int8_t* xq = x[r].q + 256 * (b0 + i) + 64 * c;
-        const __m512i p = _mm512_packs_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), q0, _mm512_loadu_si512(xq)),
-                                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), q1, _mm512_loadu_si512(xq + 64)));
-        isum[r] = _mm512_dpwssd_epi32(isum[r], p, scale);
-      }
-    };
-    unrolled<2>(chunks);
-    LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = q4_k_block_acc<i>(isum[r], ddx[r], acc[r]);
-  };
-  block(std::integral_constant<int, 0>());
-  block(std::integral_constant<int, 1>());
-  block(std::integral_constant<int, 2>());
-  block(std::integral_constant<int, 3>());
-}
-
-template <int R, int kBits>
-void dot_q4_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
-  __m512 acc[R], mins_acc[R];
-  LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = mins_acc[r] = _mm512_setzero_ps();
-  const int nb = K / 256;
-  int b0 = 0;
-  for (; b0 + 4 <= nb; b0 += 4) q4_k_group<R, true, kBits>(w, x, b0, 4, acc, mins_acc);
-  if (b0 < nb) q4_k_group<R, false, kBits>(w, x, b0, nb - b0, acc, mins_acc);
-  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]) - hsum512(mins_acc[r]);
-}
-
-// NW weight rows (ws apart) against one prepared row in nibble order (see
-// one_row_in_stretches): as q4_k_group with the roles of the rows swapped, each x vector
-// loaded once for the NW, two chunks a step.
-template <int NW, int kBits>
-void dot_q4_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K, float* res) {
-  constexpr int kB = kQ45_KBytes<kBits>;
-  __m512 acc[NW], mins_acc[NW];
-  LOOM_UNROLL for (int r = 0; r < NW; r++) acc[r] = mins_acc[r] = _mm512_setzero_ps();
-  const int nb = K / 256;
-  for (int b0 = 0; b0 < nb; b0 += 4) {
-    const int n = nb - b0 < 4 ? nb - b0 : 4;
-    const __mmask32 mw = n == 4 ? ~__mmask32{0} : static_cast<__mmask32>((1u << (8 * n)) - 1);
-    const __m256 dx = q4_k_dx_pairs(x, b0, n);
-    const __m512i xs32 = _mm512_maskz_loadu_epi16(mw, x.s32 + 8 * b0);
-    __m512i sm[NW];
-    __m256 ddx[NW];
-    LOOM_UNROLL for (int r = 0; r < NW; r++) {
-      __m256 dd;
-      q4_k_headers<kBits>(w + ws * r + kB * b0, n, sm[r], dd);
-      ddx[r] = _mm256_mul_ps(dd, dx);
-      mins_acc[r] = q4_k_mins_term(sm[r], xs32, ddx[r], mins_acc[r]);
-    }
-    const auto block = [&](auto ic) {
-      constexpr int i = decltype(ic)::value;
-      if (i >= n) return;
-      prefetch_rows_ahead<NW>(w, ws, static_cast<size_t>(kB) * (b0 + i), kB);
-      __m512i smi[NW], isum[NW];
-      LOOM_UNROLL for (int r = 0; r < NW; r++) {
-        smi[r] = _mm512_shuffle_i32x4(sm[r], sm[r], i * 0x55);
-        isum[r] = _mm512_setzero_si512();
-      }
-      const auto chunks = [&](auto pc) {  // chunks c, c + 1
-        constexpr int c = 2 * decltype(pc)::value;
-        const __m512i xlo = _mm512_loadu_si512(x.q + 256 * (b0 + i) + 64 * c);
-        const __m512i xhi = _mm512_loadu_si512(x.q + 256 * (b0 + i) + 64 * c + 64);
-        LOOM_UNROLL for (int r = 0; r < NW; r++) {
-          const uint8_t* blk = w + ws * r + kB * (b0 + i);
-          const __m512i v = _mm512_loadu_si512(blk + kQ45_KNibbles<kBits> + 32 * c);
-          __m512i lo = _mm512_and_si512(v, _mm512_set1_epi8(15));
-          __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(15));
-          if constexpr (kBits == 5) {
-            lo = q5_k_add_fifth<2 * c, 2 * c + 2>(lo, blk);
-            hi = q5_k_add_fifth<2 * c + 1, 2 * c + 3>(hi, blk);
-          }
-          const __m512i slo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, xlo);
-          const __m512i shi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, xhi);
-          isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_packs_epi32(slo, shi), q4_k_packed_scales<2 * c, 2 * c + 1, 2 * c + 2, 2 * c + 3>(smi[r]));
-        }
-      };
-      unrolled<2>(chunks);
-      LOOM_UNROLL for (int r = 0; r < NW; r++) acc[r] = q4_k_block_acc<i>(isum[r], ddx[r], acc[r]);
-    };
-    unrolled<4>(block);
-  }
-  __m512 total[NW];
-  LOOM_UNROLL for (int r = 0; r < NW; r++) total[r] = _mm512_sub_ps(acc[r], mins_acc[r]);
-  hsum512_rows<NW>(total, res);
-}
-
-// Q4_K (kBits 4) or Q5_K (5): one activation row four weight rows at a time, else R-row kernels
-template <int kBits>
-void dot_q45_k(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size_t wstride, int K, int o0, int o1,
-               float* out, int N) {
+// Q8_0, Q4_1, Q5_1: one activation row four weight rows at a time, else R-row kernels
+template <Q0 T>
+void dot_q_0(LOOM_DOT_ARGS) {
   if (rows == 1) {
-    one_row_in_stretches(loom::xq8_k_view(reordered_rows(xa, xstride, 1, K, nibble_order), K), w, wstride, K, o0, o1, out, dot_q4_k_wrows512<4, kBits>,
-                         dot_q4_k_wrows512<1, kBits>);
+    one_row_in_stretches(xq8_0_view(xa, K), w, wstride, K, o0, o1, out, dot_q_0_wrows512<4, T>, dot_q_0_wrows512<1, T>);
     return;
   }
-  dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, loom::xq8_k_view, dot_q4_k_rows512<1, kBits>,
-                  dot_q4_k_rows512<2, kBits>, dot_q4_k_rows512<3, kBits>, dot_q4_k_rows512<4, kBits>);
+  dot_rows_driver(xa, xstride, rows, w, wstride, K, o0, o1, out, N, xq8_0_view, dot_q_0_rows512<1, T>,
+                  dot_q_0_rows512<2, T>, dot_q_0_rows512<3, T>, dot_q_0_rows512<4, T>);
 }
+#undef LOOM_DOT_ARGS
 
-// ---- Q6_K · Q8_K: one 256-value block per step, 64 values per vector ----
-//
-// Half h of a block (values 128h .. 128h+127): its 64 ql bytes hold the low nibbles of
-// values 0..63 and, shifted down 4, of 64..127; its 32 qh bytes, broadcast to both 256-bit
-// halves and shifted per half, give the top 2 bits. Weights are d·sc_j·(q − 32) over
-// sub-blocks j of 16 values: Σ sc_j·Σ q·x by maddubs + dpwssd, the −32 by Σ sc_j·Σx_j.
-
-// int16 lanes 8i .. 8i+7 ← sc[4k + i], i < 4 (sc: the 16 scales as int16 in the low half)
-template <int k>
-inline __m512i q6_k_quad_scales(__m512i sc) {
-  constexpr short a = 4 * k, b = 4 * k + 1, c = 4 * k + 2, d = 4 * k + 3;
-  return _mm512_permutexvar_epi16(_mm512_set_epi16(d, d, d, d, d, d, d, d, c, c, c, c, c, c, c, c, b, b, b, b, b, b, b, b, a,
-                                                   a, a, a, a, a, a, a),
-                                  sc);
+template <size_t n>
+constexpr int count(const DotEntry (&)[n]) {
+  return static_cast<int>(n);
 }
+constexpr DotKernel one(DotFn fn, const char* name) { return {fn, name, name}; }
 
-// Half h after dpbusd of its low (values 0..63) and high (64..127) parts and
-// packs_epi32(low, high) (see q4_k_packed_scales; exact: 4·63·128 < 2^15): per 128-bit lane
-// k, int16 lanes 0..3 hold 4-value sums of sub-block 8h + k, lanes 4..7 of 8h + 4 + k; their
-// scales so (sc as in q6_k_quad_scales)
-template <int h>
-inline __m512i q6_k_packed_scales(__m512i sc) {
-  constexpr short a = 8 * h, b = 8 * h + 4;
-  return _mm512_permutexvar_epi16(
-      _mm512_set_epi16(b + 3, b + 3, b + 3, b + 3, a + 3, a + 3, a + 3, a + 3, b + 2, b + 2, b + 2, b + 2, a + 2, a + 2, a + 2,
-                       a + 2, b + 1, b + 1, b + 1, b + 1, a + 1, a + 1, a + 1, a + 1, b, b, b, b, a, a, a, a),
-      sc);
-}
+constexpr DotEntry kDots[] = {
+    {kQ8_0, {dot_q_0<Q0::kQ8_0>, "avx512:dot_q_0_wrows512<Q8_0>", "avx512:dot_q_0_rows512<Q8_0>"}},
+    {kQ4_1, {dot_q_0<Q0::kQ4_1>, "avx512:dot_q_0_wrows512<Q4_1>", "avx512:dot_q_0_rows512<Q4_1>"}},
+    {kQ5_1, {dot_q_0<Q0::kQ5_1>, "avx512:dot_q_0_wrows512<Q5_1>", "avx512:dot_q_0_rows512<Q5_1>"}},
+    {kQ4_0, {dot_quad_driver<Q0::kQ4_0>, "avx512:dot_q_0_quad_wrows512<Q4_0>", "avx512:dot_q_0_quad_rows512<Q4_0>"}},
+    {kIQ4_NL, {dot_quad_driver<Q0::kIQ4_NL>, "avx512:dot_q_0_quad_wrows512<IQ4_NL>", "avx512:dot_q_0_quad_rows512<IQ4_NL>"}},
+    {kQ5_0, {dot_quad_driver<Q0::kQ5_0>, "avx512:dot_q_0_quad_wrows512<Q5_0>", "avx512:dot_q_0_quad_rows512<Q5_0>"}},
+};
 
-template <int R>
-void dot_q6_k_rows512(const uint8_t* w, const loom::XQ8_K* x, int K, float* res) {
-  __m512 acc[R];
-  LOOM_UNROLL for (int r = 0; r < R; r++) acc[r] = _mm512_setzero_ps();
-  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
-  const __m512i up = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2), down = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
-  for (int b = 0; b < K / 256; b++) {
-    const uint8_t* blk = w + loom::kQ6_KBytes * b;
-    LOOM_PREFETCH(blk);  // 210 bytes: four lines, mostly
-    LOOM_PREFETCH(blk + 64);
-    LOOM_PREFETCH(blk + 128);
-    LOOM_PREFETCH(blk + 192);
-    const __m256i sc16 = _mm256_cvtepi8_epi16(loadu128(blk + 192));  // 16 sub-block scales
-    const __m512i sc = _mm512_castsi256_si512(sc16);
-    const float d = f16_scalar(blk + 208);
-    __m512i isum[R];
-    __m256i corr[R];
-    LOOM_UNROLL for (int r = 0; r < R; r++) {
-      isum[r] = _mm512_setzero_si512();
-      corr[r] = _mm256_madd_epi16(sc16, loadu256(x[r].s16 + 16 * b));  // Σ sc_j·Σx_j, 8 int32
-    }
-    const auto half = [&](auto hc) {
-      constexpr int h = decltype(hc)::value;
-      const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
-      const __m512i qh = _mm512_broadcast_i64x4(loadu256(blk + 128 + 32 * h));
-      // q = low nibble | top bits: 0xF8 = a | (b & c) for (a, b, c) = (nibble, shifted qh, 0x30)
-      const __m512i lo = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, m4), _mm512_sllv_epi64(qh, up), m30, 0xF8);
-      const __m512i hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_srlv_epi64(qh, down), m30, 0xF8);
-      const __m512i s_lo = q6_k_quad_scales<2 * h>(sc), s_hi = q6_k_quad_scales<2 * h + 1>(sc);
-      LOOM_UNROLL for (int r = 0; r < R; r++) {
-        const int8_t* q8 = x[r].q + 256 * b + 128 * h;
-        isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(lo, _mm512_loadu_si512(q8)), s_lo);
-        isum[r] = _mm512_dpwssd_epi32(isum[r], _mm512_maddubs_epi16(hi, _mm512_loadu_si512(q8 + 64)), s_hi);
-      }
-    };
-    half(std::integral_constant<int, 0>());
-    half(std::integral_constant<int, 1>());
-    LOOM_UNROLL for (int r = 0; r < R; r++) {
-      const __m512i t = _mm512_sub_epi32(isum[r], _mm512_zextsi256_si512(_mm256_slli_epi32(corr[r], 5)));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(d * x[r].d[b]), acc[r]);
-    }
-  }
-  LOOM_UNROLL for (int r = 0; r < R; r++) res[r] = hsum512(acc[r]);
-}
+}  // namespace
 
-// NW weight rows (ws apart) against one prepared row (see one_row_in_stretches)
-template <int NW>
-void dot_q6_k_wrows512(const uint8_t* w, size_t ws, const loom::XQ8_K& x, int K, float* res) {
-  __m512 acc[NW];
-  LOOM_UNROLL for (int n = 0; n < NW; n++) acc[n] = _mm512_setzero_ps();
-  const __m512i m4 = _mm512_set1_epi8(15), m30 = _mm512_set1_epi8(0x30);
-  const __m512i up = _mm512_setr_epi64(4, 4, 4, 4, 2, 2, 2, 2), down = _mm512_setr_epi64(0, 0, 0, 0, 2, 2, 2, 2);
-  for (int b = 0; b < K / 256; b++) {
-    const __m256i xs16 = loadu256(x.s16 + 16 * b);
-    prefetch_rows_ahead<NW>(w, ws, static_cast<size_t>(loom::kQ6_KBytes) * b, loom::kQ6_KBytes);
-    __m512i sc[NW], isum[NW];
-    __m256i corr[NW];
-    LOOM_UNROLL for (int n = 0; n < NW; n++) {
-      const uint8_t* blk = w + ws * n + loom::kQ6_KBytes * b;
-      const __m256i sc16 = _mm256_cvtepi8_epi16(loadu128(blk + 192));
-      sc[n] = _mm512_castsi256_si512(sc16);
-      corr[n] = _mm256_madd_epi16(sc16, xs16);
-      isum[n] = _mm512_setzero_si512();
-    }
-    const auto half = [&](auto hc) {
-      constexpr int h = decltype(hc)::value;
-      const int8_t* q8 = x.q + 256 * b + 128 * h;
-      const __m512i x0 = _mm512_loadu_si512(q8), x1 = _mm512_loadu_si512(q8 + 64);
-      LOOM_UNROLL for (int n = 0; n < NW; n++) {
-        const uint8_t* blk = w + ws * n + loom::kQ6_KBytes * b;
-        const __m512i ql = _mm512_loadu_si512(blk + 64 * h);
-        const __m512i qh = _mm512_broadcast_i64x4(loadu256(blk + 128 + 32 * h));
-        const __m512i lo = _mm512_ternarylogic_epi32(_mm512_and_si512(ql, m4), _mm512_sllv_epi64(qh, up), m30, 0xF8);
-        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_and_si512(_mm512_srli_epi16(ql, 4), m4), _mm512_srlv_epi64(qh, down), m30, 0xF8);
-        const __m512i p = _mm512_packs_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, x0),
-                                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, x1));
-        isum[n] = _mm512_dpwssd_epi32(isum[n], p, q6_k_packed_scales<h>(sc[n]));
-      }
-    };
-    half(std::integral_constant<int, 0>());
-    half(std::integral_constant<int, 1>());
-    LOOM_UNROLL for (int n = 0; n < NW; n++) {
-      const float d = f16_scalar(w + ws * n + loom::kQ6_KBytes * b + 208);
-      const __m512i t = _mm512_sub_epi32(isum[n], _mm512_zextsi256_si512(_mm256_slli_epi32(corr[n], 5)));
-      acc[n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_set1_ps(d * x.d[b]), acc[n]);
-    }
-  }
-  hsum512_rows<NW>(acc, res);
-}
+extern const KernelRegistration kAvx512DotQ0 = {kIsaAvx512, kDots, count(kDots), nullptr, 0};
+
+}  // namespace x86
+}  // namespace loom
+#endif

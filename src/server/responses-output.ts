@@ -1,0 +1,147 @@
+// One response's output as the Responses API spells it: items (reasoning, an assistant
+// message of output_text, function_call), built from a ChatOutput's deltas, and the stream
+// events that build them (the openai SDK's ResponseStreamEvent types), each numbered by
+// an increasing sequence_number. The same object serves a whole response: it then only
+// collects items, and emits nothing.
+import { randomBytes } from 'node:crypto';
+import type { ChatDelta, ChatEnd } from '../pipeline/chat-output.js';
+
+export type StreamEvent = { type: string } & Record<string, unknown>;
+
+export interface ReasoningItem {
+  type: 'reasoning';
+  id: string;
+  summary: { type: 'summary_text'; text: string }[];
+  content: { type: 'reasoning_text'; text: string }[];
+  encrypted_content: null;
+  status: 'in_progress' | 'completed' | 'incomplete';
+}
+
+export interface MessageItem {
+  type: 'message';
+  id: string;
+  role: 'assistant';
+  status: 'in_progress' | 'completed' | 'incomplete';
+  content: { type: 'output_text'; text: string; annotations: never[]; logprobs: never[] }[];
+}
+
+export interface FunctionCallItem {
+  type: 'function_call';
+  id: string;
+  call_id: string;
+  name: string;
+  arguments: string;
+  status: 'in_progress' | 'completed' | 'incomplete';
+}
+
+export type OutputItem = ReasoningItem | MessageItem | FunctionCallItem;
+
+const hex = (n: number): string => randomBytes(n).toString('hex');
+export const itemId = (prefix: 'rs' | 'msg' | 'fc'): string => `${prefix}_${hex(16)}`;
+
+export class ResponseOutput {
+  readonly items: OutputItem[] = [];
+  private seq = 0;
+  private open: { item: ReasoningItem | MessageItem; index: number } | undefined;
+  /** function_call items streamed so far, by the tool call's index */
+  private readonly calls = new Map<number, { item: FunctionCallItem; index: number }>();
+  /** whitespace before any message text (e.g. between </think> and a tool call): held until text follows */
+  private blank = '';
+
+  /** `emit` receives each stream event (nothing for a whole response) */
+  constructor(private readonly emit: (e: StreamEvent) => void = () => {}) {}
+
+  event(type: string, fields: Record<string, unknown>): void {
+    this.emit({ type, sequence_number: this.seq++, ...fields });
+  }
+
+  /** a ChatOutput delta: reasoning, text, tool-call pieces */
+  push(d: ChatDelta): void {
+    if (d.reasoning) this.text('reasoning', d.reasoning);
+    if (d.content) {
+      if (this.open?.item.type !== 'message' && d.content.trim() === '') this.blank += d.content;
+      else {
+        this.text('message', this.blank + d.content);
+        this.blank = '';
+      }
+    }
+    for (const c of d.toolCallDeltas) {
+      let call = this.calls.get(c.index);
+      if (!call) {
+        this.close();
+        const item: FunctionCallItem = { type: 'function_call', id: itemId('fc'), call_id: c.id ?? '', name: c.function.name ?? '', arguments: '', status: 'in_progress' };
+        call = { item, index: this.add(item) };
+        this.calls.set(c.index, call);
+      }
+      if (c.function.arguments) {
+        call.item.arguments += c.function.arguments;
+        this.event('response.function_call_arguments.delta', { item_id: call.item.id, output_index: call.index, delta: c.function.arguments });
+      }
+    }
+  }
+
+  /** the end of the text: what was held back, and the calls whole; `complete` false marks items incomplete */
+  finish(end: ChatEnd, complete: boolean): void {
+    this.push({ reasoning: end.reasoning, content: end.content, toolCallDeltas: [] });
+    // whitespace alone is a message only when nothing else was said
+    if (this.blank && !this.items.some((i) => i.type === 'message') && end.toolCalls.length === 0 && this.calls.size === 0) this.text('message', this.blank);
+    this.blank = '';
+    end.toolCalls.forEach((c, i) => {
+      const seen = this.calls.get(i);
+      const sent = seen?.item.arguments ?? '';
+      const rest = c.function.arguments.startsWith(sent) ? c.function.arguments.slice(sent.length) : c.function.arguments;
+      this.push({ reasoning: '', content: '', toolCallDeltas: [{ index: i, id: c.id, function: { name: c.function.name, arguments: rest } }] });
+      const call = this.calls.get(i)!;
+      Object.assign(call.item, { call_id: c.id, name: c.function.name, arguments: c.function.arguments });
+    });
+    this.close(complete);
+    for (const { item, index } of this.calls.values()) {
+      if (item.status !== 'in_progress') continue;
+      item.status = complete ? 'completed' : 'incomplete';
+      this.event('response.function_call_arguments.done', { item_id: item.id, output_index: index, name: item.name, arguments: item.arguments });
+      this.event('response.output_item.done', { output_index: index, item: { ...item } });
+    }
+  }
+
+  private add(item: OutputItem): number {
+    const index = this.items.length;
+    this.items.push(item);
+    this.event('response.output_item.added', { output_index: index, item: structuredClone(item) });
+    return index;
+  }
+
+  private text(kind: 'reasoning' | 'message', delta: string): void {
+    if (this.open?.item.type !== kind) {
+      this.close();
+      const item: ReasoningItem | MessageItem =
+        kind === 'reasoning'
+          ? { type: 'reasoning', id: itemId('rs'), summary: [], content: [], encrypted_content: null, status: 'in_progress' }
+          : { type: 'message', id: itemId('msg'), role: 'assistant', status: 'in_progress', content: [] };
+      const index = this.add(item);
+      this.open = { item, index };
+      const part = kind === 'reasoning' ? { type: 'reasoning_text', text: '' } : { type: 'output_text', text: '', annotations: [], logprobs: [] };
+      this.event('response.content_part.added', { item_id: item.id, output_index: index, content_index: 0, part });
+      if (item.type === 'reasoning') item.content.push({ type: 'reasoning_text', text: '' });
+      else item.content.push({ type: 'output_text', text: '', annotations: [], logprobs: [] });
+    }
+    const { item, index } = this.open;
+    item.content[0]!.text += delta;
+    const type = kind === 'reasoning' ? 'response.reasoning_text.delta' : 'response.output_text.delta';
+    this.event(type, { item_id: item.id, output_index: index, content_index: 0, delta, ...(kind === 'message' && { logprobs: [] }) });
+  }
+
+  /** the open reasoning or message item, done */
+  private close(complete = true): void {
+    const open = this.open;
+    if (!open) return;
+    this.open = undefined;
+    const { item, index } = open;
+    const part = item.content[0]!;
+    item.status = complete ? 'completed' : 'incomplete';
+    const where = { item_id: item.id, output_index: index, content_index: 0 };
+    if (item.type === 'reasoning') this.event('response.reasoning_text.done', { ...where, text: part.text });
+    else this.event('response.output_text.done', { ...where, text: part.text, logprobs: [] });
+    this.event('response.content_part.done', { ...where, part: { ...part } });
+    this.event('response.output_item.done', { output_index: index, item: structuredClone(item) });
+  }
+}

@@ -1,0 +1,292 @@
+// OpenAI Responses request bodies (POST /v1/responses, /v1/responses/input_tokens) as one
+// chat RequestSpec: the input items become the chat messages /v1/chat/completions would
+// get for the same conversation (so the template renders the same tokens), the tools
+// OpenAI's function shape, text.format a response_format. Field names and rules as the
+// openai SDK's types (resources/responses/responses.d.ts) and vLLM's ResponsesRequest.
+import { canonicalJsonValue } from '../pipeline/canonical-json.js';
+import type { RequestSpec } from '../pipeline/request.js';
+import type { ChatTool, ToolChoice, ToolFields } from '../pipeline/tools/request.js';
+import type { ChatMessage } from '../tokenizer/chat-template.js';
+import type { ServerContext } from './context.js';
+import { checkModel, noteIgnoredFields } from './context.js';
+import { HttpError } from './errors.js';
+import { grammarOfBody } from './structured-output.js';
+import type { ResponseFormat } from './structured-output.js';
+
+/** One input item (the SDK's ResponseInputItem: the kinds loom reads; others are refused). */
+export interface InputItem {
+  type?: string;
+  id?: string;
+  role?: string;
+  content?: string | ContentPart[] | null;
+  /** function_call */
+  call_id?: string;
+  name?: string;
+  arguments?: string;
+  /** function_call_output */
+  output?: string | ContentPart[];
+  /** reasoning */
+  summary?: { type: string; text: string }[];
+  encrypted_content?: string | null;
+  status?: string;
+}
+
+export interface ContentPart {
+  type: string;
+  text?: string;
+}
+
+/** A Responses tool: loom runs `function` tools; the other kinds are OpenAI's hosted ones. */
+export interface ResponsesTool {
+  type: string;
+  name?: string;
+  description?: string | null;
+  parameters?: Record<string, unknown> | null;
+  strict?: boolean | null;
+}
+
+export interface ResponsesBody {
+  model: string;
+  input?: string | InputItem[];
+  instructions?: string | null;
+  previous_response_id?: string | null;
+  max_output_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  tools?: ResponsesTool[] | null;
+  tool_choice?: string | { type: string; name?: string } | null;
+  parallel_tool_calls?: boolean | null;
+  text?: { format?: { type: string; name?: string; schema?: unknown; strict?: boolean | null; description?: string } | null; verbosity?: string | null } | null;
+  reasoning?: { effort?: string | null; summary?: string | null } | null;
+  store?: boolean | null;
+  stream?: boolean | null;
+  metadata?: Record<string, string> | null;
+  include?: string[] | null;
+  truncation?: string | null;
+  background?: boolean | null;
+  user?: string;
+  // vLLM's sampling extras on ResponsesRequest
+  top_k?: number | null;
+  min_p?: number | null;
+  repetition_penalty?: number | null;
+  seed?: number | null;
+  stop?: string | string[] | null;
+  ignore_eos?: boolean | null;
+  cache_salt?: string | null;
+  request_id?: string | null;
+  chat_template_kwargs?: Record<string, unknown> | null;
+}
+
+/** fields loom reads or knowingly accepts without effect (reported once otherwise) */
+const KNOWN = new Set([
+  ...'model input instructions previous_response_id max_output_tokens temperature top_p tools tool_choice parallel_tool_calls text reasoning store stream metadata include truncation background user'.split(' '),
+  ...'top_k min_p repetition_penalty seed stop ignore_eos cache_salt request_id chat_template_kwargs'.split(' '),
+  // a hint for OpenAI's cache routing: loom's prefix cache needs none
+  'prompt_cache_key',
+  'service_tier',
+  'safety_identifier',
+  'stream_options',
+]);
+
+/** A conversation so far: the items the template renders (a stored response's input and output). */
+export type Conversation = readonly InputItem[];
+
+const text = (parts: string | ContentPart[] | null | undefined, where: string): string => {
+  if (parts == null) return '';
+  if (typeof parts === 'string') return parts;
+  return parts
+    .map((p) => {
+      if (p.type === 'input_text' || p.type === 'output_text' || p.type === 'text' || p.type === 'summary_text' || p.type === 'reasoning_text') return p.text ?? '';
+      if (p.type === 'refusal') return (p as { refusal?: string }).refusal ?? '';
+      throw new HttpError(400, `${where}: content of type ${JSON.stringify(p.type)} is not supported (text only)`, 'invalid_request_error', 'input');
+    })
+    .join('');
+};
+
+/** The input as items: a string is one user message. */
+export function inputItems(input: ResponsesBody['input']): InputItem[] {
+  if (input == null) return [];
+  if (typeof input === 'string') return [{ type: 'message', role: 'user', content: input }];
+  if (!Array.isArray(input)) throw new HttpError(400, 'input must be a string or a list of items', 'invalid_request_error', 'input');
+  return input;
+}
+
+/**
+ * Items as the chat messages /v1/chat/completions would carry: developer → system; an
+ * assistant's text, reasoning and the function calls after it are one assistant turn (its
+ * tool_calls, arguments as objects with sorted keys); a function_call_output is a `tool`
+ * message. The system text before the first other message (instructions first) is one
+ * system message; later system text stays where it was sent, so earlier turns render the same.
+ */
+export function itemsToMessages(instructions: string | null | undefined, items: Conversation): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  const lead: string[] = instructions ? [instructions] : [];
+  let leading = true;
+  /** the assistant turn being assembled (text, reasoning, calls) */
+  let turn: ChatMessage | undefined;
+  const push = (m: ChatMessage): void => {
+    if (leading && lead.length > 0) out.push({ role: 'system', content: lead.join('\n\n') });
+    leading = false;
+    out.push(m);
+  };
+  const assistant = (): ChatMessage => {
+    if (!turn) {
+      turn = { role: 'assistant', content: '' };
+      push(turn);
+    }
+    return turn;
+  };
+  items.forEach((item, i) => {
+    const where = `input[${i}]`;
+    const type = item.type ?? (item.role !== undefined ? 'message' : undefined);
+    switch (type) {
+      case 'message': {
+        const role = item.role === 'developer' ? 'system' : item.role;
+        if (role !== 'user' && role !== 'system' && role !== 'assistant') {
+          throw new HttpError(400, `${where}: role ${JSON.stringify(item.role)} is not one of user, system, developer, assistant`, 'invalid_request_error', 'input');
+        }
+        const content = text(item.content, where);
+        if (role === 'system' && leading) {
+          lead.push(content);
+          return;
+        }
+        if (role === 'assistant') {
+          const t = turn && !turn.tool_calls ? turn : ((turn = undefined), assistant());
+          t.content += content;
+          return;
+        }
+        turn = undefined;
+        push({ role, content });
+        return;
+      }
+      case 'function_call': {
+        if (typeof item.call_id !== 'string' || typeof item.name !== 'string' || typeof item.arguments !== 'string') {
+          throw new HttpError(400, `${where}: a function_call needs call_id, name and arguments`, 'invalid_request_error', 'input');
+        }
+        let args: unknown;
+        try {
+          args = canonicalJsonValue(JSON.parse(item.arguments));
+        } catch {
+          throw new HttpError(400, `${where}: function_call arguments are not JSON`, 'invalid_request_error', 'input');
+        }
+        const t = assistant();
+        t.tool_calls = [...(t.tool_calls ?? []), { id: item.call_id, type: 'function', function: { name: item.name, arguments: args } }];
+        return;
+      }
+      case 'function_call_output': {
+        if (typeof item.call_id !== 'string') throw new HttpError(400, `${where}: a function_call_output needs call_id`, 'invalid_request_error', 'input');
+        turn = undefined;
+        push({ role: 'tool', tool_call_id: item.call_id, content: text(item.output, where) });
+        return;
+      }
+      case 'reasoning':
+        // reasoning is not rendered back, as /v1/chat/completions takes none in its messages
+        // (templates such as Qwen3's drop earlier turns' reasoning anyway); encrypted_content
+        // is never set by loom, so none comes back to decrypt
+        return;
+      default:
+        throw new HttpError(400, `${where}: input items of type ${JSON.stringify(item.type)} are not supported (message, function_call, function_call_output, reasoning)`, 'invalid_request_error', 'input');
+    }
+  });
+  if (leading && lead.length > 0) out.push({ role: 'system', content: lead.join('\n\n') });
+  return out;
+}
+
+/**
+ * Function tools in chat's shape. Tools of other types (OpenAI's hosted tools: web_search,
+ * file_search, code_interpreter, computer_use, image_generation, mcp, local_shell, custom,
+ * and `namespace` groups, which Codex CLI sends) are left out, as vLLM and llama-server leave
+ * them: loom cannot run them, and refusing would turn such clients away.
+ */
+export function functionTools(tools: ResponsesBody['tools']): ChatTool[] | null {
+  if (tools == null) return null;
+  const out: ChatTool[] = [];
+  for (const t of tools) {
+    if (t.type !== 'function') continue;
+    if (typeof t.name !== 'string') throw new HttpError(400, 'a function tool needs a name', 'invalid_request_error', 'tools');
+    out.push({ type: 'function', function: { name: t.name, ...(t.description != null && { description: t.description }), ...(t.parameters != null && { parameters: t.parameters }), ...(t.strict != null && { strict: t.strict }) } });
+  }
+  return out;
+}
+
+function toolChoice(choice: ResponsesBody['tool_choice'], hasTools: boolean): ToolChoice | null {
+  if (choice == null) return null;
+  if (typeof choice === 'string') {
+    if (choice === 'none' || choice === 'auto' || choice === 'required') return choice === 'auto' && !hasTools ? null : choice;
+    throw new HttpError(400, `tool_choice ${JSON.stringify(choice)} is not one of none, auto, required`, 'invalid_request_error', 'tool_choice');
+  }
+  if (choice.type === 'function' && typeof choice.name === 'string') return { type: 'function', function: { name: choice.name } };
+  throw new HttpError(400, `tool_choice of type ${JSON.stringify(choice.type)} is not supported (none, auto, required, or a function)`, 'invalid_request_error', 'tool_choice');
+}
+
+function responseFormat(format: NonNullable<ResponsesBody['text']>['format']): ResponseFormat | null {
+  if (format == null || format.type === 'text') return null;
+  if (format.type === 'json_schema') return { type: 'json_schema', json_schema: { ...(format.name !== undefined && { name: format.name }), schema: format.schema, strict: format.strict ?? null } };
+  if (format.type === 'json_object') return { type: 'json_object' };
+  throw new HttpError(400, `text.format of type ${JSON.stringify(format.type)} is not supported (text, json_object, json_schema)`, 'invalid_request_error', 'text.format');
+}
+
+/**
+ * reasoning.effort to the template: `reasoning_effort` (gpt-oss's and others' variable, as
+ * vLLM passes it), and "none" also as enable_thinking false (Qwen3's switch).
+ */
+function reasoningVars(reasoning: ResponsesBody['reasoning']): Record<string, unknown> {
+  const effort = reasoning?.effort;
+  if (effort == null) return {};
+  return { reasoning_effort: effort, ...(effort === 'none' && { enable_thinking: false }) };
+}
+
+export interface ResponsesPlan {
+  readonly spec: RequestSpec;
+  /** the items this request adds to the conversation (its input), after the previous response's */
+  readonly items: InputItem[];
+  readonly tools: ToolFields;
+}
+
+/** The body (after a previous response's conversation, `history`) as the pipeline's chat request. */
+export function responsesSpec(ctx: ServerContext, body: ResponsesBody, history: Conversation, where = '/v1/responses'): ResponsesPlan {
+  checkModel(ctx, body.model);
+  noteIgnoredFields(ctx, body, KNOWN, where);
+  if (body.background) throw new HttpError(400, 'background responses are not supported', 'invalid_request_error', 'background');
+  const items = inputItems(body.input);
+  const messages = itemsToMessages(body.instructions, [...history, ...items]);
+  if (messages.length === 0) throw new HttpError(400, 'input must not be empty', 'invalid_request_error', 'input');
+  const fns = functionTools(body.tools);
+  const tools: ToolFields = { tools: fns && fns.length > 0 ? fns : null, tool_choice: toolChoice(body.tool_choice, (fns?.length ?? 0) > 0), parallel_tool_calls: body.parallel_tool_calls ?? null };
+  const rf = responseFormat(body.text?.format);
+  const structured = grammarOfBody({ response_format: rf });
+  const topK = body.top_k ?? 0;
+  const templateVars = { ...reasoningVars(body.reasoning), ...body.chat_template_kwargs };
+  return {
+    items,
+    tools,
+    spec: {
+      prompts: [{ messages, addGenerationPrompt: true, templateVars }],
+      tools,
+      promptParam: 'input',
+      addSpecialTokens: false,
+      parseSpecial: true,
+      maxTokens: body.max_output_tokens,
+      maxTokensParam: 'max_output_tokens',
+      defaultMaxTokens: 'context',
+      idPrefix: 'resp',
+      sampling: {
+        temperature: body.temperature ?? 1,
+        topP: body.top_p ?? 1,
+        topK: topK < 0 ? 0 : topK,
+        minP: body.min_p ?? 0,
+        n: 1,
+        seed: body.seed ?? null,
+        repetitionPenalty: body.repetition_penalty ?? 1,
+        ignoreEos: body.ignore_eos ?? false,
+        logprobs: null,
+        promptLogprobs: null,
+        grammar: structured?.grammar ?? null,
+        cacheSalt: body.cache_salt ?? null,
+      },
+      paramNames: { grammar: 'text.format' },
+      stop: body.stop ?? null,
+      clientRequestId: body.request_id ?? null,
+    },
+  };
+}
