@@ -30,17 +30,17 @@ export interface CompiledSchema {
 
 /** keywords that assert and that loom does not enforce */
 const REFUSED: Record<string, string> = {
-  not: 'no grammar can enforce "not"',
-  uniqueItems: 'no grammar can enforce "uniqueItems"',
-  if: '"if"/"then"/"else" is not supported',
-  dependentRequired: '"dependentRequired" is not supported',
-  dependentSchemas: '"dependentSchemas" is not supported',
-  dependencies: '"dependencies" is not supported',
-  unevaluatedProperties: '"unevaluatedProperties" is not supported',
-  unevaluatedItems: '"unevaluatedItems" is not supported',
-  $dynamicRef: '"$dynamicRef" is not supported',
-  $recursiveRef: '"$recursiveRef" is not supported',
-  $data: '"$data" is not supported',
+  not: 'no grammar can enforce it',
+  uniqueItems: 'no grammar can enforce it',
+  if: 'loom does not compile if/then/else',
+  dependentRequired: 'loom does not compile it',
+  dependentSchemas: 'loom does not compile it',
+  dependencies: 'loom does not compile it',
+  unevaluatedProperties: 'loom does not compile it',
+  unevaluatedItems: 'loom does not compile it',
+  $dynamicRef: 'loom does not compile it',
+  $recursiveRef: 'loom does not compile it',
+  $data: 'loom does not compile it',
 };
 /** of those, what lenient mode may drop */
 const DROPPABLE = new Set(['not', 'uniqueItems', 'if', 'dependentRequired', 'dependentSchemas', 'dependencies']);
@@ -77,7 +77,7 @@ export class SchemaCompiler {
 
   compile(): CompiledSchema {
     const top = this.value(this.root, '#');
-    if (top === undefined) throw new UnsupportedSchemaError('the schema accepts nothing', 'false', '#');
+    if (top === undefined) throw new UnsupportedSchemaError('the schema (at #) accepts nothing', 'false', '#');
     this.rules.push(`root ::= ${top}`);
     return { ebnf: this.rules.join('\n'), warnings: this.warnings };
   }
@@ -91,12 +91,13 @@ export class SchemaCompiler {
     this.rules.push(`${name} ::= ${body}`);
   }
 
+  /** `message` names the keyword and where it is */
   refuse(keyword: string, at: string, message: string): void {
     if (this.opts.lenient && DROPPABLE.has(keyword)) {
-      this.warnings.push(`${message} (at ${at}); dropped, not enforced`);
+      this.warnings.push(`${message}; dropped, not enforced`);
       return;
     }
-    throw new UnsupportedSchemaError(`${message} (at ${at})`, keyword, at);
+    throw new UnsupportedSchemaError(message, keyword, at);
   }
 
   /** a rule name or expression for the values `node` accepts; undefined: none */
@@ -159,7 +160,7 @@ export class SchemaCompiler {
     const node = this.flatten(raw, at);
     if (typeof node === 'boolean') return node ? 'any' : undefined;
     for (const k of Object.keys(node)) {
-      if (k in REFUSED && !(k === 'uniqueItems' && node[k] === false)) this.refuse(k, `${at}/${k}`, REFUSED[k]!);
+      if (k in REFUSED && !(k === 'uniqueItems' && node[k] === false)) this.refuse(k, `${at}/${k}`, `"${k}" (at ${at}/${k}) is not supported: ${REFUSED[k]!}`);
     }
     const anyOf = node['anyOf'];
     const oneOf = node['oneOf'];

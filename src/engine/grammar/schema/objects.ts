@@ -69,9 +69,10 @@ export function objectRule(c: SchemaCompiler, s: Schema, at: string): string | u
   const extras: string[] = [];
   // Further keys beside listed ones are a trie's complement, whose every node costs xgrammar
   // a full pass over the vocabulary when it compiles (~0.1 s each): with additionalProperties
-  // left out, or more than MAX_TRIE nodes, only the listed properties are written (a narrower
-  // language, every answer still valid)
-  let add = additional === undefined ? (listed.length === 0 ? true : false) : additional;
+  // left out beside "properties" or "patternProperties" (as xgrammar's strict mode, which
+  // loom used before), or more than MAX_TRIE nodes, only the listed properties are written
+  // (a narrower language, every answer still valid; a small model does not pad with keys)
+  let add = additional === undefined ? !isObject(s['properties']) && patterns.length === 0 : additional;
   if (add !== false && listed.length > 0 && trieSize(listed.map((l) => l.name)) > MAX_TRIE) add = false;
   if (add !== false) {
     const nontrivial = patterns.filter(([, v]) => !(v === true || (isObject(v) && Object.keys(v).length === 0)));

@@ -86,7 +86,8 @@ describe('JSON Schema compiler', () => {
     check({ type: 'object', properties: props, additionalProperties: false }, [{}, { a: 1 }], [{ c: 1 }, { a: 1, c: 1 }]);
     check({ type: 'object', properties: props, additionalProperties: { type: 'boolean' } }, [{ a: 1, zz: true }, { aa: false }], [{ a: 1, zz: 1 }]);
     check({ type: 'object', patternProperties: { '^x-': { type: 'integer' } }, additionalProperties: false }, [{ 'x-a': 1 }, {}], [{ 'x-a': 'no' }, { y: 1 }]);
-    check({ type: 'object', patternProperties: { '^x-': { type: 'integer' } } }, [{ 'x-a': 1, y: 'any' }], [{ 'x-a': 'no' }]);
+    check({ type: 'object', patternProperties: { '^x-': { type: 'integer' } }, additionalProperties: true }, [{ 'x-a': 1, y: 'any' }], [{ 'x-a': 'no' }]);
+    check({ type: 'object' }, [{}, { any: [1, { b: null }] }], [[]]);
     check({ type: 'object', minProperties: 1, maxProperties: 2 }, [{ a: 1 }, { a: 1, b: 2 }], [{}, { a: 1, b: 2, c: 3 }]);
     check({ type: 'object', properties: props, minProperties: 2, additionalProperties: true }, [{ a: 1, b: 'x' }, { a: 1, q: 2 }], [{ a: 1 }, {}]);
     check({ type: 'object', propertyNames: { pattern: '^[a-z]+$' } }, [{ ab: 1 }], [{ Ab: 1 }]);
