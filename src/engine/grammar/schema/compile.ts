@@ -14,6 +14,9 @@ import { disjointBranches, unanchored } from './shapes.js';
 
 export { UnsupportedSchemaError };
 
+/** the longest string length bound written out */
+const MAX_LENGTH = 256;
+
 /** whitespace allowed between two JSON tokens */
 export const MAX_WS = 2;
 
@@ -43,7 +46,7 @@ const REFUSED: Record<string, string> = {
   $data: 'loom does not compile it',
 };
 /** of those, what lenient mode may drop */
-const DROPPABLE = new Set(['not', 'uniqueItems', 'if', 'dependentRequired', 'dependentSchemas', 'dependencies']);
+const DROPPABLE = new Set(['not', 'uniqueItems', 'if', 'dependentRequired', 'dependentSchemas', 'dependencies', 'maxLength']);
 
 const BASE_RULES = [
   `ws ::= [ \\n\\t]{0,${MAX_WS}}`,
@@ -294,6 +297,11 @@ export class SchemaCompiler {
     if (format !== undefined) return this.leaf({ format }, at);
     if (pattern !== undefined) return this.leaf({ pattern: unanchored(pattern, at) }, at);
     if (!lengths) return 'string';
+    if ((max ?? min) > MAX_LENGTH) {
+      // xgrammar writes a bounded repetition out position by position: 4096 of them do not compile in time
+      this.refuse('maxLength', `${at}/maxLength`, `"${max !== undefined ? 'maxLength' : 'minLength'}" above ${MAX_LENGTH} (at ${at}) is not supported: the grammar would be too large`);
+      return 'string';
+    }
     // a pure class repeated (xgrammar's fast path; a rule of alternatives repeated costs ~0.1 s
     // per mask): escapes are not written in length-bounded strings (narrower, never wider)
     return `"\\"" [^"\\\\\\0-\\x1f]{${min},${max ?? ''}} qend`;
