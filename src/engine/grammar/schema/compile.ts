@@ -90,6 +90,13 @@ export class SchemaCompiler {
     return `${hint}_${this.n++}`;
   }
 
+  /** a rule of its own for `body` (xgrammar misreads some inline alternatives, see numbers.ts) */
+  readonly named = (body: string): string => {
+    const name = this.fresh('d');
+    this.addRule(name, body);
+    return name;
+  };
+
   addRule(name: string, body: string): void {
     this.rules.push(`${name} ::= ${body}`);
   }
@@ -252,14 +259,14 @@ export class SchemaCompiler {
       if (m !== undefined && Number.isInteger(m) && m > 1) return this.multiples(m, a, b, at);
       if (m !== undefined && !Number.isInteger(m) && !Number.isInteger(1 / m)) throw new UnsupportedSchemaError(`"multipleOf": ${m} on integers (at ${at}/multipleOf) is not supported`, 'multipleOf', at);
       if (a === undefined && b === undefined) return 'integer';
-      return integerRange(a, b) || undefined;
+      return integerRange(a, b, this.named) || undefined;
     }
     if (m !== undefined && !/^1e-\d+$|^0\.0*1$/.test(String(m))) throw new UnsupportedSchemaError(`"multipleOf": ${m} on numbers (at ${at}/multipleOf) is not supported (only integers and powers of ten below 1)`, 'multipleOf', at);
     const digits = m === undefined ? undefined : Math.round(-Math.log10(m));
     for (const [v, k] of [[lo, 'minimum'], [hi, 'maximum']] as const) {
       if (v !== undefined && !Number.isInteger(v)) throw new UnsupportedSchemaError(`a non-integer "${k}" on numbers (at ${at}/${k}) is not supported`, k, at);
     }
-    const r = numberRange(lo === undefined ? undefined : BigInt(lo), hi === undefined ? undefined : BigInt(hi), loExcl, hiExcl, digits);
+    const r = numberRange(lo === undefined ? undefined : BigInt(lo), hi === undefined ? undefined : BigInt(hi), loExcl, hiExcl, digits, this.named);
     return r || undefined;
   }
 

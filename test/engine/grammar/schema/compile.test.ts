@@ -59,6 +59,7 @@ describe('JSON Schema compiler', () => {
   });
 
   it('numbers: bounds, exclusive bounds, multipleOf powers of ten', () => {
+    check({ type: 'number', minimum: 0, maximum: 65535 }, [0, 65535, 65534.5, 6553], [65536, 65535.5, 99999]);
     check({ type: 'number', minimum: 0, maximum: 10 }, [0, 0.5, 9.99, 10, '\u000110.0'], [-0.5, 10.5, '\u000110.01', -1]);
     check({ type: 'number', exclusiveMinimum: 0 }, [0.001, 3, 1e3 + 0.5], ['\u00010', '\u00010.0', -1]);
     check({ type: 'number', minimum: -5, exclusiveMaximum: 0 }, [-5, -0.1, -4.5], [0, 0.1, -5.1, '\u0001-0']);
