@@ -27,8 +27,6 @@ const LAYERS = [
 const KNOWN = new Set([
   // gguf-metadata.ts is a formats/ file still in model/
   'tokenizer/gguf-tokenizer.ts -> model/gguf-metadata.ts',
-  // generation.ts is the pipeline, still in server/
-  'llm.ts -> server/generation.ts',
 ]);
 
 interface Arrow {

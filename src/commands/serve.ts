@@ -200,6 +200,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     tokenizerPool,
     options: {
       servedModelName,
+      modelRoot: flags.model,
       maxModelLen: engine.info.maxModelLen,
       apiKey: flags.apiKey,
       maxPendingRequests: flags.maxPendingRequests,

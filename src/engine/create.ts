@@ -28,7 +28,7 @@ function loadDraft(path: string): LoadedModel {
 }
 
 export function engineInfo(engine: EngineCore): EngineInfo {
-  const notes = draftModelLines(engine.config, engine.drafter?.model.config);
+  const notes = [...(engine.config.contextNote !== undefined ? [engine.config.contextNote] : []), ...draftModelLines(engine.config, engine.drafter?.model.config)];
   return {
     numBlocks: engine.config.numBlocks,
     blockSize: engine.config.blockSize,

@@ -41,6 +41,8 @@ export interface EngineConfig extends SchedulerConfig {
   readonly kvEvents?: { readonly hashSeed: string };
   /** speculative decoding (prompt lookup or a draft model), when on */
   readonly speculative?: SpeculativeConfig;
+  /** set when the context was lowered to fit the KV cache (no --max-model-len given): the start-up line saying so */
+  readonly contextNote?: string;
 }
 
 export const now = (): number => performance.timeOrigin + performance.now();

@@ -51,6 +51,9 @@ export const ENGINE_DEFAULTS = {
   logprobsMode: 'raw_logprobs',
 } as const;
 
+/** without --max-model-len the context is lowered to fit the KV cache, but never below this (or the model's own) */
+export const MIN_FITTED_CONTEXT = 4096;
+
 const UNITS: Record<string, number> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30 };
 
 /** "4GiB" → bytes; a number or numeric string ≤ 1 is a fraction of free memory */
@@ -82,7 +85,7 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     if (draft.linearAttention) throw new InvalidArgumentError(`--speculative-config: the draft model ${speculative.model} has recurrent (linear-attention) layers, which cannot roll back rejected drafts`);
   }
   const blockSize = positiveInt('block-size', opts.blockSize ?? ENGINE_DEFAULTS.blockSize);
-  const maxModelLen = positiveInt('max-model-len', opts.maxModelLen ?? model.contextLength);
+  let maxModelLen = positiveInt('max-model-len', opts.maxModelLen ?? model.contextLength);
   if (maxModelLen > model.contextLength) {
     throw new InvalidArgumentError(`--max-model-len ${maxModelLen} is beyond the model's context length ${model.contextLength}`);
   }
@@ -106,14 +109,26 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     ? splitSwaPool(model, kvCacheDtype, blockSize, memory, useful, maxNumSeqs, maxNumBatchedTokens)
     : { numBlocks: Math.min(Math.floor(memory / (perToken * blockSize)), useful), swaBlocks: 0 };
   // one request may grow to the whole context: a cache that cannot hold that would cut it short
-  const blocksPerContext = Math.ceil(maxModelLen / blockSize);
+  let blocksPerContext = Math.ceil(maxModelLen / blockSize);
+  let contextNote: string | undefined;
+  // no --max-model-len: fit the context to the cache (whole blocks, never below the floor), as llama-server does
+  const floor = Math.min(MIN_FITTED_CONTEXT, model.contextLength);
+  if (numBlocks < blocksPerContext && opts.maxModelLen === undefined && numBlocks * blockSize >= floor) {
+    const fitted = numBlocks * blockSize;
+    contextNote =
+      `context ${fitted} tokens, lowered from the model's ${maxModelLen} to what the KV cache holds (--kv-cache-memory ${opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory}); ` +
+      `for the whole context raise --kv-cache-memory to at least ${((blocksPerContext * perToken * blockSize) / 2 ** 20).toFixed(1)} MiB, or set --max-model-len`;
+    maxModelLen = fitted;
+    blocksPerContext = numBlocks;
+  }
   if (numBlocks < blocksPerContext) {
     // what one context needs in every layer's cache (a sliding-window pool needs less: this is the bound to quote)
     const mib = (blocks: number) => `${((blocks * perToken * blockSize) / 2 ** 20).toFixed(1)} MiB`;
     throw new InvalidArgumentError(
       `the KV cache holds ${numBlocks * blockSize} tokens (from --kv-cache-memory ${opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory}), ` +
         `fewer than one context of ${maxModelLen} tokens: raise --kv-cache-memory to at least ${mib(blocksPerContext)} ` +
-        `or lower --max-model-len to at most ${numBlocks * blockSize}`,
+        `or lower --max-model-len to at most ${numBlocks * blockSize}` +
+        (opts.maxModelLen === undefined ? ` (without --max-model-len the context is fitted to the cache, but never below ${floor} tokens)` : ''),
     );
   }
   const stepTimeFactor = opts.stepTimeFactor ?? ENGINE_DEFAULTS.stepTimeFactor;
@@ -143,6 +158,7 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     eosTokenIds,
     ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),
     ...(speculative ? { speculative } : {}),
+    ...(contextNote !== undefined && { contextNote }),
   };
 }
 

@@ -3,11 +3,13 @@
 // feed_forward_length (key or array), the global layers' head size (key_length) and the
 // sliding layers' own (key_length_swa, rope.dimension_count_swa, rope.freq_base_swa), the
 // sliding-window flags (an array), shared-KV layers, the per-layer embedding width and the
-// final logit soft-cap; the global layers' "proportional" RoPE as rope_freqs divisors.
+// final logit soft-cap; the global layers' "proportional" RoPE as rope_freqs divisors; and
+// (26B-A4B) the experts' keys, as for the other MoE families (gguf-config-moe.ts).
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { loadVector } from './arch/architecture.js';
 import type { MetadataReader } from './gguf-metadata.js';
 import { ggufRopeScaling } from './gguf-rope.js';
+import { ggufMoeParams } from './gguf-config-moe.js';
 import type { ModelConfig, TensorSource } from './weights.js';
 
 const A = 'gemma4';
@@ -25,7 +27,6 @@ export function gemma4ModelConfig(meta: MetadataReader, tensors: TensorSource): 
     return new Array<number>(numLayers).fill(meta.number(key(k)));
   };
   const experts = meta.optionalNumber(key('expert_count')) ?? 0;
-  if (experts > 0) throw new UnsupportedModelError(meta.file, `mixture-of-experts gemma4 (${key('expert_count')} = ${experts}) is not supported; loom runs the dense Gemma 4 models`);
   const flags = meta.metadata.get(key('attention.sliding_window_pattern'));
   if (!Array.isArray(flags) || flags.length < numLayers || !flags.every((x) => typeof x === 'boolean')) {
     throw new ModelFormatError(meta.file, `${key('attention.sliding_window_pattern')} should hold ${numLayers} booleans`);
@@ -58,6 +59,7 @@ export function gemma4ModelConfig(meta: MetadataReader, tensors: TensorSource): 
   const factors = tensors.has('rope_freqs.weight') ? loadVector(tensors, 'rope_freqs.weight') : undefined;
   if (factors && factors.length < ropeDim / 2) throw new ModelFormatError(meta.file, `rope_freqs.weight holds ${factors.length} values, RoPE needs ${ropeDim / 2}`);
   const embedding = tensors.get('token_embd.weight');
+  const moe = experts > 0 ? ggufMoeParams(meta, A, numLayers, hiddenSize, tensors) : undefined;
   return {
     arch: A,
     vocabSize: meta.number(key('vocab_size'), embedding.dims[1] ?? 0),
@@ -89,6 +91,7 @@ export function gemma4ModelConfig(meta: MetadataReader, tensors: TensorSource): 
       ...(factors ? { globalFreqFactors: factors } : {}),
     },
     ...(kvSource.some((s, i) => s !== i) ? { kvSource } : {}),
+    ...(moe ? { moe } : {}),
   };
 }
 

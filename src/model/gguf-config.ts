@@ -4,6 +4,7 @@ import { MetadataReader } from './gguf-metadata.js';
 import type { GGUFMetadata } from './gguf-metadata.js';
 import { gemma4ModelConfig } from './gguf-config-gemma4.js';
 import { ggufRopeScaling } from './gguf-rope.js';
+import { ggufMoeParams } from './gguf-config-moe.js';
 import type { ArchName, LinearAttention, ModelConfig, TensorSource } from './weights.js';
 import type { RopeStyle } from '../tensor/weight-tensor.js';
 
@@ -18,11 +19,16 @@ const ROPE_STYLE: Record<ArchName, RopeStyle> = {
   gemma3: 'neox',
   gemma4: 'neox',
   qwen35: 'neox', // IMROPE: text positions repeat over the sections, which is NeoX over ropeDim
+  qwen3moe: 'neox',
+  qwen35moe: 'neox', // IMROPE over text positions, as qwen35
 };
 
-export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'gemma4', 'qwen35'];
+export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'gemma4', 'qwen35', 'qwen3moe', 'qwen35moe'];
 
 /** llama.cpp's smollm3: every 4th layer (il + 1 ≡ 0 mod 4) skips RoPE */
+/** the mixture-of-experts architectures (Gemma 4's MoE layers are gemma4's) */
+const MOE_ARCHS: readonly ArchName[] = ['qwen3moe', 'qwen35moe'];
+
 export const SMOLLM3_NO_ROPE_STEP = 4;
 
 export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: TensorSource): ModelConfig {
@@ -35,8 +41,9 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
   if (arch === 'gemma4') return gemma4ModelConfig(meta, tensors);
   const key = (k: string): string => `${arch}.${k}`;
   const experts = meta.optionalNumber(key('expert_count')) ?? 0;
-  if (experts > 0) {
-    throw new UnsupportedModelError(file, `mixture-of-experts ${arch} (${key('expert_count')} = ${experts}) is not supported; loom runs the dense ${SUPPORTED_ARCHS.join(', ')}`);
+  const moeArch = arch === 'qwen3moe' || arch === 'qwen35moe';
+  if (experts > 0 && !moeArch) {
+    throw new UnsupportedModelError(file, `mixture-of-experts ${arch} (${key('expert_count')} = ${experts}) is not supported; loom runs the dense ${SUPPORTED_ARCHS.filter((a) => !MOE_ARCHS.includes(a)).join(', ')} and ${MOE_ARCHS.join(', ')}`);
   }
   const embedding = tensors.get('token_embd.weight');
   const hiddenSize = meta.number(key('embedding_length'));
@@ -50,7 +57,8 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
   const ropeScaling = arch === 'gpt2' ? undefined : ggufRopeScaling(meta, tensors, { arch, ropeDim, ropeBase, contextLength });
   const noRopeLayers =
     arch === 'smollm3' ? Array.from({ length: numLayers }, (_, i) => i).filter((i) => (i + 1) % SMOLLM3_NO_ROPE_STEP === 0) : undefined;
-  const linear = arch === 'qwen35' ? { linearAttention: linearAttention(meta, arch, numLayers) } : {};
+  const linear = arch === 'qwen35' || arch === 'qwen35moe' ? { linearAttention: linearAttention(meta, arch, numLayers) } : {};
+  const moe = moeArch ? { moe: ggufMoeParams(meta, arch, numLayers, hiddenSize, tensors) } : {};
   const gemma = arch === 'gemma2' || arch === 'gemma3' ? gemmaParams(meta, arch, { hiddenSize, numHeads, headDim, numLayers, ropeBase }) : {};
   return {
     arch,
@@ -74,6 +82,7 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     ...(noRopeLayers ? { noRopeLayers } : {}),
     ...gemma,
     ...linear,
+    ...moe,
   };
 }
 

@@ -302,9 +302,13 @@ export class GGUFFile implements TensorSource {
     }
     this.tensorBytes += got;
     let type = info.type;
-    const r16 = this.interleaveR16 ? r16TypeFor(type, info.dims) : undefined;
+    // a 3-D tensor (a MoE layer's experts, [K, N, experts]) is interleaved matrix by matrix,
+    // so each expert's bytes stay one interleaved matrix (arch/moe.ts views them so)
+    const matrices = info.dims.length === 3 ? info.dims[2]! : 1;
+    const r16 = this.interleaveR16 ? r16TypeFor(type, matrices > 1 ? info.dims.slice(0, 2) : info.dims) : undefined;
     if (r16 !== undefined) {
-      this.interleaveR16!(r16, data, info.dims[0]!, info.dims[1]!);
+      const bytes = data.length / matrices;
+      for (let m = 0; m < matrices; m++) this.interleaveR16!(r16, data.subarray(m * bytes, (m + 1) * bytes), info.dims[0]!, info.dims[1]!);
       type = r16;
     }
     const t: WeightTensor = { name, type, dims: info.dims, data };

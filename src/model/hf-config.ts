@@ -10,10 +10,11 @@ import { gemmaConfig } from './hf-config-gemma.js';
 import type { ArchName, ModelConfig } from './weights.js';
 import { qwen35Config } from './hf-qwen35.js';
 import { hfRopeScaling } from './hf-rope.js';
+import { hfMoeParams } from './hf-config-moe.js';
 
 export const CONFIG_FILE = 'config.json';
 
-type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35';
+type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen3moe' | 'qwen35moe';
 
 const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   LlamaForCausalLM: 'llama',
@@ -26,10 +27,12 @@ const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   Gemma2ForCausalLM: 'gemma2',
   Gemma3ForCausalLM: 'gemma3',
   Qwen3_5ForCausalLM: 'qwen35',
+  Qwen3MoeForCausalLM: 'qwen3moe',
+  Qwen3_5MoeForCausalLM: 'qwen35moe',
 };
-const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35'];
+const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35', 'qwen3moe', 'qwen35moe'];
 /** Mistral runs as llama (llama.cpp converts it to a llama GGUF and attends to the whole context) */
-const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35'>, ArchName>> = {
+const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe'>, ArchName>> = {
   llama: 'llama',
   mistral: 'llama',
   qwen2: 'qwen2',
@@ -37,6 +40,7 @@ const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35'>, 
   gpt2: 'gpt2',
   phi3: 'phi3',
   smollm3: 'smollm3',
+  qwen3moe: 'qwen3moe',
 };
 
 /** Reads `<dir>/config.json`. */
@@ -66,7 +70,7 @@ export function parseHFConfig(file: string, json: unknown): ModelConfig {
   const c = new Fields(file, json as Record<string, unknown>);
   const family = familyOf(c);
   if (family === 'gemma2' || family === 'gemma3') return gemmaConfig(c, family);
-  if (family === 'qwen35') return qwen35Config(c);
+  if (family === 'qwen35' || family === 'qwen35moe') return qwen35Config(c, family === 'qwen35moe');
   return family === 'gpt2' ? gpt2Config(c) : llamaLikeConfig(c, family);
 }
 
@@ -84,7 +88,7 @@ function familyOf(c: Fields): Family {
     return family;
   }
   const raw = c.raw('model_type');
-  const type = raw === 'gemma3_text' ? 'gemma3' : raw === 'qwen3_5_text' ? 'qwen35' : raw;
+  const type = raw === 'gemma3_text' ? 'gemma3' : raw === 'qwen3_5_text' ? 'qwen35' : raw === 'qwen3_moe' ? 'qwen3moe' : raw === 'qwen3_5_moe_text' ? 'qwen35moe' : raw;
   const family = FAMILIES.find((f) => f === type);
   if (!family) {
     throw new UnsupportedModelError(c.file, `model_type ${JSON.stringify(type)} is not supported (loom runs ${FAMILIES.join(', ')})`);
@@ -92,7 +96,7 @@ function familyOf(c: Fields): Family {
   return family;
 }
 
-function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3' | 'qwen35'>): ModelConfig {
+function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe'>): ModelConfig {
   const hiddenSize = c.count('hidden_size');
   const { numHeads, numKvHeads } = attentionHeads(c);
   const headDim = c.count('head_dim', () => c.whole('hidden_size', hiddenSize / numHeads));
@@ -132,6 +136,7 @@ function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 
     tiedEmbeddings: c.bool('tie_word_embeddings', family === 'smollm3'),
     ...(ropeScaling ? { ropeScaling } : {}),
     ...(noRopeLayers ? { noRopeLayers } : {}),
+    ...(family === 'qwen3moe' ? { moe: hfMoeParams(c) } : {}),
   };
 }
 
@@ -158,7 +163,7 @@ function checkSlidingWindow(c: Fields, family: Family, contextLength: number): v
         `sliding-window attention (sliding_window ${window} < max_position_embeddings ${contextLength}, as in Mistral-7B-v0.1) is not supported`,
       );
     }
-  } else if ((family === 'qwen2' || family === 'qwen3' || family === 'smollm3') && c.raw('use_sliding_window') === true) {
+  } else if ((family === 'qwen2' || family === 'qwen3' || family === 'qwen3moe' || family === 'smollm3') && c.raw('use_sliding_window') === true) {
     throw new UnsupportedModelError(c.file, 'sliding-window attention (use_sliding_window: true) is not supported');
   }
 }

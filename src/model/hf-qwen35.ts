@@ -1,4 +1,7 @@
-// Hugging Face Qwen3_5ForCausalLM folders (model_type qwen3_5_text): config.json → ModelConfig
+// Hugging Face Qwen3_5ForCausalLM folders (model_type qwen3_5_text), and Qwen3_5MoeForCausalLM
+// ones (qwen3_5_moe_text: routed experts, one matrix per expert or transformers' 3-D
+// mlp.experts.gate_up_proj / down_proj, plus mlp.shared_expert and its mlp.shared_expert_gate;
+// the chosen experts renormalized, as llama.cpp's qwen35moe always does): config.json → ModelConfig
 // with transformers' Qwen3_5TextConfig defaults, the tensor names, and the load-time
 // transforms llama.cpp's converter applies (convert_hf_to_gguf.py, Qwen3NextModel and
 // _LinearAttentionVReorderBase), so the arch code (arch/qwen35.ts) sees what a GGUF holds:
@@ -14,10 +17,11 @@ import { GGMLType } from '../tensor/weight-types.js';
 import { attentionHeads } from './hf-fields.js';
 import type { Fields } from './hf-fields.js';
 import { dequantizeRow } from '../tensor/quant/dequantize.js';
-import type { LinearAttention, ModelConfig } from './weights.js';
+import type { LinearAttention, ModelConfig, MoeParams } from './weights.js';
+import { MAX_EXPERTS } from './gguf-config-moe.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 
-export function qwen35Config(c: Fields): ModelConfig {
+export function qwen35Config(c: Fields, moe = false): ModelConfig {
   const hiddenSize = c.count('hidden_size');
   const { numHeads, numKvHeads } = attentionHeads(c);
   const headDim = c.count('head_dim', () => 256);
@@ -47,15 +51,16 @@ export function qwen35Config(c: Fields): ModelConfig {
   if (partial > 1 || ropeDim % 2 !== 0) {
     throw new ModelFormatError(c.file, `partial_rotary_factor ${partial} does not give an even number of rotated dims of ${headDim}`);
   }
+  const experts = moe ? qwen35MoeParams(c) : undefined;
   return {
-    arch: 'qwen35',
+    arch: experts ? 'qwen35moe' : 'qwen35',
     vocabSize: c.count('vocab_size'),
     hiddenSize,
     numLayers,
     numHeads,
     numKvHeads,
     headDim,
-    ffnSize: c.count('intermediate_size'),
+    ffnSize: experts ? c.count('intermediate_size', () => experts.expertFfnSize) : c.count('intermediate_size'),
     contextLength: c.count('max_position_embeddings'),
     normEps: c.num('rms_norm_eps', 1e-6),
     ropeBase,
@@ -64,7 +69,18 @@ export function qwen35Config(c: Fields): ModelConfig {
     ropeStyle: 'neox',
     tiedEmbeddings: c.bool('tie_word_embeddings', false),
     linearAttention: linearAttention(c, numLayers),
+    ...(experts ? { moe: experts } : {}),
   };
+}
+
+/** transformers' Qwen3_5MoeTextConfig: num_experts, num_experts_per_tok, moe_intermediate_size, shared_expert_intermediate_size */
+function qwen35MoeParams(c: Fields): MoeParams {
+  const numExperts = c.count('num_experts', () => 256);
+  const numExpertsUsed = c.count('num_experts_per_tok', () => 8);
+  if (numExperts > MAX_EXPERTS) throw c.bad('num_experts', `at most ${MAX_EXPERTS}`);
+  if (numExpertsUsed > numExperts) throw c.bad('num_experts_per_tok', `at most num_experts (${numExperts})`);
+  const expertFfnSize = c.count('moe_intermediate_size', () => 512);
+  return { numExperts, numExpertsUsed, expertFfnSize, normTopK: true, sharedFfnSize: c.count('shared_expert_intermediate_size', () => 512) };
 }
 
 function linearAttention(c: Fields, numLayers: number): LinearAttention {
@@ -116,7 +132,18 @@ const QWEN35_BLOCK: Readonly<Record<string, string>> = {
   'ssm_conv1d.weight': 'linear_attn.conv1d.weight',
   'ssm_norm.weight': 'linear_attn.norm.weight',
   'ssm_out.weight': 'linear_attn.out_proj.weight',
+  // qwen35moe: the router, the shared expert and its gate, and the experts as transformers' 3-D tensors
+  'ffn_gate_inp.weight': 'mlp.gate.weight',
+  'ffn_gate_inp_shexp.weight': 'mlp.shared_expert_gate.weight',
+  'ffn_gate_shexp.weight': 'mlp.shared_expert.gate_proj.weight',
+  'ffn_up_shexp.weight': 'mlp.shared_expert.up_proj.weight',
+  'ffn_down_shexp.weight': 'mlp.shared_expert.down_proj.weight',
+  'ffn_gate_up_exps.weight': 'mlp.experts.gate_up_proj',
+  'ffn_down_exps.weight': 'mlp.experts.down_proj',
 };
+
+/** one expert's matrix (gguf-config-moe.ts's expertTensorName) → mlp.experts.E.{gate,up,down}_proj */
+const EXPERT = /^(ffn_(gate|up|down)_exps)\.(\d+)\.weight$/;
 
 const QWEN35_GLOBAL: Readonly<Record<string, string>> = {
   'token_embd.weight': 'model.embed_tokens.weight',
@@ -124,14 +151,19 @@ const QWEN35_GLOBAL: Readonly<Record<string, string>> = {
   'output.weight': 'lm_head.weight',
 };
 
-/** The HF name of a canonical Qwen3.5 tensor, or undefined when there is none. */
-export function qwen35HFName(numLayers: number, canonical: string): string | undefined {
+/** The HF names a canonical Qwen3.5 tensor may have (first found wins), or undefined when there is none. */
+export function qwen35HFNames(numLayers: number, canonical: string): string[] | undefined {
   const global = QWEN35_GLOBAL[canonical];
-  if (global) return global;
+  if (global) return [global];
   const m = /^blk\.(\d+)\.(.+)$/.exec(canonical);
   if (!m || Number(m[1]) >= numLayers) return undefined;
+  const expert = EXPERT.exec(m[2]!);
+  if (expert) return [`model.layers.${m[1]}.mlp.experts.${expert[3]}.${expert[2]}_proj.weight`];
   const path = QWEN35_BLOCK[m[2]!];
-  return path ? `model.layers.${m[1]}.${path}` : undefined;
+  if (!path) return undefined;
+  const name = `model.layers.${m[1]}.${path}`;
+  // transformers' 3-D expert parameters have no .weight suffix; some exports add one
+  return path.startsWith('mlp.experts.') ? [name, `${name}.weight`] : [name];
 }
 
 /** The (1 + w) RMSNorms: every norm but the gated one of the linear layers */

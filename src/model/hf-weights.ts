@@ -6,7 +6,7 @@
 import { ModelFormatError } from '../errors.js';
 import { ggmlTypeOf, openSafetensorsModel } from './safetensors.js';
 import type { SafetensorsModel } from './safetensors.js';
-import { qwen35HFName, qwen35Transform } from './hf-qwen35.js';
+import { qwen35HFNames, qwen35Transform } from './hf-qwen35.js';
 import type { ArchName, ModelConfig, TensorSource } from './weights.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 
@@ -37,6 +37,7 @@ const LLAMA_BLOCK: Readonly<Record<string, string>> = {
   ffn_gate: 'mlp.gate_proj',
   ffn_up: 'mlp.up_proj',
   ffn_down: 'mlp.down_proj',
+  ffn_gate_inp: 'mlp.gate', // a MoE layer's router (Qwen3-MoE)
 };
 
 /** Phi-3 keeps q/k/v and gate/up fused, in the same row order as llama.cpp's attn_qkv and ffn_up */
@@ -72,6 +73,8 @@ const GPT2_BLOCK: Readonly<Record<string, { path: string; conv: boolean }>> = {
 };
 
 const BLOCK_NAME = /^blk\.(\d+)\.([a-z_]+)\.(weight|bias)$/;
+/** one expert's matrix (gguf-config-moe.ts's expertTensorName) */
+const EXPERT_NAME = /^blk\.(\d+)\.ffn_(gate|up|down)_exps\.(\d+)\.weight$/;
 
 /** Where an HF checkpoint may keep a canonical tensor: candidate names (first found wins). */
 export interface HFLocation {
@@ -82,9 +85,13 @@ export interface HFLocation {
 
 /** HF names for a canonical tensor name, or undefined when the arch has no such tensor. */
 export function hfLocation(arch: ArchName, numLayers: number, canonical: string): HFLocation | undefined {
-  if (arch === 'qwen35') {
-    const name = qwen35HFName(numLayers, canonical);
-    return name ? { names: [name], conv: false } : undefined;
+  if (arch === 'qwen35' || arch === 'qwen35moe') {
+    const names = qwen35HFNames(numLayers, canonical);
+    return names ? { names, conv: false } : undefined;
+  }
+  const expert = arch === 'qwen3moe' ? EXPERT_NAME.exec(canonical) : null;
+  if (expert) {
+    return Number(expert[1]) < numLayers ? { names: [`model.layers.${expert[1]}.mlp.experts.${expert[3]}.${expert[2]}_proj.weight`], conv: false } : undefined;
   }
   const m = BLOCK_NAME.exec(canonical);
   const layer = m ? Number(m[1]) : -1;
@@ -136,7 +143,7 @@ export function hfTensorSource(dir: string, config: ModelConfig): HFTensorSource
       const where = locate(name);
       if (!where) throw missing(dir, config, name);
       const raw = load(model, name, where.hfName, where.conv);
-      const tensor = config.arch === 'qwen35' ? qwen35Transform(config, name, raw) : raw;
+      const tensor = config.arch === 'qwen35' || config.arch === 'qwen35moe' ? qwen35Transform(config, name, raw) : raw;
       cache.set(name, tensor);
       return tensor;
     },

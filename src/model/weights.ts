@@ -1,7 +1,7 @@
 import type { ModelRopeScaling } from '../tensor/rope-scaling.js';
 import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35';
+export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe';
 
 /** Everything the forward pass needs to know about a model's shape. */
 export interface ModelConfig {
@@ -37,6 +37,20 @@ export interface ModelConfig {
   readonly kvSource?: readonly number[];
   /** Gemma 4's extras (see arch/gemma4.ts) */
   readonly gemma4?: Gemma4Params;
+  /** routed mixture-of-experts FFNs in every layer (Qwen3-MoE, Qwen3.5-MoE; see arch/moe.ts); absent = dense FFNs */
+  readonly moe?: MoeParams;
+}
+
+/** A routed MoE FFN: softmax over numExperts router logits, the top numExpertsUsed experts'
+ *  SwiGLU FFNs (expertFfnSize wide), summed weighted by their probabilities. */
+export interface MoeParams {
+  readonly numExperts: number;
+  readonly numExpertsUsed: number;
+  readonly expertFfnSize: number;
+  /** the chosen experts' probabilities are divided by their sum (llama.cpp's qwen3moe always; HF's norm_topk_prob) */
+  readonly normTopK: boolean;
+  /** width of the shared expert beside the routed ones (Qwen3.5-MoE: SwiGLU behind a sigmoid gate); absent = none */
+  readonly sharedFfnSize?: number;
 }
 
 /** Gemma 4 beyond Gemma 3's params: per-layer token embeddings and per-layer FFN widths. */

@@ -17,7 +17,7 @@ import { isChatPrompt, renderChatPrompt } from './prompt.js';
 import type { PromptInput } from './prompt.js';
 import { Slicer } from './slicer.js';
 import { checkToolSchemasCompile } from './tools/forced.js';
-import { planTools } from './tools/request.js';
+import { planTools, withGenericToolsInstruction } from './tools/request.js';
 import type { ChatToolsPlan, ToolFields } from './tools/request.js';
 
 export type { PromptInput } from './prompt.js';
@@ -81,7 +81,10 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
   checkLimits(ctx.options.limits, spec);
   checkSequences(ctx, spec);
   const id = requestIdFor(ctx, spec);
-  const tools = spec.tools ? planTools(ctx, spec.tools) : undefined;
+  const planned = spec.tools ? planTools(ctx, spec.tools) : undefined;
+  // the generic tool format is a grammar too: a response_format of the client's own wins, and
+  // the calls are then left unparsed (as "auto" without a parser was before)
+  const tools = planned?.forced?.tools.kind === 'generic' && spec.sampling.grammar != null ? { ...planned, forced: undefined } : planned;
   const names: Record<string, string> = { max_tokens: spec.maxTokensParam, ...spec.paramNames };
   let sampling = spec.sampling;
   if (tools?.forced) {
@@ -101,7 +104,12 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
   for (const p of spec.prompts) {
     await slicer.tick();
     const chat = isChatPrompt(p);
-    const text = chat ? await renderChatPrompt(ctx.text, tools ? { ...p, templateVars: { ...tools.templateVars, ...p.templateVars } } : p) : p;
+    let text: string | readonly number[];
+    if (isChatPrompt(p)) {
+      // the generic tool format is told to the model in the system message
+      const q = tools?.forced?.tools.kind === 'generic' ? { ...p, messages: withGenericToolsInstruction(p.messages, spec.tools?.tools ?? []) } : p;
+      text = await renderChatPrompt(ctx.text, tools ? { ...q, templateVars: { ...tools.templateVars, ...q.templateVars } } : q);
+    } else text = p;
     if (typeof text === 'string' && spec.truncatePromptTokens == null) checkPromptBytes(ctx.tokenizer, text, contextLimit(ctx), spec.promptParam);
     let ids = typeof text === 'string' ? await ctx.text.encode(text, { addSpecial: spec.addSpecialTokens, parseSpecial: chat || (spec.parseSpecial ?? true) }) : [...text];
     checkTokenIds(ctx, ids, spec.promptParam);

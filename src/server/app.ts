@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { EngineClient } from '../engine/client.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { ServerContext, ServerOptions } from './context.js';
-import { toOpenAIError } from './errors.js';
+import { toVllmError } from './errors.js';
 import { ServerMetrics } from './metrics.js';
 import { fastifyNetworkOptions } from './network.js';
 import { maxTokenBytes } from '../pipeline/prompt-bytes.js';
@@ -15,6 +15,7 @@ import type { TokenizerPool } from './tokenizer-pool.js';
 import { chatRoute } from './routes/chat.js';
 import { completionsRoute } from './routes/completions.js';
 import { generateRoute } from './routes/generate.js';
+import { messagesRoutes } from './routes/messages.js';
 import { miscRoutes } from './routes/misc.js';
 import { ollamaRoutes } from './routes/ollama.js';
 import { responsesRoute } from './routes/responses.js';
@@ -55,12 +56,12 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
   maxTokenBytes(parts.tokenizer); // a pass over the vocabulary, done now rather than in the first request
   secureApp(app, options);
   app.setErrorHandler(async (err, _req, reply) => {
-    const { status, body } = toOpenAIError(err);
+    const { status, body } = toVllmError(err);
     if (status >= 500) app.log.error(err);
     await reply.code(status).send(body);
   });
   app.setNotFoundHandler(async (req, reply) => {
-    await reply.code(404).send({ error: { message: `no route for ${req.method} ${req.url}`, type: 'invalid_request_error', param: null, code: 'not_found' } });
+    await reply.code(404).send({ error: { message: `no route for ${req.method} ${req.url}`, type: 'NotFoundError', param: null, code: 404 } });
   });
   completionsRoute(app, ctx);
   chatRoute(app, ctx);
@@ -68,6 +69,7 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
   generateRoute(app, ctx);
   miscRoutes(app, ctx);
   ollamaRoutes(app, ctx);
+  messagesRoutes(app, ctx);
   if (options.webui) webuiRoute(app);
   return { app, ctx };
 }

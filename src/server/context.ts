@@ -12,6 +12,8 @@ import type { TextWork } from './text-work.js';
 export interface ServerOptions extends PipelineOptions {
   /** the name clients use in `model` */
   readonly servedModelName: string;
+  /** the model as --model named it (vLLM's model card `root`; default: the served name) */
+  readonly modelRoot?: string | undefined;
   readonly maxModelLen: number;
   readonly apiKey?: string | undefined;
   /** requests in flight beyond which new ones get 429 */

@@ -2,6 +2,7 @@
 // the engine's, the chat template's) become OpenAI-shaped replies:
 // {"error": {"message", "type", "param", "code"}} with a fitting status. The other API
 // families (LMDeploy's, Ollama's) reshape this one classification.
+import { STATUS_CODES } from 'node:http';
 import { ContextLengthExceededError, InvalidArgumentError, LoomError } from '../errors.js';
 import { EngineDeadError } from '../engine/request-stream.js';
 import { ChatTemplateError } from '../tokenizer/chat-template.js';
@@ -27,6 +28,20 @@ export interface OpenAIErrorBody {
 export function toOpenAIError(err: unknown): { status: number; body: OpenAIErrorBody } {
   const e = classify(err);
   return { status: e.status, body: { error: { message: e.message, type: e.type, param: e.param, code: e.code } } };
+}
+
+/** vLLM's ErrorResponse (its /v1 routes): the type names the status, the code is the status itself */
+export interface VllmErrorBody {
+  error: { message: string; type: string; param: string | null; code: number };
+}
+
+const VLLM_TYPES: Record<number, string> = { 400: 'BadRequestError', 404: 'NotFoundError', 500: 'InternalServerError', 501: 'NotImplementedError' };
+
+/** The status and vLLM's body for an error on the OpenAI routes (other statuses: the status's phrase, as vLLM's HTTPException handler) */
+export function toVllmError(err: unknown): { status: number; body: VllmErrorBody } {
+  const e = classify(err);
+  const type = VLLM_TYPES[e.status] ?? STATUS_CODES[e.status] ?? 'Error';
+  return { status: e.status, body: { error: { message: e.message, type, param: e.param, code: e.status } } };
 }
 
 function classify(err: unknown): HttpError {
@@ -58,4 +73,26 @@ function validationError(message: string, errors: { instancePath: string; params
   const param = first?.params?.missingProperty ?? (path || null);
   const text = message.replace(/^body\/?/, '').replace(/^body /, '').trim();
   return new HttpError(400, text.startsWith('must') && param ? `${param} ${text}` : text || message, 'invalid_request_error', param);
+}
+
+export interface AnthropicErrorBody {
+  type: 'error';
+  error: { type: string; message: string };
+}
+
+/** Anthropic's error types by status (docs: API errors) */
+function anthropicType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 413) return 'request_too_large';
+  if (status === 429) return 'rate_limit_error';
+  if (status === 503 || status === 529) return 'overloaded_error';
+  return status >= 500 ? 'api_error' : 'invalid_request_error';
+}
+
+/** The same classification in Anthropic's shape: {"type": "error", "error": {"type", "message"}}. */
+export function toAnthropicError(err: unknown): { status: number; body: AnthropicErrorBody } {
+  const e = classify(err);
+  return { status: e.status, body: { type: 'error', error: { type: anthropicType(e.status), message: e.message } } };
 }

@@ -63,6 +63,8 @@ export class ServerMetrics {
   private readonly inferenceTime: Twin<Histogram<string>>;
   private readonly paramsN: Twin<Histogram<string>>;
   private readonly paramsMaxTokens: Twin<Histogram<string>>;
+  private readonly maxGenerationTokens: Twin<Histogram<string>>;
+  private readonly timePerOutputToken: Twin<Histogram<string>>;
   private readonly specDrafts: Twin<Counter<string>>;
   private readonly specDraftTokens: Twin<Counter<string>>;
   private readonly specAccepted: Twin<Counter<string>>;
@@ -104,6 +106,24 @@ export class ServerMetrics {
     this.inferenceTime = histogram('request_inference_time_seconds', 'Histogram of time spent in RUNNING phase for request.', E2E_BUCKETS);
     this.paramsN = histogram('request_params_n', 'Histogram of the n request parameter.', PARAMS_N_BUCKETS);
     this.paramsMaxTokens = histogram('request_params_max_tokens', 'Histogram of the max_tokens request parameter.', tokenBuckets);
+    this.maxGenerationTokens = histogram('request_max_num_generation_tokens', 'Histogram of maximum number of requested generation tokens.', tokenBuckets);
+    this.timePerOutputToken = histogram('request_time_per_output_token_seconds', 'Histogram of time_per_output_token_seconds per request.', ITL_BUCKETS);
+    // vLLM's families for what loom does not have (a KV connector, multimodal inputs, sleep
+    // mode): present at zero, and the engine always awake, so dashboards find every series
+    const external = [counter('external_prefix_cache_queries_total', 'External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.'),
+      counter('external_prefix_cache_hits_total', 'External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.'),
+      counter('mm_cache_queries_total', 'Multi-modal cache queries, in terms of number of queried items.'),
+      counter('mm_cache_hits_total', 'Multi-modal cache hits, in terms of number of cached items.')];
+    for (const twin of external) twin.each((c) => c.inc(this.labels, 0));
+    for (const p of PREFIXES) {
+      const sleep = new Gauge({
+        name: `${p}engine_sleep_state`,
+        help: 'Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.',
+        labelNames: ['model_name', 'engine', 'sleep_state'],
+        registers: reg,
+      });
+      for (const [state, value] of [['awake', 1], ['weights_offloaded', 0], ['discard_all', 0]] as const) sleep.set({ ...this.labels, sleep_state: state }, value);
+    }
     // speculative decoding (vLLM's SpecDecodingProm): zero unless --speculative-config is on
     this.specDrafts = counter('spec_decode_num_drafts_total', 'Number of spec decoding drafts.');
     this.specDraftTokens = counter('spec_decode_num_draft_tokens_total', 'Number of draft tokens.');
@@ -191,11 +211,14 @@ export class ServerMetrics {
         this.success.each((c) => c.inc({ ...this.labels, finished_reason: reason }));
         this.requestPromptTokens.each((h) => h.observe(this.labels, promptTokens));
         this.requestGenerationTokens.each((h) => h.observe(this.labels, outputTokens));
+        // each completion of n is a request of its own in vLLM v1: its maximum is its own count
+        this.maxGenerationTokens.each((h) => h.observe(this.labels, outputTokens));
         if (scheduled !== undefined && firstTokenTime !== undefined && lastTokenTime !== undefined) {
           const [start, first, last] = [scheduled, firstTokenTime, lastTokenTime];
           this.prefillTime.each((h) => h.observe(this.labels, seconds(first - start)));
           this.decodeTime.each((h) => h.observe(this.labels, seconds(last - first)));
           this.inferenceTime.each((h) => h.observe(this.labels, seconds(last - start)));
+          if (outputTokens > 1) this.timePerOutputToken.each((h) => h.observe(this.labels, seconds(last - first) / (outputTokens - 1)));
         }
         if (shape && !shapeCounted) {
           shapeCounted = true;

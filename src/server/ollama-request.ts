@@ -161,7 +161,17 @@ export async function ollamaChatSpec(ctx: ServerContext, body: OllamaChatBody): 
     if (m.images != null && m.images.length > 0) bad('images are not supported: loom serves text-only models', `messages[${i}].images`);
   }
   if (messages.length === 0) return undefined;
-  if (!hasTemplate(ctx)) bad(`${ctx.options.servedModelName} has no chat template; use /api/generate`, 'messages');
+  if (!hasTemplate(ctx)) {
+    // as Ollama's default template and `loom chat` do for a model without one: the transcript continued as plain text
+    return {
+      ...samplingOf(body.options),
+      prompts: [messages.map((m) => m.content ?? '').filter((t) => t !== '').join('\n')],
+      promptParam: 'messages',
+      addSpecialTokens: true,
+      parseSpecial: false,
+      idPrefix: 'ollama-chat',
+    };
+  }
   return {
     ...samplingOf(body.options),
     // rendered by the pipeline

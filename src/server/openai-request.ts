@@ -46,6 +46,7 @@ export interface OpenAISampling extends StructuredOutputFields {
   request_id?: string | null;
   cache_salt?: string | null;
   return_token_ids?: boolean | null;
+  prompt_logprobs?: number | null;
 }
 
 export interface CompletionsBody extends OpenAISampling {
@@ -54,7 +55,6 @@ export interface CompletionsBody extends OpenAISampling {
   logprobs?: number | null;
   best_of?: number | null;
   suffix?: string | null;
-  prompt_logprobs?: number | null;
 }
 
 /** A message of a chat request: assistant turns may carry tool calls, `tool` turns answer one. */
@@ -84,6 +84,11 @@ const CHAT_FIELDS = new Set(Object.keys(chatBody.properties));
 const DEFAULT_COMPLETION_MAX_TOKENS = 16;
 
 function commonSpec(body: OpenAISampling, logprobs: number | null, promptLogprobs: number | null) {
+  // vLLM's request validators (protocol.py validate_stream_options, check_logprobs)
+  if (body.stream_options != null && !body.stream) throw new HttpError(400, 'Stream options can only be defined when `stream=True`.', 'invalid_request_error', 'stream_options');
+  if (body.stream && body.prompt_logprobs != null && body.prompt_logprobs > 0) {
+    throw new HttpError(400, '`prompt_logprobs` are not available when `stream=True`.', 'invalid_request_error', 'prompt_logprobs');
+  }
   // vLLM schedules first-come-first-served unless started with --scheduling-policy priority,
   // and then refuses a non-zero priority; loom's scheduler is FCFS
   if (body.priority != null && body.priority !== 0) {
@@ -162,7 +167,7 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
   if (!body.logprobs && body.top_logprobs != null && body.top_logprobs > 0) {
     throw new HttpError(400, 'when using `top_logprobs`, `logprobs` must be set to true', 'invalid_request_error', 'top_logprobs');
   }
-  const common = commonSpec(body, logprobs, null);
+  const common = commonSpec(body, logprobs, body.prompt_logprobs ?? null);
   const tools: ToolFields = { tools: body.tools ?? null, tool_choice: body.tool_choice ?? null, parallel_tool_calls: body.parallel_tool_calls ?? null };
   const kwargs = body.chat_template_kwargs ?? undefined;
   const messages = chatMessages(body.messages);

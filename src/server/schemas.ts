@@ -129,6 +129,7 @@ export const chatBody = {
     max_completion_tokens: { type: ['integer', 'null'], minimum: 1 },
     logprobs: { type: ['boolean', 'null'] },
     top_logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
+    prompt_logprobs: { type: ['integer', 'null'], minimum: 0, maximum: 20 },
     add_generation_prompt: { type: ['boolean', 'null'] },
     continue_final_message: { type: ['boolean', 'null'] },
     echo: { type: ['boolean', 'null'] },
@@ -211,6 +212,7 @@ export const tokenizeBody = {
     messages: chatBody.properties.messages,
     add_special_tokens: { type: 'boolean' },
     add_generation_prompt: { type: 'boolean' },
+    return_token_strs: { type: ['boolean', 'null'] },
   },
   oneOf: [{ required: ['prompt'] }, { required: ['messages'] }],
 } as const;

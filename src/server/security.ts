@@ -1,10 +1,10 @@
-// What a server on a network needs around its routes: the API key (constant-time, only as
-// `Authorization: Bearer`), CORS for the origins the operator allows (none by default), and
+// What a server on a network needs around its routes: the API key (constant-time, as
+// `Authorization: Bearer`; on Anthropic's /v1/messages also as its `x-api-key` header), CORS for the origins the operator allows (none by default), and
 // one log line per request that never carries prompt text.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
-import { toOpenAIError } from './errors.js';
+import { toAnthropicError, toOpenAIError } from './errors.js';
 import { WEBUI_PATHS } from './routes/webui.js';
 
 export interface SecurityOptions {
@@ -31,7 +31,7 @@ export function secureApp(app: FastifyInstance, opts: SecurityOptions): void {
     void app.register(cors, {
       origin: origins.includes('*') ? '*' : [...origins],
       methods: ['GET', 'POST', 'OPTIONS'],
-      allowedHeaders: ['authorization', 'content-type'],
+      allowedHeaders: ['authorization', 'content-type', 'x-api-key', 'anthropic-version', 'anthropic-beta'],
       maxAge: 600,
     });
   }
@@ -41,8 +41,14 @@ export function secureApp(app: FastifyInstance, opts: SecurityOptions): void {
       // browsers send CORS preflights without credentials
       if (req.method === 'OPTIONS' || OPEN_PATHS.has(req.url.split('?')[0]!)) return;
       const m = /^Bearer +(\S+) *$/i.exec(req.headers.authorization ?? '');
-      if (!m || !sameSecret(m[1]!, apiKey)) {
-        const { body } = toOpenAIError(Object.assign(new Error('invalid or missing API key'), { statusCode: 401, code: 'invalid_api_key' }));
+      // Anthropic's routes also take its x-api-key header (older SDKs, most tools), and answer in its shape
+      const anthropic = req.url.startsWith('/v1/messages');
+      const xApiKey = anthropic ? req.headers['x-api-key'] : undefined;
+      const given = m?.[1] ?? (typeof xApiKey === 'string' ? xApiKey : undefined);
+      if (given === undefined || !sameSecret(given, apiKey)) {
+        const err = Object.assign(new Error('invalid or missing API key'), { statusCode: 401, code: 'invalid_api_key' });
+        if (anthropic) return reply.code(401).send(toAnthropicError(err).body);
+        const { body } = toOpenAIError(err);
         body.error.type = 'authentication_error';
         await reply.code(401).header('www-authenticate', 'Bearer').send(body);
       }

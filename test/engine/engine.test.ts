@@ -4,6 +4,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { referenceKernels } from '../../src/kernels/reference.js';
+import { loadNativeKernels } from '../../src/kernels/native.js';
+import type { Qwen3MoeArchitecture } from '../../src/model/arch/qwen3moe.js';
 import type { LoadedModel } from '../../src/model/load.js';
 import { EngineCore } from '../../src/engine/engine.js';
 import type { EngineOptions } from '../../src/engine/options.js';
@@ -195,4 +197,27 @@ describe('prompt logprobs', () => {
     assert.ok(Math.abs(results[0]!.lp[prompt.length - 2]! - expected) < 0.05, `${results[0]!.lp[prompt.length - 2]} vs ${expected}`);
     assert.equal(results[0]!.top[(prompt.length - 2) * 2], g.tokens[0], 'greedy token is the top alternative');
   });
+});
+
+describe('mixture of experts under batching (qwen3moe-q8_0: tokens of several sequences share experts)', () => {
+  const MOE = 'qwen3moe-q8_0';
+  const native = loadNativeKernels();
+  for (const [name, kernels] of [['reference', referenceKernels], ['native', native]] as const) {
+    for (const budget of [2048, 7]) {
+      it(`${name}: greedy tokens equal llama.cpp's (alone: the agreement tests) inside a batch of others (token budget ${budget})`, { skip: kernels ? false : 'native core unavailable' }, () => {
+        const prompts = readGolden(GOLDEN_DIR, MOE).prompts;
+        const e = fixtureEngine(MOE, kernels!, { kvCacheMemory: '64MiB', maxNumBatchedTokens: budget });
+        const ids = prompts.map((g) => add(e, g.promptIds, greedy(g.tokens.length)));
+        for (let i = 0; i < 7; i++) add(e, noise(i), greedy(5 + i * 3));
+        const out = runToEnd(e);
+        prompts.forEach((g, i) => assert.deepEqual(out.get(`${ids[i]}#0`)!.tokens, g.tokens));
+        const arch = e.runner.arch as Qwen3MoeArchitecture; // expertLoad is on every Architecture; minRoutingGap on this one
+        const load = arch.expertLoad.map((l) => l.reduce((a, b) => a + b, 0));
+        assert.ok(load.every((tokens) => tokens > 0 && tokens === load[0]), `every layer routed the same tokens: ${load.join(', ')}`);
+        assert.ok(arch.expertLoad.every((l) => l.every((tokens) => tokens > 0)), 'every expert was used');
+        assert.ok(arch.minRoutingGap > 1, `routing margin ${arch.minRoutingGap}`);
+        assertAllBlocksFree(e);
+      });
+    }
+  }
 });

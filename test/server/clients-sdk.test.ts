@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { tool as langchainTool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
-import { generateObject, streamObject, streamText, tool } from 'ai';
+import { generateObject, generateText, streamObject, streamText, tool } from 'ai';
 import { z } from 'zod';
 import { MODEL, fixtureBy, startTestServer } from '../fixtures/server.js';
 import type { TestServer } from '../fixtures/server.js';
@@ -99,5 +99,44 @@ describe('the Vercel AI SDK and LangChain JS against loom', () => {
       assert.deepEqual(WeatherArgs.parse(call.args), call.args);
       assert.equal(msg.invalid_tool_calls?.length ?? 0, 0);
     }
+  });
+});
+
+describe("the clients' defaults (no tool_choice) on a template with no known tool format", () => {
+  let s: TestServer;
+  // ChatML with no tool markup: loom knows no parser for it, so "auto" uses the generic format
+  const plain =
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+  before(async () => {
+    s = await startTestServer(fixtureBy((f) => f.name === 'qwen2-q8_0'), { chatTemplate: plain }, { kvCacheMemory: '32MiB' });
+  });
+  after(() => s?.close());
+  /** a bias on "[" makes the random model call (+100) or reply in words (-100) */
+  const callBias = (bias = 100): Record<string, number> => ({ [String(s.model.tokenizer.encode('[', { addSpecial: false })[0])]: bias });
+  const aiModel = () => createOpenAICompatible({ name: 'loom', baseURL: `${s.url}/v1` }).chatModel(MODEL);
+
+  it('AI SDK: generateText with tools and no toolChoice gets a valid call, or text', async () => {
+    const tools = { weather: tool({ description: 'Weather in a city', inputSchema: WeatherArgs }) };
+    const called = await generateText({ model: aiModel(), prompt: 'Weather in Paris?', seed: 1, maxOutputTokens: 200, maxRetries: 0, tools, providerOptions: { loom: { parallel_tool_calls: false, logit_bias: callBias() } } });
+    assert.equal(called.toolCalls.length, 1, JSON.stringify(called.response.body));
+    assert.equal(called.toolCalls[0]!.toolName, 'weather');
+    assert.deepEqual(WeatherArgs.parse(called.toolCalls[0]!.input), called.toolCalls[0]!.input);
+    assert.equal(called.finishReason, 'tool-calls');
+    const replied = await generateText({ model: aiModel(), prompt: 'Weather in Paris?', seed: 1, maxOutputTokens: 200, maxRetries: 0, tools, providerOptions: { loom: { logit_bias: callBias(-100) } } });
+    assert.equal(replied.toolCalls.length, 0);
+    assert.equal(typeof replied.text, 'string');
+    assert.ok(!replied.text.startsWith('{"response"'), replied.text);
+  });
+
+  it('LangChain: bindTools with no tool_choice gets a valid call, or content', async () => {
+    const weather = langchainTool(async () => '18 C', { name: 'weather', description: 'Weather in a city', schema: WeatherArgs });
+    const chat = (kwargs: object) => new ChatOpenAI({ model: MODEL, apiKey: 'none', configuration: { baseURL: `${s.url}/v1` }, maxRetries: 0, temperature: 1, maxTokens: 200, modelKwargs: { seed: 2, ...kwargs } });
+    const msg = await chat({ logit_bias: callBias() }).bindTools([weather], { parallel_tool_calls: false }).invoke('Weather in Paris?');
+    assert.equal(msg.tool_calls?.length, 1, JSON.stringify(msg));
+    assert.equal(msg.tool_calls![0]!.name, 'weather');
+    assert.deepEqual(WeatherArgs.parse(msg.tool_calls![0]!.args), msg.tool_calls![0]!.args);
+    const reply = await chat({ logit_bias: callBias(-100) }).bindTools([weather]).invoke('Weather in Paris?');
+    assert.equal(reply.tool_calls?.length ?? 0, 0);
+    assert.equal(typeof reply.content, 'string');
   });
 });

@@ -103,7 +103,7 @@ describe('server on a network', () => {
     }
   });
 
-  it('takes the API key only as Authorization: Bearer, compared in constant time', async () => {
+  it('takes the API key only as Authorization: Bearer (x-api-key only on Anthropic\'s /v1/messages), compared in constant time', async () => {
     const s = await serve({ apiKey: 'sekret-key' });
     try {
       const post = (headers: Record<string, string>, query = '') =>

@@ -26,6 +26,12 @@ describe('SSE', () => {
       }, toError);
       return reply;
     });
+    app.get('/named', async (_req, reply) => {
+      const sse = new SseWriter(reply, 1000);
+      await sse.send({ type: 'ping' }, 'ping');
+      sse.end();
+      return reply;
+    });
     app.get('/refused', async (_req, reply) => {
       const sse = new SseWriter(reply, 1000);
       await runStream(sse, async () => {
@@ -63,6 +69,10 @@ describe('SSE', () => {
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type')!, /^text\/event-stream/);
     assert.equal(await res.text(), 'data: {"a":1}\n\ndata: {"b":"x\\ny"}\n\ndata: [DONE]\n\n');
+  });
+
+  it('names an event when asked (Anthropic\'s `event: NAME` line before its data)', async () => {
+    assert.equal(await (await fetch(`${url}/named`)).text(), 'event: ping\ndata: {"type":"ping"}\n\n');
   });
 
   it('a failure before the first event is a plain HTTP error', async () => {

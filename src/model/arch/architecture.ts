@@ -12,6 +12,8 @@ export interface Architecture {
   /** writes the batch's k/v into the cache and returns logits [batch.logitIndices.length, vocabSize],
    *  a view valid until the next forward */
   forward(batch: ForwardBatch, kv: KvCache, kernels: Kernels): Float32Array;
+  /** mixture-of-experts families: per layer, the tokens routed to each expert so far ([numExperts] each) */
+  readonly expertLoad?: readonly Float64Array[];
 }
 
 /** A small tensor (norm weight, bias) widened to f32: these are a few KB, unlike matrices. */

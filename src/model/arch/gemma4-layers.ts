@@ -8,6 +8,21 @@ import type { Gemma4Params, ModelConfig, TensorSource } from '../weights.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import { loadVector } from './architecture.js';
 import type { Scratch } from './architecture.js';
+import { MoeFfn } from './moe.js';
+
+/** A 26B-A4B layer's experts beside its dense MLP (llama.cpp's gemma4.cpp is_moe_layer). */
+export interface Gemma4Moe {
+  /** GeGLU experts; ffn_gate_inp routes, ffn_down_exps.scale scales each expert's output */
+  ffn: MoeFfn;
+  /** [hidden] ffn_gate_inp.scale: the router's input is RMSNorm(x) / √hidden · this */
+  routerScale: Float32Array;
+  /** pre_ffw_norm_2: the experts' input norm */
+  preNorm: Float32Array;
+  /** post_ffw_norm_1: the dense MLP's output norm */
+  mlpPostNorm: Float32Array;
+  /** post_ffw_norm_2: the experts' output norm */
+  postNorm: Float32Array;
+}
 
 export interface Gemma4Layer {
   attnNorm: Float32Array;
@@ -34,6 +49,8 @@ export interface Gemma4Layer {
   perLayer: { gate: WeightTensor; proj: WeightTensor; postNorm: Float32Array } | undefined;
   /** layer_output_scale: multiplies the residual stream after the layer; 1 when absent */
   outScale: number;
+  /** the experts beside the dense MLP (26B-A4B); absent on a dense layer */
+  moe: Gemma4Moe | undefined;
 }
 
 export function loadGemma4Layers(config: ModelConfig, params: Gemma4Params, tensors: TensorSource, contextLength: number): Gemma4Layer[] {
@@ -77,6 +94,15 @@ export function loadGemma4Layers(config: ModelConfig, params: Gemma4Params, tens
           ? { gate: tensors.get(`${p}inp_gate.weight`), proj: tensors.get(`${p}proj.weight`), postNorm: loadVector(tensors, `${p}post_norm.weight`) }
           : undefined,
       outScale: scale,
+      moe: config.moe && tensors.has(`${p}ffn_gate_inp.weight`)
+        ? {
+            ffn: new MoeFfn(tensors, i, config.moe, config.hiddenSize, 'gelu'),
+            routerScale: loadVector(tensors, `${p}ffn_gate_inp.scale`),
+            preNorm: loadVector(tensors, `${p}pre_ffw_norm_2.weight`),
+            mlpPostNorm: loadVector(tensors, `${p}post_ffw_norm_1.weight`),
+            postNorm: loadVector(tensors, `${p}post_ffw_norm_2.weight`),
+          }
+        : undefined,
     };
   });
 }

@@ -4,7 +4,9 @@
 // layers: their own head size, base and rotated dims; global layers: rope_freqs divisors) →
 // attention with scale 1 (sliding layers over their window; shared-KV layers read the cache of
 // an earlier layer of their kind) → o → post-attention RMSNorm → residual; RMSNorm →
-// GELU-tanh(gate)·up → down → post-FFN RMSNorm → residual; then the per-layer input:
+// GELU-tanh(gate)·up → down → post-FFN RMSNorm → residual (26B-A4B: the dense MLP's output
+// RMSNorm'd, plus routed GeGLU experts over their own RMSNorm of the residual, routed from
+// RMSNorm(x)/√hidden·scale, RMSNorm'd after: then the post-FFN norm); then the per-layer input:
 // GELU(x·G)·input → projection → RMSNorm → residual; the residual × layer_output_scale.
 // Final RMSNorm, the output projection, the final logit soft-cap.
 import type { AttentionBatch, Kernels } from '../../kernels/index.js';
@@ -15,7 +17,7 @@ import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, loadVector, outputWeight, rmsNormLogits } from './architecture.js';
 import { layerSlice, loadGemma4Layers, loadPerLayerEmbedding, perLayerInputs } from './gemma4-layers.js';
-import type { Gemma4Layer, PerLayerEmbedding } from './gemma4-layers.js';
+import type { Gemma4Layer, Gemma4Moe, PerLayerEmbedding } from './gemma4-layers.js';
 
 export class Gemma4Architecture implements Architecture {
   private readonly embedding: WeightTensor;
@@ -28,6 +30,8 @@ export class Gemma4Architecture implements Architecture {
   private readonly finalSoftcap: number;
   /** ones, for v's RMSNorm without a weight */
   private readonly ones: Float32Array;
+  /** [hidden] ones, for the router's RMSNorm without a weight (MoE layers) */
+  private readonly hiddenOnes: Float32Array;
   /** widest q, kv and FFN rows over the layers (the scratch sizes) */
   private readonly widths: { q: number; kv: number; ffn: number };
 
@@ -45,6 +49,7 @@ export class Gemma4Architecture implements Architecture {
     this.layers = loadGemma4Layers(config, this.params, tensors, contextLength);
     this.perLayer = loadPerLayerEmbedding(this.params, tensors);
     this.ones = new Float32Array(Math.max(...this.layers.map((l) => l.headDim))).fill(1);
+    this.hiddenOnes = new Float32Array(config.hiddenSize).fill(1);
     this.widths = {
       q: Math.max(...this.layers.map((l) => config.numHeads * l.headDim)),
       kv: Math.max(...this.layers.map((l) => l.numKvHeads * l.headDim)),
@@ -107,6 +112,7 @@ export class Gemma4Architecture implements Architecture {
       k.matmulSet(h, n, [{ out: gate.subarray(0, n * f), w: layer.gate }, { out: up.subarray(0, n * f), w: layer.up }]);
       k.geluMul(gate, gate, up, n * f);
       k.matmul(h, gate.subarray(0, n * f), layer.down, n);
+      if (layer.moe) this.experts(h, x, layer.moe, n, k);
       k.rmsNorm(h, h, layer.ffnPostNorm, n, hidden, c.normEps);
       k.add(x, x, h, n * hidden);
 
@@ -122,6 +128,52 @@ export class Gemma4Architecture implements Architecture {
       if (layer.outScale !== 1) scaleInPlace(x, n * hidden, layer.outScale);
     });
 
+    return this.logits(x, batch, k);
+  }
+
+  /**
+   * A MoE layer's FFN output (gemma4.cpp): mlp [n, hidden], the dense MLP's output, becomes
+   * RMSNorm_1(mlp) + RMSNorm_2(experts(RMSNorm_pre2(x))), the experts routed from
+   * RMSNorm(x) · 1/√hidden · ffn_gate_inp.scale (each step rounded to f32 as ggml's ops are).
+   */
+  private experts(mlp: Float32Array, x: Float32Array, moe: Gemma4Moe, n: number, k: Kernels): void {
+    const c = this.config;
+    const hidden = c.hiddenSize;
+    k.rmsNorm(mlp, mlp, moe.mlpPostNorm, n, hidden, c.normEps);
+    const input = this.scratch.take('g4.expertsIn', n * hidden);
+    const router = this.scratch.take('g4.routerIn', n * hidden);
+    const out = this.scratch.take('g4.experts', n * hidden);
+    k.rmsNorm(input, x, moe.preNorm, n, hidden, c.normEps);
+    k.rmsNorm(router, x, this.hiddenOnes, n, hidden, c.normEps);
+    const f = Math.fround;
+    const inv = f(1 / f(Math.sqrt(hidden)));
+    for (let i = 0; i < n * hidden; i++) router[i] = f(router[i]! * inv) * moe.routerScale[i % hidden]!;
+    moe.ffn.forward(out, input, n, k, this.scratch, router);
+    k.rmsNorm(out, out, moe.postNorm, n, hidden, c.normEps);
+    k.add(mlp, mlp, out, n * hidden);
+  }
+
+  /** per MoE layer, the tokens routed to each expert so far ([numExperts] each); undefined for a dense model */
+  get expertLoad(): readonly Float64Array[] | undefined {
+    return this.config.moe ? this.layers.flatMap((l) => (l.moe ? [l.moe.ffn.load] : [])) : undefined;
+  }
+
+  /** the smallest gap between a token's k-th and (k+1)-th router logit seen so far, over every MoE layer */
+  get minRoutingGap(): number {
+    return Math.min(...this.layers.map((l) => l.moe?.ffn.minRoutingGap ?? Infinity));
+  }
+
+  /** zeroes the expert counters and forgets the routing margin seen */
+  resetExpertLoad(): void {
+    for (const l of this.layers) {
+      if (!l.moe) continue;
+      l.moe.ffn.load.fill(0);
+      l.moe.ffn.minRoutingGap = Infinity;
+    }
+  }
+
+  private logits(x: Float32Array, batch: ForwardBatch, k: Kernels): Float32Array {
+    const c = this.config;
     const logits = rmsNormLogits(x, batch.logitIndices, this.outputNorm, this.output, c, this.scratch, k);
     if (this.finalSoftcap > 0) k.softcap(logits, batch.logitIndices.length * c.vocabSize, this.finalSoftcap);
     return logits;

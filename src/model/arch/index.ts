@@ -5,6 +5,7 @@ import { GemmaArchitecture } from './gemma.js';
 import { Gemma4Architecture } from './gemma4.js';
 import { LlamaArchitecture } from './llama.js';
 import { Qwen35Architecture } from './qwen35.js';
+import { Qwen3MoeArchitecture } from './qwen3moe.js';
 
 export type { Architecture } from './architecture.js';
 
@@ -23,8 +24,11 @@ export function createArchitecture(config: ModelConfig, tensors: TensorSource, c
     case 'gemma3':
       return new GemmaArchitecture(config, tensors, contextLength);
     case 'qwen35':
+    case 'qwen35moe':
       return new Qwen35Architecture(config, tensors);
     case 'gemma4':
       return new Gemma4Architecture(config, tensors, contextLength);
+    case 'qwen3moe':
+      return new Qwen3MoeArchitecture(config, tensors, contextLength);
   }
 }

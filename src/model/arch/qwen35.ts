@@ -6,6 +6,8 @@
 // β = σ(beta) → RMSNorm(out)·SiLU(z) → ssm_out.
 // Full attention: q projection holds [q | gate] per head; q/k RMSNorm; NeoX RoPE over the first
 // ropeDim dims (IMROPE with text positions); attention · σ(gate) → o.
+// Qwen3.5-MoE (`qwen35moe`, Qwen3.5/3.6-35B-A3B) is the same hybrid with, in every layer, routed
+// experts plus a shared expert behind its sigmoid gate (shared-expert.ts) instead of the dense FFN.
 // The multi-token-prediction block (nextn) is not run (gguf-config counts the trunk only).
 import type { Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
@@ -16,6 +18,7 @@ import type { LinearAttention, ModelConfig, TensorSource } from '../weights.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, outputWeight } from './architecture.js';
+import { SharedExpertMoeFfn } from './shared-expert.js';
 
 interface AttentionMixer {
   readonly kind: 'attention';
@@ -40,13 +43,18 @@ interface DeltaNetMixer {
   wOut: WeightTensor; // [numVHeads · headDim] → [hidden]
 }
 
+interface DenseFfn {
+  readonly kind: 'dense';
+  gate: WeightTensor;
+  up: WeightTensor;
+  down: WeightTensor;
+}
+
 interface Qwen35Layer {
   attnNorm: Float32Array;
   mixer: AttentionMixer | DeltaNetMixer;
   postNorm: Float32Array;
-  gate: WeightTensor;
-  up: WeightTensor;
-  down: WeightTensor;
+  ffn: DenseFfn | SharedExpertMoeFfn;
 }
 
 export class Qwen35Architecture implements Architecture {
@@ -101,11 +109,33 @@ export class Qwen35Architecture implements Architecture {
         attnNorm: loadVector(tensors, `${p}attn_norm.weight`),
         mixer,
         postNorm: loadVector(tensors, `${p}post_attention_norm.weight`),
-        gate: tensors.get(`${p}ffn_gate.weight`),
-        up: tensors.get(`${p}ffn_up.weight`),
-        down: tensors.get(`${p}ffn_down.weight`),
+        ffn: config.moe
+          ? new SharedExpertMoeFfn(tensors, i, config.moe, config.hiddenSize)
+          : { kind: 'dense' as const, gate: tensors.get(`${p}ffn_gate.weight`), up: tensors.get(`${p}ffn_up.weight`), down: tensors.get(`${p}ffn_down.weight`) },
       };
     });
+  }
+
+  private get moeLayers(): SharedExpertMoeFfn[] {
+    return this.layers.flatMap((l) => (l.ffn instanceof SharedExpertMoeFfn ? [l.ffn] : []));
+  }
+
+  /** qwen35moe: per layer, the tokens routed to each expert so far ([numExperts] each); undefined for the dense model */
+  get expertLoad(): readonly Float64Array[] | undefined {
+    return this.config.moe ? this.moeLayers.map((f) => f.routed.load) : undefined;
+  }
+
+  /** qwen35moe: the smallest gap between a token's k-th and (k+1)-th router logit seen so far, over every layer */
+  get minRoutingGap(): number {
+    return Math.min(...this.moeLayers.map((f) => f.routed.minRoutingGap));
+  }
+
+  /** zeroes the expert counters and forgets the routing margin seen */
+  resetExpertLoad(): void {
+    for (const f of this.moeLayers) {
+      f.routed.load.fill(0);
+      f.routed.minRoutingGap = Infinity;
+    }
   }
 
   forward(batch: ForwardBatch, kv: KvCache, k: Kernels): Float32Array {
@@ -120,8 +150,7 @@ export class Qwen35Architecture implements Architecture {
 
     const x = this.scratch.take('x', n * hidden); // residual stream [n, hidden]
     const h = this.scratch.take('h', n * hidden);
-    const gate = this.scratch.take('gate', n * c.ffnSize);
-    const up = this.scratch.take('up', n * c.ffnSize);
+    const f = this.scratch.take('f', n * hidden);
     k.embedRows(x, this.embedding, batch.tokenIds);
     this.layers.forEach((layer, li) => {
       k.rmsNorm(h, x, layer.attnNorm, n, hidden, c.normEps);
@@ -129,13 +158,22 @@ export class Qwen35Architecture implements Architecture {
       else this.deltaNet(h, h, layer.mixer, li, batch, slots, state, k);
       k.add(x, x, h, n * hidden);
       k.rmsNorm(h, x, layer.postNorm, n, hidden, c.normEps);
-      k.matmulSet(h, n, [{ out: gate, w: layer.gate }, { out: up, w: layer.up }]);
-      k.siluMul(gate, gate, up, n * c.ffnSize);
-      k.matmul(h, gate, layer.down, n);
-      k.add(x, x, h, n * hidden);
+      if (layer.ffn.kind === 'dense') this.denseFfn(h, h, layer.ffn, n, k);
+      else layer.ffn.forward(f, h, n, k, this.scratch);
+      k.add(x, x, layer.ffn.kind === 'dense' ? h : f, n * hidden);
     });
 
     return rmsNormLogits(x, batch.logitIndices, this.outputNorm, this.output, c, this.scratch, k);
+  }
+
+  /** out [n, hidden] = down(silu(gate·h) ⊙ up·h) (out may alias h) */
+  private denseFfn(out: Float32Array, h: Float32Array, ffn: DenseFfn, n: number, k: Kernels): void {
+    const F = this.config.ffnSize;
+    const gate = this.scratch.take('gate', n * F);
+    const up = this.scratch.take('up', n * F);
+    k.matmulSet(h, n, [{ out: gate, w: ffn.gate }, { out: up, w: ffn.up }]);
+    k.siluMul(gate, gate, up, n * F);
+    k.matmul(out, gate, ffn.down, n);
   }
 
   /** out [n, hidden] = gated attention of h [n, hidden] (out may alias h) */

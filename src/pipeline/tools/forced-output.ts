@@ -3,7 +3,8 @@
 // scanned (required-scan.ts): each call opens with its id and name once its parameters
 // start, then its arguments follow as they come. A call cut off by max_tokens keeps its cut
 // arguments and finish_reason "length" (as vLLM returns a cut named call); a "required"
-// output cut before any call had a name stays content.
+// output cut before any call had a name stays content. The generic format ("auto" without
+// a parser) is either such an array or {"response": text}, whose text is the content.
 import { parseRequiredCalls } from './forced.js';
 import type { ForcedTools } from './forced.js';
 import { toolCallId } from './openai-calls.js';
@@ -32,13 +33,32 @@ export class ForcedCallOutput {
 
   constructor(private readonly forced: ForcedTools) {}
 
+  /** the generic format's output until it shows whether it is calls ("[") or a reply ("{") */
+  private held = '';
+  private reply = false;
+
   /** the deltas to stream for this piece of output */
   push(piece: string): ToolCallDelta[] {
+    if (this.forced.kind === 'generic' && !this.scanner.text) {
+      this.held += piece;
+      const first = this.held.trimStart()[0];
+      if (first === undefined || this.reply || first === '{') {
+        this.reply ||= first === '{';
+        return [];
+      }
+      piece = this.held;
+      this.held = '';
+    }
     this.scanner.push(piece);
     return this.deltas(false);
   }
 
   finish(): ForcedEnd {
+    if (this.reply || (this.forced.kind === 'generic' && !this.scanner.text)) {
+      // {"response": text}: the text is the content (of a reply cut short, what it wrote)
+      const response = replyOf(this.held);
+      return { content: response ?? this.held, toolCalls: [], toolCallDeltas: [], complete: false };
+    }
     const deltas = this.deltas(true);
     const text = this.scanner.text;
     const calls = this.calls();
@@ -73,6 +93,24 @@ export class ForcedCallOutput {
       }
     });
     return out;
+  }
+}
+
+/** the text of {"response": text}; of a reply cut short, the text written so far */
+function replyOf(text: string): string | null {
+  try {
+    const value = JSON.parse(text) as { response?: unknown };
+    return typeof value.response === 'string' ? value.response : null;
+  } catch {
+    const open = /^\s*\{\s*"response"\s*:\s*"/.exec(text);
+    if (!open) return null;
+    // drop an escape cut in the middle, then read the string as far as it goes
+    const rest = text.slice(open[0].length).replace(/\\(u[0-9a-fA-F]{0,3})?$/, '');
+    try {
+      return JSON.parse(`"${rest}"`) as string;
+    } catch {
+      return null;
+    }
   }
 }
 

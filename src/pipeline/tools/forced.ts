@@ -11,7 +11,7 @@ import type { GrammarSpec } from '../../engine/grammar/spec.js';
 import type { ParsedToolCall } from './parsers.js';
 
 /** How the output of a forced tool choice is read back. */
-export type ForcedTools = { readonly kind: 'named'; readonly name: string } | { readonly kind: 'required' };
+export type ForcedTools = { readonly kind: 'named'; readonly name: string } | { readonly kind: 'required' } | { readonly kind: 'generic' };
 
 interface ToolSchemaSource {
   function: { name: string; parameters?: Record<string, unknown> | undefined };
@@ -69,6 +69,12 @@ export function forcedToolGrammar(tools: readonly ToolSchemaSource[], choice: Fo
     required: ['name', 'parameters'],
   }));
   const array = { type: 'array', minItems: 1, ...(parallel ? {} : { maxItems: 1 }), items: { anyOf: items } };
+  if (choice.kind === 'generic') {
+    // "auto" without a parser for the model's own format (llama-server's generic handler):
+    // the calls as "required" writes them, or {"response": text} for a reply in words
+    const reply = { type: 'object', properties: { response: { type: 'string' } }, required: ['response'], additionalProperties: false };
+    return { type: 'json_schema', schema: { anyOf: [array, reply], $defs: defs } };
+  }
   return { type: 'json_schema', schema: { ...array, $defs: defs } };
 }
 

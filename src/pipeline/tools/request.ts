@@ -2,7 +2,9 @@
 // onto it): checked, handed to the chat template (`tools`, as Hugging Face templates
 // expect), and the parser that will read the model's calls. tool_choice "none"
 // leaves the tools in the prompt but never parses calls (vLLM's default); "auto" parses
-// them when loom knows the model's syntax (--tool-call-parser, or the template's own).
+// them when loom knows the model's syntax (--tool-call-parser, or the template's own), and
+// otherwise forces a generic JSON format by a grammar (a list of calls or {"response"}),
+// as llama-server's generic handler does.
 // "required" and a named function are forced by a grammar (forced.ts) and need no parser.
 import type { GrammarSpec } from '../../engine/grammar/spec.js';
 import { InvalidArgumentError } from '../../errors.js';
@@ -62,8 +64,27 @@ export function planTools(ctx: { readonly options: PipelineOptions; readonly tok
     const named = ctx.options.toolCallParser;
     parser = named !== undefined ? toolCallParser(named) : toolCallParserForTemplate(ctx.options.chatTemplate ?? ctx.tokenizer.chatTemplate);
     if (parser === undefined) {
-      throw new InvalidArgumentError('"auto" tool choice needs a tool-call parser: this model\'s chat template shows none loom knows; start the server with --tool-call-parser', 'tool_choice');
+      // no format known for this model: the generic one, enforced by a grammar (forced.ts)
+      const forced: ForcedTools = { kind: 'generic' };
+      return { templateVars: { tools }, parser: undefined, forced: { tools: forced, grammar: forcedToolGrammar(tools, forced, parallel) }, parallel };
     }
   }
   return { templateVars: tools.length > 0 ? { tools } : {}, parser, forced: undefined, parallel };
+}
+
+/**
+ * The generic format told to the model, as llama-server's generic handler adds it: one line
+ * (and the tools' names, which a template with no tool markup does not show) joined to the
+ * system message, or a system message of its own before the others.
+ */
+export function withGenericToolsInstruction<M extends { role: string; content: string }>(messages: readonly M[], tools: readonly ChatTool[]): M[] {
+  // names and descriptions only: the grammar holds each call to its tool's schema, and a
+  // small context has no room for every schema twice
+  const listed = tools.map((t) => (t.function.description ? `${t.function.name} (${t.function.description})` : t.function.name));
+  const line =
+    'Respond in JSON: either a list of tool calls, [{"name": <tool name>, "parameters": <its arguments>}], or {"response": <your reply to the user>}. ' +
+    `The tools: ${listed.join('; ')}.`;
+  const first = messages[0];
+  if (first && first.role === 'system') return [{ ...first, content: `${first.content}\n\n${line}` }, ...messages.slice(1)];
+  return [{ role: 'system', content: line } as M, ...messages];
 }

@@ -2,7 +2,7 @@
 // streaming or not. The request is resolved completely before a byte is written.
 import type { FastifyInstance } from 'fastify';
 import type { ServerContext } from '../context.js';
-import { toOpenAIError } from '../errors.js';
+import { toVllmError } from '../errors.js';
 import type { CompletionEvent, GenerationSummary } from '../../pipeline/generate.js';
 import { completionsSpec } from '../openai-request.js';
 import type { CompletionsBody } from '../openai-request.js';
@@ -10,7 +10,7 @@ import { resolveRequest } from '../../pipeline/request.js';
 import { completionsBody } from '../schemas.js';
 import { SseWriter, disconnectSignal, runStream } from '../sse.js';
 import { admit } from './admission.js';
-import { appendLogprobs, completionLogprobs, promptCompletionLogprobs, usageOf, vllmPromptLogprobs } from './format.js';
+import { appendLogprobs, completionLogprobs, promptCompletionLogprobs, usageOf, usageSoFar, vllmPromptLogprobs } from './format.js';
 import type { CompletionLogprobs } from './format.js';
 import { newSummary, runAll } from './run.js';
 
@@ -29,6 +29,9 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
     const logprobsOf = (e: CompletionEvent, offset: number): CompletionLogprobs | null =>
       topN !== null && e.logprobs ? completionLogprobs(ctx.tokenizer, e.logprobs, offset, topN) : null;
     const tokenIds = body.return_token_ids === true;
+    // vLLM: with include_usage and continuous_usage_stats, every chunk carries the usage so far
+    const continuous = body.stream_options?.include_usage === true && body.stream_options.continuous_usage_stats === true;
+    const tokensSoFar: number[] = [];
     try {
       if (body.stream) {
         const sse = new SseWriter(reply, ctx.options.slowClientTimeoutMs);
@@ -50,13 +53,14 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
               const index = choiceIndex(prompt, e);
               const offset = offsets.get(index) ?? 0;
               offsets.set(index, offset + e.text.length);
+              tokensSoFar[index] = (tokensSoFar[index] ?? 0) + e.tokenIds.length;
               await sse.send(chunk(index, e.text, logprobsOf(e, offset), e, tokenIds ? { token_ids: e.tokenIds } : {}));
             }
             if (body.stream_options?.include_usage) {
               await sse.send({ id, object: 'text_completion', created, model: body.model, choices: [], usage: usageOf(summaries) });
             }
           },
-          toOpenAIError,
+          toVllmError,
         );
         return reply;
       }
@@ -65,9 +69,9 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
         logprobs: CompletionLogprobs | null;
         finish_reason: string | null;
         stop_reason: string | number | null;
-        prompt_logprobs?: unknown;
-        prompt_token_ids?: number[];
-        token_ids?: number[];
+        token_ids: number[] | null;
+        prompt_logprobs: unknown;
+        prompt_token_ids: number[] | null;
       }
       const choices = new Map<number, Choice>();
       for await (const [prompt, e] of events) {
@@ -78,8 +82,10 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
           logprobs: body.echo && topN !== null ? promptCompletionLogprobs(ctx.tokenizer, p.ids, summaries[prompt]!, topN) : null,
           finish_reason: null,
           stop_reason: null,
-          ...(body.prompt_logprobs != null && { prompt_logprobs: vllmPromptLogprobs(ctx.tokenizer, p.ids, summaries[prompt]!) }),
-          ...(tokenIds && { prompt_token_ids: [...p.ids], token_ids: [] }),
+          // vLLM's CompletionResponseChoice: null where not asked for
+          token_ids: tokenIds ? [] : null,
+          prompt_logprobs: body.prompt_logprobs != null ? vllmPromptLogprobs(ctx.tokenizer, p.ids, summaries[prompt]!) : null,
+          prompt_token_ids: tokenIds ? [...p.ids] : null,
         };
         const lp = logprobsOf(e, c.text.length);
         if (lp) c.logprobs = c.logprobs ? appendLogprobs(c.logprobs, lp) : lp;
@@ -90,7 +96,8 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
         choices.set(index, c);
       }
       const list = [...choices.entries()].sort((a, b) => a[0] - b[0]).map(([index, c]) => ({ index, ...c }));
-      return { id, object: 'text_completion', created, model: body.model, choices: list, usage: usageOf(summaries) };
+      // vLLM's CompletionResponse: every field, null where it has none
+      return { id, object: 'text_completion', created, model: body.model, choices: list, service_tier: null, system_fingerprint: null, usage: usageOf(summaries), kv_transfer_params: null };
     } finally {
       release();
     }
@@ -102,6 +109,7 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
         created,
         model: body.model,
         choices: [{ index, text, logprobs, finish_reason: e?.finishReason ?? null, stop_reason: e?.stopReason ?? null, ...extra }],
+        ...(continuous && { usage: usageSoFar(summaries[Math.floor(index / n)]!, tokensSoFar[index] ?? 0) }),
       };
     }
   });

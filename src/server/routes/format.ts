@@ -18,6 +18,12 @@ export function usageOf(summaries: readonly GenerationSummary[]): Usage {
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } };
 }
 
+/** usage mid-stream (vLLM's continuous_usage_stats): one choice's prompt, and the tokens that choice has sent so far */
+export function usageSoFar(summary: GenerationSummary, completionTokens: number): Usage {
+  const prompt = summary.promptTokens;
+  return { prompt_tokens: prompt, completion_tokens: completionTokens, total_tokens: prompt + completionTokens, prompt_tokens_details: { cached_tokens: summary.cachedTokens } };
+}
+
 /** JSON has no −∞ (a token the processed distribution excluded): report it as vLLM does */
 export const jsonLogprob = (lp: number): number => (Number.isFinite(lp) ? lp : -9999);
 

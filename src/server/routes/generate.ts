@@ -16,6 +16,7 @@ import { admit } from './admission.js';
 import { jsonLogprob } from './format.js';
 import { generateRequest } from './generate-request.js';
 import type { GenerateBody } from './generate-request.js';
+import { getPplRoute } from './get-ppl.js';
 import { newSummary, runPrompt } from './run.js';
 
 /** LMDeploy's error shape (protocol.py ErrorResponse) for any error */
@@ -24,12 +25,49 @@ export function lmdeployError(err: unknown): { status: number; body: object } {
   return { status, body: { object: 'error', message: body.error.message, type: body.error.type, code: status, param: body.error.param } };
 }
 
-const errorHandler = async (err: unknown, _req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+const errorHandler = async (err: unknown, req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  const invalid = validationDetail(err, req.body);
+  if (invalid) return void (await reply.code(422).send(invalid));
   const { status, body } = lmdeployError(err);
   await reply.code(status).send(body);
 };
 
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params?: { type?: string | string[]; missingProperty?: string };
+}
+
+const PYDANTIC_TYPES: Record<string, [string, string]> = {
+  integer: ['int_type', 'Input should be a valid integer'],
+  number: ['float_type', 'Input should be a valid number'],
+  string: ['string_type', 'Input should be a valid string'],
+  boolean: ['bool_type', 'Input should be a valid boolean'],
+  array: ['list_type', 'Input should be a valid list'],
+  object: ['dict_type', 'Input should be a valid dictionary'],
+};
+
+/** LMDeploy's (FastAPI's) 422 for a body its pydantic model refuses: {"detail": [{type, loc, msg, input}]} */
+function validationDetail(err: unknown, body: unknown): object | undefined {
+  const e = err as { validation?: AjvError[]; code?: string; message?: string };
+  if (e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+    return { detail: [{ type: 'json_invalid', loc: ['body', 0], msg: 'JSON decode error', input: {}, ctx: { error: e.message ?? '' } }] };
+  }
+  if (!e.validation) return undefined;
+  return {
+    detail: e.validation.slice(0, 1).map((v) => {
+      const path = v.instancePath.split('/').slice(1).map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+      const input = path.reduce<unknown>((at, k) => (at as Record<string | number, unknown> | undefined)?.[k], body);
+      if (v.keyword === 'required') return { type: 'missing', loc: ['body', ...path, v.params?.missingProperty ?? ''], msg: 'Field required', input: input ?? null };
+      const named = v.keyword === 'type' ? PYDANTIC_TYPES[String([v.params?.type ?? ''].flat()[0]).split(',')[0]!] : undefined;
+      return { type: named?.[0] ?? 'value_error', loc: ['body', ...path], msg: named?.[1] ?? v.message ?? 'invalid value', input: input ?? null };
+    }),
+  };
+}
+
 export function generateRoute(app: FastifyInstance, ctx: ServerContext): void {
+  getPplRoute(app, ctx, errorHandler);
   app.post<{ Body: GenerateBody }>('/generate', { schema: { body: generateBody }, errorHandler }, async (req, reply) => {
     const body = req.body;
     const g = generateRequest(ctx, body);

@@ -1,5 +1,7 @@
 // The small endpoints: /v1/models, /tokenize, /detokenize, /health, /ready, /metrics.
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { HttpError } from '../errors.js';
 import type { ServerContext } from '../context.js';
 import { checkModel } from '../context.js';
 import { chatPrompt } from '../openai-request.js';
@@ -12,14 +14,44 @@ interface TokenizeBody {
   messages?: { role: string; content: string | { type: 'text'; text: string }[] }[];
   add_special_tokens?: boolean;
   add_generation_prompt?: boolean;
+  return_token_strs?: boolean | null;
 }
 
 export function miscRoutes(app: FastifyInstance, ctx: ServerContext): void {
   const started = Math.floor(Date.now() / 1000);
-  app.get('/v1/models', async () => ({
-    object: 'list',
-    data: [{ id: ctx.options.servedModelName, object: 'model', created: started, owned_by: 'loom', max_model_len: ctx.options.maxModelLen }],
-  }));
+  // vLLM's ModelCard, its permission list included (loom grants what vLLM does)
+  const card = {
+    id: ctx.options.servedModelName,
+    object: 'model',
+    created: started,
+    owned_by: 'loom',
+    root: ctx.options.modelRoot ?? ctx.options.servedModelName,
+    parent: null,
+    max_model_len: ctx.options.maxModelLen,
+    permission: [
+      {
+        id: `modelperm-${randomUUID().replaceAll('-', '')}`,
+        object: 'model_permission',
+        created: started,
+        allow_create_engine: false,
+        allow_sampling: true,
+        allow_logprobs: true,
+        allow_search_indices: false,
+        allow_view: true,
+        allow_fine_tuning: false,
+        organization: '*',
+        group: null,
+        is_blocking: false,
+      },
+    ],
+  };
+  app.get('/v1/models', async () => ({ object: 'list', data: [card] }));
+  // the SDK's models.retrieve (vLLM has no such route: this is OpenAI's)
+  app.get<{ Params: { id: string } }>('/v1/models/*', async (req) => {
+    const id = (req.params as Record<string, string>)['*'] ?? '';
+    if (decodeURIComponent(id) !== card.id) throw new HttpError(404, `The model \`${decodeURIComponent(id)}\` does not exist.`, 'invalid_request_error', 'model', 'model_not_found');
+    return card;
+  });
 
   app.post<{ Body: TokenizeBody }>('/tokenize', { schema: { body: tokenizeBody } }, async (req, reply) => {
     const body = req.body;
@@ -29,7 +61,9 @@ export function miscRoutes(app: FastifyInstance, ctx: ServerContext): void {
       ? await ctx.text.encodeJson(await chatPrompt(ctx, body.messages, { addGenerationPrompt: body.add_generation_prompt ?? true }), { addSpecial: false, parseSpecial: true })
       : await ctx.text.encodeJson(body.prompt ?? '', { addSpecial: body.add_special_tokens ?? true });
     void reply.type('application/json; charset=utf-8');
-    return `{"tokens":${json},"count":${count},"max_model_len":${ctx.options.maxModelLen}}`;
+    // token_strs: the vocabulary pieces (vLLM's convert_ids_to_tokens), null unless asked for
+    const strs = body.return_token_strs === true ? JSON.stringify((JSON.parse(json) as number[]).map((id) => ctx.tokenizer.tokenText(id) ?? '')) : 'null';
+    return `{"count":${count},"max_model_len":${ctx.options.maxModelLen},"tokens":${json},"token_strs":${strs}}`;
   });
 
   app.post<{ Body: { model?: string; tokens: number[] } }>('/detokenize', { schema: { body: detokenizeBody } }, async (req) => {

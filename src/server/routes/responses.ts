@@ -12,7 +12,7 @@ import { resolveRequest } from '../../pipeline/request.js';
 import type { ResolvedRequest } from '../../pipeline/request.js';
 import type { GenerationSummary } from '../../pipeline/generate.js';
 import type { ServerContext } from '../context.js';
-import { HttpError, toOpenAIError } from '../errors.js';
+import { HttpError, toOpenAIError, toVllmError } from '../errors.js';
 import { responsesSpec } from '../responses-request.js';
 import type { Conversation, InputItem, ResponsesBody, ResponsesPlan } from '../responses-request.js';
 import { ResponseOutput } from '../responses-output.js';
@@ -209,7 +209,7 @@ async function stream(
     await chain.catch(() => {});
     if (err instanceof ClientGoneError || sse.closed) return;
     const { status, body: e } = toOpenAIError(err);
-    if (!sse.started) return sse.fail(status, e);
+    if (!sse.started) return sse.fail(status, toVllmError(err).body);
     chain = Promise.resolve();
     out.event('error', { code: e.error.code, message: e.error.message, param: e.error.param });
     out.event('response.failed', { response: failed(out.items, { code: e.error.code ?? (status >= 500 ? 'server_error' : 'invalid_request'), message: e.error.message }) });

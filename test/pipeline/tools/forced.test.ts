@@ -130,7 +130,7 @@ describe('tool_choice required and named, enforced by a grammar (openai client)'
     // "required" cut before a call has its name: the text stays content
     const req = await client.chat.completions.create({ model: MODEL, messages, tools, tool_choice: 'required', temperature: 1, seed: 1, max_tokens: 3 });
     assert.equal(req.choices[0]!.finish_reason, 'length');
-    assert.equal(req.choices[0]!.message.tool_calls, undefined);
+    assert.deepEqual(req.choices[0]!.message.tool_calls, []);
     assert.ok(req.choices[0]!.message.content!.startsWith('['));
     // cut inside the parameters: the call is there with its cut arguments
     const cut = await client.chat.completions.create({ model: MODEL, messages, tools, tool_choice: 'required', temperature: 1, seed: 1, max_tokens: 45 });
@@ -159,5 +159,68 @@ describe('tool_choice required and named, enforced by a grammar (openai client)'
     assert.equal(((await both.json()) as { error: { param: string } }).error.param, 'response_format');
     const unknown = await s.post('/v1/chat/completions', { model: MODEL, messages, tools, tool_choice: named('nope') });
     assert.equal(unknown.status, 400);
+  });
+});
+
+describe('tool_choice auto on a template with no known tool format: the generic one, by grammar', () => {
+  let s: TestServer;
+  let client: OpenAI;
+  // ChatML with no tool markup: no parser is known for it
+  const plain =
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+  before(async () => {
+    s = await startTestServer(fixtureBy((f) => f.name === 'qwen2-q8_0'), { chatTemplate: plain }, { kvCacheMemory: '32MiB' });
+    client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
+  });
+  after(() => s.close());
+  const messages = [{ role: 'user' as const, content: 'Book a table' }];
+
+  it('every answer parses into tool_calls or content, whole and streamed (no tool_choice: auto)', async () => {
+    let calls = 0;
+    let replies = 0;
+    // a bias on "[" makes the random model call (+100) or reply in words (-100)
+    const open = s.model.tokenizer.encode('[', { addSpecial: false });
+    for (const [seed, bias] of [[1, -100], [2, -100], [3, 0], [4, 100], [5, 100], [6, 100]] as const) {
+      const logit_bias = bias && open.length === 1 ? { [String(open[0])]: bias } : undefined;
+      const r = await client.chat.completions.create({ model: MODEL, messages, tools, temperature: 1, seed, max_tokens: 200, ...(logit_bias && { logit_bias }) });
+      const c = r.choices[0]!;
+      if (c.message.tool_calls!.length > 0) {
+        calls++;
+        assert.equal(c.message.content, null);
+        // a call cut by max_tokens keeps its cut arguments (finish_reason length), as vLLM's
+        if (c.finish_reason === 'tool_calls') for (const call of c.message.tool_calls!) validCall(call);
+        else assert.equal(c.finish_reason, 'length');
+      } else {
+        assert.deepEqual(c.message.tool_calls, []);
+        assert.equal(typeof c.message.content, 'string');
+        // a reply is the text of {"response": …} (of a cut one, what it wrote), never the JSON around it
+        replies++;
+        assert.ok(!c.message.content!.trimStart().startsWith('{"response"'), c.message.content!);
+      }
+      // the stream says the same
+      const stream = client.chat.completions.stream({ model: MODEL, messages, tools, temperature: 1, seed, max_tokens: 200, ...(logit_bias && { logit_bias }) });
+      const done = await stream.finalChatCompletion();
+      assert.equal(done.choices[0]!.finish_reason, c.finish_reason);
+      assert.equal(done.choices[0]!.message.content ?? null, c.message.content);
+      assert.deepEqual(done.choices[0]!.message.tool_calls?.map((t) => (t as OpenAI.ChatCompletionMessageFunctionToolCall).function) ?? [], c.message.tool_calls!.map((t) => (t as OpenAI.ChatCompletionMessageFunctionToolCall).function));
+    }
+    assert.ok(calls > 0 && replies > 0, `${calls} calls, ${replies} replies`);
+  });
+
+  it("the format and the tools are told to the model in the system message, as llama-server's generic handler does", async () => {
+    const prompt = async (msgs: object[]): Promise<string> => {
+      const r = (await (await s.post('/v1/chat/completions', { model: MODEL, messages: msgs, tools, max_tokens: 1, return_token_ids: true })).json()) as { prompt_token_ids: number[] };
+      return s.model.tokenizer.decode(r.prompt_token_ids, { skipSpecial: false });
+    };
+    const alone = await prompt(messages);
+    assert.match(alone, /^<\|im_start\|>system\nRespond in JSON: either a list of tool calls.*The tools: get_weather/s);
+    const joined = await prompt([{ role: 'system', content: 'Be brief.' }, ...messages]);
+    assert.match(joined, /^<\|im_start\|>system\nBe brief\.\n\nRespond in JSON/);
+    assert.equal(joined.match(/<\|im_start\|>system/g)?.length, 1);
+  });
+
+  it('a response_format of the client wins over the generic format (the text is then not parsed)', async () => {
+    const r = await s.post('/v1/chat/completions', { model: MODEL, messages, tools, response_format: { type: 'json_object' }, max_tokens: 5 });
+    assert.equal(r.status, 200, await r.clone().text());
   });
 });

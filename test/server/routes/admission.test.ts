@@ -156,7 +156,7 @@ describe('admission counts prompts × n', () => {
     clearInterval(watch);
     const refused = results.filter((r) => r.status === 429);
     assert.equal(refused.length, 10, `two requests of n = 3 fit a budget of 8: ${results.map((r) => r.status).join(',')}`);
-    assert.ok(refused.every((r) => r.retryAfter === '1' && /"code":"queue_full"/.test(r.text)));
+    assert.ok(refused.every((r) => r.retryAfter === '1' && /"type":"Too Many Requests".*"code":429/.test(r.text)));
     assert.ok(results.every((r) => r.status === 200 || r.status === 429));
     assert.equal(most, 6, `${most} sequences in flight`);
     assert.equal(ctx.inFlight, 0);
@@ -165,7 +165,7 @@ describe('admission counts prompts × n', () => {
   it('a prompt whose bytes prove it too long is refused without tokenizing it', async () => {
     const huge = await complete({ prompt: 'once upon a time '.repeat(48 * 1024) }); // 816 KiB
     assert.equal(huge.status, 400);
-    assert.match(await huge.text(), /maximum context length is \d+ tokens\. However, your request has at least \d+ input tokens \(835584 bytes\).*"code":"context_length_exceeded"/);
+    assert.match(await huge.text(), /maximum context length is \d+ tokens\. However, your request has at least \d+ input tokens \(835584 bytes\).*"type":"BadRequestError".*"code":400/);
     assert.ok(longestEncoded < 100_000, `${longestEncoded} characters were tokenized`);
     // one the bytes cannot prove too long is tokenized and refused by its token count
     const long = await complete({ prompt: 'hello '.repeat(600) });

@@ -87,7 +87,7 @@ describe('chat: tools, reasoning and --chat-template over HTTP (openai client)',
     const none = await client.chat.completions.create({ model: MODEL, messages: ask, tools, tool_choice: 'none', ...callTok(1) });
     assert.equal(none.choices[0]!.message.content, CALL);
     assert.equal(none.choices[0]!.finish_reason, 'length');
-    assert.equal(none.choices[0]!.message.tool_calls, undefined);
+    assert.deepEqual(none.choices[0]!.message.tool_calls, []); // vLLM's default: an empty list
   });
 
   it('streamed tool calls assemble in the openai client', async () => {
@@ -142,7 +142,17 @@ describe('chat: tools, reasoning and --chat-template over HTTP (openai client)',
       await s.post('/v1/chat/completions', { model: MODEL, messages: ask, chat_template_kwargs: { enable_thinking: false }, return_token_ids: true, ...forced(thoughtId, 1) })
     ).json()) as { prompt_token_ids: number[]; choices: { message: { content: string; reasoning_content: string | null } }[] };
     assert.ok(s.model.tokenizer.decode(off.prompt_token_ids, { skipSpecial: false }).endsWith('assistant\n<think></think>'));
-    assert.deepEqual(off.choices[0]!.message, { role: 'assistant', content: THOUGHT, reasoning_content: null });
+    assert.deepEqual(off.choices[0]!.message, {
+      role: 'assistant',
+      content: THOUGHT,
+      refusal: null,
+      annotations: null,
+      audio: null,
+      function_call: null,
+      tool_calls: [],
+      reasoning: null,
+      reasoning_content: null,
+    });
   });
 });
 

@@ -14,7 +14,7 @@
 // rather than mapped to stop token ids; `seed` is loom's; /abort_request is on by default.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { fixtureBy, sseEvents, startTestServer } from '../../fixtures/server.js';
+import { MODEL, fixtureBy, sseEvents, startTestServer } from '../../fixtures/server.js';
 import type { TestServer } from '../../fixtures/server.js';
 import { waitUntil } from '../../fixtures/wait.js';
 
@@ -169,5 +169,42 @@ describe('/generate as LMDeploy (qwen3 fixture)', () => {
     const many = (await (await s.post('/v1/encode', { input: ['a b', 'c'], add_bos: false })).json()) as { input_ids: number[][]; length: number[] };
     assert.deepEqual(many.input_ids, [s.model.tokenizer.encode('a b', { addSpecial: false }), s.model.tokenizer.encode('c', { addSpecial: false })]);
     assert.deepEqual(many.length, many.input_ids.map((ids) => ids.length));
+  });
+  it("a body LMDeploy's pydantic model refuses is FastAPI's 422: {detail: [{type, loc, msg, input}]}", async () => {
+    const cases: [object, object][] = [
+      [{ prompt: 'hi', max_tokens: 'many' }, { type: 'int_type', loc: ['body', 'max_tokens'], msg: 'Input should be a valid integer', input: 'many' }],
+      [{ prompt: 'hi', temperature: 'hot' }, { type: 'float_type', loc: ['body', 'temperature'], msg: 'Input should be a valid number', input: 'hot' }],
+      [{ prompt: 'hi', stream: 'yes' }, { type: 'bool_type', loc: ['body', 'stream'], msg: 'Input should be a valid boolean', input: 'yes' }],
+    ];
+    for (const [body, detail] of cases) {
+      const res = await s.post('/generate', body);
+      assert.equal(res.status, 422, JSON.stringify(body) + (await res.clone().text()));
+      assert.deepEqual(await res.json(), { detail: [detail] });
+    }
+    const broken = await fetch(`${s.url}/generate`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"prompt": ' });
+    assert.equal(broken.status, 422);
+    assert.equal(((await broken.json()) as { detail: { type: string }[] }).detail[0]!.type, 'json_invalid');
+    // what check_request refuses stays LMDeploy's 400 ErrorResponse (above)
+    assert.equal((await s.post('/generate', { prompt: 'hi', top_k: -1 })).status, 400);
+  });
+
+  it("/get_ppl: the mean cross-entropy loss, the same number as vLLM's prompt_logprobs of the same ids", async () => {
+    const text = 'Once upon a time there was a little fox';
+    const ids = s.model.tokenizer.encode(text, { addSpecial: true });
+    const byText = (await (await s.post('/get_ppl', { input: text })).json()) as { ppl: number };
+    const byIds = (await (await s.post('/get_ppl', { input: ids })).json()) as { ppl: number };
+    assert.ok(Number.isFinite(byText.ppl) && byText.ppl > 0);
+    assert.equal(byIds.ppl, byText.ppl);
+    const c = (await (await s.post('/v1/completions', { model: MODEL, prompt: ids, max_tokens: 1, prompt_logprobs: 0 })).json()) as {
+      choices: { prompt_logprobs: (Record<string, { logprob: number }> | null)[] }[];
+    };
+    const lps = c.choices[0]!.prompt_logprobs.slice(1).map((entry, i) => entry![String(ids[i + 1])]!.logprob);
+    assert.equal(lps.length, ids.length - 1);
+    const mean = -lps.reduce((a, b) => a + b, 0) / lps.length;
+    assert.ok(Math.abs(mean - byText.ppl) < 1e-6, `${mean} vs ${byText.ppl}`);
+    const empty = await s.post('/get_ppl', { input: '' });
+    assert.equal(empty.status, 400);
+    assert.equal(((await empty.json()) as LmdeployError).message, 'Input must not be empty.');
+    assert.equal((await s.post('/get_ppl', { text })).status, 422);
   });
 });

@@ -81,12 +81,22 @@ describe('Ollama API: /api/generate on stories260K', () => {
     assert.deepEqual([load.done, load.done_reason, load.response], [true, 'load', '']);
   });
 
-  it("errors come as Ollama's {error}: unknown model, bad option, chat without a template", async () => {
+  it("errors come as Ollama's {error}: unknown model, bad option", async () => {
     await assert.rejects(s.client.generate({ model: 'llama3', prompt: 'hi', stream: false }), (e: Error & { status_code?: number }) => e.status_code === 404 && /model "llama3" not found/.test(e.message));
     const bad = await fetch(`${s.url}/api/generate`, { method: 'POST', body: JSON.stringify({ model: 'stories260K', prompt: 'hi', options: { temperature: 'hot' } }) });
     assert.equal(bad.status, 400);
     assert.deepEqual(await bad.json(), { error: 'option "temperature" must be a number' });
-    await assert.rejects(s.client.chat({ model: 'stories260K', messages: [{ role: 'user', content: 'hi' }], stream: false }), /no chat template/);
+  });
+
+  it('chat on a model without a template continues the conversation as plain text (as Ollama\'s default template and `loom chat`)', async () => {
+    const messages = [
+      { role: 'system', content: 'A story.' },
+      { role: 'user', content: 'Once upon a time' },
+    ];
+    const chat = await s.client.chat({ model: 'stories260K', messages, stream: false, options: greedy(8) });
+    const gen = await s.client.generate({ model: 'stories260K', prompt: 'A story.\nOnce upon a time', raw: true, stream: false, options: greedy(8) });
+    assert.equal(chat.message.content, gen.response);
+    assert.equal(chat.prompt_eval_count, gen.prompt_eval_count);
   });
 
   it('chat on a model without a template works with --chat-template', async () => {

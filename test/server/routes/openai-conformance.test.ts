@@ -206,12 +206,109 @@ describe('OpenAI endpoints as vLLM: byte-level BPE (qwen3 fixture, ChatML)', () 
       ['request_params_n', 'histogram'],
       ['request_params_max_tokens', 'histogram'],
       ['cache_config_info', 'gauge'],
+      ['engine_sleep_state', 'gauge'],
+      ['external_prefix_cache_queries_total', 'counter'],
+      ['external_prefix_cache_hits_total', 'counter'],
+      ['mm_cache_queries_total', 'counter'],
+      ['mm_cache_hits_total', 'counter'],
+      ['request_max_num_generation_tokens', 'histogram'],
+      ['request_time_per_output_token_seconds', 'histogram'],
     ];
     for (const [name, type] of families) assert.match(text, new RegExp(`^# TYPE vllm:${name} ${type}$`, 'm'), name);
     for (const le of [1, 2, 5, 10, 20, 50, 100, 200]) assert.match(text, new RegExp(`^vllm:request_prompt_tokens_bucket\\{le="${le}",`, 'm'));
     assert.match(text, /^vllm:request_generation_tokens_sum\{model_name="fixture",engine="0"\} [1-9]/m);
     assert.match(text, new RegExp(`^vllm:cache_config_info\\{model_name="fixture",engine="0",block_size="16",num_gpu_blocks="${s.engine.info.numBlocks}"\\} 1$`, 'm'));
+    assert.match(text, /^vllm:engine_sleep_state\{model_name="fixture",engine="0",sleep_state="awake"\} 1$/m);
+    assert.match(text, /^vllm:request_max_num_generation_tokens_sum\{model_name="fixture",engine="0"\} [1-9]/m);
     assert.match(text, /^vllm:request_success_total\{model_name="fixture",engine="0",finished_reason="length"\} [1-9]/m);
+  });
+
+  it("responses carry every field of vLLM's, null where vLLM has None", async () => {
+    const c = (await complete({})) as unknown as Record<string, unknown> & { choices: Record<string, unknown>[] };
+    for (const k of ['service_tier', 'system_fingerprint', 'kv_transfer_params']) assert.ok(k in c && c[k] === null, `completion ${k}`);
+    for (const k of ['token_ids', 'prompt_logprobs', 'prompt_token_ids']) assert.ok(k in c.choices[0]! && c.choices[0]![k] === null, `completion choice ${k}`);
+    const res = await s.post('/v1/chat/completions', { ...greedy, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3 });
+    const chat = (await res.json()) as Record<string, unknown> & { choices: (Record<string, unknown> & { message: Record<string, unknown> })[] };
+    for (const k of ['service_tier', 'system_fingerprint', 'prompt_logprobs', 'prompt_token_ids', 'kv_transfer_params']) assert.ok(k in chat && chat[k] === null, `chat ${k}`);
+    assert.ok('token_ids' in chat.choices[0]! && chat.choices[0]!.token_ids === null);
+    const m = chat.choices[0]!.message;
+    for (const k of ['refusal', 'annotations', 'audio', 'function_call', 'reasoning']) assert.ok(k in m && m[k] === null, `message ${k}`);
+    assert.deepEqual(m.tool_calls, []);
+  });
+
+  it('chat prompt_logprobs are the completion prompt_logprobs of the same prompt ids', async () => {
+    const messages = [{ role: 'user', content: 'Once upon a time' }];
+    const chat = (await (await s.post('/v1/chat/completions', { ...greedy, messages, max_tokens: 1, prompt_logprobs: 1, return_token_ids: true })).json()) as {
+      prompt_token_ids: number[];
+      prompt_logprobs: Completion['choices'][0]['prompt_logprobs'];
+    };
+    assert.equal(chat.prompt_logprobs!.length, chat.prompt_token_ids.length);
+    const c = await complete({ prompt: chat.prompt_token_ids, max_tokens: 1, prompt_logprobs: 1 });
+    assert.deepEqual(chat.prompt_logprobs, c.choices[0]!.prompt_logprobs);
+  });
+
+  it('refuses as vLLM: prompt_logprobs with stream, stream_options without stream; errors are BadRequestError with the status as code', async () => {
+    const cases: [string, object, string][] = [
+      ['/v1/completions', { prompt: 'a', stream: true, prompt_logprobs: 1 }, '`prompt_logprobs` are not available when `stream=True`.'],
+      ['/v1/chat/completions', { messages: [{ role: 'user', content: 'a' }], stream: true, prompt_logprobs: 2 }, '`prompt_logprobs` are not available when `stream=True`.'],
+      ['/v1/completions', { prompt: 'a', stream_options: { include_usage: true } }, 'Stream options can only be defined when `stream=True`.'],
+      ['/v1/chat/completions', { messages: [{ role: 'user', content: 'a' }], stream: false, stream_options: { include_usage: true } }, 'Stream options can only be defined when `stream=True`.'],
+    ];
+    for (const [path, body, message] of cases) {
+      const res = await s.post(path, { ...greedy, max_tokens: 2, ...body });
+      assert.equal(res.status, 400, path);
+      const e = ((await res.json()) as { error: { message: string; type: string; code: unknown } }).error;
+      assert.deepEqual([e.message, e.type, e.code], [message, 'BadRequestError', 400]);
+    }
+    const missing = await s.post('/v1/completions', { ...greedy, model: 'nope', prompt: 'a' });
+    assert.equal(missing.status, 404);
+    assert.deepEqual(((await missing.json()) as { error: object }).error, { message: 'The model `nope` does not exist.', type: 'NotFoundError', param: 'model', code: 404 });
+    // prompt_logprobs 0 with stream is accepted, as vLLM does
+    assert.equal((await s.post('/v1/completions', { ...greedy, prompt: 'a', max_tokens: 1, stream: true, prompt_logprobs: 0 })).status, 200);
+  });
+
+  it('continuous_usage_stats: every chunk carries the usage so far', async () => {
+    for (const [path, body] of [
+      ['/v1/completions', { prompt: 'Once upon a time' }],
+      ['/v1/chat/completions', { messages: [{ role: 'user', content: 'Hi' }] }],
+    ] as const) {
+      const res = await s.post(path, { ...greedy, ...body, max_tokens: 4, stream: true, stream_options: { include_usage: true, continuous_usage_stats: true } });
+      const chunks = (await sseEvents(res)).filter((c) => c !== '[DONE]') as { choices: unknown[]; usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number } }[];
+      const withChoices = chunks.filter((c) => c.choices.length > 0);
+      assert.ok(withChoices.length > 0 && withChoices.every((c) => c.usage !== undefined), path);
+      const counts = withChoices.map((c) => c.usage!.completion_tokens);
+      assert.deepEqual(counts, [...counts].sort((a, b) => a - b), 'never falls');
+      assert.equal(counts.at(-1), 4);
+      assert.equal(chunks.at(-1)!.usage!.completion_tokens, 4);
+      assert.ok(withChoices.every((c) => c.usage!.total_tokens === c.usage!.prompt_tokens + c.usage!.completion_tokens));
+      // without continuous_usage_stats only the last chunk has usage
+      const plain = (await sseEvents(await s.post(path, { ...greedy, ...body, max_tokens: 2, stream: true, stream_options: { include_usage: true } }))).filter((c) => c !== '[DONE]') as { usage?: unknown }[];
+      assert.equal(plain.filter((c) => c.usage != null).length, 1);
+    }
+  });
+
+  it('/tokenize return_token_strs gives the vocabulary pieces (null when not asked for)', async () => {
+    const asked = (await (await s.post('/tokenize', { model: MODEL, prompt: 'Hello world', return_token_strs: true })).json()) as { tokens: number[]; token_strs: string[] };
+    assert.deepEqual(asked.token_strs, asked.tokens.map((id) => s.model.tokenizer.tokenText(id)));
+    assert.ok(asked.token_strs.length > 0 && asked.token_strs.every((t) => typeof t === 'string' && t.length > 0));
+    const plain = (await (await s.post('/tokenize', { model: MODEL, prompt: 'Hello world' })).json()) as { token_strs: unknown };
+    assert.equal(plain.token_strs, null);
+  });
+
+  it("/v1/models cards carry vLLM's root, parent and permission; GET /v1/models/{id} retrieves one", async () => {
+    const list = (await (await fetch(`${s.url}/v1/models`)).json()) as { data: Record<string, unknown>[] };
+    const card = list.data[0]!;
+    assert.ok('root' in card && typeof card.root === 'string');
+    assert.equal(card.parent, null);
+    const perm = (card.permission as Record<string, unknown>[])[0]!;
+    assert.equal(perm.object, 'model_permission');
+    assert.equal(perm.allow_sampling, true);
+    const one = await fetch(`${s.url}/v1/models/${encodeURIComponent(MODEL)}`);
+    assert.equal(one.status, 200);
+    assert.deepEqual(await one.json(), card);
+    const none = await fetch(`${s.url}/v1/models/nope`);
+    assert.equal(none.status, 404);
+    assert.equal(((await none.json()) as { error: { type: string } }).error.type, 'NotFoundError');
   });
 
   it('chat: continue_final_message continues the assistant message, echo repeats it', async () => {

@@ -96,8 +96,7 @@ describe('Codex CLI requests and its agent loop on /v1/responses', { skip: !exis
     assert.ok(s.log.some((l) => l.includes('"client_metadata"')), 'an unknown field is reported once, not refused');
   });
 
-  // TODO(messages): the same transcript as Anthropic messages (system + tool_use/tool_result) once /v1/messages lands
-  it('the transcript sent to /v1/chat/completions as chat messages hands the engine the same prompt ids', async () => {
+  it('the transcript sent to /v1/chat/completions as chat messages, and to /v1/messages as Anthropic messages, hands the engine the same prompt ids', async () => {
     const r = recorded(6);
     const seen: number[][] = [];
     const add = s.engine.add.bind(s.engine);
@@ -125,6 +124,21 @@ describe('Codex CLI requests and its agent loop on /v1/responses', { skip: !exis
       await client.chat.completions.create({ model: r.body.model as string, messages, tools, max_tokens: 1 });
       assert.equal(seen.length, 2);
       assert.deepEqual(seen[1], seen[0]);
+      // the same as Anthropic messages: system, then user / assistant (text, tool_use) / user (tool_result) turns
+      const anthropic: { role: string; content: { type: string; [k: string]: unknown }[] }[] = [];
+      for (const m of messages.slice(1)) {
+        if (m.role === 'tool') anthropic.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: m.tool_call_id, content: m.content }] });
+        else if (m.role === 'assistant') {
+          const content: { type: string; [k: string]: unknown }[] = m.content ? [{ type: 'text', text: m.content }] : [];
+          for (const c of m.tool_calls ?? []) if (c.type === 'function') content.push({ type: 'tool_use', id: c.id, name: c.function.name, input: JSON.parse(c.function.arguments) as unknown });
+          anthropic.push({ role: 'assistant', content });
+        } else anthropic.push({ role: m.role, content: [{ type: 'text', text: m.content as string }] });
+      }
+      const anthropicTools = tools.map((t) => ({ name: t.function.name, description: t.function.description, input_schema: t.function.parameters, strict: t.function.strict }));
+      const res = await s.post('/v1/messages', { model: r.body.model, max_tokens: 1, system: messages[0]!.content, tools: anthropicTools, messages: anthropic });
+      assert.equal(res.status, 200, await res.clone().text());
+      assert.equal(seen.length, 3);
+      assert.deepEqual(seen[2], seen[0]);
     } finally {
       s.engine.add = add;
     }

@@ -136,8 +136,8 @@ describe('/v1/responses (openai client, hf-qwen3 fixture, Hermes template)', () 
     assert.equal(count.input_tokens, r.usage!.input_tokens);
   });
 
-  // Item 3 of issue #37: one front door more, not a second path. TODO(messages): when
-  // /v1/messages lands, send the same conversation as Anthropic messages here and compare.
+  // Item 3 of issue #37: one front door more, not a second path: chat, responses and
+  // Anthropic's messages render the same conversation to the same prompt.
   it('renders the prompt /v1/chat/completions renders for the same conversation (whatever the arguments\' key order)', async () => {
     const chatTools = tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description!, parameters: t.parameters!, strict: t.strict! } }));
     await client.chat.completions.create({
@@ -163,6 +163,20 @@ describe('/v1/responses (openai client, hf-qwen3 fixture, Hermes template)', () 
     assert.deepEqual(prompts.at(-1), viaChat);
     // the instructions as a developer message: the same
     await client.responses.create({ ...greedy, max_output_tokens: 1, tools, input: [{ role: 'developer', content: 'You are terse.' }, ...input] });
+    assert.deepEqual(prompts.at(-1), viaChat);
+    // Anthropic's messages: tool_use (its input in another key order) and tool_result blocks
+    const res = await s.post('/v1/messages', {
+      ...greedy,
+      max_tokens: 1,
+      system: 'You are terse.',
+      tools: tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.parameters, strict: t.strict })),
+      messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'call_1', name: 'get_weather', input: { unit: 'C', city: 'Paris' } }] },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'call_1', content: '21' }, { type: 'text', text: 'And Rome?' }] },
+      ],
+    });
+    assert.equal(res.status, 200, await res.clone().text());
     assert.deepEqual(prompts.at(-1), viaChat);
   });
 

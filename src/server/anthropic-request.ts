@@ -1,0 +1,258 @@
+// Anthropic Messages request bodies (POST /v1/messages, /v1/messages/count_tokens) as
+// RequestSpecs: the conversation becomes the chat messages /v1/chat/completions would hand
+// the template (text joined as OpenAI's content parts are, tool_use as tool_calls with
+// object arguments, tool_result as `tool` turns), tools as OpenAI function tools, and
+// tool_choice any/tool as "required"/a named function (forced by grammar). Fields Claude
+// Code sends that loom has no use for (metadata, context_management, output_config's effort,
+// cache_control, anthropic-beta) are accepted and ignored, as llama-server does.
+// Rendering is stable across an agent's turns: tool arguments with their keys sorted (as chat's),
+// Claude Code's billing line is left out and its tokens-left count moved after the history.
+import type { GrammarSpec } from '../engine/grammar/spec.js';
+import type { ChatMessage } from '../tokenizer/chat-template.js';
+import { canonicalJsonValue } from '../pipeline/canonical-json.js';
+import type { ChatOutputConfig } from '../pipeline/chat-output.js';
+import type { ChatPrompt } from '../pipeline/prompt.js';
+import type { RequestSpec, ResolvedRequest } from '../pipeline/request.js';
+import type { ChatTool, ToolChoice, ToolFields } from '../pipeline/tools/request.js';
+import type { ServerContext } from './context.js';
+import { checkModel } from './context.js';
+import { HttpError } from './errors.js';
+
+export interface AnthropicTextBlock {
+  type: 'text';
+  text: string;
+}
+
+/** a content block of a message (the kinds loom reads; the rest are refused or skipped by name) */
+export interface AnthropicBlock {
+  type: string;
+  text?: string;
+  id?: string;
+  name?: string;
+  input?: unknown;
+  tool_use_id?: string;
+  content?: string | AnthropicBlock[];
+  is_error?: boolean;
+  thinking?: string;
+}
+
+export interface AnthropicMessage {
+  role: 'user' | 'assistant' | 'system';
+  content: string | AnthropicBlock[];
+}
+
+export interface AnthropicTool {
+  type?: string;
+  name: string;
+  description?: string;
+  input_schema?: Record<string, unknown>;
+  strict?: boolean;
+}
+
+export interface AnthropicBody {
+  model: string;
+  messages: AnthropicMessage[];
+  max_tokens?: number;
+  system?: string | AnthropicTextBlock[];
+  stop_sequences?: string[];
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  stream?: boolean;
+  tools?: AnthropicTool[];
+  tool_choice?: { type: 'auto' | 'any' | 'tool' | 'none'; name?: string; disable_parallel_tool_use?: boolean };
+  thinking?: { type: 'enabled' | 'disabled' | 'adaptive'; budget_tokens?: number };
+  metadata?: Record<string, unknown>;
+  /** structured outputs: `format` a JSON schema the text must match (`output_format` in the beta that preceded it) */
+  output_config?: { format?: { type: string; schema?: unknown } | null; [k: string]: unknown };
+  output_format?: { type: string; schema?: unknown } | null;
+}
+
+const block = { type: 'object', required: ['type'], properties: { type: { type: 'string' } } } as const;
+
+/** types only: unknown fields pass (Claude Code sends several loom has no use for) */
+export const messagesBody = {
+  type: 'object',
+  required: ['model', 'messages', 'max_tokens'],
+  properties: {
+    model: { type: 'string' },
+    max_tokens: { type: 'integer', minimum: 1 },
+    messages: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['role', 'content'],
+        properties: { role: { enum: ['user', 'assistant', 'system'] }, content: { anyOf: [{ type: 'string' }, { type: 'array', items: block }] } },
+      },
+    },
+    system: { anyOf: [{ type: 'string' }, { type: 'array', items: block }] },
+    stop_sequences: { type: 'array', items: { type: 'string' } },
+    temperature: { type: 'number', minimum: 0 },
+    top_p: { type: 'number', minimum: 0, maximum: 1 },
+    top_k: { type: 'integer', minimum: 0 },
+    stream: { type: 'boolean' },
+    tools: { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1 }, description: { type: 'string' }, input_schema: { type: 'object' } } } },
+    tool_choice: { type: 'object', required: ['type'], properties: { type: { enum: ['auto', 'any', 'tool', 'none'] }, name: { type: 'string' }, disable_parallel_tool_use: { type: 'boolean' } } },
+    thinking: { type: 'object', required: ['type'], properties: { type: { enum: ['enabled', 'disabled', 'adaptive'] }, budget_tokens: { type: 'integer' } } },
+    metadata: { type: 'object' },
+  },
+} as const;
+
+export const countTokensBody = { ...messagesBody, required: ['model', 'messages'] } as const;
+
+/**
+ * Claude Code's attribution block, `x-anthropic-billing-header: cc_version=…;`: for
+ * Anthropic's billing, not the model, and it may differ per request; left out.
+ */
+const BILLING_HEADER = 'x-anthropic-billing-header:';
+/**
+ * Claude Code's `<total_tokens>N tokens left</total_tokens>` (its totalTokensReminder):
+ * a count that changes every turn, wherever it sits in the system prompt. It is moved out
+ * of the system prompt to a system message after the conversation, so the system prompt
+ * and the history before it render the same every turn and the prefix cache holds.
+ */
+const TOKENS_LEFT = /[ \t]*<total_tokens>[^<]*<\/total_tokens>[ \t]*\n?/g;
+
+/** The system prompt's stable text, and its per-turn text (rendered after the conversation). */
+function systemParts(system: AnthropicBody['system']): { stable: string; late: string } {
+  if (system === undefined) return { stable: '', late: '' };
+  const texts = (typeof system === 'string' ? [system] : system.map((b, i) => {
+    if (b.type !== 'text') throw new HttpError(400, `system.${i}: only text blocks are supported, got "${b.type}"`, 'invalid_request_error', 'system');
+    return b.text;
+  })).filter((t) => !t.startsWith(BILLING_HEADER));
+  const late: string[] = [];
+  const stable = texts
+    .map((t) => t.replace(TOKENS_LEFT, (m) => (late.push(m.trim()), '')))
+    .filter((t) => t.trim() !== '')
+    .join('\n');
+  return { stable, late: late.join('\n') };
+}
+
+const unsupported = (where: string, type: string): HttpError =>
+  new HttpError(400, `${where}: ${type} blocks are not supported: this server's model reads text only`, 'invalid_request_error', 'messages');
+
+/** a tool_result's content as text (text blocks joined) */
+function resultText(content: AnthropicBlock['content'], where: string): string {
+  if (content === undefined) return '';
+  if (typeof content === 'string') return content;
+  return content
+    .map((b, i) => {
+      if (b.type === 'text') return b.text ?? '';
+      throw unsupported(`${where}.content.${i}`, b.type);
+    })
+    .join('');
+}
+
+/** The conversation as chat messages, as /v1/chat/completions would hand them to the template. */
+export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages'>): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  const system = systemParts(body.system);
+  if (system.stable) out.push({ role: 'system', content: system.stable });
+  body.messages.forEach((m, i) => {
+    if (typeof m.content === 'string') {
+      out.push({ role: m.role, content: m.content });
+      return;
+    }
+    let text = '';
+    const calls: NonNullable<ChatMessage['tool_calls']>[number][] = [];
+    m.content.forEach((b, j) => {
+      const where = `messages.${i}.content.${j}`;
+      switch (b.type) {
+        case 'text':
+          text += b.text ?? '';
+          break;
+        case 'tool_use':
+          if (m.role !== 'assistant') throw new HttpError(400, `${where}: tool_use blocks belong to assistant messages`, 'invalid_request_error', 'messages');
+          calls.push({ id: b.id ?? '', type: 'function', function: { name: b.name ?? '', arguments: canonicalJsonValue(b.input ?? {}) } });
+          break;
+        case 'tool_result':
+          if (m.role !== 'user') throw new HttpError(400, `${where}: tool_result blocks belong to user messages`, 'invalid_request_error', 'messages');
+          out.push({ role: 'tool', content: resultText(b.content, where), tool_call_id: b.tool_use_id ?? '' });
+          break;
+        case 'thinking':
+        case 'redacted_thinking':
+          // earlier turns' reasoning is not part of the prompt (as templates drop reasoning_content)
+          break;
+        default:
+          throw unsupported(where, b.type);
+      }
+    });
+    if (text === '' && calls.length === 0 && m.content.some((b) => b.type === 'tool_result')) return;
+    const msg: ChatMessage = { role: m.role, content: text };
+    if (calls.length > 0) msg.tool_calls = calls;
+    out.push(msg);
+  });
+  if (system.late) out.push({ role: 'system', content: system.late });
+  return out;
+}
+
+/** Anthropic's tools as OpenAI function tools; server tools (no input_schema) are not loom's to run */
+function chatTools(tools: AnthropicTool[] | undefined): ChatTool[] {
+  return (tools ?? [])
+    .filter((t) => t.input_schema !== undefined)
+    .map((t) => ({ type: 'function', function: { name: t.name, ...(t.description !== undefined && { description: t.description }), parameters: t.input_schema!, ...(t.strict !== undefined && { strict: t.strict }) } }));
+}
+
+function toolFields(body: AnthropicBody): ToolFields {
+  const tools = chatTools(body.tools);
+  const c = body.tool_choice;
+  let choice: ToolChoice | null = null;
+  if (c?.type === 'auto') choice = 'auto';
+  else if (c?.type === 'none') choice = 'none';
+  else if (c?.type === 'any') choice = 'required';
+  else if (c?.type === 'tool') {
+    if (!c.name) throw new HttpError(400, 'tool_choice.name: Field required', 'invalid_request_error', 'tool_choice');
+    choice = { type: 'function', function: { name: c.name } };
+  }
+  return { tools: tools.length > 0 ? tools : null, tool_choice: choice, parallel_tool_calls: c?.disable_parallel_tool_use === true ? false : null };
+}
+
+/** Template variables for thinking: a reasoning model thinks when the request asks it to. */
+function thinkingVars(ctx: ServerContext, body: AnthropicBody): Record<string, unknown> {
+  if (ctx.options.reasoningParser === undefined) return {};
+  const on = body.thinking !== undefined && body.thinking.type !== 'disabled';
+  return { enable_thinking: on };
+}
+
+/** Anthropic's structured outputs (Claude Code asks so for its session titles): the schema as a grammar */
+function outputGrammar(body: AnthropicBody): GrammarSpec | null {
+  const format = body.output_config?.format ?? body.output_format;
+  if (format == null) return null;
+  const param = body.output_format ? 'output_format' : 'output_config.format';
+  if (format.type !== 'json_schema' || format.schema === undefined) throw new HttpError(400, `${param}: only {"type": "json_schema", "schema": …} is supported`, 'invalid_request_error', param);
+  return { type: 'json_schema', schema: format.schema };
+}
+
+/** The chat prompt of a Messages request (rendered by the pipeline with the tools' variables). */
+export function anthropicPrompt(ctx: ServerContext, body: AnthropicBody): ChatPrompt {
+  return { messages: anthropicMessages(body), addGenerationPrompt: true, continueFinalMessage: false, templateVars: thinkingVars(ctx, body) };
+}
+
+export function messagesSpec(ctx: ServerContext, body: AnthropicBody): RequestSpec {
+  checkModel(ctx, body.model);
+  return {
+    prompts: [anthropicPrompt(ctx, body)],
+    promptParam: 'messages',
+    addSpecialTokens: false,
+    parseSpecial: true,
+    maxTokens: body.max_tokens,
+    maxTokensParam: 'max_tokens',
+    defaultMaxTokens: 'context',
+    sampling: { temperature: body.temperature ?? 1, topP: body.top_p ?? 1, topK: body.top_k ?? 0, grammar: outputGrammar(body) },
+    tools: toolFields(body),
+    stop: body.stop_sequences ?? null,
+    idPrefix: 'msg',
+    paramNames: { grammar: body.output_format ? 'output_format' : 'output_config.format' },
+  };
+}
+
+/** The tools' template variables for count_tokens (no parser is needed to count) */
+export function countTokensVars(body: AnthropicBody): Record<string, unknown> {
+  const tools = chatTools(body.tools);
+  return tools.length > 0 ? { tools } : {};
+}
+
+export function messagesOutputConfig(ctx: ServerContext, body: AnthropicBody, r: ResolvedRequest): ChatOutputConfig {
+  const tools = r.tools;
+  return { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: thinkingVars(ctx, body), toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
+}
