@@ -1,6 +1,7 @@
 // `loom bench <what>`: a registry of benchmark subcommands, one module each.
 import { Command } from 'commander';
 import { benchEngineCommand } from './bench-engine.js';
+import { benchGrammarCommand } from './bench-grammar.js';
 import { benchKernelsCommand } from './bench-kernels.js';
 import { benchLivenessCommand } from './bench-liveness.js';
 import { benchMakeModelCommand } from './bench-make-model.js';
@@ -29,5 +30,6 @@ export function benchCommand(): Command {
     .addCommand(benchLivenessCommand())
     .addCommand(benchScaleoutCommand())
     .addCommand(benchStructuredCommand())
+    .addCommand(benchGrammarCommand())
     .addCommand(benchSpecCommand());
 }

@@ -26,6 +26,12 @@ export interface StructuredOutputFields {
   guided_regex?: string | null;
   guided_choice?: string[] | null;
   guided_grammar?: string | null;
+  /**
+   * loom's (llguidance's lenient mode): a JSON schema's keywords no grammar can enforce
+   * (uniqueItems, not, overlapping oneOf, if/then/else, dependencies) are dropped instead of
+   * the request being refused with a 400 naming them
+   */
+  json_schema_lenient?: boolean | null;
 }
 
 /** The one grammar the body asks for and the field it came in, or null. */
@@ -51,6 +57,9 @@ export function grammarOfBody(body: StructuredOutputFields): { grammar: GrammarS
   if (body.guided_regex != null) found.push({ grammar: { type: 'regex', pattern: body.guided_regex }, param: 'guided_regex' });
   if (body.guided_choice != null) found.push({ grammar: { type: 'choice', choices: body.guided_choice }, param: 'guided_choice' });
   if (body.guided_grammar != null) found.push({ grammar: { type: 'grammar', grammar: body.guided_grammar }, param: 'guided_grammar' });
+  if (body.json_schema_lenient === true) {
+    for (const f of found) if (f.grammar.type === 'json_schema') f.grammar = { ...f.grammar, lenient: true };
+  }
   if (found.length > 1) {
     throw new HttpError(400, `only one kind of structured output may be requested, got ${found.map((f) => f.param).join(' and ')}`, 'invalid_request_error', found[1]!.param);
   }
@@ -104,4 +113,5 @@ export const structuredOutputSchemas = {
   guided_regex: { type: ['string', 'null'] },
   guided_choice: { anyOf: [{ type: 'array', items: { type: 'string' } }, { type: 'null' }] },
   guided_grammar: { type: ['string', 'null'] },
+  json_schema_lenient: { type: ['boolean', 'null'] },
 } as const;

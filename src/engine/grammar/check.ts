@@ -3,7 +3,7 @@
 // tokenizer-free half of compiling runs here (schema/regex/EBNF → grammar); the engine
 // finishes the compile against the vocabulary, cached.
 import { InvalidArgumentError } from '../../errors.js';
-import { choiceGrammar } from './spec.js';
+import { choiceGrammar, schemaToEbnf } from './spec.js';
 import type { GrammarSpec } from './spec.js';
 import { callXGrammar, GrammarCompileError, loadXGrammar } from './xgrammar-binding.js';
 import type { GrammarHandle } from './xgrammar-binding.js';
@@ -12,12 +12,14 @@ import type { GrammarHandle } from './xgrammar-binding.js';
 export async function checkGrammarCompiles(spec: GrammarSpec): Promise<void> {
   if (spec.type === 'json_object') return;
   const xg = await loadXGrammar();
+  // loom's own compiler first: a refused keyword is named as it is, not as an xgrammar failure
+  const schemaEbnf = spec.type === 'json_schema' ? schemaToEbnf(spec).ebnf : undefined;
   let grammar: GrammarHandle | undefined;
   try {
     grammar = callXGrammar(`the ${spec.type === 'grammar' ? 'grammar' : spec.type.replace('_', ' ')} could not be compiled`, () => {
       switch (spec.type) {
         case 'json_schema':
-          return xg.Grammar.FromJSONSchema(JSON.stringify(spec.schema), false, undefined, undefined, true, undefined, false);
+          return xg.Grammar.FromEBNF(schemaEbnf!, 'root');
         case 'regex':
           return xg.Grammar.FromStructuralTag(JSON.stringify({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } }));
         case 'choice':

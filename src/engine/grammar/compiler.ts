@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { callXGrammar } from './xgrammar-binding.js';
 import type { CompiledGrammarHandle, GrammarMatcherHandle, XGrammarBinding } from './xgrammar-binding.js';
-import { choiceGrammar, grammarKey } from './spec.js';
+import { choiceGrammar, grammarKey, schemaToEbnf } from './spec.js';
 import { Utf8Guard } from './utf8-guard.js';
 import type { GrammarSpec } from './spec.js';
 
@@ -91,6 +91,12 @@ export class GrammarCompiler {
     return compiled;
   }
 
+  /** Frees every cached grammar (a benchmark compiling many schemas once each). */
+  clearCache(): void {
+    for (const handle of this.cache.values()) handle.delete();
+    this.cache.clear();
+  }
+
   /** A matcher at the grammar's start, for one sequence. */
   matcher(spec: GrammarSpec): SequenceGrammar {
     const compiled = this.compile(spec);
@@ -105,7 +111,7 @@ export class GrammarCompiler {
       case 'json_object':
         return this.compiler.CompileJSONSchema('{"type": "object"}', false, undefined, undefined, false, undefined);
       case 'json_schema':
-        return this.compiler.CompileJSONSchema(JSON.stringify(spec.schema), false, undefined, undefined, true, undefined);
+        return this.fromEbnf(schemaToEbnf(spec).ebnf);
       case 'regex':
         return this.compiler.CompileStructuralTag(JSON.stringify({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } }));
       case 'choice':

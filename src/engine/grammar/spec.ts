@@ -1,13 +1,14 @@
 // What a request may constrain its output to: the structured-clonable form that travels in
 // sampling params, validated once in the frontend.
 import { InvalidArgumentError } from '../../errors.js';
-import { checkSchemaSupport, narrowSchema } from './schema-support.js';
+import { compileJsonSchema, UnsupportedSchemaError } from './schema/compile.js';
+import { xgrammarIfLoaded } from './xgrammar-binding.js';
 
 export type GrammarSpec =
   /** any JSON object (OpenAI's json_object) */
   | { readonly type: 'json_object' }
   /** JSON valid against a JSON Schema (the schema as JSON text or a parsed object) */
-  | { readonly type: 'json_schema'; readonly schema: unknown }
+  | { readonly type: 'json_schema'; readonly schema: unknown; readonly lenient?: boolean }
   /** a regular expression matched against the whole output */
   | { readonly type: 'regex'; readonly pattern: string }
   /** exactly one of these strings */
@@ -40,9 +41,11 @@ export function validateGrammarSpec(spec: GrammarSpec, what = 'grammar'): Gramma
         bad('the schema must be a JSON object');
       }
       if (schema === false) bad('the schema `false` accepts nothing');
-      const problem = checkSchemaSupport(schema);
-      if (problem) bad(problem);
-      return { type: 'json_schema', schema: narrowSchema(schema) };
+      const out: GrammarSpec = { type: 'json_schema', schema, ...(spec.lenient === true && { lenient: true }) };
+      // refusals (a keyword no grammar here enforces) are named now when xgrammar is up, else by checkGrammarCompiles
+      const xg = xgrammarIfLoaded();
+      if (xg) schemaToEbnf(out, what);
+      return out;
     }
     case 'regex':
       if (typeof spec.pattern !== 'string' || spec.pattern.length === 0) bad('the regex must be a non-empty string');
@@ -65,7 +68,7 @@ export function grammarKey(spec: GrammarSpec): string {
     case 'json_object':
       return 'json_object';
     case 'json_schema':
-      return `json_schema\0${JSON.stringify(spec.schema)}`;
+      return `json_schema${spec.lenient ? '~' : ''}\0${JSON.stringify(spec.schema)}`;
     case 'regex':
       return `regex\0${spec.pattern}`;
     case 'choice':
@@ -83,4 +86,20 @@ export function ebnfString(s: string): string {
 /** The EBNF of a choice: the root is exactly one of the strings. */
 export function choiceGrammar(choices: readonly string[]): string {
   return `root ::= ${choices.map(ebnfString).join(' | ')}`;
+}
+
+/**
+ * The EBNF loom compiles a JSON schema spec to, and what lenient mode dropped; a schema
+ * using what loom does not enforce is an InvalidArgumentError naming the keyword and where.
+ * Needs xgrammar started (loadXGrammar).
+ */
+export function schemaToEbnf(spec: Extract<GrammarSpec, { type: 'json_schema' }>, what = 'grammar'): { ebnf: string; warnings: readonly string[] } {
+  const xg = xgrammarIfLoaded();
+  if (!xg) throw new Error('xgrammar is not loaded');
+  try {
+    return compileJsonSchema(spec.schema, xg, { lenient: spec.lenient === true });
+  } catch (err) {
+    if (err instanceof UnsupportedSchemaError) throw new InvalidArgumentError(err.message, what);
+    throw err;
+  }
 }

@@ -139,13 +139,13 @@ describe('tool_choice required and named, enforced by a grammar (openai client)'
   });
 
   it('refusals: a schema loom cannot enforce names the tool; other structured outputs beside a forced call; unknown names', async () => {
-    const bad = [...tools, { type: 'function', function: { name: 'odd', parameters: { type: 'object', properties: { n: { type: 'integer', multipleOf: 3 } } } } }];
+    const bad = [...tools, { type: 'function', function: { name: 'odd', parameters: { type: 'object', properties: { n: { type: 'array', uniqueItems: true } } } } }];
     for (const tool_choice of ['required', named('odd')]) {
       const res = await s.post('/v1/chat/completions', { model: MODEL, messages, tools: bad, tool_choice });
       assert.equal(res.status, 400);
       const err = ((await res.json()) as { error: { message: string; param: string } }).error;
       assert.equal(err.param, 'tools');
-      assert.match(err.message, /tools\[3\] \(function "odd"\).*multipleOf/);
+      assert.match(err.message, /tools\[3\] \(function "odd"\).*uniqueItems/);
     }
     // a pattern xgrammar's own compiler rejects (an unclosed group)
     const broken = [{ type: 'function', function: { name: 'broken', parameters: { type: 'object', properties: { s: { type: 'string', pattern: '(ab' } } } } }];

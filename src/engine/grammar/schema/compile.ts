@@ -1,0 +1,400 @@
+// loom's JSON Schema → grammar compiler: a schema becomes EBNF in xgrammar's notation, which
+// xgrammar then executes. loom decides what is enforced: every keyword either becomes part
+// of the grammar exactly, or the schema is refused naming it (UnsupportedSchemaError); in
+// lenient mode (llguidance's) the keywords no grammar can enforce are dropped with a warning.
+// Between tokens a bounded run of whitespace is allowed (MAX_WS), never an endless one.
+import type { XGrammarBinding } from '../xgrammar-binding.js';
+import { dateTimeRules, ENFORCED_FORMATS } from './formats.js';
+import { leafRules, UnsupportedSchemaError } from './leaf-rules.js';
+import { isObject, mergeSchemas } from './merge.js';
+import type { Schema } from './merge.js';
+import { integerRange, multipleOfRules, numberRange } from './numbers.js';
+import { objectRule } from './objects.js';
+import { disjointBranches, unanchored } from './shapes.js';
+
+export { UnsupportedSchemaError };
+
+/** the longest string length bound written out */
+const MAX_LENGTH = 256;
+
+/** whitespace allowed between two JSON tokens */
+export const MAX_WS = 2;
+
+export interface SchemaCompileOptions {
+  /** drop what no grammar can enforce (uniqueItems, not, overlapping oneOf → anyOf, if/then/else) with a warning */
+  readonly lenient?: boolean;
+}
+
+export interface CompiledSchema {
+  readonly ebnf: string;
+  /** what lenient mode dropped */
+  readonly warnings: readonly string[];
+}
+
+/** keywords that assert and that loom does not enforce */
+const REFUSED: Record<string, string> = {
+  not: 'no grammar can enforce it',
+  uniqueItems: 'no grammar can enforce it',
+  if: 'loom does not compile if/then/else',
+  dependentRequired: 'loom does not compile it',
+  dependentSchemas: 'loom does not compile it',
+  dependencies: 'loom does not compile it',
+  unevaluatedProperties: 'loom does not compile it',
+  unevaluatedItems: 'loom does not compile it',
+  $dynamicRef: 'loom does not compile it',
+  $recursiveRef: 'loom does not compile it',
+  $data: 'loom does not compile it',
+};
+/** of those, what lenient mode may drop */
+const DROPPABLE = new Set(['not', 'uniqueItems', 'if', 'dependentRequired', 'dependentSchemas', 'dependencies', 'maxLength']);
+
+const BASE_RULES = [
+  `ws ::= [ \\n\\t]{0,${MAX_WS}}`,
+  'sep ::= ws "," ws',
+  'colon ::= ws ":" ws',
+  'char ::= [^"\\\\\\0-\\x1f] | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4})',
+  // a closing quote with what may follow it (xgrammar's lookahead: tokens running past the
+  // quote are then decided when the grammar compiles, not at every mask)
+  'qend ::= "\\"" (= ws [,:}\\]])',
+  'string ::= "\\"" strsub',
+  'strsub ::= ("\\"" | [^"\\\\\\0-\\x1f] strsub | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) strsub) (= ws [,:}\\]])',
+  'number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+\\-]? [0-9]+)?',
+  'integer ::= "-"? ("0" | [1-9] [0-9]*)',
+  'any ::= "null" | "true" | "false" | number | string | "[" ws (any (sep any)*)? ws "]" | "{" ws (string colon any (sep string colon any)*)? ws "}"',
+];
+
+export class SchemaCompiler {
+  readonly warnings: string[] = [];
+  private readonly rules: string[] = [...BASE_RULES];
+  private readonly refs = new Map<string, string>();
+  private readonly memo = new Map<string, string>();
+  private readonly leaves = new Map<string, string>();
+  private n = 0;
+  private dates = false;
+
+  constructor(
+    private readonly root: unknown,
+    private readonly xg: XGrammarBinding,
+    private readonly opts: SchemaCompileOptions = {},
+  ) {}
+
+  compile(): CompiledSchema {
+    const top = this.value(this.root, '#');
+    if (top === undefined) throw new UnsupportedSchemaError('the schema (at #) accepts nothing', 'false', '#');
+    this.rules.push(`root ::= ${top}`);
+    return { ebnf: this.rules.join('\n'), warnings: this.warnings };
+  }
+
+  /** a fresh rule name */
+  fresh(hint: string): string {
+    return `${hint}_${this.n++}`;
+  }
+
+  /** a rule of its own for `body` (xgrammar misreads some inline alternatives, see numbers.ts) */
+  readonly named = (body: string): string => {
+    const name = this.fresh('d');
+    this.addRule(name, body);
+    return name;
+  };
+
+  addRule(name: string, body: string): void {
+    this.rules.push(`${name} ::= ${body}`);
+  }
+
+  /** `message` names the keyword and where it is */
+  refuse(keyword: string, at: string, message: string): void {
+    if (this.opts.lenient && DROPPABLE.has(keyword)) {
+      this.warnings.push(`${message}; dropped, not enforced`);
+      return;
+    }
+    throw new UnsupportedSchemaError(message, keyword, at);
+  }
+
+  /** a rule name or expression for the values `node` accepts; undefined: none */
+  value(node: unknown, at: string): string | undefined {
+    if (node === true || (isObject(node) && Object.keys(node).length === 0)) return 'any';
+    if (node === false) return undefined;
+    if (!isObject(node)) throw new UnsupportedSchemaError(`${at} is not a schema (an object or a boolean)`, 'schema', at);
+    const key = JSON.stringify(node);
+    const hit = this.memo.get(key);
+    if (hit !== undefined) return hit;
+    const name = this.fresh('v');
+    this.memo.set(key, name);
+    const body = this.body(node, at);
+    if (body === undefined) {
+      this.memo.delete(key);
+      return undefined;
+    }
+    this.addRule(name, body);
+    return name;
+  }
+
+  /** `node` with $ref and allOf resolved into one schema */
+  flatten(node: Schema | boolean, at: string, depth = 0): Schema | boolean {
+    if (typeof node === 'boolean') return node;
+    if (depth > 16) throw new UnsupportedSchemaError(`references nest too deep to merge (at ${at})`, '$ref', at);
+    let out: Schema | boolean = node;
+    if (typeof node['$ref'] === 'string') {
+      const { $ref, ...rest } = node;
+      out = mergeSchemas(this.flatten(this.resolve($ref as string, at), `${at}/$ref`, depth + 1), this.flatten(rest, at, depth + 1), at);
+    }
+    if (isObject(out) && Array.isArray(out['allOf'])) {
+      const { allOf, ...rest } = out;
+      let acc: Schema | boolean = this.flatten(rest, at, depth + 1);
+      (allOf as unknown[]).forEach((m, i) => {
+        acc = mergeSchemas(acc, this.flatten(asSchema(m, `${at}/allOf/${i}`), `${at}/allOf/${i}`, depth + 1), `${at}/allOf`);
+      });
+      out = acc;
+    }
+    return out;
+  }
+
+  resolve(ref: string, at: string): Schema | boolean {
+    if (!ref.startsWith('#')) throw new UnsupportedSchemaError(`only local references ("#/…") are supported (at ${at}/$ref)`, '$ref', at);
+    let node: unknown = this.root;
+    if (ref !== '#' && ref !== '#/') {
+      for (const raw of ref.slice(2).split('/')) {
+        const part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+        if (!isObject(node) && !Array.isArray(node)) node = undefined;
+        else node = (node as Record<string, unknown>)[part];
+        if (node === undefined) throw new UnsupportedSchemaError(`the reference ${JSON.stringify(ref)} (at ${at}/$ref) points nowhere`, '$ref', at);
+      }
+    }
+    return asSchema(node, ref);
+  }
+
+  private body(raw: Schema, at: string): string | undefined {
+    // a bare $ref is a rule of its own (recursion)
+    const keys = Object.keys(raw).filter((k) => !ANNOTATIONS.has(k));
+    if (keys.length === 1 && typeof raw['$ref'] === 'string') return this.refRule(raw['$ref'], at);
+    const node = this.flatten(raw, at);
+    if (typeof node === 'boolean') return node ? 'any' : undefined;
+    for (const k of Object.keys(node)) {
+      if (k in REFUSED && !(k === 'uniqueItems' && node[k] === false)) this.refuse(k, `${at}/${k}`, `"${k}" (at ${at}/${k}) is not supported: ${REFUSED[k]!}`);
+    }
+    const anyOf = node['anyOf'];
+    const oneOf = node['oneOf'];
+    if (Array.isArray(anyOf) || Array.isArray(oneOf)) {
+      const { anyOf: _a, oneOf: _o, ...base } = node;
+      let branches = (Array.isArray(anyOf) ? anyOf : oneOf) as unknown[];
+      const which = Array.isArray(anyOf) ? 'anyOf' : 'oneOf';
+      if (Array.isArray(anyOf) && Array.isArray(oneOf)) branches = anyOf.flatMap((a) => (oneOf as unknown[]).map((o) => ({ allOf: [a, o] })));
+      if (which === 'oneOf' && !disjointBranches(branches, (r) => this.resolve(r, at))) {
+        if (!this.opts.lenient) throw new UnsupportedSchemaError(`"oneOf" (at ${at}/oneOf) whose branches may overlap is not supported (exactly one must match; no grammar can enforce it); use anyOf if any may`, 'oneOf', `${at}/oneOf`);
+        this.warnings.push(`"oneOf" (at ${at}/oneOf) whose branches may overlap is enforced as anyOf`);
+      }
+      const alts: string[] = [];
+      branches.forEach((b, i) => {
+        const merged = Object.keys(base).length === 0 ? b : { allOf: [base, b] };
+        const v = this.value(merged, `${at}/${which}/${i}`);
+        if (v !== undefined) alts.push(v);
+      });
+      return alts.length === 0 ? undefined : [...new Set(alts)].join(' | ');
+    }
+    return this.typed(node, at);
+  }
+
+  private refRule(ref: string, at: string): string | undefined {
+    const hit = this.refs.get(ref);
+    if (hit !== undefined) return hit;
+    const name = this.fresh('ref');
+    this.refs.set(ref, name);
+    const target = this.resolve(ref, at);
+    const body = this.body(isObject(target) ? target : target ? {} : { not: {} }, ref);
+    this.addRule(name, body ?? '[^\\0-\\U0010ffff]');
+    return name;
+  }
+
+  private typed(s: Schema, at: string): string | undefined {
+    if ('const' in s || Array.isArray(s['enum'])) {
+      const values = 'const' in s ? [s['const']] : (s['enum'] as unknown[]);
+      const types = typeSet(s['type']);
+      const ok = values.filter((v) => types === undefined || types.has(jsonType(v)) || (jsonType(v) === 'integer' && types.has('number')) || (jsonType(v) === 'number' && Number.isInteger(v) && types.has('integer')));
+      return ok.length === 0 ? undefined : [...new Set(ok.map((v) => JSON.stringify(JSON.stringify(v))))].join(' | ');
+    }
+    const types = typeSet(s['type']) ?? new Set(['null', 'boolean', 'number', 'string', 'array', 'object']);
+    const alts: string[] = [];
+    for (const t of ['null', 'boolean', 'integer', 'number', 'string', 'array', 'object']) {
+      if (!types.has(t) || (t === 'integer' && types.has('number'))) continue;
+      const e = this.ofType(t, s, at);
+      if (e !== undefined) alts.push(e);
+    }
+    return alts.length === 0 ? undefined : alts.join(' | ');
+  }
+
+  private ofType(t: string, s: Schema, at: string): string | undefined {
+    switch (t) {
+      case 'null':
+        return '"null"';
+      case 'boolean':
+        return '"true" | "false"';
+      case 'integer':
+      case 'number':
+        return this.numeric(t === 'integer', s, at);
+      case 'string':
+        return this.string(s, at);
+      case 'array':
+        return this.array(s, at);
+      case 'object':
+        return objectRule(this, s, at);
+      default:
+        throw new UnsupportedSchemaError(`unknown type ${JSON.stringify(t)} (at ${at}/type)`, 'type', at);
+    }
+  }
+
+  private numeric(integer: boolean, s: Schema, at: string): string | undefined {
+    let lo = typeof s['minimum'] === 'number' ? s['minimum'] : undefined;
+    let hi = typeof s['maximum'] === 'number' ? s['maximum'] : undefined;
+    let loExcl = false;
+    let hiExcl = false;
+    // draft-04: exclusiveMinimum: true makes minimum strict
+    if (s['exclusiveMinimum'] === true) loExcl = true;
+    if (s['exclusiveMaximum'] === true) hiExcl = true;
+    if (typeof s['exclusiveMinimum'] === 'number' && (lo === undefined || s['exclusiveMinimum'] >= lo)) [lo, loExcl] = [s['exclusiveMinimum'], true];
+    if (typeof s['exclusiveMaximum'] === 'number' && (hi === undefined || s['exclusiveMaximum'] <= hi)) [hi, hiExcl] = [s['exclusiveMaximum'], true];
+    const m = typeof s['multipleOf'] === 'number' ? s['multipleOf'] : undefined;
+    if (integer || (m !== undefined && Number.isInteger(m))) {
+      const a = lo === undefined ? undefined : BigInt(loExcl ? Math.floor(lo) + 1 : Math.ceil(lo));
+      const b = hi === undefined ? undefined : BigInt(hiExcl ? Math.ceil(hi) - 1 : Math.floor(hi));
+      if (m !== undefined && Number.isInteger(m) && m > 1) return this.multiples(m, a, b, at);
+      if (m !== undefined && !Number.isInteger(m) && !Number.isInteger(1 / m)) throw new UnsupportedSchemaError(`"multipleOf": ${m} on integers (at ${at}/multipleOf) is not supported`, 'multipleOf', at);
+      if (a === undefined && b === undefined) return 'integer';
+      return integerRange(a, b, this.named) || undefined;
+    }
+    if (m !== undefined && !/^1e-\d+$|^0\.0*1$/.test(String(m))) throw new UnsupportedSchemaError(`"multipleOf": ${m} on numbers (at ${at}/multipleOf) is not supported (only integers and powers of ten below 1)`, 'multipleOf', at);
+    const digits = m === undefined ? undefined : Math.round(-Math.log10(m));
+    for (const [v, k] of [[lo, 'minimum'], [hi, 'maximum']] as const) {
+      if (v !== undefined && !Number.isInteger(v)) throw new UnsupportedSchemaError(`a non-integer "${k}" on numbers (at ${at}/${k}) is not supported`, k, at);
+    }
+    const r = numberRange(lo === undefined ? undefined : BigInt(lo), hi === undefined ? undefined : BigInt(hi), loExcl, hiExcl, digits, this.named);
+    return r || undefined;
+  }
+
+  private multiples(m: number, a: bigint | undefined, b: bigint | undefined, at: string): string | undefined {
+    if (a !== undefined && b !== undefined && (b - a) / BigInt(m) <= 64n) {
+      const vals: string[] = [];
+      for (let x = a; x <= b; x++) if (x % BigInt(m) === 0n) vals.push(JSON.stringify(x.toString()));
+      return vals.length === 0 ? undefined : vals.join(' | ');
+    }
+    if (b !== undefined || (a !== undefined && a > 0n)) throw new UnsupportedSchemaError(`"multipleOf" with a wide range (at ${at}/multipleOf) is not supported`, 'multipleOf', at);
+    if (m > 1000) throw new UnsupportedSchemaError(`"multipleOf": ${m} (at ${at}/multipleOf) is too large an automaton`, 'multipleOf', at);
+    const name = this.fresh('mul');
+    const [start, rules] = multipleOfRules(m, name);
+    this.rules.push(...rules);
+    const nonneg = `(${start})`;
+    return a === 0n ? nonneg : `${nonneg} | "-" (${start.replace(/^"0" \| /, '')})`;
+  }
+
+  private string(s: Schema, at: string): string | undefined {
+    const min = typeof s['minLength'] === 'number' ? s['minLength'] : 0;
+    const max = typeof s['maxLength'] === 'number' ? s['maxLength'] : undefined;
+    const format = typeof s['format'] === 'string' && ENFORCED_FORMATS.has(s['format']) ? s['format'] : undefined;
+    const pattern = typeof s['pattern'] === 'string' ? s['pattern'] : undefined;
+    if (max !== undefined && max < min) return undefined;
+    const lengths = min > 0 || max !== undefined;
+    if ((format !== undefined || pattern !== undefined) && lengths) {
+      throw new UnsupportedSchemaError(`"minLength"/"maxLength" together with ${pattern !== undefined ? '"pattern"' : '"format"'} (at ${at}) is not supported`, 'maxLength', at);
+    }
+    if (format !== undefined && pattern !== undefined) throw new UnsupportedSchemaError(`"pattern" together with "format" (at ${at}) is not supported`, 'pattern', at);
+    if (format === 'date' || format === 'time' || format === 'date-time') {
+      if (!this.dates) this.rules.push(...dateTimeRules('fmt_'));
+      this.dates = true;
+      return `"\\"" fmt_${format.replace('-', '_')} qend`;
+    }
+    if (format !== undefined) return this.leaf({ format }, at);
+    if (pattern !== undefined) return this.leaf({ pattern: unanchored(pattern, at) }, at);
+    if (!lengths) return 'string';
+    if ((max ?? min) > MAX_LENGTH) {
+      // xgrammar writes a bounded repetition out position by position: 4096 of them do not compile in time
+      this.refuse('maxLength', `${at}/maxLength`, `"${max !== undefined ? 'maxLength' : 'minLength'}" above ${MAX_LENGTH} (at ${at}) is not supported: the grammar would be too large`);
+      return 'string';
+    }
+    // a pure class repeated (xgrammar's fast path; a rule of alternatives repeated costs ~0.1 s
+    // per mask): escapes are not written in length-bounded strings (narrower, never wider)
+    return `"\\"" [^"\\\\\\0-\\x1f]{${min},${max ?? ''}} qend`;
+  }
+
+  private leaf(leaf: object, at: string): string {
+    const key = JSON.stringify(leaf);
+    const hit = this.leaves.get(key);
+    if (hit !== undefined) return hit;
+    let r;
+    try {
+      r = leafRules(this.xg, leaf, `${this.fresh('s')}_`);
+    } catch (err) {
+      const k = 'pattern' in leaf ? 'pattern' : 'format';
+      throw new UnsupportedSchemaError(`the ${k} ${JSON.stringify((leaf as Record<string, unknown>)[k])} (at ${at}/${k}) is not supported: ${(err as Error).message}`, k, at);
+    }
+    this.rules.push(...r.rules);
+    this.leaves.set(key, r.name);
+    return r.name;
+  }
+
+  private array(s: Schema, at: string): string | undefined {
+    const min = typeof s['minItems'] === 'number' ? s['minItems'] : 0;
+    const max = typeof s['maxItems'] === 'number' ? s['maxItems'] : undefined;
+    if (max !== undefined && max < min) return undefined;
+    // draft-04..2019-09: items as a list, additionalItems for the rest
+    const prefix = (Array.isArray(s['prefixItems']) ? s['prefixItems'] : Array.isArray(s['items']) ? s['items'] : []) as unknown[];
+    const restSchema = Array.isArray(s['prefixItems']) ? s['items'] : Array.isArray(s['items']) ? s['additionalItems'] : s['items'];
+    const rest = restSchema === undefined ? 'any' : this.value(restSchema, `${at}/items`);
+    const elems = prefix.map((p, i) => this.value(p, `${at}/prefixItems/${i}`));
+    if (s['contains'] !== undefined) {
+      const minC = typeof s['minContains'] === 'number' ? s['minContains'] : 1;
+      if (prefix.length > 0 || max !== undefined || min > 1 || minC !== 1 || s['maxContains'] !== undefined) {
+        throw new UnsupportedSchemaError(`"contains" with prefixItems, maxItems, minItems > 1 or min/maxContains (at ${at}/contains) is not supported`, 'contains', at);
+      }
+      const hit = this.value({ allOf: [restSchema ?? {}, s['contains']] }, `${at}/contains`);
+      if (hit === undefined) return undefined;
+      return `"[" ws (${rest} sep)* ${hit} (sep ${rest})* ws "]"`;
+    }
+    // elements 0..k-1 from prefixItems, then rest; n in [min, max]
+    const k = prefix.length;
+    const limit = max === undefined ? undefined : max;
+    const tail = (i: number): string | undefined => {
+      // after i elements (i ≥ 1): end, or one more
+      const canEnd = i >= min;
+      if (limit !== undefined && i >= limit) return canEnd ? '""' : undefined;
+      if (i >= k) {
+        if (rest === undefined) return canEnd ? '""' : undefined;
+        const lo = Math.max(0, min - i);
+        const hi = limit === undefined ? '' : String(limit - i);
+        return `(sep ${rest}){${lo},${hi}}`;
+      }
+      const e = elems[i];
+      const more = e === undefined ? undefined : tail(i + 1);
+      const alts = [...(canEnd ? ['""'] : []), ...(more !== undefined ? [`sep ${e} ${more}`] : [])];
+      return alts.length === 0 ? undefined : `(${alts.join(' | ')})`;
+    };
+    const first = k > 0 ? elems[0] : rest;
+    const after = first === undefined ? undefined : limit === 0 ? undefined : tail(1);
+    const alts = [...(min === 0 ? ['""'] : []), ...(first !== undefined && after !== undefined ? [`${first} ${after}`] : [])];
+    if (alts.length === 0) return undefined;
+    return `"[" ws (${alts.join(' | ')}) ws "]"`;
+  }
+}
+
+const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$comment', '$schema', '$id', 'id', 'deprecated', 'readOnly', 'writeOnly', '$defs', 'definitions']);
+
+function asSchema(v: unknown, at: string): Schema | boolean {
+  if (typeof v === 'boolean' || isObject(v)) return v;
+  throw new UnsupportedSchemaError(`${at} is not a schema (an object or a boolean)`, 'schema', at);
+}
+
+function typeSet(t: unknown): Set<string> | undefined {
+  if (typeof t === 'string') return new Set([t]);
+  if (Array.isArray(t)) return new Set(t.filter((x): x is string => typeof x === 'string'));
+  return undefined;
+}
+
+function jsonType(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'array';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
+  return typeof v;
+}
+
+/** Compiles a JSON Schema to EBNF (start rule `root`); throws UnsupportedSchemaError naming what it refuses. */
+export function compileJsonSchema(schema: unknown, xg: XGrammarBinding, opts: SchemaCompileOptions = {}): CompiledSchema {
+  return new SchemaCompiler(schema, xg, opts).compile();
+}

@@ -1,0 +1,77 @@
+// allOf as one schema: the keywords of every member merged (bounds tightened, required
+// united, properties merged name by name, types intersected, anyOf distributed). A pair
+// that cannot be merged exactly (two different patterns, …) is refused.
+import { UnsupportedSchemaError } from './leaf-rules.js';
+
+export type Schema = Record<string, unknown>;
+
+const MIN_KEYS = ['minimum', 'minLength', 'minItems', 'minProperties'];
+const MAX_KEYS = ['maximum', 'maxLength', 'maxItems', 'maxProperties'];
+const NUMERIC_TYPES = new Set(['integer', 'number']);
+
+export function isObject(v: unknown): v is Schema {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** the types a `type` keyword allows, or undefined (all) */
+function typeList(t: unknown): string[] | undefined {
+  if (typeof t === 'string') return [t];
+  if (Array.isArray(t)) return t.filter((x): x is string => typeof x === 'string');
+  return undefined;
+}
+
+function intersectTypes(a: string[], b: string[]): string[] {
+  const out = new Set<string>();
+  for (const x of a) {
+    for (const y of b) {
+      if (x === y) out.add(x);
+      else if (NUMERIC_TYPES.has(x) && NUMERIC_TYPES.has(y)) out.add('integer');
+    }
+  }
+  return [...out];
+}
+
+/** a ∧ b as one schema (both already free of $ref and allOf) */
+export function mergeSchemas(a: Schema | boolean, b: Schema | boolean, at: string): Schema | boolean {
+  if (a === false || b === false) return false;
+  if (a === true) return b;
+  if (b === true) return a;
+  const out: Schema = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    if (!(k in out)) {
+      out[k] = v;
+      continue;
+    }
+    const u = out[k];
+    if (JSON.stringify(u) === JSON.stringify(v)) continue;
+    if (k === 'type') {
+      const t = intersectTypes(typeList(u) ?? [], typeList(v) ?? []);
+      out[k] = t;
+    } else if (MIN_KEYS.includes(k) && typeof u === 'number' && typeof v === 'number') out[k] = Math.max(u, v);
+    else if (MAX_KEYS.includes(k) && typeof u === 'number' && typeof v === 'number') out[k] = Math.min(u, v);
+    else if ((k === 'exclusiveMinimum' || k === 'exclusiveMaximum') && typeof u === 'number' && typeof v === 'number') out[k] = k === 'exclusiveMinimum' ? Math.max(u, v) : Math.min(u, v);
+    else if (k === 'required' && Array.isArray(u) && Array.isArray(v)) out[k] = [...new Set([...u, ...v])];
+    else if (k === 'properties' && isObject(u) && isObject(v)) {
+      const props: Schema = { ...u };
+      for (const [name, s] of Object.entries(v)) props[name] = name in props ? { allOf: [props[name], s] } : s;
+      out[k] = props;
+    } else if ((k === 'items' || k === 'additionalProperties' || k === 'propertyNames' || k === 'contains') && !Array.isArray(u) && !Array.isArray(v)) {
+      out[k] = { allOf: [u, v] };
+    } else if (k === 'enum' && Array.isArray(u) && Array.isArray(v)) {
+      const keys = new Set(v.map((x) => JSON.stringify(x)));
+      out[k] = u.filter((x) => keys.has(JSON.stringify(x)));
+    } else if (k === 'anyOf' || k === 'oneOf') {
+      // (a1 | a2) ∧ (b1 | b2) = (a1 ∧ b1) | (a1 ∧ b2) | …
+      const xs = u as unknown[];
+      const ys = v as unknown[];
+      if (xs.length * ys.length > 64) throw new UnsupportedSchemaError(`"allOf" of two "${k}" lists (at ${at}) is too large to merge`, k, at);
+      out['anyOf'] = xs.flatMap((x) => ys.map((y) => ({ allOf: [x, y] })));
+      if (k === 'oneOf') delete out['oneOf'];
+    } else if (k === 'title' || k === 'description' || k === 'default' || k === 'examples' || k === '$comment' || k === 'format') {
+      if (k === 'format') throw new UnsupportedSchemaError(`"allOf" with two different formats (at ${at}) cannot be merged`, k, at);
+    } else {
+      throw new UnsupportedSchemaError(`"allOf" whose members both set "${k}" differently (at ${at}) is not supported`, k, at);
+    }
+  }
+  return out;
+}
