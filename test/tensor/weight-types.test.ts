@@ -28,7 +28,7 @@ describe('the weight type table', () => {
   });
 
   it('the types loom computes with, each paired with an activation type that is a row of its own', () => {
-    assert.deepEqual(computeTypes().map(typeName), ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'IQ4_NL', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_XS']);
+    assert.deepEqual(computeTypes().map(typeName), ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'IQ4_NL', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_XS', 'MXFP4']);
     for (const id of computeTypes()) {
       const row = weightType(id)!;
       const act = weightType(row.compute!.activation)!;
