@@ -10,8 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { Rng } from '../../src/engine/rng.js';
 import { WorkerEngineClient } from '../../src/engine/worker-client.js';
-import type { EngineClient } from '../../src/engine/client.js';
-import type { RequestStream } from '../../src/engine/request-stream.js';
+import { EngineGate } from '../fixtures/engine-gate.js';
 import { loadModel } from '../../src/model/load.js';
 import { buildApp } from '../../src/server/app.js';
 import type { ServerContext } from '../../src/server/context.js';
@@ -87,27 +86,12 @@ function assertOpenAIError(status: number, text: string, what: string, lmdeploy 
 }
 
 describe('server under abuse', () => {
-  // While `gate` is set, an admitted request reaches the engine only once it opens, so none can
-  // finish and free its place before every request has been admitted or refused (the overload
-  // case's outcome then does not depend on how fast a loaded machine runs the engine).
-  let gate: Promise<void> | undefined;
-  const gated = async function* (open: Promise<void>, start: () => RequestStream) {
-    await open;
-    yield* start();
-  };
+  let gate: EngineGate;
   before(async () => {
     engine = await WorkerEngineClient.start({ model: path(), kvCacheMemory: '16MiB', maxNumSeqs: 16 });
-    const add: EngineClient['add'] = (id, promptIds, params) =>
-      gate ? (gated(gate, () => engine.add(id, promptIds, params)) as unknown as RequestStream) : engine.add(id, promptIds, params);
-    const gatedEngine = new Proxy(engine, {
-      get: (target, key) => {
-        if (key === 'add') return add;
-        const value: unknown = Reflect.get(target, key, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    gate = new EngineGate(engine); // admission tests hold it (test/fixtures/engine-gate.ts)
     const built = buildApp({
-      engine: gatedEngine,
+      engine: gate.client,
       tokenizer: loadModel(path()).tokenizer,
       options: { servedModelName: 'fixture', maxModelLen: engine.info.maxModelLen, maxPendingRequests: MAX_PENDING, slowClientTimeoutMs: 2_000, bodyLimitBytes: 1 << 20 },
     });
@@ -191,8 +175,7 @@ describe('server under abuse', () => {
   it(`overload past --max-pending-requests (${MAX_PENDING}) gets 429s, and never more in flight`, async () => {
     let most = 0;
     let refused = 0;
-    let openGate = (): void => {};
-    gate = new Promise<void>((resolve) => (openGate = resolve));
+    gate.hold();
     const watch = setInterval(() => (most = Math.max(most, ctx.inFlight)), 1);
     const pending = Promise.all(
       Array.from({ length: 40 }, async (_, i) => {
@@ -208,8 +191,7 @@ describe('server under abuse', () => {
     );
     // every request admitted or refused (or 10 s), then the admitted ones run
     for (const deadline = Date.now() + 10_000; refused + ctx.inFlight < 40 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 2));
-    gate = undefined;
-    openGate();
+    gate.release();
     const results = await pending;
     clearInterval(watch);
     assert.equal(results.filter((s) => s === 429).length, 40 - MAX_PENDING, `statuses ${results.join(',')}`);

@@ -9,8 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { EngineCore } from '../../../src/engine/engine.js';
 import { resolveEngineConfig } from '../../../src/engine/options.js';
 import type { SamplingParamsInput } from '../../../src/engine/sampling-params.js';
-import type { EngineClient } from '../../../src/engine/client.js';
-import type { RequestStream } from '../../../src/engine/request-stream.js';
+import { EngineGate } from '../../fixtures/engine-gate.js';
 import { WorkerEngineClient } from '../../../src/engine/worker-client.js';
 import { referenceKernels } from '../../../src/kernels/reference.js';
 import { loadModel } from '../../../src/model/load.js';
@@ -84,31 +83,16 @@ describe('admission counts prompts × n', () => {
   let base = '';
   let close: () => Promise<void>;
   let longestEncoded = 0;
-  // While `gate` is set, an admitted request reaches the engine only once it opens, so none
-  // can finish (and give its sequences back to the budget) before every request has been
-  // admitted or refused: the outcome does not depend on how fast the engine runs.
-  let gate: Promise<void> | undefined;
-  const gated = async function* (open: Promise<void>, start: () => RequestStream) {
-    await open;
-    yield* start();
-  };
+  let gate: EngineGate;
   before(async () => {
     engine = await WorkerEngineClient.start({ model: path(), kvCacheMemory: '16MiB', maxNumSeqs: 6 });
-    const add: EngineClient['add'] = (id, promptIds, params) =>
-      gate ? (gated(gate, () => engine.add(id, promptIds, params)) as unknown as RequestStream) : engine.add(id, promptIds, params);
-    const gatedEngine = new Proxy(engine, {
-      get: (target, key) => {
-        if (key === 'add') return add;
-        const value: unknown = Reflect.get(target, key, target);
-        return typeof value === 'function' ? value.bind(target) : value;
-      },
-    });
+    gate = new EngineGate(engine); // admission tests hold it (test/fixtures/engine-gate.ts)
     // the longest text the server ever tokenizes
     const tokenizer = loadModel(path()).tokenizer;
     const encode = tokenizer.encode.bind(tokenizer);
     tokenizer.encode = (text, opts) => ((longestEncoded = Math.max(longestEncoded, text.length)), encode(text, opts));
     const built = buildApp({
-      engine: gatedEngine,
+      engine: gate.client,
       tokenizer,
       options: { servedModelName: 'fixture', maxModelLen: engine.info.maxModelLen, maxPendingRequests: 8, slowClientTimeoutMs: 5_000, bodyLimitBytes: 1 << 20 },
     });
@@ -137,8 +121,7 @@ describe('admission counts prompts × n', () => {
   it('the budget counts sequences: 429 with Retry-After once it is spent', async () => {
     let most = 0;
     let refusedSoFar = 0;
-    let openGate = (): void => {};
-    gate = new Promise<void>((resolve) => (openGate = resolve));
+    gate.hold();
     const watch = setInterval(() => (most = Math.max(most, ctx.inFlight)), 1);
     const pending = Promise.all(
       Array.from({ length: 12 }, async (_, i) => {
@@ -150,8 +133,7 @@ describe('admission counts prompts × n', () => {
     );
     // every request admitted (3 sequences each in flight) or refused, or 10 s
     for (const deadline = Date.now() + 10_000; refusedSoFar + ctx.inFlight / 3 < 12 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 2));
-    gate = undefined;
-    openGate();
+    gate.release();
     const results = await pending;
     clearInterval(watch);
     const refused = results.filter((r) => r.status === 429);
