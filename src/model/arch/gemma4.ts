@@ -18,6 +18,7 @@ import type { Architecture } from './architecture.js';
 import { Scratch, loadVector, outputWeight, rmsNormLogits } from './architecture.js';
 import { layerSlice, loadGemma4Layers, loadPerLayerEmbedding, perLayerInputs } from './gemma4-layers.js';
 import type { Gemma4Layer, Gemma4Moe, PerLayerEmbedding } from './gemma4-layers.js';
+import { minRoutingGapOf } from './moe.js';
 
 export class Gemma4Architecture implements Architecture {
   private readonly embedding: WeightTensor;
@@ -160,16 +161,12 @@ export class Gemma4Architecture implements Architecture {
 
   /** the smallest gap between a token's k-th and (k+1)-th router logit seen so far, over every MoE layer */
   get minRoutingGap(): number {
-    return Math.min(...this.layers.map((l) => l.moe?.ffn.minRoutingGap ?? Infinity));
+    return minRoutingGapOf(this.layers.flatMap((l) => (l.moe ? [l.moe.ffn] : [])));
   }
 
   /** zeroes the expert counters and forgets the routing margin seen */
   resetExpertLoad(): void {
-    for (const l of this.layers) {
-      if (!l.moe) continue;
-      l.moe.ffn.load.fill(0);
-      l.moe.ffn.minRoutingGap = Infinity;
-    }
+    for (const l of this.layers) l.moe?.ffn.resetCounters();
   }
 
   private logits(x: Float32Array, batch: ForwardBatch, k: Kernels): Float32Array {

@@ -106,6 +106,12 @@ export class MoeFfn {
   /** the smallest gap seen between a token's k-th and (k+1)-th router logit (Infinity before any, or when k = numExperts) */
   minRoutingGap = Infinity;
 
+  /** zeroes the expert counters and forgets the routing margin seen (a bench starts its measured run with it) */
+  resetCounters(): void {
+    this.load.fill(0);
+    this.minRoutingGap = Infinity;
+  }
+
   constructor(
     tensors: TensorSource,
     li: number,
@@ -201,4 +207,9 @@ export class MoeFfn {
     else k.add(out, slots.subarray(0, T * D), slots.subarray(T * D, 2 * T * D), T * D);
     for (let s = 2; s < K; s++) k.add(out, out, slots.subarray(s * T * D, (s + 1) * T * D), T * D);
   }
+}
+
+/** the smallest gap between a token's k-th and (k+1)-th router logit seen so far, over these layers */
+export function minRoutingGapOf(ffns: readonly MoeFfn[]): number {
+  return Math.min(...ffns.map((f) => f.minRoutingGap));
 }

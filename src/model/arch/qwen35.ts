@@ -19,6 +19,7 @@ import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, outputWeight } from './architecture.js';
 import { SharedExpertMoeFfn } from './shared-expert.js';
+import { minRoutingGapOf } from './moe.js';
 
 interface AttentionMixer {
   readonly kind: 'attention';
@@ -127,15 +128,12 @@ export class Qwen35Architecture implements Architecture {
 
   /** qwen35moe: the smallest gap between a token's k-th and (k+1)-th router logit seen so far, over every layer */
   get minRoutingGap(): number {
-    return Math.min(...this.moeLayers.map((f) => f.routed.minRoutingGap));
+    return minRoutingGapOf(this.moeLayers.map((f) => f.routed));
   }
 
   /** zeroes the expert counters and forgets the routing margin seen */
   resetExpertLoad(): void {
-    for (const f of this.moeLayers) {
-      f.routed.load.fill(0);
-      f.routed.minRoutingGap = Infinity;
-    }
+    for (const f of this.moeLayers) f.routed.resetCounters();
   }
 
   forward(batch: ForwardBatch, kv: KvCache, k: Kernels): Float32Array {

@@ -9,7 +9,7 @@ import type { ModelConfig, MoeParams, TensorSource } from '../weights.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, outputWeight } from './architecture.js';
-import { MoeFfn } from './moe.js';
+import { MoeFfn, minRoutingGapOf } from './moe.js';
 import { ropeScalingAt } from '../../tensor/rope-scaling.js';
 import type { RopeScaling } from '../../tensor/rope-scaling.js';
 
@@ -68,15 +68,11 @@ export class Qwen3MoeArchitecture implements Architecture {
 
   /** the smallest gap between a token's k-th and (k+1)-th router logit seen so far, over every layer */
   get minRoutingGap(): number {
-    return Math.min(...this.layers.map((l) => l.ffn.minRoutingGap));
+    return minRoutingGapOf(this.layers.map((l) => l.ffn));
   }
 
-  /** zeroes the expert counters and forgets the routing margin seen (a bench starts its measured run with it) */
   resetExpertLoad(): void {
-    for (const l of this.layers) {
-      l.ffn.load.fill(0);
-      l.ffn.minRoutingGap = Infinity;
-    }
+    for (const l of this.layers) l.ffn.resetCounters();
   }
 
   forward(batch: ForwardBatch, kv: KvCache, k: Kernels): Float32Array {
