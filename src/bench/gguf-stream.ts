@@ -2,7 +2,7 @@
 // model/gguf-writer.ts: v3, alignment 32, tensor data aligned and zero-padded) goes out
 // first, then each tensor's bytes as its producer makes them, so only one tensor is in
 // memory at a time. Metadata values are the few kinds a generated model needs.
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import { InvalidArgumentError } from '../errors.js';
 import { rowBytes, typeName } from '../tensor/weight-types.js';
 import type { GGMLType } from '../tensor/weight-types.js';
@@ -92,8 +92,12 @@ function header(metadata: readonly StreamEntry[], tensors: readonly StreamTensor
   return Buffer.concat(c.parts, c.length);
 }
 
-/** Writes a GGUF v3 file (alignment 32), producing tensors one at a time. */
-export function writeGGUFStream(path: string, metadata: readonly StreamEntry[], tensors: readonly StreamTensor[]): void {
+/**
+ * Writes a GGUF v3 file (alignment 32), producing tensors one at a time; `layoutOnly` writes the
+ * header and leaves the data a hole of the right size (a sparse file, for tools that read only
+ * the tensor infos: scripts/quant-mix-goldens.mjs runs llama-quantize --dry-run on one).
+ */
+export function writeGGUFStream(path: string, metadata: readonly StreamEntry[], tensors: readonly StreamTensor[], layoutOnly = false): void {
   const sizes = tensors.map((t) => {
     const n = t.dims.reduce((a, b) => a * b, 1);
     const row = rowBytes(t.type, t.dims[0] ?? 1);
@@ -102,7 +106,12 @@ export function writeGGUFStream(path: string, metadata: readonly StreamEntry[], 
   });
   const fd = openSync(path, 'w');
   try {
-    writeAll(fd, header(metadata, tensors, sizes));
+    const head = header(metadata, tensors, sizes);
+    writeAll(fd, head);
+    if (layoutOnly) {
+      ftruncateSync(fd, head.length + sizes.reduce((sum, n) => sum + Math.ceil(n / GGUF_DEFAULT_ALIGNMENT) * GGUF_DEFAULT_ALIGNMENT, 0));
+      return;
+    }
     const zeros = new Uint8Array(GGUF_DEFAULT_ALIGNMENT);
     tensors.forEach((t, i) => {
       const data = t.produce();

@@ -19,6 +19,8 @@ export interface Gemma4BenchShape {
   readonly finalSoftcap: number;
   /** use_double_wide_mlp: the shared-KV layers' FFNs are twice as wide */
   readonly doubleWideMlp: boolean;
+  /** attention_k_eq_v (26B, 31B): the global layers have no v projection, V is K's */
+  readonly globalKEqV?: boolean;
 }
 
 /** the part of BenchShape these need */
@@ -43,16 +45,19 @@ function layout(s: Shape, g: Gemma4BenchShape): { sliding: boolean[]; firstShare
   return { sliding, firstShared, ffn };
 }
 
-export function gemma4BenchTensors(s: Shape, g: Gemma4BenchShape, matrix: Matrix, vector: Vector, f32: F32): void {
+/** `experts(p)` writes layer p's routed experts (26B-A4B), beside its dense MLP */
+export function gemma4BenchTensors(s: Shape, g: Gemma4BenchShape, matrix: Matrix, vector: Vector, f32: F32, experts?: (p: string) => void): void {
   const d = s.hidden;
   const hidden = 1 / Math.sqrt(d);
   const pl = g.perLayerInput;
   const { sliding, firstShared, ffn } = layout(s, g);
   // scaled by √hidden and √perLayerInput in the model: rows of 1/√width keep both near unit scale
   matrix('token_embd.weight', d, s.vocab, hidden);
-  matrix('per_layer_token_embd.weight', pl * s.layers, s.vocab, 1 / Math.sqrt(pl));
-  matrix('per_layer_model_proj.weight', d, pl * s.layers, hidden);
-  vector('per_layer_proj_norm.weight', pl, 0.1, 1);
+  if (pl > 0) {
+    matrix('per_layer_token_embd.weight', pl * s.layers, s.vocab, 1 / Math.sqrt(pl));
+    matrix('per_layer_model_proj.weight', d, pl * s.layers, hidden);
+    vector('per_layer_proj_norm.weight', pl, 0.1, 1);
+  }
   for (let il = 0; il < s.layers; il++) {
     const p = `blk.${il}.`;
     const headDim = sliding[il] ? g.swaHeadDim : s.headDim;
@@ -63,7 +68,7 @@ export function gemma4BenchTensors(s: Shape, g: Gemma4BenchShape, matrix: Matrix
     vector(`${p}attn_q_norm.weight`, headDim, 0.05, 0.3);
     if (il < firstShared) {
       matrix(`${p}attn_k.weight`, d, kvw, hidden);
-      matrix(`${p}attn_v.weight`, d, kvw, hidden);
+      if (sliding[il] || !g.globalKEqV) matrix(`${p}attn_v.weight`, d, kvw, hidden);
       vector(`${p}attn_k_norm.weight`, headDim, 0.05, 0.3);
     }
     matrix(`${p}attn_output.weight`, q, d, 1 / Math.sqrt(q));
@@ -73,10 +78,13 @@ export function gemma4BenchTensors(s: Shape, g: Gemma4BenchShape, matrix: Matrix
     matrix(`${p}ffn_up.weight`, d, ffn[il]!, hidden);
     matrix(`${p}ffn_down.weight`, ffn[il]!, d, 1 / Math.sqrt(ffn[il]!));
     vector(`${p}post_ffw_norm.weight`, d, 0.1, 1);
-    matrix(`${p}inp_gate.weight`, d, pl, 2 * hidden);
-    matrix(`${p}proj.weight`, pl, d, 1 / Math.sqrt(pl));
-    vector(`${p}post_norm.weight`, d, 0.1, 1);
+    if (pl > 0) {
+      matrix(`${p}inp_gate.weight`, d, pl, 2 * hidden);
+      matrix(`${p}proj.weight`, pl, d, 1 / Math.sqrt(pl));
+      vector(`${p}post_norm.weight`, d, 0.1, 1);
+    }
     vector(`${p}layer_output_scale.weight`, 1, 0.05, 0.9);
+    experts?.(p);
   }
   vector('output_norm.weight', d, 0.1, 1);
   const rotated = Math.floor((s.headDim * g.partialRotary) / 2);

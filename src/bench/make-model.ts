@@ -17,13 +17,16 @@ import { llama3FreqFactors, longropeAttnFactor } from '../tensor/rope-scaling.js
 import { gemma4BenchMetadata, gemma4BenchTensors } from './make-model-gemma4.js';
 import type { Gemma4BenchShape } from './make-model-gemma4.js';
 import { mixType } from './quant-mix.js';
+import type { AttnVPosition } from './quant-mix.js';
+import { moeBenchMetadata, moeBenchTensors } from './make-model-moe.js';
+import type { MoeBenchShape } from './make-model-moe.js';
 import { entry as kv, writeGGUFStream } from './gguf-stream.js';
 import type { StreamEntry, StreamTensor } from './gguf-stream.js';
 import { modelVocab } from './model-vocab.js';
 import type { ModelVocab } from './model-vocab.js';
 
 export interface BenchShape {
-  readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35';
+  readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe';
   readonly name: string;
   readonly hidden: number;
   readonly layers: number;
@@ -56,6 +59,8 @@ export interface BenchShape {
   };
   /** Gemma 4: per-layer embeddings, shared-KV layers, the sliding layers' own heads (headDim: the global layers') */
   readonly gemma4?: Gemma4BenchShape;
+  /** routed experts in place of (Gemma 4: beside) the dense FFN */
+  readonly moe?: MoeBenchShape;
 }
 
 export const BENCH_SHAPES = {
@@ -111,6 +116,35 @@ export const BENCH_SHAPES = {
       swaRopeBase: 10000, partialRotary: 0.25, finalSoftcap: 30, doubleWideMlp: true,
     },
   },
+  // Qwen3-30B-A3B (and Qwen3-Coder-30B-A3B): 48 layers of 32 query / 4 KV heads of 128 and
+  // 128 experts of 768, 8 used per token, softmax routing renormalized over the 8 (tied here,
+  // as every bench shape: the head reads the same bytes either way)
+  'qwen3-30b-a3b': {
+    arch: 'qwen3moe', name: 'Qwen3-30B-A3B', hidden: 2048, layers: 48, heads: 32, kvHeads: 4, headDim: 128, ffn: 6144,
+    vocab: 151936, context: 40960, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'qwen2',
+    moe: { experts: 128, used: 8, expertFfn: 768 },
+  },
+  // Qwen3.5-35B-A3B: the Qwen3.5 hybrid (30 Gated DeltaNet layers of 16 key / 32 value heads,
+  // 10 gated attention layers of 16 heads of 256, 2 KV heads) with 256 experts of 512, 8 used,
+  // and a shared expert of 512 in every layer (tied here, as above)
+  'qwen3.5-35b-a3b': {
+    arch: 'qwen35moe', name: 'Qwen3.5-35B-A3B', hidden: 2048, layers: 40, heads: 16, kvHeads: 2, headDim: 256, ropeDim: 64, ffn: 512,
+    vocab: 248320, context: 262144, ropeBase: 10000000, rmsEps: 1e-6, qkvBias: false, pre: 'qwen2',
+    linear: { interval: 4, convKernel: 4, stateSize: 128, kHeads: 16, vHeads: 32, ropeSections: [11, 11, 10, 0] },
+    moe: { experts: 256, used: 8, expertFfn: 512, sharedFfn: 512 },
+  },
+  // Gemma 4 26B-A4B's text decoder: 30 layers, every 6th global (16 heads of 512, 2 KV heads,
+  // V = K), sliding ones 16 heads of 256 with 8 KV heads over a window of 1024; a dense GeGLU
+  // MLP of 2112 beside 128 experts of 704, 8 used; no per-layer inputs or shared KV; tied
+  'gemma4-26b-a4b': {
+    arch: 'gemma4', name: 'Gemma-4-26B-A4B', hidden: 2816, layers: 30, heads: 16, kvHeads: 2, headDim: 512, ffn: 2112,
+    vocab: 262144, context: 262144, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'smollm',
+    gemma4: {
+      swaHeadDim: 256, swaKvHeads: 8, globalEvery: 6, sharedKvLayers: 0, perLayerInput: 0, window: 1024,
+      swaRopeBase: 10000, partialRotary: 0.25, finalSoftcap: 30, doubleWideMlp: false, globalKEqV: true,
+    },
+    moe: { experts: 128, used: 8, expertFfn: 704, gemma4: true },
+  },
 } as const satisfies Record<string, BenchShape>;
 
 export type BenchShapeName = keyof typeof BENCH_SHAPES;
@@ -120,7 +154,7 @@ export type BenchWeightType = (typeof BENCH_TYPES)[number];
 /** llama_ftype: MOSTLY_Q8_0, MOSTLY_Q4_K_S, MOSTLY_Q4_K_M, MOSTLY_Q5_K_M, MOSTLY_F16, MOSTLY_Q4_0 */
 const FILE_TYPE: Record<BenchWeightType, number> = { q8_0: 7, q4_k: 14, q4_k_m: 15, q5_k_m: 17, f16: 1, q4_0: 2 };
 /** bump when the generator's output changes, so cached files are rebuilt */
-const GENERATOR_VERSION = 2;
+const GENERATOR_VERSION = 3;
 
 export interface MakeModelOptions {
   readonly shape: BenchShapeName;
@@ -131,13 +165,13 @@ export interface MakeModelOptions {
 }
 
 /** The type matrix `name` (rows of `rowLength` values, bench models tie output to token_embd) is stored in. */
-export function matrixType(type: BenchWeightType, name: string, rowLength: number, layers: number): GGMLType {
+export function matrixType(type: BenchWeightType, name: string, rowLength: number, layers: number, attnV?: AttnVPosition): GGMLType {
   switch (type) {
     case 'q8_0': return GGMLType.Q8_0;
     case 'f16': return GGMLType.F16;
     case 'q4_k': return rowLength % 256 !== 0 ? GGMLType.Q8_0 : GGMLType.Q4_K;
     case 'q4_0': return GGMLType.Q4_0;
-    default: return mixType(type, name, rowLength, layers, true);
+    default: return mixType(type, name, rowLength, layers, true, attnV);
   }
 }
 
@@ -163,23 +197,44 @@ export function ensureBenchModel(dir: string, o: MakeModelOptions, log?: (line: 
 
 /** Writes the model to `path`. */
 export function makeModel(path: string, o: MakeModelOptions, log?: (line: string) => void): void {
+  const { name, metadata, tensors } = benchModelContents(o);
+  log?.(`make-model: writing a ${name}-shaped ${o.type} model, seed ${o.seed} …`);
+  writeGGUFStream(path, metadata, tensors);
+}
+
+/** The model's keys and tensors (each tensor's bytes made only when asked for). */
+export function benchModelContents(o: MakeModelOptions): { name: string; metadata: StreamEntry[]; tensors: StreamTensor[] } {
   const base: BenchShape = BENCH_SHAPES[o.shape];
   if (!base) throw new InvalidArgumentError(`unknown shape "${o.shape}" (known: ${Object.keys(BENCH_SHAPES).join(', ')})`);
   if (o.layers !== undefined && base.linear && o.layers % base.linear.interval !== 0) throw new InvalidArgumentError(`--layers of a ${base.name} shape must be a multiple of ${base.linear.interval}`);
   const shape: BenchShape = o.layers !== undefined ? { ...base, layers: o.layers, name: `${base.name} (${o.layers} layers)` } : base;
-  const vocab = modelVocab(shape.vocab, shape.arch !== 'qwen2' && shape.arch !== 'qwen3');
-  log?.(`make-model: writing a ${shape.name}-shaped ${o.type} model, seed ${o.seed} …`);
-  writeGGUFStream(path, [...modelMetadata(shape, o), ...tokenizerMetadata(shape, vocab)], benchTensors(shape, o));
+  const vocab = modelVocab(shape.vocab, !/^(qwen2|qwen3|qwen3moe|qwen35moe)$/.test(shape.arch));
+  return { name: shape.name, metadata: [...modelMetadata(shape, o), ...tokenizerMetadata(shape, vocab)], tensors: benchTensors(shape, o) };
 }
 
 function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   const out: StreamTensor[] = [];
   // one seeded stream per tensor: a tensor's values depend only on (seed, its index)
   const seedOf = (): number => (o.seed * 7919 + out.length + 1) >>> 0;
-  const matrix = (name: string, inF: number, outF: number, std: number): void => {
-    const type = matrixType(o.type, name, inF, s.layers);
+  // attn_v-like matrices take their type once all are listed: llama-quantize's choice depends on
+  // their position among them (layers without one: Gemma 4's shared-KV and V = K layers)
+  const attnV: { name: string; inF: number; entry: { type: GGMLType } }[] = [];
+  const matrix = (name: string, inF: number, outF: number, std: number, experts?: number): void => {
     const seed = seedOf();
-    out.push({ name, type, dims: [inF, outF], produce: () => quantizedRows(type, inF, outF, std, seed) });
+    const rows = outF * (experts ?? 1);
+    const entry = { name, type: matrixType(o.type, name, inF, s.layers), dims: experts === undefined ? [inF, outF] : [inF, outF, experts], produce: () => quantizedRows(entry.type, inF, rows, std, seed) };
+    if (/\.(attn_v|attn_qkv)\.weight$/.test(name)) attnV.push({ name, inF, entry });
+    out.push(entry);
+  };
+  const f32Matrix = (name: string, inF: number, outF: number, std: number): void => {
+    const seed = seedOf();
+    out.push({ name, type: GGMLType.F32, dims: [inF, outF], produce: () => new Uint8Array(gaussian(inF * outF, std, 0, new Rng(seed)).buffer) });
+  };
+  const ffn = (p: string, d: number): void => {
+    if (s.moe) return moeBenchTensors(p, d, s.moe, matrix, vector, f32Matrix);
+    matrix(`${p}ffn_gate.weight`, d, s.ffn, 1 / Math.sqrt(d));
+    matrix(`${p}ffn_up.weight`, d, s.ffn, 1 / Math.sqrt(d));
+    matrix(`${p}ffn_down.weight`, s.ffn, d, 1 / Math.sqrt(s.ffn));
   };
   const vector = (name: string, n: number, std: number, mean: number): void => {
     const seed = seedOf();
@@ -188,9 +243,13 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   const f32 = (name: string, values: Float32Array): void => {
     out.push({ name, type: GGMLType.F32, dims: [values.length], produce: () => new Uint8Array(values.buffer) });
   };
-  if (s.gemma4) {
-    gemma4BenchTensors(s, s.gemma4, matrix, vector, f32);
+  const positioned = (): StreamTensor[] => {
+    attnV.forEach((m, index) => (m.entry.type = matrixType(o.type, m.name, m.inF, s.layers, { index, count: attnV.length })));
     return out;
+  };
+  if (s.gemma4) {
+    gemma4BenchTensors(s, s.gemma4, matrix, vector, f32, s.moe && ((p) => moeBenchTensors(p, s.hidden, s.moe!, matrix, vector, f32Matrix)));
+    return positioned();
   }
   const d = s.hidden;
   const q = s.heads * s.headDim;
@@ -227,9 +286,7 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
         matrix(`${p}attn_output.weight`, q, d, 1 / Math.sqrt(q));
       }
       vector(`${p}post_attention_norm.weight`, d, 0.1, 1);
-      matrix(`${p}ffn_gate.weight`, d, s.ffn, hidden);
-      matrix(`${p}ffn_up.weight`, d, s.ffn, hidden);
-      matrix(`${p}ffn_down.weight`, s.ffn, d, 1 / Math.sqrt(s.ffn));
+      ffn(p, d);
       continue;
     }
     if (gemma) {
@@ -257,7 +314,7 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
       matrix(`${p}attn_k.weight`, d, kvw, 2 * hidden);
       matrix(`${p}attn_v.weight`, d, kvw, hidden);
     }
-    if (s.arch === 'qwen3') {
+    if (s.arch === 'qwen3' || s.arch === 'qwen3moe') {
       vector(`${p}attn_q_norm.weight`, s.headDim, 0.1, 1);
       vector(`${p}attn_k_norm.weight`, s.headDim, 0.1, 1);
     }
@@ -270,11 +327,10 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
     vector(`${p}ffn_norm.weight`, d, 0.1, 1);
     if (s.arch === 'phi3') {
       matrix(`${p}ffn_up.weight`, d, 2 * s.ffn, hidden);
+      matrix(`${p}ffn_down.weight`, s.ffn, d, 1 / Math.sqrt(s.ffn));
     } else {
-      matrix(`${p}ffn_gate.weight`, d, s.ffn, hidden);
-      matrix(`${p}ffn_up.weight`, d, s.ffn, hidden);
+      ffn(p, d);
     }
-    matrix(`${p}ffn_down.weight`, s.ffn, d, 1 / Math.sqrt(s.ffn));
   }
   vector('output_norm.weight', d, 0.1, 1);
   const ropeDim = s.ropeDim ?? s.headDim;
@@ -284,7 +340,7 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
     f32('rope_factors_long.weight', Float32Array.from({ length: ropeDim / 2 }, (_, i) => 1 + (i / (ropeDim / 2)) ** 2 * 40));
     f32('rope_factors_short.weight', Float32Array.from({ length: ropeDim / 2 }, (_, i) => 1 + (i / (ropeDim / 2)) * 0.1));
   }
-  return out;
+  return positioned();
 }
 
 /** Llama 3.1/3.2's rope_scaling (config.json) */
@@ -323,11 +379,12 @@ function gaussian(n: number, std: number, mean: number, rng: Rng): Float32Array 
 }
 
 function modelMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
+  const experts = s.moe ? moeBenchMetadata(s.arch, s.moe) : [];
   if (s.gemma4) {
     const common = commonMetadata(s, o).filter((e) => !/\.(feed_forward_length|attention\.head_count_kv)$/.test(e.key));
-    return [...common, ...gemma4BenchMetadata(s, s.gemma4)];
+    return [...common, ...gemma4BenchMetadata(s, s.gemma4), ...experts];
   }
-  return commonMetadata(s, o);
+  return [...commonMetadata(s, o), ...experts];
 }
 
 function commonMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
@@ -345,7 +402,7 @@ function commonMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
     kv.u32(`${a}.attention.head_count_kv`, s.kvHeads),
     kv.f32(`${a}.attention.layer_norm_rms_epsilon`, s.rmsEps),
     kv.f32(`${a}.rope.freq_base`, s.ropeBase),
-    ...(a === 'qwen3' ? [kv.u32(`${a}.attention.key_length`, s.headDim), kv.u32(`${a}.attention.value_length`, s.headDim)] : []),
+    ...(a === 'qwen3' || a === 'qwen3moe' ? [kv.u32(`${a}.attention.key_length`, s.headDim), kv.u32(`${a}.attention.value_length`, s.headDim)] : []),
     ...(a === 'llama' ? [kv.u32(`${a}.rope.dimension_count`, s.headDim), kv.u32(`${a}.vocab_size`, s.vocab)] : []),
     ...(a === 'phi3'
       ? [

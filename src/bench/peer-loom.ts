@@ -6,11 +6,51 @@ import { selectKernels } from '../kernels/select.js';
 import { EngineCore, now } from '../engine/engine.js';
 import { resolveEngineConfig } from '../engine/options.js';
 import type { LoadedModel } from '../model/load.js';
-import type { PeerSide, Profile, TimedTokens } from './peer-types.js';
+import type { ExpertUse, PeerSide, Profile, TimedTokens } from './peer-types.js';
 import { resolveSamplingParams } from '../engine/sampling-params.js';
 
 function matmulBucket(weight: string): string {
-  return weight === 'output.weight' || weight === 'token_embd.weight' ? 'lm_head' : weight.includes('ffn_') ? 'matmul ffn' : 'matmul attn';
+  if (weight === 'output.weight' || weight === 'token_embd.weight') return 'lm_head';
+  // one expert's view of a 3-D expert tensor: blk.N.ffn_gate_exps.weight[e]
+  if (weight.includes('_exps.')) return 'matmul experts';
+  return weight.includes('ffn_') ? 'matmul ffn' : 'matmul attn';
+}
+
+/** The routed experts' counters of an MoE model (tokens routed to each expert, per MoE layer). */
+interface ExpertCounters {
+  readonly expertLoad?: readonly Float64Array[];
+}
+
+/** Counts, over the measured steps, the experts each MoE layer ran and the (token, expert) pairs it routed. */
+class ExpertTally {
+  private before: Float64Array[] = [];
+  distinct = 0;
+  pairs = 0;
+  layerSteps = 0;
+
+  constructor(private readonly counters: ExpertCounters) {}
+
+  snapshot(): void {
+    this.before = (this.counters.expertLoad ?? []).map((l) => l.slice());
+  }
+
+  /** adds the step since snapshot() */
+  add(): void {
+    (this.counters.expertLoad ?? []).forEach((load, li) => {
+      const was = this.before[li]!;
+      for (let e = 0; e < load.length; e++) {
+        const d = load[e]! - was[e]!;
+        if (d > 0) this.distinct++;
+        this.pairs += d;
+      }
+      this.layerSteps++;
+    });
+  }
+
+  use(experts: number): ExpertUse | undefined {
+    if (this.layerSteps === 0) return undefined;
+    return { experts, distinctPerLayerStep: this.distinct / this.layerSteps, pairsPerLayerStep: this.pairs / this.layerSteps };
+  }
 }
 
 /** Kernel time by bucket (ms) while `on`; the wrapper adds about 0.1 µs per call. */
@@ -79,8 +119,10 @@ export class LoomSide implements PeerSide {
   private readonly engine: EngineCore;
   private readonly clock = new KernelClock();
   private nextId = 0;
+  private readonly moe: LoadedModel['config']['moe'];
 
   constructor(model: LoadedModel, threads: number, maxSequences: number, maxTokensPerSeq: number) {
+    this.moe = model.config.moe;
     const config = resolveEngineConfig(
       {
         model: model.path,
@@ -106,11 +148,13 @@ export class LoomSide implements PeerSide {
     const steps: StepRecord[] = [];
     const kernelMs = new Map<string, number>();
     let tokens = 0, ms = 0, calls = 0;
+    const tally = new ExpertTally(this.engine.runner.arch as ExpertCounters);
     this.clock.on = true;
     try {
       while (this.engine.hasWork) {
         const numRunning = this.engine.scheduler.numRunning;
         this.clock.ms.clear();
+        tally.snapshot();
         const t0 = performance.now();
         const out = this.engine.step();
         const stepMs = performance.now() - t0;
@@ -125,13 +169,16 @@ export class LoomSide implements PeerSide {
           ms += stepMs;
           calls++;
           for (const [b, v] of this.clock.ms) kernelMs.set(b, (kernelMs.get(b) ?? 0) + v);
+          tally.add();
         }
         steps.push(rec);
       }
     } finally {
       this.clock.on = false;
     }
-    return { steps, window: { tokens, ms, calls, profile: profile(kernelMs, ms) } };
+    const experts = this.moe;
+    const use = experts && tally.use(experts.numExperts);
+    return { steps, window: { tokens, ms, calls, profile: profile(kernelMs, ms), ...(use && { experts: use }) } };
   }
 
   prefill(prompt: Int32Array): Promise<number> {

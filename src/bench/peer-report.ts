@@ -1,6 +1,7 @@
 // The text report of `loom bench peer`: tokens/s of both sides (median, min–max over runs),
 // the ratio, the goal, and where each side's time went.
 import type { PeerReport, PeerSideFigures } from './peer.js';
+import type { ExpertUse } from './peer-types.js';
 import { fmt, table } from './table.js';
 
 const cell = (f: PeerSideFigures): string => `${fmt(f.tokensPerSec.median)} (${fmt(f.tokensPerSec.min)}–${fmt(f.tokensPerSec.max)})`;
@@ -12,6 +13,12 @@ function profileLine(p: Readonly<Record<string, number>> | undefined): string {
     .sort((a, b) => b[1] - a[1])
     .map(([k, v]) => `${k} ${pct(v)}`)
     .join(', ');
+}
+
+/** per MoE layer and step: how many of the experts ran, and the (token, expert) pairs they took */
+export function expertLine(u: ExpertUse): string {
+  const pairs = u.pairsPerLayerStep;
+  return `${fmt(u.distinctPerLayerStep)} of ${u.experts} ran per layer and step, for ${fmt(pairs)} (token, expert) pairs (${fmt(pairs / u.distinctPerLayerStep)} tokens per expert run)`;
 }
 
 function trafficLines(r: PeerReport): string[] {
@@ -54,6 +61,7 @@ export function formatPeerReport(r: PeerReport): string {
     if (row.kind === 'prefill' && !row.loom.profile) continue;
     lines.push(`  ${row.label}`);
     if (row.loom.profile) lines.push(`    loom:      ${profileLine(row.loom.profile)}`);
+    if (row.loom.experts) lines.push(`    experts:   ${expertLine(row.loom.experts)}`);
     if (row.llamaCpp.profile) lines.push(`    llama.cpp: ${profileLine(row.llamaCpp.profile)}`);
   }
   return lines.join('\n');

@@ -13,6 +13,18 @@ export interface TimedTokens {
   /** forward passes (loom steps / llama_decode calls) in the window */
   readonly calls: number;
   readonly profile?: Profile;
+  /** MoE models: how many experts the measured steps ran (loom's side) */
+  readonly experts?: ExpertUse;
+}
+
+/** Expert load over a measured window, per MoE layer and step. */
+export interface ExpertUse {
+  /** routed experts per layer */
+  readonly experts: number;
+  /** experts that ran (had at least one token) */
+  readonly distinctPerLayerStep: number;
+  /** (token, expert) pairs routed: tokens × experts used per token */
+  readonly pairsPerLayerStep: number;
 }
 
 export interface PeerSide {

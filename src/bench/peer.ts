@@ -14,7 +14,7 @@ import { BENCH_MODELS_DIR, ensureBenchModel } from './make-model.js';
 import type { BenchShapeName, BenchWeightType } from './make-model.js';
 import { LLAMA_CPP_SETTINGS, LlamaCppSide, importNodeLlamaCpp } from './peer-llamacpp.js';
 import { LoomSide } from './peer-loom.js';
-import type { PeerSide, Profile, TimedTokens } from './peer-types.js';
+import type { ExpertUse, PeerSide, Profile, TimedTokens } from './peer-types.js';
 import { percentile } from './stats.js';
 import { decodeWeightBytes } from './weight-traffic.js';
 import { probeReadBandwidth } from '../kernels/native.js';
@@ -47,6 +47,8 @@ export interface PeerSideFigures {
   readonly callsPerStep?: number;
   /** where the wall time of the last run's window went */
   readonly profile?: Profile;
+  /** MoE models: the experts the last run's window ran */
+  readonly experts?: ExpertUse;
 }
 
 export interface PeerRow {
@@ -175,6 +177,7 @@ export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => v
       tokensPerSec: measure(runs.map((r) => (r.tokens * 1000) / r.ms)),
       ...(steps !== undefined && last && { callsPerStep: last.calls / steps }),
       ...(last?.profile && { profile: last.profile }),
+      ...(last?.experts && { experts: last.experts }),
     };
   };
   const rows = all.map((kase, c): PeerRow => {
