@@ -254,5 +254,5 @@ export function countTokensVars(body: AnthropicBody): Record<string, unknown> {
 
 export function messagesOutputConfig(ctx: ServerContext, body: AnthropicBody, r: ResolvedRequest): ChatOutputConfig {
   const tools = r.tools;
-  return { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: thinkingVars(ctx, body), toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
+  return { reasoningParser: r.reasoning?.parser, reasoningEnded: r.reasoning?.ended, chatTemplateKwargs: thinkingVars(ctx, body), toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
 }

@@ -157,7 +157,7 @@ export interface ChatPlan {
 /** How a resolved chat's output is split into reasoning, content and tool calls. */
 export function chatOutputConfig(ctx: ServerContext, body: ChatBody, r: ResolvedRequest): ChatOutputConfig {
   const tools = r.tools;
-  return { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: body.chat_template_kwargs ?? undefined, toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
+  return { reasoningParser: r.reasoning?.parser, reasoningEnded: r.reasoning?.ended, chatTemplateKwargs: body.chat_template_kwargs ?? undefined, toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
 }
 
 export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<ChatPlan> {
