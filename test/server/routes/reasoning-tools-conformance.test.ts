@@ -157,17 +157,20 @@ describe('a grammar on a reasoning model starts when the reasoning ends (vLLM re
     assert.ok(thought > 0, 'some lead reasoned before the call');
   });
 
-  it('thinking off (the prompt closes the reasoning): the grammar applies from the first token, nothing is reasoning', async () => {
-    const off = { chat_template_kwargs: { enable_thinking: false } };
-    for (const lead of leads.slice(0, 3)) {
-      // +100 on </think>: the grammar still makes the first token "{"
-      const c = await chat({ ...sampling(lead), logit_bias: { [thinkEnd]: 100 }, response_format, chat_template_kwargs: { enable_thinking: false } });
-      assert.notEqual(c.token_ids[0], thinkEnd);
-      assert.equal(c.message.reasoning_content, null);
-      assert.ok(ajv.validate(SCHEMA, JSON.parse(c.message.content!)), c.message.content!);
+  it('thinking off (enable_thinking false, or reasoning_effort "none"): the prompt closes the reasoning, the grammar applies from the first token', async () => {
+    for (const off of [{ chat_template_kwargs: { enable_thinking: false } }, { reasoning_effort: 'none' }]) {
+      for (const lead of leads.slice(0, 2)) {
+        // +100 on </think>: the grammar still makes the first token "{"
+        const c = await chat({ ...sampling(lead), logit_bias: { [thinkEnd]: 100 }, response_format, ...off });
+        assert.notEqual(c.token_ids[0], thinkEnd, JSON.stringify(off));
+        assert.equal(c.message.reasoning_content, null);
+        assert.ok(ajv.validate(SCHEMA, JSON.parse(c.message.content!)), c.message.content!);
+      }
+      const prompt = ((await (await s.post('/v1/chat/completions', { ...sampling(''), ...off, max_tokens: 1 })).json()) as { prompt_token_ids: number[] }).prompt_token_ids;
+      assert.ok(s.model.tokenizer.decode(prompt, { skipSpecial: false }).endsWith('<think>\n\n</think>\n\n'));
     }
-    const prompt = ((await (await s.post('/v1/chat/completions', { ...sampling(''), ...off, max_tokens: 1 })).json()) as { prompt_token_ids: number[] }).prompt_token_ids;
-    assert.ok(s.model.tokenizer.decode(prompt, { skipSpecial: false }).endsWith('<think>\n\n</think>\n\n'));
+    // an unknown effort is refused as vLLM's Literal does
+    assert.equal((await s.post('/v1/chat/completions', { ...sampling(''), reasoning_effort: 'extreme' })).status, 400);
   });
 
   it('the generic tool format (auto, no parser for the template) after the reasoning: the reply streams as it grows', async () => {
