@@ -17,6 +17,7 @@ import { isChatPrompt, renderChatPrompt } from './prompt.js';
 import type { PromptInput } from './prompt.js';
 import { Slicer } from './slicer.js';
 import { reasoningParserForTemplate } from './reasoning/formats.js';
+import type { ReasoningParserName } from './reasoning/formats.js';
 import { planReasoning } from './reasoning/grammar-gate.js';
 import type { ReasoningPlan } from './reasoning/grammar-gate.js';
 import { checkToolSchemasCompile } from './tools/forced.js';
@@ -153,7 +154,7 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
 }
 
 /** The reasoning parser of a chat: --reasoning-parser, or the one the chat template's own markers imply. */
-export function reasoningParserOf(ctx: Pick<PipelineContext, 'options' | 'tokenizer'>) {
+export function reasoningParserOf(ctx: Pick<PipelineContext, 'options' | 'tokenizer'>): ReasoningParserName | undefined {
   return ctx.options.reasoningParser ?? reasoningParserForTemplate(ctx.options.chatTemplate ?? ctx.tokenizer.chatTemplate);
 }
 
