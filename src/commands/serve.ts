@@ -25,8 +25,8 @@ import { TokenizerPool } from '../server/tokenizer-pool.js';
 import { publishKvEvents } from '../server/kv-events-publisher.js';
 import { hostname } from 'node:os';
 import { loadChatTemplate } from '../tokenizer/chat-template.js';
-import { REASONING_PARSERS } from '../pipeline/reasoning/formats.js';
-import type { ReasoningParserName } from '../pipeline/reasoning/formats.js';
+import { REASONING_PARSERS } from '../pipeline/reasoning/parser.js';
+import type { ReasoningParserName } from '../pipeline/reasoning/parser.js';
 import { TOOL_CALL_PARSERS } from '../pipeline/tools/parsers.js';
 import type { ToolCallParserName } from '../pipeline/tools/parsers.js';
 

@@ -7,7 +7,7 @@ import { renderChat } from '../tokenizer/chat-template.js';
 import type { ChatMessage } from '../tokenizer/chat-template.js';
 import type { DecodeOptions, EncodeOptions, Tokenizer } from '../tokenizer/tokenizer.js';
 import type { RequestLimits } from './limits.js';
-import type { ReasoningParserName } from './reasoning/formats.js';
+import type { ReasoningParserName } from './reasoning/parser.js';
 import type { ToolCallParserName } from './tools/parsers.js';
 
 export interface RenderOptions {

@@ -17,7 +17,7 @@ import { isChatPrompt, renderChatPrompt } from './prompt.js';
 import type { PromptInput } from './prompt.js';
 import { Slicer } from './slicer.js';
 import { reasoningParserForTemplate } from './reasoning/formats.js';
-import type { ReasoningParserName } from './reasoning/formats.js';
+import type { ReasoningParserName } from './reasoning/parser.js';
 import { planReasoning } from './reasoning/grammar-gate.js';
 import type { ReasoningPlan } from './reasoning/grammar-gate.js';
 import { checkToolSchemasCompile } from './tools/forced.js';

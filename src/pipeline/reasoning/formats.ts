@@ -1,8 +1,7 @@
 // How each reasoning parser's model marks its reasoning (vLLM's --reasoning-parser names):
 // the markers around it, whether the prompt may already have opened it, and the markers the
 // engine's grammar gate watches by token id (engine/grammar/gate.ts).
-export const REASONING_PARSERS = ['qwen3', 'deepseek_r1', 'gemma4'] as const;
-export type ReasoningParserName = (typeof REASONING_PARSERS)[number];
+import type { ReasoningParserName } from './parser.js';
 
 export interface ReasoningFormat {
   /** the text that opens reasoning */

@@ -6,7 +6,7 @@
 import type { GrammarGate } from '../../engine/grammar/gate.js';
 import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { reasoningFormat, thinkingTurnedOff } from './formats.js';
-import type { ReasoningParserName } from './formats.js';
+import type { ReasoningParserName } from './parser.js';
 
 export interface ReasoningPlan {
   readonly parser: ReasoningParserName;

@@ -10,10 +10,10 @@
 // marker split across tokens is held back until it is whole.
 import { partialTagLength } from '../partial-tag.js';
 import { reasoningFormat, thinkingTurnedOff } from './formats.js';
-import type { ReasoningFormat, ReasoningParserName } from './formats.js';
+import type { ReasoningFormat } from './formats.js';
 
-export { REASONING_PARSERS } from './formats.js';
-export type { ReasoningParserName } from './formats.js';
+export const REASONING_PARSERS = ['qwen3', 'deepseek_r1', 'gemma4'] as const;
+export type ReasoningParserName = (typeof REASONING_PARSERS)[number];
 
 export interface ReasoningDelta {
   reasoning: string;
