@@ -109,6 +109,15 @@ describe('a grammar on a reasoning model starts when the reasoning ends (vLLM re
     }
     // the JSON grammar alone forbids the first token from being anything but "{"
     assert.ok(thought > 0, 'some lead reasoned before the JSON');
+    // n > 1: every completion forks from the first sample with its own gate
+    const res = await s.post('/v1/chat/completions', { ...sampling(' answer'), response_format, n: 3, temperature: 1, seed: 7 });
+    const many = ((await res.json()) as { choices: Choice[] }).choices;
+    assert.equal(many.length, 3);
+    for (const c of many) {
+      assert.equal(c.message.reasoning_content, decode(c.token_ids.slice(0, c.token_ids.indexOf(thinkEnd))));
+      assert.notEqual(c.message.reasoning_content, null);
+      assert.ok(ajv.validate(SCHEMA, JSON.parse(c.message.content!)), c.message.content!);
+    }
   });
 
   it('streamed: reasoning_content deltas, then content deltas that join to the same JSON', async () => {
