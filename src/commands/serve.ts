@@ -142,7 +142,7 @@ export function serveCommand(): Command {
     .option('--kv-events-hash-seed <seed>', "seed of the KV events' block hashes; set the router's hashSeed to the same (default: $PYTHONHASHSEED or empty)", process.env.PYTHONHASHSEED ?? '')
     .option('--speculative-config <json>', 'speculative decoding as vLLM\'s, e.g. \'{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}\'')
     .option('--chat-template <file-or-string>', "a Jinja chat template (a file, or the template itself) used instead of the model's")
-    .addOption(new Option('--reasoning-parser <name>', 'return <think>…</think> text as reasoning_content').choices([...REASONING_PARSERS]))
+    .addOption(new Option('--reasoning-parser <name>', 'return the reasoning (<think>…</think>; gemma4: the thought channel) as reasoning_content; structured output starts after it').choices([...REASONING_PARSERS]))
     .addOption(new Option('--tool-call-parser <name>', "how the model writes tool calls (default: from its chat template)").choices([...TOOL_CALL_PARSERS]))
     .action((flags: ServeFlags) => runServe(flags));
   return withEnvAndConfig(cmd);

@@ -9,6 +9,7 @@ import type { LogprobsMode } from './logprobs.js';
 import type { AddRequest, FinishReason, RequestDelta } from './protocol.js';
 import { Sequence } from './sequence.js';
 import type { GrammarCompiler, SequenceGrammar } from './grammar/compiler.js';
+import { SequenceGate } from './grammar/gate.js';
 import { saltRoot } from './block-manager.js';
 import type { SpeculativeConfig } from './spec/config.js';
 import { verifyDraft } from './spec/verify.js';
@@ -41,6 +42,8 @@ export class RequestState {
   /** per sequence: its grammar state and its next-token mask (requests with a grammar only) */
   private readonly grammars = new Map<Sequence, SequenceGrammar>();
   private readonly masks = new Map<Sequence, Int32Array>();
+  /** per sequence: where it stands to its reasoning, when the grammar waits for it to end */
+  private readonly gates = new Map<Sequence, SequenceGate>();
 
   constructor(
     req: AddRequest,
@@ -58,6 +61,7 @@ export class RequestState {
     if (this.params.grammar) {
       if (!config.grammars) throw new Error('constrained decoding is unavailable: this engine has no grammar compiler');
       this.grammars.set(first, config.grammars.matcher(this.params.grammar));
+      this.gateFor(first);
     }
     this.samplers.set(first, this.samplerFor(0, req.promptIds));
     first.draftLimit = this.speculates() ? Math.min(config.maxModelLen, first.promptLength + (this.params.maxTokens ?? Infinity)) : 0;
@@ -68,7 +72,10 @@ export class RequestState {
       const seq = new Sequence(req.id, i, req.promptIds, req.arrivalTime);
       seq.prefixRoot = first.prefixRoot;
       seq.draftLimit = first.draftLimit;
-      if (this.params.grammar) this.grammars.set(seq, config.grammars!.matcher(this.params.grammar));
+      if (this.params.grammar) {
+        this.grammars.set(seq, config.grammars!.matcher(this.params.grammar));
+        this.gateFor(seq);
+      }
       this.samplers.set(seq, this.samplerFor(i, req.promptIds));
       this.sequences.push(seq);
       this.queued.push(seq);
@@ -94,7 +101,9 @@ export class RequestState {
         if (this.params.grammar) {
           // a fresh matcher at the start, as seq's was when its mask was made: the mask is shared
           this.grammars.set(child, this.config.grammars!.matcher(this.params.grammar));
-          this.masks.set(child, this.masks.get(seq)!);
+          this.gateFor(child);
+          const mask = this.masks.get(seq);
+          if (mask) this.masks.set(child, mask);
         }
         this.sequences.push(child);
         children.push(child);
@@ -140,6 +149,10 @@ export class RequestState {
     });
   }
 
+  private gateFor(seq: Sequence): void {
+    if (this.params.grammarGate) this.gates.set(seq, new SequenceGate(this.params.grammarGate));
+  }
+
   /** whether seq's sampling is constrained by a grammar */
   hasGrammar(seq: Sequence): boolean {
     return this.grammars.has(seq);
@@ -148,13 +161,15 @@ export class RequestState {
   /** Computes seq's allowed-token mask for its next sample (call before the step's forward pass). */
   prepareMask(seq: Sequence): void {
     const grammar = this.grammars.get(seq);
-    if (!grammar || grammar.isTerminated) return;
+    const gate = this.gates.get(seq);
+    if (!grammar || grammar.isTerminated || (gate && !gate.constrains)) return;
     let mask = this.masks.get(seq);
     if (!mask || mask.length !== this.config.grammars!.maskWords || this.isShared(seq, mask)) {
       mask = new Int32Array(this.config.grammars!.maskWords);
       this.masks.set(seq, mask);
     }
     grammar.fillMask(mask);
+    gate?.widen(mask);
   }
 
   /** Frees the grammar matchers (when the request is forgotten). */
@@ -162,6 +177,7 @@ export class RequestState {
     for (const g of this.grammars.values()) g.close();
     this.grammars.clear();
     this.masks.clear();
+    this.gates.clear();
   }
 
   private isShared(seq: Sequence, mask: Int32Array): boolean {
@@ -174,8 +190,11 @@ export class RequestState {
     const sampler = this.samplers.get(seq)!;
     const wantLogprobs = this.params.logprobs !== null;
     const grammar = this.grammars.get(seq);
-    const token = draft ? sampler.sampleAgainstDraft(logits, draft.token, draft.q) : sampler.sample(logits, grammar ? this.masks.get(seq) : undefined);
-    if (grammar && !grammar.accept(token)) this.grammarBroken.add(seq);
+    const gate = this.gates.get(seq);
+    const constrained = grammar !== undefined && (!gate || gate.constrains);
+    const token = draft ? sampler.sampleAgainstDraft(logits, draft.token, draft.q) : sampler.sample(logits, constrained ? this.masks.get(seq) : undefined);
+    // a token of the reasoning (or the start token that opens it) is not the grammar's
+    if (grammar && (!gate || gate.observe(token)) && !grammar.accept(token)) this.grammarBroken.add(seq);
     seq.tokens.push(token);
     seq.pending.times.push(time);
     seq.pending.tokens.push(token);

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import { InvalidArgumentError } from '../errors.js';
 import { validateGrammarSpec } from './grammar/spec.js';
 import type { GrammarSpec } from './grammar/spec.js';
+import { validateGrammarGate } from './grammar/gate.js';
+import type { GrammarGate } from './grammar/gate.js';
 
 export type { GrammarSpec } from './grammar/spec.js';
 
@@ -53,6 +55,8 @@ export interface SamplingParamsInput {
   readonly badWords?: readonly (readonly number[])[];
   /** null = unconstrained; else every sampled token keeps the output inside this grammar */
   readonly grammar?: GrammarSpec | null;
+  /** null = the grammar applies from the first token; else it waits for the reasoning to end (grammar/gate.ts) */
+  readonly grammarGate?: GrammarGate | null;
   /** prefix-cache namespace: requests with different salts share no cached blocks (vLLM's cache_salt; not sampling, but it travels with the request's parameters) */
   readonly cacheSalt?: string | null;
 }
@@ -77,6 +81,7 @@ export interface SamplingParams {
   readonly allowedTokenIds: readonly number[] | null;
   readonly badWords: readonly (readonly number[])[];
   readonly grammar: GrammarSpec | null;
+  readonly grammarGate: GrammarGate | null;
   readonly cacheSalt: string | null;
 }
 
@@ -100,6 +105,7 @@ export const DEFAULT_SAMPLING_PARAMS: SamplingParams = Object.freeze({
   allowedTokenIds: null,
   badWords: [],
   grammar: null,
+  grammarGate: null,
   cacheSalt: null,
 });
 
@@ -126,6 +132,7 @@ export function resolveSamplingParams(input: SamplingParamsInput = {}, vocabSize
     allowedTokenIds: input.allowedTokenIds ?? d.allowedTokenIds,
     badWords: input.badWords ?? d.badWords,
     grammar: input.grammar ? validateGrammarSpec(input.grammar) : null,
+    grammarGate: input.grammarGate ?? d.grammarGate,
     cacheSalt: input.cacheSalt ?? d.cacheSalt,
   };
   validateSamplingParams(p, vocabSize);
@@ -183,6 +190,10 @@ export function validateSamplingParams(p: SamplingParams, vocabSize?: number): v
   }
   for (const [name, v] of [['logprobs', p.logprobs], ['prompt_logprobs', p.promptLogprobs]] as const) {
     if (v !== null && (!isInt(v) || v < 0 || v > MAX_LOGPROBS)) bad(name, `null or an integer in [0, ${MAX_LOGPROBS}]`, v);
+  }
+  if (p.grammarGate !== null) {
+    const why = validateGrammarGate(p.grammarGate, (id) => isTokenId(id, vocabSize));
+    if (why !== null) bad('grammar_gate', why, JSON.stringify(p.grammarGate));
   }
 }
 

@@ -2,8 +2,10 @@
 // content, and tool calls (the tool-call parser), both streamed and whole. Tool-call text is
 // held back from the stream from its opening marker on and parsed when the choice ends (a
 // complete, well-formed call per tool_calls delta); text that does not parse as calls goes
-// out as content then. A forced tool choice (tool_choice "required" or a named function)
-// reads the grammar-shaped output as calls instead (tools/forced-output.ts).
+// out as content then. A forced tool choice (tool_choice "required", a named function, or
+// the generic format) reads the grammar-shaped output as calls instead
+// (tools/forced-output.ts): on a reasoning model, the content after the reasoning, where
+// the engine started the grammar (engine/grammar/gate.ts).
 import { partialTagLength } from './partial-tag.js';
 import { ReasoningSplitter } from './reasoning/parser.js';
 import type { ReasoningParserName } from './reasoning/parser.js';
@@ -19,9 +21,11 @@ export { toolCallId } from './tools/openai-calls.js';
 export interface ChatOutputConfig {
   readonly reasoningParser?: ReasoningParserName | undefined;
   readonly chatTemplateKwargs?: Readonly<Record<string, unknown>> | undefined;
+  /** the prompt closed the reasoning (pipeline/reasoning/grammar-gate.ts): the output is content */
+  readonly reasoningEnded?: boolean | undefined;
   /** set when the request's tools may be called (tool_choice auto) and a parser is known */
   readonly toolParser?: ToolCallParser | undefined;
-  /** set when tool_choice forces a call: the grammar shaped the whole output, no parser or reasoning split applies */
+  /** set when tool_choice forces a call: the grammar shaped the content, no parser applies */
   readonly forcedTools?: ForcedTools | undefined;
   /** false: only the first call is kept (OpenAI's parallel_tool_calls) */
   readonly parallelToolCalls?: boolean;
@@ -100,7 +104,7 @@ export class ChatOutput {
 
   constructor(private readonly config: ChatOutputConfig) {
     this.forced = config.forcedTools && new ForcedCallOutput(config.forcedTools);
-    this.reasoning = !this.forced && config.reasoningParser ? new ReasoningSplitter(config.reasoningParser, config.chatTemplateKwargs) : undefined;
+    this.reasoning = config.reasoningParser ? new ReasoningSplitter(config.reasoningParser, config.chatTemplateKwargs, { reasoningEnded: config.reasoningEnded }) : undefined;
     this.tools = !this.forced && config.toolParser ? new ToolCallStreamer(config.toolParser) : undefined;
   }
 
@@ -109,18 +113,28 @@ export class ChatOutput {
   }
 
   push(text: string): ChatDelta {
-    if (this.forced) return { reasoning: '', content: '', toolCallDeltas: this.forced.push(text) };
     const r = this.reasoning ? this.reasoning.push(text) : { reasoning: '', content: text };
+    if (this.forced) {
+      const f = r.content ? this.forced.push(r.content) : { content: '', toolCallDeltas: [] };
+      return { reasoning: r.reasoning, content: f.content, toolCallDeltas: f.toolCallDeltas };
+    }
     return { reasoning: r.reasoning, content: this.tools && r.content ? this.tools.push(r.content) : r.content, toolCallDeltas: [] };
   }
 
   /** the choice's end; `reason` is the engine's finish reason */
   finish(reason: string | null): ChatEnd {
-    if (this.forced) {
-      const end = this.forced.finish();
-      return { reasoning: '', content: end.content, toolCalls: end.toolCalls, toolCallDeltas: end.toolCallDeltas, finishReason: end.complete ? 'tool_calls' : reason };
-    }
     const r = this.reasoning ? this.reasoning.finish() : { reasoning: '', content: '' };
+    if (this.forced) {
+      const last = r.content ? this.forced.push(r.content) : { content: '', toolCallDeltas: [] };
+      const end = this.forced.finish();
+      return {
+        reasoning: r.reasoning,
+        content: last.content + end.content,
+        toolCalls: end.toolCalls,
+        toolCallDeltas: [...last.toolCallDeltas, ...end.toolCallDeltas],
+        finishReason: end.complete ? 'tool_calls' : reason,
+      };
+    }
     let content = this.tools && r.content ? this.tools.push(r.content) : r.content;
     let calls: ParsedToolCall[] = [];
     if (this.tools) {

@@ -16,6 +16,10 @@ import { checkPromptBytes } from './prompt-bytes.js';
 import { isChatPrompt, renderChatPrompt } from './prompt.js';
 import type { PromptInput } from './prompt.js';
 import { Slicer } from './slicer.js';
+import { reasoningParserForTemplate } from './reasoning/formats.js';
+import type { ReasoningParserName } from './reasoning/parser.js';
+import { planReasoning } from './reasoning/grammar-gate.js';
+import type { ReasoningPlan } from './reasoning/grammar-gate.js';
 import { checkToolSchemasCompile } from './tools/forced.js';
 import { planTools, withGenericToolsInstruction } from './tools/request.js';
 import type { ChatToolsPlan, ToolFields } from './tools/request.js';
@@ -69,6 +73,8 @@ export interface ResolvedRequest {
   readonly skipSpecialTokens: boolean;
   /** how the output's tool calls are read (the parser, or the forced choice's shape); undefined without `tools` in the spec */
   readonly tools: ChatToolsPlan | undefined;
+  /** a chat's reasoning (when a reasoning parser applies): whether the prompt closed it, where the grammar starts */
+  readonly reasoning: ReasoningPlan | undefined;
 }
 
 /** Tokens a prompt plus its completion may use: the served length, within the KV cache. */
@@ -99,6 +105,7 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
   const badWords: number[][] = [];
   for (const w of spec.badWords ?? []) badWords.push(...(await badWordIds(ctx, w)));
   const prompts: ResolvedPrompt[] = [];
+  let reasoning: ReasoningPlan | undefined;
   // a long prompt list is resolved in slices, so other requests are served in between
   const slicer = new Slicer();
   for (const p of spec.prompts) {
@@ -116,7 +123,12 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
     if (ids.length === 0) throw new InvalidArgumentError('The prompt must not be empty', spec.promptParam);
     ids = truncate(ctx, ids, spec.truncatePromptTokens);
     const maxTokens = resolveMaxTokens(ctx, ids.length, spec.maxTokens, spec.defaultMaxTokens, spec.promptParam, spec.maxTokensParam);
-    const params = resolveParams(ctx, { ...sampling, maxTokens, badWords }, names);
+    const parser = isChatPrompt(p) ? reasoningParserOf(ctx) : undefined;
+    // a grammar on a reasoning model starts when the reasoning ends
+    const plan = parser && planReasoning(ctx.tokenizer, parser, isChatPrompt(p) ? p.templateVars : undefined, ids);
+    reasoning ??= plan;
+    const gate = sampling.grammar != null && plan?.gate ? { grammarGate: plan.gate } : {};
+    const params = resolveParams(ctx, { ...sampling, ...gate, maxTokens, badWords }, names);
     prompts.push({ ids, text: typeof text === 'string' ? text : await ctx.text.decode(ids, { skipSpecial: false }), params: Object.freeze(params) });
   }
   const grammar = prompts[0]?.params.grammar;
@@ -137,7 +149,13 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
     includeStopStrInOutput: spec.includeStopStrInOutput ?? false,
     skipSpecialTokens: spec.skipSpecialTokens ?? true,
     tools,
+    reasoning,
   });
+}
+
+/** The reasoning parser of a chat: --reasoning-parser, or the one the chat template's own markers imply. */
+export function reasoningParserOf(ctx: Pick<PipelineContext, 'options' | 'tokenizer'>): ReasoningParserName | undefined {
+  return ctx.options.reasoningParser ?? reasoningParserForTemplate(ctx.options.chatTemplate ?? ctx.tokenizer.chatTemplate);
 }
 
 /**

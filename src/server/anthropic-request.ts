@@ -12,6 +12,7 @@ import type { ChatMessage } from '../tokenizer/chat-template.js';
 import { canonicalJsonValue } from '../pipeline/canonical-json.js';
 import type { ChatOutputConfig } from '../pipeline/chat-output.js';
 import type { ChatPrompt } from '../pipeline/prompt.js';
+import { reasoningParserOf } from '../pipeline/request.js';
 import type { RequestSpec, ResolvedRequest } from '../pipeline/request.js';
 import type { ChatTool, ToolChoice, ToolFields } from '../pipeline/tools/request.js';
 import type { ServerContext } from './context.js';
@@ -209,7 +210,7 @@ function toolFields(body: AnthropicBody): ToolFields {
 
 /** Template variables for thinking: a reasoning model thinks when the request asks it to. */
 function thinkingVars(ctx: ServerContext, body: AnthropicBody): Record<string, unknown> {
-  if (ctx.options.reasoningParser === undefined) return {};
+  if (reasoningParserOf(ctx) === undefined) return {};
   const on = body.thinking !== undefined && body.thinking.type !== 'disabled';
   return { enable_thinking: on };
 }
@@ -254,5 +255,5 @@ export function countTokensVars(body: AnthropicBody): Record<string, unknown> {
 
 export function messagesOutputConfig(ctx: ServerContext, body: AnthropicBody, r: ResolvedRequest): ChatOutputConfig {
   const tools = r.tools;
-  return { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: thinkingVars(ctx, body), toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
+  return { reasoningParser: r.reasoning?.parser, reasoningEnded: r.reasoning?.ended, chatTemplateKwargs: thinkingVars(ctx, body), toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
 }

@@ -1,6 +1,7 @@
 // OpenAI request bodies (with vLLM's extra fields) as RequestSpecs: field names, defaults
 // and vLLM's rules (entrypoints/openai/completion/protocol.py, chat_completion/protocol.py).
 // Everything is checked here or in request.ts before a response starts.
+import { reasoningEffortVars } from './reasoning-effort.js';
 import type { ChatMessage } from '../tokenizer/chat-template.js';
 import { canonicalJsonValue } from '../pipeline/canonical-json.js';
 import { renderChatPrompt } from '../pipeline/prompt.js';
@@ -75,6 +76,8 @@ export interface ChatBody extends OpenAISampling, ToolFields {
   continue_final_message?: boolean | null;
   echo?: boolean | null;
   chat_template_kwargs?: Record<string, unknown> | null;
+  /** vLLM's: to the template as `reasoning_effort` ("none" also as enable_thinking false) */
+  reasoning_effort?: string | null;
 }
 
 const COMPLETIONS_FIELDS = new Set(Object.keys(completionsBody.properties));
@@ -157,7 +160,13 @@ export interface ChatPlan {
 /** How a resolved chat's output is split into reasoning, content and tool calls. */
 export function chatOutputConfig(ctx: ServerContext, body: ChatBody, r: ResolvedRequest): ChatOutputConfig {
   const tools = r.tools;
-  return { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: body.chat_template_kwargs ?? undefined, toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
+  return { reasoningParser: r.reasoning?.parser, reasoningEnded: r.reasoning?.ended, chatTemplateKwargs: chatTemplateVars(body), toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
+}
+
+/** the template variables a chat request sets: reasoning_effort's, then chat_template_kwargs (which win) */
+function chatTemplateVars(body: ChatBody): Record<string, unknown> | undefined {
+  const vars = { ...reasoningEffortVars(body.reasoning_effort), ...body.chat_template_kwargs };
+  return Object.keys(vars).length > 0 ? vars : undefined;
 }
 
 export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<ChatPlan> {
@@ -169,7 +178,7 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
   }
   const common = commonSpec(body, logprobs, body.prompt_logprobs ?? null);
   const tools: ToolFields = { tools: body.tools ?? null, tool_choice: body.tool_choice ?? null, parallel_tool_calls: body.parallel_tool_calls ?? null };
-  const kwargs = body.chat_template_kwargs ?? undefined;
+  const kwargs = chatTemplateVars(body);
   const messages = chatMessages(body.messages);
   const last = messages.at(-1);
   const echoText = body.echo && last?.role === 'assistant' ? last.content : '';

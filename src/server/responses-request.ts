@@ -3,6 +3,7 @@
 // get for the same conversation (so the template renders the same tokens), the tools
 // OpenAI's function shape, text.format a response_format. Field names and rules as the
 // openai SDK's types (resources/responses/responses.d.ts) and vLLM's ResponsesRequest.
+import { reasoningEffortVars } from './reasoning-effort.js';
 import { canonicalJsonValue } from '../pipeline/canonical-json.js';
 import type { RequestSpec } from '../pipeline/request.js';
 import type { ChatTool, ToolChoice, ToolFields } from '../pipeline/tools/request.js';
@@ -226,14 +227,9 @@ function responseFormat(format: NonNullable<ResponsesBody['text']>['format']): R
   throw new HttpError(400, `text.format of type ${JSON.stringify(format.type)} is not supported (text, json_object, json_schema)`, 'invalid_request_error', 'text.format');
 }
 
-/**
- * reasoning.effort to the template: `reasoning_effort` (gpt-oss's and others' variable, as
- * vLLM passes it), and "none" also as enable_thinking false (Qwen3's switch).
- */
+/** reasoning.effort to the template (reasoning-effort.ts) */
 function reasoningVars(reasoning: ResponsesBody['reasoning']): Record<string, unknown> {
-  const effort = reasoning?.effort;
-  if (effort == null) return {};
-  return { reasoning_effort: effort, ...(effort === 'none' && { enable_thinking: false }) };
+  return reasoningEffortVars(reasoning?.effort);
 }
 
 export interface ResponsesPlan {

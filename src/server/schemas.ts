@@ -2,6 +2,7 @@
 // silent removal): a wrong type is a 400 naming the field. Unknown top-level fields are
 // accepted, as vLLM and LMDeploy accept them, and reported once per name
 // (context.ts noteIgnoredFields); nested objects stay strict.
+import { REASONING_EFFORTS } from './reasoning-effort.js';
 import { structuredOutputSchemas } from './structured-output.js';
 
 const stop = {
@@ -134,6 +135,7 @@ export const chatBody = {
     continue_final_message: { type: ['boolean', 'null'] },
     echo: { type: ['boolean', 'null'] },
     chat_template_kwargs: { type: ['object', 'null'] },
+    reasoning_effort: { enum: [...REASONING_EFFORTS, null] },
     tools: { anyOf: [{ type: 'array', items: chatTool }, { type: 'null' }] },
     tool_choice: {
       anyOf: [

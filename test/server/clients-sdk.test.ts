@@ -11,6 +11,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { tool as langchainTool } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
 import { generateObject, generateText, streamObject, streamText, tool } from 'ai';
+import OpenAI from 'openai';
 import { z } from 'zod';
 import { MODEL, fixtureBy, startTestServer } from '../fixtures/server.js';
 import type { TestServer } from '../fixtures/server.js';
@@ -138,5 +139,69 @@ describe("the clients' defaults (no tool_choice) on a template with no known too
     const reply = await chat({ logit_bias: callBias(-100) }).bindTools([weather]).invoke('Weather in Paris?');
     assert.equal(reply.tool_calls?.length ?? 0, 0);
     assert.equal(typeof reply.content, 'string');
+  });
+  it('openai client: a generic reply streams its text as it is written; a generic call streams id and name, then argument fragments', async () => {
+    const client = new OpenAI({ baseURL: `${s.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'weather', description: 'Weather in a city', parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 8 } }, required: ['city'] } } }];
+    const base = { model: MODEL, messages: [{ role: 'user' as const, content: 'Weather in Paris?' }], tools, max_tokens: 40, logit_bias: callBias(-100) };
+    // a random model often closes its reply at once ({"response": ""}): the first seed that writes some
+    let body: typeof base & { seed: number } = { ...base, seed: 0 };
+    let whole: OpenAI.ChatCompletion | undefined;
+    for (let seed = 1; seed <= 12 && !whole; seed++) {
+      const r = await client.chat.completions.create({ ...base, seed } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+      if ((r.choices[0]!.message.content ?? '').length >= 4) [whole, body] = [r, { ...base, seed }];
+    }
+    assert.ok(whole, 'some seed replies in words');
+    const pieces: string[] = [];
+    for await (const chunk of await client.chat.completions.create({ ...body, stream: true } as OpenAI.ChatCompletionCreateParamsStreaming)) {
+      if (chunk.choices[0]?.delta.content) pieces.push(chunk.choices[0].delta.content);
+    }
+    assert.ok(pieces.length > 1, `${pieces.length} content deltas`);
+    assert.equal(pieces.join(''), whole.choices[0]!.message.content ?? '');
+    assert.ok(!pieces.join('').startsWith('{'), pieces.join(''));
+    const deltas: OpenAI.ChatCompletionChunk.Choice.Delta.ToolCall[] = [];
+    const stream = client.chat.completions.stream({ ...body, logit_bias: callBias(), parallel_tool_calls: false, max_tokens: 60, stream: true } as never);
+    stream.on('chunk', (chunk: OpenAI.ChatCompletionChunk) => deltas.push(...(chunk.choices[0]?.delta.tool_calls ?? [])));
+    const done = await stream.finalChatCompletion();
+    assert.equal(done.choices[0]!.finish_reason, 'tool_calls');
+    const call = done.choices[0]!.message.tool_calls![0]!;
+    // vLLM's order: the first delta carries the id and name, the arguments follow in pieces
+    assert.deepEqual(deltas[0], { index: 0, id: call.id, type: 'function', function: { name: 'weather', arguments: '' } });
+    assert.ok(deltas.length > 2, `${deltas.length} tool_calls deltas`);
+    assert.ok(deltas.slice(1).every((d) => d.id === undefined && d.function?.name === undefined));
+    assert.equal(deltas.map((d) => d.function?.arguments ?? '').join(''), call.type === 'function' ? call.function.arguments : '');
+  });
+
+  it('AI SDK: streamText with tools and no toolChoice streams the reply as text deltas, or the call as input deltas', async () => {
+    const tools = { weather: tool({ description: 'Weather in a city', inputSchema: WeatherArgs }) };
+    const parts = async (bias: number, seed: number) => {
+      const result = streamText({ model: aiModel(), prompt: 'Weather in Paris?', seed, maxOutputTokens: 200, maxRetries: 0, tools, providerOptions: { loom: { parallel_tool_calls: false, logit_bias: callBias(bias) } } });
+      const types: string[] = [];
+      for await (const part of result.fullStream) types.push(part.type);
+      return { types, text: await result.text, calls: await result.toolCalls };
+    };
+    let reply = await parts(-100, 1);
+    for (let seed = 2; seed <= 12 && reply.text.length < 4; seed++) reply = await parts(-100, seed);
+    assert.ok(reply.types.filter((t) => t === 'text-delta').length > 1, reply.types.join(' '));
+    assert.equal(reply.calls.length, 0);
+    assert.ok(!reply.text.startsWith('{'), reply.text);
+    const called = await parts(100, 4);
+    assert.ok(called.types.filter((t) => t === 'tool-input-delta').length > 1, called.types.join(' '));
+    assert.equal(called.calls.length, 1, JSON.stringify(called));
+    assert.ok(WeatherArgs.safeParse(called.calls[0]!.input).success, JSON.stringify(called.calls));
+  });
+
+  it('LangChain: bindTools with no tool_choice, streamed: the chunks join to a valid call', async () => {
+    const weather = langchainTool(async () => '18 C', { name: 'weather', description: 'Weather in a city', schema: WeatherArgs });
+    const chat = new ChatOpenAI({ model: MODEL, apiKey: 'none', configuration: { baseURL: `${s.url}/v1` }, maxRetries: 0, temperature: 1, maxTokens: 200, modelKwargs: { seed: 5, logit_bias: callBias() } });
+    let joined: Awaited<ReturnType<typeof chat.invoke>> | undefined;
+    let chunks = 0;
+    for await (const chunk of await chat.bindTools([weather], { parallel_tool_calls: false }).stream('Weather in Paris?')) {
+      joined = joined ? joined.concat(chunk) : chunk;
+      chunks++;
+    }
+    assert.ok(chunks > 2, `${chunks} chunks`);
+    assert.equal(joined!.tool_calls?.length, 1, JSON.stringify(joined));
+    assert.deepEqual(WeatherArgs.parse(joined!.tool_calls![0]!.args), joined!.tool_calls![0]!.args);
   });
 });

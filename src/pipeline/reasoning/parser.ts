@@ -1,78 +1,117 @@
-// Reasoning parsers (vLLM's --reasoning-parser qwen3 | deepseek_r1, vllm/reasoning/): the
-// text inside <think>…</think> is `reasoning_content`, the rest `content`. Both models'
-// templates may open <think> in the prompt, so output before </think> is reasoning even
-// without an opening tag; a leading <think> the model writes itself is dropped. With no
-// </think> at all the output is reasoning (cut short), except for qwen3 when the request
-// turned thinking off (chat_template_kwargs.enable_thinking: false): then it is content.
-// The splitter works on text, so a tag split across tokens is held back until it is whole.
+// Reasoning parsers (vLLM's --reasoning-parser qwen3 | deepseek_r1, vllm/reasoning/; and
+// Gemma 4's thought channel, formats.ts): the text inside the reasoning markers is
+// `reasoning_content`, the rest `content`. Where the template may open reasoning in the
+// prompt (<think> models), output before the end marker is reasoning even without an opening
+// tag; a leading start marker the model writes itself is dropped. With no end marker at all
+// the output is reasoning (cut short), except when the request turned thinking off
+// (chat_template_kwargs.enable_thinking: false for qwen3) or the prompt already closed the
+// reasoning: then it is content. Where the model opens reasoning itself (Gemma 4), output
+// that does not begin with the start marker is content. The splitter works on text, so a
+// marker split across tokens is held back until it is whole.
 import { partialTagLength } from '../partial-tag.js';
+import { reasoningFormat, thinkingTurnedOff } from './formats.js';
+import type { ReasoningFormat } from './formats.js';
 
-export const REASONING_PARSERS = ['qwen3', 'deepseek_r1'] as const;
+export const REASONING_PARSERS = ['qwen3', 'deepseek_r1', 'gemma4'] as const;
 export type ReasoningParserName = (typeof REASONING_PARSERS)[number];
-
-const START = '<think>';
-const END = '</think>';
 
 export interface ReasoningDelta {
   reasoning: string;
   content: string;
 }
 
+export interface SplitterOptions {
+  /** the prompt ends with the end marker: reasoning is over before the output starts */
+  readonly reasoningEnded?: boolean | undefined;
+}
+
 /** One choice's output, split as it streams. */
 export class ReasoningSplitter {
-  private state: 'lead' | 'reasoning' | 'content';
+  private readonly f: ReasoningFormat;
+  /** 'opened': just after a start marker, whose trailing whitespace may still come */
+  private state: 'lead' | 'opened' | 'reasoning' | 'content';
   private held = '';
 
-  constructor(parser: ReasoningParserName, chatTemplateKwargs: Readonly<Record<string, unknown>> | undefined) {
-    const thinkingOff = parser === 'qwen3' && chatTemplateKwargs?.enable_thinking === false;
-    this.state = thinkingOff ? 'content' : 'lead';
+  constructor(parser: ReasoningParserName, chatTemplateKwargs: Readonly<Record<string, unknown>> | undefined, opts: SplitterOptions = {}) {
+    this.f = reasoningFormat(parser);
+    this.state = thinkingTurnedOff(parser, chatTemplateKwargs) || opts.reasoningEnded === true ? 'content' : 'lead';
   }
 
   push(text: string): ReasoningDelta {
     const out: ReasoningDelta = { reasoning: '', content: '' };
     let buf = this.held + text;
     this.held = '';
-    if (this.state === 'lead') {
-      // whitespace, then perhaps the model's own <think>: wait until that is decided
-      const lead = buf.trimStart();
-      if (lead.startsWith(START)) {
-        buf = lead.slice(START.length);
-        this.state = 'reasoning';
-      } else if (START.startsWith(lead)) {
-        this.held = buf;
-        return out;
-      } else {
+    const { start, end } = this.f;
+    for (;;) {
+      if (this.state === 'lead') {
+        // whitespace, then perhaps the model's own start marker: wait until that is decided
+        const lead = buf.trimStart();
+        if (lead.startsWith(start)) {
+          buf = lead.slice(start.length);
+          this.state = 'opened';
+        } else if (start.startsWith(lead)) {
+          this.held = buf;
+          return out;
+        } else {
+          this.state = this.f.modelOpens ? 'content' : 'reasoning';
+        }
+      }
+      if (this.state === 'opened') {
+        if (this.f.trimAfterStart) {
+          buf = buf.trimStart();
+          if (buf === '') return out;
+        }
         this.state = 'reasoning';
       }
-    }
-    if (this.state === 'reasoning') {
-      const end = buf.indexOf(END);
-      if (end < 0) {
-        const keep = partialTagLength(buf, [END]);
-        out.reasoning = buf.slice(0, buf.length - keep);
+      if (this.state === 'reasoning') {
+        const at = buf.indexOf(end);
+        if (at < 0) {
+          const keep = partialTagLength(buf, [end]);
+          out.reasoning += buf.slice(0, buf.length - keep);
+          this.held = buf.slice(buf.length - keep);
+          return out;
+        }
+        out.reasoning += buf.slice(0, at);
+        buf = buf.slice(at + end.length);
+        this.state = 'content';
+      }
+      // content
+      if (!this.f.repeats) {
+        out.content += buf;
+        return out;
+      }
+      const s = buf.indexOf(start);
+      const e = buf.indexOf(end);
+      if (s < 0 && e < 0) {
+        const keep = partialTagLength(buf, [start, end]);
+        out.content += buf.slice(0, buf.length - keep);
         this.held = buf.slice(buf.length - keep);
         return out;
       }
-      out.reasoning = buf.slice(0, end);
-      buf = buf.slice(end + END.length);
-      this.state = 'content';
+      if (e >= 0 && (s < 0 || e < s)) {
+        // a stray end marker: dropped
+        out.content += buf.slice(0, e);
+        buf = buf.slice(e + end.length);
+      } else {
+        out.content += buf.slice(0, s);
+        buf = buf.slice(s + start.length);
+        this.state = 'opened';
+      }
     }
-    out.content = buf;
-    return out;
   }
 
-  /** the end of the output: text held back for a tag that never completed */
+  /** the end of the output: text held back for a marker that never completed */
   finish(): ReasoningDelta {
     const held = this.held;
     this.held = '';
-    if (this.state === 'content') return { reasoning: '', content: held };
+    if (this.state === 'content' || (this.state === 'lead' && this.f.modelOpens)) return { reasoning: '', content: held };
     return { reasoning: held, content: '' };
   }
 }
 
 /** A whole output split at once (the non-streaming response). */
-export function splitReasoning(parser: ReasoningParserName, kwargs: Readonly<Record<string, unknown>> | undefined, text: string): ReasoningDelta {
-  const s = new ReasoningSplitter(parser, kwargs);
+export function splitReasoning(parser: ReasoningParserName, kwargs: Readonly<Record<string, unknown>> | undefined, text: string, opts: SplitterOptions = {}): ReasoningDelta {
+  const s = new ReasoningSplitter(parser, kwargs, opts);
   const a = s.push(text);
   const b = s.finish();
   return { reasoning: a.reasoning + b.reasoning, content: a.content + b.content };

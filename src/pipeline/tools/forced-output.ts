@@ -4,7 +4,8 @@
 // start, then its arguments follow as they come. A call cut off by max_tokens keeps its cut
 // arguments and finish_reason "length" (as vLLM returns a cut named call); a "required"
 // output cut before any call had a name stays content. The generic format ("auto" without
-// a parser) is either such an array or {"response": text}, whose text is the content.
+// a parser) is either such an array or {"response": text}, whose text is the content,
+// streamed as the string grows (its escapes decoded, a cut escape held back).
 import { parseRequiredCalls } from './forced.js';
 import type { ForcedTools } from './forced.js';
 import { toolCallId } from './openai-calls.js';
@@ -12,7 +13,14 @@ import type { OpenAIToolCall, ToolCallDelta } from './openai-calls.js';
 import { RequiredCallScanner } from './required-scan.js';
 import type { ScannedCall } from './required-scan.js';
 
+export interface ForcedDelta {
+  /** the generic reply's text, as it grows */
+  content: string;
+  toolCallDeltas: ToolCallDelta[];
+}
+
 export interface ForcedEnd {
+  /** what a stream has not sent yet of the content */
   content: string;
   toolCalls: OpenAIToolCall[];
   /** what a stream has not sent yet */
@@ -33,31 +41,43 @@ export class ForcedCallOutput {
 
   constructor(private readonly forced: ForcedTools) {}
 
-  /** the generic format's output until it shows whether it is calls ("[") or a reply ("{") */
+  /** the generic format's output until it shows whether it is calls ("[") or a reply ("{"); a reply's whole text */
   private held = '';
   private reply = false;
+  /** how much of the reply's text went out */
+  private replySent = 0;
 
-  /** the deltas to stream for this piece of output */
-  push(piece: string): ToolCallDelta[] {
+  /** what to stream for this piece of output */
+  push(piece: string): ForcedDelta {
     if (this.forced.kind === 'generic' && !this.scanner.text) {
       this.held += piece;
       const first = this.held.trimStart()[0];
       if (first === undefined || this.reply || first === '{') {
         this.reply ||= first === '{';
-        return [];
+        return { content: this.reply ? this.replyDelta() : '', toolCallDeltas: [] };
       }
       piece = this.held;
       this.held = '';
     }
     this.scanner.push(piece);
-    return this.deltas(false);
+    return { content: '', toolCallDeltas: this.deltas(false) };
+  }
+
+  /** the reply's text decoded so far, beyond what went out */
+  private replyDelta(): string {
+    const text = replySoFar(this.held);
+    if (text === null || text.length <= this.replySent) return '';
+    const out = text.slice(this.replySent);
+    this.replySent = text.length;
+    return out;
   }
 
   finish(): ForcedEnd {
     if (this.reply || (this.forced.kind === 'generic' && !this.scanner.text)) {
       // {"response": text}: the text is the content (of a reply cut short, what it wrote)
       const response = replyOf(this.held);
-      return { content: response ?? this.held, toolCalls: [], toolCallDeltas: [], complete: false };
+      const content = response === null ? (this.replySent > 0 ? '' : this.held) : response.slice(this.replySent);
+      return { content, toolCalls: [], toolCallDeltas: [], complete: false };
     }
     const deltas = this.deltas(true);
     const text = this.scanner.text;
@@ -85,9 +105,11 @@ export class ForcedCallOutput {
       let s = this.sent[index];
       if (!s) {
         if (this.forced.kind === 'named' && limit === 0 && !end) return; // open the call with its first piece
-        s = this.sent[index] = { id: toolCallId(), upTo: limit };
-        out.push({ index, id: s.id, type: 'function', function: { name, arguments: args.slice(0, limit) } });
-      } else if (limit > s.upTo) {
+        // as vLLM streams a call: its id and name first, then the arguments in fragments
+        s = this.sent[index] = { id: toolCallId(), upTo: 0 };
+        out.push({ index, id: s.id, type: 'function', function: { name, arguments: '' } });
+      }
+      if (limit > s.upTo) {
         out.push({ index, function: { arguments: args.slice(s.upTo, limit) } });
         s.upTo = limit;
       }
@@ -112,6 +134,41 @@ function replyOf(text: string): string | null {
       return null;
     }
   }
+}
+
+/**
+ * The text of a {"response": "…"} being written: its string up to the closing quote or as
+ * far as it goes, without a cut escape or a lone high surrogate (its pair is still to come).
+ * Null until the opening `{"response": "` is whole.
+ */
+function replySoFar(text: string): string | null {
+  const open = /^\s*\{\s*"response"\s*:\s*"/.exec(text);
+  if (!open) return null;
+  let raw = '';
+  let closed = false;
+  for (let i = open[0].length; i < text.length; i++) {
+    const c = text[i]!;
+    if (c === '"') {
+      closed = true;
+      break;
+    }
+    if (c !== '\\') {
+      raw += c;
+      continue;
+    }
+    const len = text[i + 1] === 'u' ? 6 : 2;
+    if (i + len > text.length) break;
+    raw += text.slice(i, i + len);
+    i += len - 1;
+  }
+  let out: string;
+  try {
+    out = JSON.parse(`"${raw}"`) as string;
+  } catch {
+    return null;
+  }
+  const last = out.charCodeAt(out.length - 1);
+  return !closed && last >= 0xd800 && last <= 0xdbff ? out.slice(0, -1) : out;
 }
 
 function isJson(text: string): boolean {

@@ -3,9 +3,10 @@
 // call (so a stream can hold the calls back) and takes a whole output apart; output it
 // cannot parse stays content, as in vLLM.
 import { rawDecode } from './json-scan.js';
+import { parseGemma4Calls } from './gemma4.js';
 import { parsePythonicCall, parsePythonicList } from './pythonic.js';
 
-export const TOOL_CALL_PARSERS = ['hermes', 'llama3_json', 'mistral', 'phi4_mini_json', 'pythonic'] as const;
+export const TOOL_CALL_PARSERS = ['hermes', 'llama3_json', 'mistral', 'phi4_mini_json', 'pythonic', 'gemma4'] as const;
 export type ToolCallParserName = (typeof TOOL_CALL_PARSERS)[number];
 
 export interface ParsedToolCall {
@@ -161,7 +162,17 @@ const pythonic: ToolCallParser = {
   },
 };
 
-const PARSERS: Record<ToolCallParserName, ToolCallParser> = { hermes, llama3_json: llama3Json, mistral, phi4_mini_json: phi4MiniJson, pythonic };
+/** Gemma 4: <|tool_call>call:name{key:<|"|>text<|"|>,…}<tool_call|>, repeated (gemma4.ts) */
+const gemma4: ToolCallParser = {
+  name: 'gemma4',
+  markers: ['<|tool_call>'],
+  leadMarkers: [],
+  parse(text) {
+    return parseGemma4Calls(text) ?? noCalls(text);
+  },
+};
+
+const PARSERS: Record<ToolCallParserName, ToolCallParser> = { hermes, llama3_json: llama3Json, mistral, phi4_mini_json: phi4MiniJson, pythonic, gemma4 };
 
 export function toolCallParser(name: ToolCallParserName): ToolCallParser {
   return PARSERS[name];
@@ -170,6 +181,8 @@ export function toolCallParser(name: ToolCallParserName): ToolCallParser {
 /** The parser a chat template's own tool-call syntax implies, if any. */
 export function toolCallParserForTemplate(template: string | undefined): ToolCallParser | undefined {
   if (template === undefined) return undefined;
+  // Gemma 4's template writes calls as '<|tool_call>call:' (llama.cpp detects it by this string)
+  if (template.includes("'<|tool_call>call:'")) return gemma4;
   if (template.includes('<tool_call>')) return hermes;
   if (template.includes('[TOOL_CALLS]')) return mistral;
   // the pythonic templates (vLLM's Llama 3.2 / Gemma 3 examples) show the list as "[func_name1(…"

@@ -60,11 +60,15 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
               const out = outputs[e.index]!;
               tokensSoFar[e.index]! += e.tokenIds.length;
               const d = out.push(e.text);
-              if (d.toolCallDeltas.length > 0) {
-                await sse.send({ ...base, choices: [{ index: e.index, delta: { tool_calls: d.toolCallDeltas }, logprobs: lp, finish_reason: null, ...(tokenIds && { token_ids: e.tokenIds }) }], ...usage(e.index) });
-              } else if (d.content.length > 0 || d.reasoning.length > 0 || lp || (tokenIds && e.tokenIds.length > 0)) {
+              // the text first (the reasoning before a forced call's first delta), then the calls
+              const text = d.content.length > 0 || d.reasoning.length > 0;
+              if (text || (d.toolCallDeltas.length === 0 && (lp || (tokenIds && e.tokenIds.length > 0)))) {
                 const delta = d.reasoning.length > 0 ? { reasoning_content: d.reasoning, ...(d.content && { content: d.content }) } : { content: d.content };
                 await sse.send({ ...base, choices: [{ index: e.index, delta, logprobs: lp, finish_reason: null, ...(tokenIds && { token_ids: e.tokenIds }) }], ...usage(e.index) });
+              }
+              if (d.toolCallDeltas.length > 0) {
+                const mine = text ? {} : { ...(tokenIds && { token_ids: e.tokenIds }) };
+                await sse.send({ ...base, choices: [{ index: e.index, delta: { tool_calls: d.toolCallDeltas }, logprobs: text ? null : lp, finish_reason: null, ...mine }], ...usage(e.index) });
               }
               if (e.finishReason) {
                 const end = out.finish(e.finishReason);

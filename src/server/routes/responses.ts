@@ -132,7 +132,7 @@ function outputConfig(ctx: ServerContext, r: ResolvedRequest, plan: ResponsesPla
   const prompt = plan.spec.prompts[0];
   const kwargs = prompt && typeof prompt === 'object' && 'templateVars' in prompt ? prompt.templateVars : undefined;
   const tools = r.tools;
-  return { reasoningParser: ctx.options.reasoningParser, chatTemplateKwargs: kwargs, toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
+  return { reasoningParser: r.reasoning?.parser, reasoningEnded: r.reasoning?.ended, chatTemplateKwargs: kwargs, toolParser: tools?.parser, forcedTools: tools?.forced?.tools, parallelToolCalls: tools?.parallel ?? true };
 }
 
 /** the Response object around its output (the request's settings echoed, as OpenAI's) */
