@@ -92,7 +92,7 @@ describe('Claude Code\'s recorded requests against loom', () => {
       const m = await client.messages.stream(body).finalMessage();
       assert.equal(m.type, 'message');
       assert.ok(m.stop_reason !== null);
-      assert.ok((m.usage.input_tokens ?? 0) + (m.usage.cache_read_input_tokens ?? 0) > 1000);
+      assert.ok((m.usage.input_tokens ?? 0) + (m.usage.cache_creation_input_tokens ?? 0) + (m.usage.cache_read_input_tokens ?? 0) > 1000);
     }
   });
 });
