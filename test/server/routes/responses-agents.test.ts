@@ -96,6 +96,17 @@ describe('Codex CLI requests and its agent loop on /v1/responses', { skip: !exis
     assert.ok(s.log.some((l) => l.includes('"client_metadata"')), 'an unknown field is reported once, not refused');
   });
 
+  it('Codex\'s recorded compaction request (remote_compaction "v2": the history, then a compaction_trigger) is answered with one compaction item, streamed, its prompt mostly from the prefix cache', async () => {
+    const r = JSON.parse(readFileSync(join(CODEX, 'compaction-trigger.json'), 'utf8')) as Recorded;
+    assert.deepEqual(r.body.input.at(-1), { type: 'compaction_trigger' });
+    // the conversation without the trigger first, as Codex's turn before it ran it
+    await run({ ...r.body, input: r.body.input.slice(0, -1), max_output_tokens: 1 });
+    const { response } = await run({ ...r.body, max_output_tokens: 8 });
+    assert.deepEqual(response.output.map((i) => i.type), ['compaction']);
+    assert.match((response.output[0] as unknown as { encrypted_content: string }).encrypted_content, /^loom\.compaction\.v1:/);
+    assert.ok(response.usage!.input_tokens_details.cached_tokens / response.usage!.input_tokens > 0.9, JSON.stringify(response.usage));
+  });
+
   it('the transcript sent to /v1/chat/completions as chat messages, and to /v1/messages as Anthropic messages, hands the engine the same prompt ids', async () => {
     const r = recorded(6);
     const seen: number[][] = [];
