@@ -1,5 +1,6 @@
-// Codex CLI's recorded requests (test/fixtures/agents/codex/: its first request, and the
-// sixth of a five-tool-call loop run against loom with scripts/codex-loop.mjs) replayed
+// Codex CLI's recorded requests (test/fixtures/agents/codex/: its first request, the
+// sixth of a five-tool-call loop run against loom with scripts/codex-loop.mjs, and a
+// remote compaction (v2) request and the one after it) replayed
 // against /v1/responses: every one accepted, its stream read by the openai SDK; then the
 // loop's transcript (Codex's ~7k-token system prompt with its tools, then five
 // function_call / function_call_output turns) replayed turn by turn, with the full history
@@ -105,6 +106,10 @@ describe('Codex CLI requests and its agent loop on /v1/responses', { skip: !exis
     assert.deepEqual(response.output.map((i) => i.type), ['compaction']);
     assert.match((response.output[0] as unknown as { encrypted_content: string }).encrypted_content, /^loom\.compaction\.v1:/);
     assert.ok(response.usage!.input_tokens_details.cached_tokens / response.usage!.input_tokens > 0.9, JSON.stringify(response.usage));
+    // the next request Codex sent carries loom's compaction item back in place of the history
+    const next = JSON.parse(readFileSync(join(CODEX, 'after-compaction.json'), 'utf8')) as Recorded;
+    assert.ok(next.body.input.some((i) => (i.type as string) === 'compaction'));
+    assert.equal((await run({ ...next.body, max_output_tokens: 2 })).response.status, 'incomplete');
   });
 
   it('the transcript sent to /v1/chat/completions as chat messages, and to /v1/messages as Anthropic messages, hands the engine the same prompt ids', async () => {
