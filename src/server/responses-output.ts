@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ChatDelta, ChatEnd } from '../pipeline/chat-output.js';
 import { customInput } from './responses-tools.js';
+import type { ToolKinds } from './responses-tools.js';
 
 export type StreamEvent = { type: string } & Record<string, unknown>;
 
@@ -41,6 +42,8 @@ export interface FunctionCallItem {
   name: string;
   arguments: string;
   status: 'in_progress' | 'completed' | 'incomplete';
+  /** the namespace the called tool came in */
+  namespace?: string;
 }
 
 export interface CustomToolCallItem {
@@ -50,6 +53,7 @@ export interface CustomToolCallItem {
   name: string;
   input: string;
   status: 'in_progress' | 'completed' | 'incomplete';
+  namespace?: string;
 }
 
 export interface CompactionItem {
@@ -77,13 +81,13 @@ export class ResponseOutput {
   private pending: OutputLogprob[] = [];
 
   /**
-   * `emit` receives each stream event (nothing for a whole response); calls to the `custom`
-   * tools become custom_tool_call items, their input whole at the end (it is written as a JSON
-   * string argument, which only decodes whole).
+   * `emit` receives each stream event (nothing for a whole response); calls to custom tools
+   * become custom_tool_call items, their input whole at the end (it is written as a JSON
+   * string argument, which only decodes whole); calls to a namespace's tools name it.
    */
   constructor(
     private readonly emit: (e: StreamEvent) => void = () => {},
-    private readonly custom: ReadonlySet<string> = new Set(),
+    private readonly tools: ToolKinds = { custom: new Set(), namespaces: new Map() },
   ) {}
 
   event(type: string, fields: Record<string, unknown>): void {
@@ -114,9 +118,11 @@ export class ResponseOutput {
       if (!call) {
         this.close();
         const name = c.function.name ?? '';
-        const item: CallItem = this.custom.has(name)
+        const namespace = this.tools.namespaces.get(name);
+        const item: CallItem = this.tools.custom.has(name)
           ? { type: 'custom_tool_call', id: itemId('ctc'), call_id: c.id ?? '', name, input: '', status: 'in_progress' }
           : { type: 'function_call', id: itemId('fc'), call_id: c.id ?? '', name, arguments: '', status: 'in_progress' };
+        if (namespace !== undefined) item.namespace = namespace;
         call = { item, index: this.add(item), args: '' };
         this.calls.set(c.index, call);
       }

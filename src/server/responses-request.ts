@@ -14,7 +14,7 @@ import { checkModel, noteIgnoredFields } from './context.js';
 import { HttpError } from './errors.js';
 import { DEFAULT_COMPACTION_TOKENS, compactionMessage, compactionRequest, compactionSummary } from './responses-compaction.js';
 import { CUSTOM_INPUT, responsesTools, toolChoice } from './responses-tools.js';
-import type { ResponsesTool, ResponsesToolChoice } from './responses-tools.js';
+import type { ResponsesTool, ResponsesToolChoice, ToolKinds } from './responses-tools.js';
 import { grammarOfBody } from './structured-output.js';
 import type { ResponseFormat } from './structured-output.js';
 
@@ -230,8 +230,8 @@ export interface ResponsesPlan {
   /** the items this request adds to the conversation (its input, a compaction_trigger left out), after the previous response's */
   readonly items: InputItem[];
   readonly tools: ToolFields;
-  /** the custom tools' names: their calls come back as custom_tool_call items */
-  readonly customTools: ReadonlySet<string>;
+  /** which tools are custom (their calls come back as custom_tool_call items) or in a namespace (their calls name it) */
+  readonly toolKinds: ToolKinds;
   /** set when the input ended with a compaction_trigger: the output is one compaction item */
   readonly compaction: boolean;
 }
@@ -257,7 +257,7 @@ export function responsesSpec(ctx: ServerContext, body: ResponsesBody, history: 
   if (messages.length === 0) throw new HttpError(400, 'input must not be empty', 'invalid_request_error', 'input');
   // compacting: the tools stay in the prompt (its prefix is the cached conversation's), none is called
   if (compaction) messages.push(compactionRequest());
-  const { chat: fns, custom } = responsesTools(body.tools);
+  const { chat: fns, custom, namespaces } = responsesTools(body.tools);
   const hasTools = (fns?.length ?? 0) > 0;
   const tools: ToolFields = { tools: hasTools ? fns : null, tool_choice: compaction ? (hasTools ? 'none' : null) : toolChoice(body.tool_choice, hasTools), parallel_tool_calls: body.parallel_tool_calls ?? null };
   const rf = compaction ? null : responseFormat(body.text?.format);
@@ -267,7 +267,7 @@ export function responsesSpec(ctx: ServerContext, body: ResponsesBody, history: 
   return {
     items,
     tools,
-    customTools: custom,
+    toolKinds: { custom, namespaces },
     compaction,
     spec: {
       prompts: [{ messages, addGenerationPrompt: true, templateVars }],

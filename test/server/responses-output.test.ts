@@ -59,11 +59,11 @@ describe('Responses output items and their stream events', () => {
 
   it('a call to a custom tool is a custom_tool_call: its input decoded whole at the end (delta, done), no argument deltas', () => {
     const events: StreamEvent[] = [];
-    const out = new ResponseOutput((e) => events.push(e), new Set(['apply_patch']));
+    const out = new ResponseOutput((e) => events.push(e), { custom: new Set(['apply_patch']), namespaces: new Map([['apply_patch', 'files']]) });
     const args = JSON.stringify({ input: 'line 1\n"two"' });
     out.push({ ...none, toolCallDeltas: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'apply_patch', arguments: args.slice(0, 5) } }] });
     out.finish({ ...none, toolCalls: [{ id: 'call_1', type: 'function', function: { name: 'apply_patch', arguments: args } }], finishReason: 'tool_calls' }, true);
-    assert.deepEqual(out.items, [{ type: 'custom_tool_call', id: out.items[0]!.id, call_id: 'call_1', name: 'apply_patch', input: 'line 1\n"two"', status: 'completed' }]);
+    assert.deepEqual(out.items, [{ type: 'custom_tool_call', id: out.items[0]!.id, call_id: 'call_1', name: 'apply_patch', input: 'line 1\n"two"', status: 'completed', namespace: 'files' }]);
     assert.deepEqual(events.map((e) => e.type), ['response.output_item.added', 'response.custom_tool_call_input.delta', 'response.custom_tool_call_input.done', 'response.output_item.done']);
   });
 

@@ -77,6 +77,17 @@ describe('Responses input items as chat messages', () => {
     ]);
   });
 
+  it('a namespace\'s function and custom tools are offered under their own names, the namespace remembered; a name taken already leaves the namespaced one out', () => {
+    const t = responsesTools([
+      { type: 'function', name: 'f' },
+      { type: 'namespace', name: 'agents', description: 'd', tools: [{ type: 'function', name: 'spawn', parameters: { type: 'object' } }, { type: 'custom', name: 'note' }, { type: 'function', name: 'f' }] },
+      { type: 'web_search' },
+    ]);
+    assert.deepEqual(t.chat!.map((c) => c.function.name), ['f', 'spawn', 'note']);
+    assert.deepEqual([...t.namespaces], [['spawn', 'agents'], ['note', 'agents']]);
+    assert.deepEqual([...t.custom], ['note']);
+  });
+
   it('a compaction item renders as a user turn with its summary; another server\'s is refused', () => {
     assert.deepEqual(itemsToMessages(null, [{ type: 'compaction', encrypted_content: compactionContent('S ü') }]), [{ role: 'user', content: `${SUMMARY_LEAD}S ü` }]);
     assert.throws(() => itemsToMessages(null, [{ type: 'compaction', encrypted_content: 'gAAAA' }]), (e: unknown) => e instanceof HttpError && e.param === 'input');

@@ -22,6 +22,7 @@ import type { Conversation, InputItem, ResponsesBody, ResponsesPlan } from '../r
 import { ResponseOutput, itemId } from '../responses-output.js';
 import type { OutputItem, OutputLogprob, StreamEvent } from '../responses-output.js';
 import { ResponseStore } from '../responses-store.js';
+import type { ToolKinds } from '../responses-tools.js';
 import { ClientGoneError, SseWriter, disconnectSignal } from '../sse.js';
 import { admit } from './admission.js';
 import { chatLogprobs } from './format.js';
@@ -76,7 +77,7 @@ export function responsesRoute(app: FastifyInstance, ctx: ServerContext, store =
     };
     try {
       if (!b.stream) {
-        const out = new ResponseOutput(undefined, plan.customTools);
+        const out = new ResponseOutput(undefined, plan.toolKinds);
         let reason: string | null = null;
         let text = '';
         for await (const e of events) {
@@ -89,7 +90,7 @@ export function responsesRoute(app: FastifyInstance, ctx: ServerContext, store =
         take(out, text);
         return await finish(out, reason);
       }
-      await stream(ctx, reply, plan.customTools, async (out, flush) => {
+      await stream(ctx, reply, plan.toolKinds, async (out, flush) => {
         // response.created waits for the engine's first word, so a refusal is still a plain HTTP error
         let started = false;
         const begin = (): void => {
@@ -253,7 +254,7 @@ function asInput(item: OutputItem): InputItem {
 async function stream(
   ctx: ServerContext,
   reply: FastifyReply,
-  customTools: ReadonlySet<string>,
+  toolKinds: ToolKinds,
   run: (out: ResponseOutput, flush: () => Promise<void>) => Promise<void>,
   failed: (items: OutputItem[], error: { code: string; message: string }) => Record<string, unknown>,
 ): Promise<void> {
@@ -262,7 +263,7 @@ async function stream(
   let chain = Promise.resolve();
   const out = new ResponseOutput((e: StreamEvent) => {
     chain = chain.then(() => sse.send(e, e.type));
-  }, customTools);
+  }, toolKinds);
   const flush = (): Promise<void> => chain;
   try {
     await run(out, flush);

@@ -144,6 +144,22 @@ describe('/v1/responses: logprobs, custom tools, compaction (openai client, hf-q
     assert.equal(((await next.json()) as { input_tokens: number }).input_tokens, chat.prompt_token_ids.length);
   });
 
+  it('a namespace\'s tools (Codex\'s sub-agent tools come so) are in the prompt; a call to one names its namespace, whole and streamed', async () => {
+    const ns = { type: 'namespace', name: 'multi_agent_v1', description: 'Sub-agents', tools: [{ type: 'function', name: 'spawn_agent', description: 'Spawn', parameters: { type: 'object', properties: { task: { type: 'string', enum: ['a', 'b'] } }, required: ['task'], additionalProperties: false } }] };
+    const body = { model: MODEL, input: 'Delegate', tools: [ns], tool_choice: { type: 'function', name: 'spawn_agent' }, max_output_tokens: 100 };
+    const with_ = (await (await s.post('/v1/responses/input_tokens', { model: MODEL, input: 'Delegate', tools: [ns] })).json()) as { input_tokens: number };
+    const without = (await (await s.post('/v1/responses/input_tokens', { model: MODEL, input: 'Delegate' })).json()) as { input_tokens: number };
+    assert.ok(with_.input_tokens > without.input_tokens);
+    for (const stream of [false, true]) {
+      const res = await s.post('/v1/responses', { ...body, stream });
+      assert.equal(res.status, 200);
+      const r = stream ? ((await res.text()).split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as { type: string; response?: OpenAI.Responses.Response }).find((e) => e.type === 'response.completed')!.response!) : ((await res.json()) as OpenAI.Responses.Response);
+      const call = r.output.find((i) => i.type === 'function_call') as (OpenAI.Responses.ResponseFunctionToolCall & { namespace?: string }) | undefined;
+      assert.ok(call, JSON.stringify(r.output));
+      assert.deepEqual([call.name, call.namespace, Object.keys(JSON.parse(call.arguments) as object)], ['spawn_agent', 'multi_agent_v1', ['task']]);
+    }
+  });
+
   it('a custom tool with a regex grammar: a forced call (tool_choice custom) writes input matching it; Lark and unknown syntaxes are 400s naming it', async () => {
     const tool: OpenAI.Responses.CustomTool = { type: 'custom', name: 'pick', format: { type: 'grammar', syntax: 'regex', definition: '[a-c]{2,5}' } };
     for (const stream of [false, true]) {
