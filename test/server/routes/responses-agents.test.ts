@@ -136,7 +136,11 @@ describe('Codex CLI requests and its agent loop on /v1/responses', { skip: !exis
           } else if (item.type === 'function_call_output') messages.push({ role: 'tool', tool_call_id: item.call_id, content: text(item.output) });
         }
       }
-      const tools = r.body.tools!.flatMap((t) => (t.type === 'function' ? [{ type: 'function' as const, function: { name: t.name, description: t.description!, parameters: t.parameters!, strict: t.strict! } }] : []));
+      // function tools, a namespace's in its place (web_search, a hosted tool, is left out)
+      type Fn = { type: string; name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean; tools?: Fn[] };
+      const fn = (t: Fn) => ({ type: 'function' as const, function: { name: t.name, description: t.description!, parameters: t.parameters!, ...(t.strict !== undefined && { strict: t.strict }) } });
+      const tools = (r.body.tools as unknown as Fn[]).flatMap((t) => (t.type === 'function' ? [fn(t)] : t.type === 'namespace' ? t.tools!.filter((i) => i.type === 'function').map(fn) : []));
+      assert.ok(tools.some((t) => t.function.name === 'spawn_agent'));
       await client.chat.completions.create({ model: r.body.model as string, messages, tools, max_tokens: 1 });
       assert.equal(seen.length, 2);
       assert.deepEqual(seen[1], seen[0]);
