@@ -83,8 +83,11 @@ export function responsesRoute(app: FastifyInstance, ctx: ServerContext, store =
         for await (const e of events) {
           // with logprobs, the text goes to the output token by token, so each lands on its text
           const lps = logprobs(e);
-          if (lps.length > 0) take(out, text + e.text, lps), (text = '');
-          else text += e.text;
+          text += e.text;
+          if (lps.length > 0) {
+            take(out, text, lps);
+            text = '';
+          }
           reason = e.finishReason ?? reason;
         }
         take(out, text);
