@@ -128,6 +128,10 @@ describe('/v1/responses: logprobs, custom tools, compaction (openai client, hf-q
     const deltas = events.flatMap((e) => (e.type === 'response.custom_tool_call_input.delta' ? [e.delta] : []));
     assert.equal(deltas.join(''), patch);
     assert.deepEqual(response.output.map((i) => i.type === 'custom_tool_call' && i.input), [patch]);
+    // the SDK's own stream accumulator (responses.stream) assembles the same item
+    script(s, call);
+    const acc = await client.responses.stream({ model: MODEL, input: 'Add a.txt', tools: [patchTool], max_output_tokens: 200 }).finalResponse();
+    assert.deepEqual(acc.output.map((i) => i.type === 'custom_tool_call' && [i.name, i.input]), [['apply_patch', patch]]);
     // the next turn: the call and its output render as the function call and tool turn they were made as
     const next = await s.post('/v1/responses/input_tokens', {
       model: MODEL,
@@ -206,6 +210,9 @@ describe('/v1/responses: logprobs, custom tools, compaction (openai client, hf-q
     assert.deepEqual(events.map((e) => e.type), ['response.created', 'response.in_progress', 'response.output_item.added', 'response.output_item.done', 'response.completed']);
     const done = (response.output[0] as unknown as { encrypted_content: string }).encrypted_content;
     assert.equal(compactionSummary(done, 'x'), summary);
+    script(s, summary);
+    const acc = await client.responses.stream(body).finalResponse();
+    assert.deepEqual(acc.output.map((i) => i.type), ['compaction']);
     // the next turn: the compaction item renders as a user turn carrying the summary
     const after = [{ type: 'compaction', encrypted_content: done }, { role: 'user', content: 'Now count them' }];
     const next = (await (await s.post('/v1/responses/input_tokens', { model: MODEL, input: after })).json()) as { input_tokens: number };
