@@ -124,7 +124,8 @@ export function responsesRoute(app: FastifyInstance, ctx: ServerContext, store =
     const b = req.body;
     const history = previous(store, b.previous_response_id);
     const given = inputItems(b.input);
-    const body: ResponsesBody = { model: b.model, input: [...given, { type: 'compaction_trigger' }], instructions: b.instructions ?? null, ...(b.max_output_tokens != null && { max_output_tokens: b.max_output_tokens }) };
+    // what else the conversation was run with (tools, reasoning: Codex's CompactionInput sends them) renders as it did, so its prefix is cached
+    const body: ResponsesBody = { ...b, input: [...given, { type: 'compaction_trigger' }], previous_response_id: null, stream: false, store: false };
     const plan = responsesSpec(ctx, body, history, '/v1/responses/compact');
     const r = await resolveResponses(ctx, plan, body);
     const chat = new ChatOutput(outputConfig(ctx, r, plan));

@@ -249,5 +249,11 @@ describe('/v1/responses: logprobs, custom tools, compaction (openai client, hf-q
     assert.deepEqual(p.output.map((i) => i.type), ['message', 'compaction']);
     assert.equal(compactionSummary((p.output[1] as unknown as { encrypted_content: string }).encrypted_content, 'x'), 'The user said 42.');
     assert.equal(compactionContent('a').startsWith('loom.compaction.v1:'), true);
+    // tools sent along (as Codex's compaction input carries them) render as in the conversation: its prefix is cached
+    const tools: OpenAI.Responses.FunctionTool[] = [{ type: 'function', name: 'exec', strict: false, description: 'Run a command in the shell and return what it printed', parameters: { type: 'object', properties: { cmd: { type: 'string' } } } }];
+    const turn = await client.responses.create({ model: MODEL, input, tools, max_output_tokens: 1 });
+    script(s, 'Haiku.');
+    const withTools = await client.responses.compact({ model: MODEL, input, tools } as OpenAI.Responses.ResponseCompactParams);
+    assert.ok(withTools.usage.input_tokens_details.cached_tokens >= Math.floor((turn.usage!.input_tokens - 1) / 16) * 16 - 16, JSON.stringify([withTools.usage, turn.usage]));
   });
 });
