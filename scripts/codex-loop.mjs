@@ -19,6 +19,11 @@
 //   wire_api = "responses"
 //   env_key = "LOCAL_KEY"
 //   CODEX_HOME=DIR LOCAL_KEY=x npx codex exec --skip-git-repo-check "Run echo hello from loom and tell me what it printed"
+// Adding `model_auto_compact_token_limit = 7000` (top level) and, under the provider,
+// `[model_providers.local.capabilities]` `remote_compaction = "v2"` makes Codex compact through
+// the server (a compaction_trigger request, then its compaction item sent back); without the
+// capability it compacts with an ordinary request. The scripted model's turn count restarts
+// after each compaction, so with that low a limit the run compacts every turn until stopped.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createEngineCore } from '../dist/src/engine/create.js';
 import { InProcessEngineClient } from '../dist/src/engine/in-process-client.js';

@@ -11,6 +11,8 @@ export interface EngineInfo {
   readonly vocabSize: number;
   /** most sequences running at once (an n above it runs its sequences in turns) */
   readonly maxNumSeqs: number;
+  /** whether full blocks of computed prompts are kept for later prompts (undefined: unknown, taken as off) */
+  readonly prefixCaching?: boolean;
   /** what logprobs report ('none': the engine refuses logprobs) */
   readonly logprobsMode: LogprobsMode;
   /** start-up lines worth printing (the draft model's cache, ignored settings) */

@@ -36,6 +36,7 @@ export function engineInfo(engine: EngineCore): EngineInfo {
     vocabSize: engine.model.config.vocabSize,
     logprobsMode: engine.config.logprobsMode,
     maxNumSeqs: engine.config.maxNumSeqs,
+    prefixCaching: engine.config.enablePrefixCaching,
     ...(notes.length > 0 && { notes }),
   };
 }

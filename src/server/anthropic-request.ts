@@ -4,7 +4,10 @@
 // object arguments, tool_result as `tool` turns), tools as OpenAI function tools, and
 // tool_choice any/tool as "required"/a named function (forced by grammar). Fields Claude
 // Code sends that loom has no use for (metadata, context_management, output_config's effort,
-// cache_control, anthropic-beta) are accepted and ignored, as llama-server does.
+// cache_control, anthropic-beta) are accepted and ignored, as llama-server does: loom's prefix
+// cache keeps every full block of every prompt without being asked, so cache_control breakpoints
+// (on system, message and tool_result blocks, tools, or the whole request) change nothing.
+// A tool_result with is_error reaches the model marked as an error (errorMarked).
 // Rendering is stable across an agent's turns: tool arguments with their keys sorted (as chat's),
 // Claude Code's billing line is left out and its tokens-left count moved after the history.
 import type { GrammarSpec } from '../engine/grammar/spec.js';
@@ -144,6 +147,17 @@ function resultText(content: AnthropicBlock['content'], where: string): string {
     .join('');
 }
 
+/**
+ * A failed tool's result, marked so the model reads it as a failure: chat templates render a
+ * tool turn's content and nothing else (no template reads an error flag), so `is_error: true`
+ * becomes an "Error: " prefix — unless the text already says so (Claude Code sends
+ * `<tool_use_error>…</tool_use_error>`; Anthropic's own examples start with "Error:").
+ */
+export function errorMarked(text: string, isError: boolean): string {
+  if (!isError || /^\s*(error\b|<tool_use_error>)/i.test(text)) return text;
+  return `Error: ${text}`;
+}
+
 /** The conversation as chat messages, as /v1/chat/completions would hand them to the template. */
 export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages'>): ChatMessage[] {
   const out: ChatMessage[] = [];
@@ -168,7 +182,7 @@ export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages
           break;
         case 'tool_result':
           if (m.role !== 'user') throw new HttpError(400, `${where}: tool_result blocks belong to user messages`, 'invalid_request_error', 'messages');
-          out.push({ role: 'tool', content: resultText(b.content, where), tool_call_id: b.tool_use_id ?? '' });
+          out.push({ role: 'tool', content: errorMarked(resultText(b.content, where), b.is_error === true), tool_call_id: b.tool_use_id ?? '' });
           break;
         case 'thinking':
         case 'redacted_thinking':

@@ -1,16 +1,21 @@
 // OpenAI Responses request bodies (POST /v1/responses, /v1/responses/input_tokens) as one
 // chat RequestSpec: the input items become the chat messages /v1/chat/completions would
 // get for the same conversation (so the template renders the same tokens), the tools
-// OpenAI's function shape, text.format a response_format. Field names and rules as the
-// openai SDK's types (resources/responses/responses.d.ts) and vLLM's ResponsesRequest.
+// OpenAI's function shape (responses-tools.ts), text.format a response_format. A final
+// compaction_trigger item asks for a summary instead of a reply (responses-compaction.ts).
+// Field names and rules as the openai SDK's types (resources/responses/responses.d.ts) and
+// vLLM's ResponsesRequest.
 import { reasoningEffortVars } from './reasoning-effort.js';
 import { canonicalJsonValue } from '../pipeline/canonical-json.js';
 import type { RequestSpec } from '../pipeline/request.js';
-import type { ChatTool, ToolChoice, ToolFields } from '../pipeline/tools/request.js';
+import type { ToolFields } from '../pipeline/tools/request.js';
 import type { ChatMessage } from '../tokenizer/chat-template.js';
 import type { ServerContext } from './context.js';
 import { checkModel, noteIgnoredFields } from './context.js';
 import { HttpError } from './errors.js';
+import { DEFAULT_COMPACTION_TOKENS, compactionMessage, compactionRequest, compactionSummary } from './responses-compaction.js';
+import { CUSTOM_INPUT, responsesTools, toolChoice } from './responses-tools.js';
+import type { ResponsesTool, ResponsesToolChoice, ToolKinds } from './responses-tools.js';
 import { grammarOfBody } from './structured-output.js';
 import type { ResponseFormat } from './structured-output.js';
 
@@ -24,8 +29,10 @@ export interface InputItem {
   call_id?: string;
   name?: string;
   arguments?: string;
-  /** function_call_output */
+  /** function_call_output, custom_tool_call_output */
   output?: string | ContentPart[];
+  /** custom_tool_call */
+  input?: string;
   /** reasoning */
   summary?: { type: string; text: string }[];
   encrypted_content?: string | null;
@@ -37,15 +44,6 @@ export interface ContentPart {
   text?: string;
 }
 
-/** A Responses tool: loom runs `function` tools; the other kinds are OpenAI's hosted ones. */
-export interface ResponsesTool {
-  type: string;
-  name?: string;
-  description?: string | null;
-  parameters?: Record<string, unknown> | null;
-  strict?: boolean | null;
-}
-
 export interface ResponsesBody {
   model: string;
   input?: string | InputItem[];
@@ -55,7 +53,7 @@ export interface ResponsesBody {
   temperature?: number | null;
   top_p?: number | null;
   tools?: ResponsesTool[] | null;
-  tool_choice?: string | { type: string; name?: string } | null;
+  tool_choice?: ResponsesToolChoice;
   parallel_tool_calls?: boolean | null;
   text?: { format?: { type: string; name?: string; schema?: unknown; strict?: boolean | null; description?: string } | null; verbosity?: string | null } | null;
   reasoning?: { effort?: string | null; summary?: string | null } | null;
@@ -63,6 +61,8 @@ export interface ResponsesBody {
   stream?: boolean | null;
   metadata?: Record<string, string> | null;
   include?: string[] | null;
+  /** alternatives per output token (0-20): with include "message.output_text.logprobs", or alone */
+  top_logprobs?: number | null;
   truncation?: string | null;
   background?: boolean | null;
   user?: string;
@@ -80,7 +80,7 @@ export interface ResponsesBody {
 
 /** fields loom reads or knowingly accepts without effect (reported once otherwise) */
 const KNOWN = new Set([
-  ...'model input instructions previous_response_id max_output_tokens temperature top_p tools tool_choice parallel_tool_calls text reasoning store stream metadata include truncation background user'.split(' '),
+  ...'model input instructions previous_response_id max_output_tokens temperature top_p top_logprobs tools tool_choice parallel_tool_calls text reasoning store stream metadata include truncation background user'.split(' '),
   ...'top_k min_p repetition_penalty seed stop ignore_eos cache_salt request_id chat_template_kwargs'.split(' '),
   // a hint for OpenAI's cache routing: loom's prefix cache needs none
   'prompt_cache_key',
@@ -174,50 +174,39 @@ export function itemsToMessages(instructions: string | null | undefined, items: 
         t.tool_calls = [...(t.tool_calls ?? []), { id: item.call_id, type: 'function', function: { name: item.name, arguments: args } }];
         return;
       }
-      case 'function_call_output': {
-        if (typeof item.call_id !== 'string') throw new HttpError(400, `${where}: a function_call_output needs call_id`, 'invalid_request_error', 'input');
+      case 'custom_tool_call': {
+        // rendered as the function call it was made as (responses-tools.ts)
+        if (typeof item.call_id !== 'string' || typeof item.name !== 'string' || typeof item.input !== 'string') {
+          throw new HttpError(400, `${where}: a custom_tool_call needs call_id, name and input`, 'invalid_request_error', 'input');
+        }
+        const t = assistant();
+        t.tool_calls = [...(t.tool_calls ?? []), { id: item.call_id, type: 'function', function: { name: item.name, arguments: { [CUSTOM_INPUT]: item.input } } }];
+        return;
+      }
+      case 'function_call_output':
+      case 'custom_tool_call_output': {
+        if (typeof item.call_id !== 'string') throw new HttpError(400, `${where}: a ${type} needs call_id`, 'invalid_request_error', 'input');
         turn = undefined;
         push({ role: 'tool', tool_call_id: item.call_id, content: text(item.output, where) });
         return;
       }
+      case 'compaction':
+        turn = undefined;
+        push(compactionMessage(compactionSummary(item.encrypted_content, where)));
+        return;
+      case 'compaction_trigger':
+        throw new HttpError(400, `${where}: a compaction_trigger must be the last input item`, 'invalid_request_error', 'input');
       case 'reasoning':
         // reasoning is not rendered back, as /v1/chat/completions takes none in its messages
         // (templates such as Qwen3's drop earlier turns' reasoning anyway); encrypted_content
         // is never set by loom, so none comes back to decrypt
         return;
       default:
-        throw new HttpError(400, `${where}: input items of type ${JSON.stringify(item.type)} are not supported (message, function_call, function_call_output, reasoning)`, 'invalid_request_error', 'input');
+        throw new HttpError(400, `${where}: input items of type ${JSON.stringify(item.type)} are not supported (message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning, compaction, compaction_trigger)`, 'invalid_request_error', 'input');
     }
   });
   if (leading && lead.length > 0) out.push({ role: 'system', content: lead.join('\n\n') });
   return out;
-}
-
-/**
- * Function tools in chat's shape. Tools of other types (OpenAI's hosted tools: web_search,
- * file_search, code_interpreter, computer_use, image_generation, mcp, local_shell, custom,
- * and `namespace` groups, which Codex CLI sends) are left out, as vLLM and llama-server leave
- * them: loom cannot run them, and refusing would turn such clients away.
- */
-export function functionTools(tools: ResponsesBody['tools']): ChatTool[] | null {
-  if (tools == null) return null;
-  const out: ChatTool[] = [];
-  for (const t of tools) {
-    if (t.type !== 'function') continue;
-    if (typeof t.name !== 'string') throw new HttpError(400, 'a function tool needs a name', 'invalid_request_error', 'tools');
-    out.push({ type: 'function', function: { name: t.name, ...(t.description != null && { description: t.description }), ...(t.parameters != null && { parameters: t.parameters }), ...(t.strict != null && { strict: t.strict }) } });
-  }
-  return out;
-}
-
-function toolChoice(choice: ResponsesBody['tool_choice'], hasTools: boolean): ToolChoice | null {
-  if (choice == null) return null;
-  if (typeof choice === 'string') {
-    if (choice === 'none' || choice === 'auto' || choice === 'required') return choice === 'auto' && !hasTools ? null : choice;
-    throw new HttpError(400, `tool_choice ${JSON.stringify(choice)} is not one of none, auto, required`, 'invalid_request_error', 'tool_choice');
-  }
-  if (choice.type === 'function' && typeof choice.name === 'string') return { type: 'function', function: { name: choice.name } };
-  throw new HttpError(400, `tool_choice of type ${JSON.stringify(choice.type)} is not supported (none, auto, required, or a function)`, 'invalid_request_error', 'tool_choice');
 }
 
 function responseFormat(format: NonNullable<ResponsesBody['text']>['format']): ResponseFormat | null {
@@ -234,9 +223,22 @@ function reasoningVars(reasoning: ResponsesBody['reasoning']): Record<string, un
 
 export interface ResponsesPlan {
   readonly spec: RequestSpec;
-  /** the items this request adds to the conversation (its input), after the previous response's */
+  /** the items this request adds to the conversation (its input, a compaction_trigger left out), after the previous response's */
   readonly items: InputItem[];
   readonly tools: ToolFields;
+  /** which tools are custom (their calls come back as custom_tool_call items) or in a namespace (their calls name it) */
+  readonly toolKinds: ToolKinds;
+  /** set when the input ended with a compaction_trigger: the output is one compaction item */
+  readonly compaction: boolean;
+}
+
+const LOGPROBS_INCLUDE = 'message.output_text.logprobs';
+
+/** the engine's logprobs count: alternatives per token when output_text logprobs are asked for, else none */
+function logprobsOf(body: ResponsesBody): number | null {
+  const n = body.top_logprobs;
+  if (n != null && !(Number.isInteger(n) && n >= 0 && n <= 20)) throw new HttpError(400, 'top_logprobs must be an integer from 0 to 20', 'invalid_request_error', 'top_logprobs');
+  return body.include?.includes(LOGPROBS_INCLUDE) || (n ?? 0) > 0 ? (n ?? 0) : null;
 }
 
 /** The body (after a previous response's conversation, `history`) as the pipeline's chat request. */
@@ -244,25 +246,32 @@ export function responsesSpec(ctx: ServerContext, body: ResponsesBody, history: 
   checkModel(ctx, body.model);
   noteIgnoredFields(ctx, body, KNOWN, where);
   if (body.background) throw new HttpError(400, 'background responses are not supported', 'invalid_request_error', 'background');
-  const items = inputItems(body.input);
+  const given = inputItems(body.input);
+  const compaction = given.at(-1)?.type === 'compaction_trigger';
+  const items = compaction ? given.slice(0, -1) : given;
   const messages = itemsToMessages(body.instructions, [...history, ...items]);
   if (messages.length === 0) throw new HttpError(400, 'input must not be empty', 'invalid_request_error', 'input');
-  const fns = functionTools(body.tools);
-  const tools: ToolFields = { tools: fns && fns.length > 0 ? fns : null, tool_choice: toolChoice(body.tool_choice, (fns?.length ?? 0) > 0), parallel_tool_calls: body.parallel_tool_calls ?? null };
-  const rf = responseFormat(body.text?.format);
+  // compacting: the tools stay in the prompt (its prefix is the cached conversation's), none is called
+  if (compaction) messages.push(compactionRequest());
+  const { chat: fns, custom, namespaces } = responsesTools(body.tools);
+  const hasTools = (fns?.length ?? 0) > 0;
+  const tools: ToolFields = { tools: hasTools ? fns : null, tool_choice: compaction ? (hasTools ? 'none' : null) : toolChoice(body.tool_choice, hasTools), parallel_tool_calls: body.parallel_tool_calls ?? null };
+  const rf = compaction ? null : responseFormat(body.text?.format);
   const structured = grammarOfBody({ response_format: rf });
   const topK = body.top_k ?? 0;
   const templateVars = { ...reasoningVars(body.reasoning), ...body.chat_template_kwargs };
   return {
     items,
     tools,
+    toolKinds: { custom, namespaces },
+    compaction,
     spec: {
       prompts: [{ messages, addGenerationPrompt: true, templateVars }],
       tools,
       promptParam: 'input',
       addSpecialTokens: false,
       parseSpecial: true,
-      maxTokens: body.max_output_tokens,
+      maxTokens: body.max_output_tokens ?? (compaction ? DEFAULT_COMPACTION_TOKENS : null),
       maxTokensParam: 'max_output_tokens',
       defaultMaxTokens: 'context',
       idPrefix: 'resp',
@@ -275,12 +284,12 @@ export function responsesSpec(ctx: ServerContext, body: ResponsesBody, history: 
         seed: body.seed ?? null,
         repetitionPenalty: body.repetition_penalty ?? 1,
         ignoreEos: body.ignore_eos ?? false,
-        logprobs: null,
+        logprobs: logprobsOf(body),
         promptLogprobs: null,
         grammar: structured?.grammar ?? null,
         cacheSalt: body.cache_salt ?? null,
       },
-      paramNames: { grammar: 'text.format' },
+      paramNames: { grammar: 'text.format', logprobs: 'top_logprobs' },
       stop: body.stop ?? null,
       clientRequestId: body.request_id ?? null,
     },

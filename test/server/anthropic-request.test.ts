@@ -1,7 +1,8 @@
 // Anthropic's conversation as the chat messages the template gets.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { anthropicMessages } from '../../src/server/anthropic-request.js';
+import { anthropicMessages, errorMarked } from '../../src/server/anthropic-request.js';
+import { anthropicUsage } from '../../src/server/routes/messages.js';
 
 describe('anthropicMessages', () => {
   it('system blocks (billing line out, tokens-left count last), tool_use as tool_calls, tool_result as tool turns, thinking dropped, late system turns in place', () => {
@@ -34,5 +35,31 @@ describe('anthropicMessages', () => {
     for (const type of ['image', 'document']) {
       assert.throws(() => anthropicMessages({ messages: [{ role: 'user', content: [{ type }] }] }), (e: Error & { status?: number }) => e.status === 400 && new RegExp(`${type} blocks are not supported`).test(e.message));
     }
+  });
+
+  it('a tool_result with is_error: its text prefixed "Error: " unless it already says so', () => {
+    const messages = anthropicMessages({
+      messages: [
+        { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: {} }, { type: 'tool_use', id: 't2', name: 'Bash', input: {} }, { type: 'tool_use', id: 't3', name: 'Bash', input: {} }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 't1', content: 'Exit code 1', is_error: true },
+            { type: 'tool_result', tool_use_id: 't2', content: [{ type: 'text', text: '<tool_use_error>File does not exist.</tool_use_error>' }], is_error: true },
+            { type: 'tool_result', tool_use_id: 't3', content: 'ok', is_error: false },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(messages.filter((m) => m.role === 'tool').map((m) => m.content), ['Error: Exit code 1', '<tool_use_error>File does not exist.</tool_use_error>', 'ok']);
+    assert.equal(errorMarked('error: no such file', true), 'error: no such file');
+    assert.equal(errorMarked('Errors: 0', true), 'Error: Errors: 0');
+  });
+
+  it('usage: read from the cache, creation the full blocks past the hit, input the rest; no creation with prefix caching off', () => {
+    const s = { promptTokens: 100, completionTokens: 3, cachedTokens: 32, firstScheduledTime: undefined };
+    assert.deepEqual(anthropicUsage(s, 100, { blockSize: 16, prefixCaching: true }), { input_tokens: 4, cache_creation_input_tokens: 64, cache_read_input_tokens: 32, output_tokens: 3 });
+    assert.deepEqual(anthropicUsage({ ...s, cachedTokens: 0 }, 100, { blockSize: 16, prefixCaching: false }), { input_tokens: 100, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 3 });
+    assert.deepEqual(anthropicUsage({ ...s, cachedTokens: 96 }, 100, { blockSize: 16 }), { input_tokens: 4, cache_creation_input_tokens: 0, cache_read_input_tokens: 96, output_tokens: 3 });
   });
 });

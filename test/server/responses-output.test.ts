@@ -15,7 +15,7 @@ describe('Responses output items and their stream events', () => {
     out.push({ ...none, content: 'Hi' });
     out.finish({ ...none, toolCalls: [call], finishReason: 'tool_calls' }, true);
     assert.deepEqual(
-      out.items.map((i) => [i.type, i.status]),
+      out.items.map((i) => [i.type, 'status' in i ? i.status : undefined]),
       [['reasoning', 'completed'], ['message', 'completed'], ['function_call', 'completed']],
     );
     assert.deepEqual(events.map((e) => e.sequence_number), events.map((_, i) => i));
@@ -55,5 +55,34 @@ describe('Responses output items and their stream events', () => {
     text.push({ ...none, content: 'Hi' });
     text.finish({ ...none, toolCalls: [], finishReason: 'stop' }, true);
     assert.deepEqual(text.items.map((i) => i.type === 'message' && i.content[0]!.text), ['\nHi']);
+  });
+
+  it('a call to a custom tool is a custom_tool_call: its input decoded whole at the end (delta, done), no argument deltas', () => {
+    const events: StreamEvent[] = [];
+    const out = new ResponseOutput((e) => events.push(e), { custom: new Set(['apply_patch']), namespaces: new Map([['apply_patch', 'files']]) });
+    const args = JSON.stringify({ input: 'line 1\n"two"' });
+    out.push({ ...none, toolCallDeltas: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'apply_patch', arguments: args.slice(0, 5) } }] });
+    out.finish({ ...none, toolCalls: [{ id: 'call_1', type: 'function', function: { name: 'apply_patch', arguments: args } }], finishReason: 'tool_calls' }, true);
+    assert.deepEqual(out.items, [{ type: 'custom_tool_call', id: out.items[0]!.id, call_id: 'call_1', name: 'apply_patch', input: 'line 1\n"two"', status: 'completed', namespace: 'files' }]);
+    assert.deepEqual(events.map((e) => e.type), ['response.output_item.added', 'response.custom_tool_call_input.delta', 'response.custom_tool_call_input.done', 'response.output_item.done']);
+  });
+
+  it('logprobs land on the message text they made: held while the text is held, dropped for reasoning', () => {
+    const lp = (token: string) => ({ token, logprob: -1, bytes: [...Buffer.from(token)], top_logprobs: [] });
+    const out = new ResponseOutput();
+    out.push({ ...none, reasoning: 'hm' }, [lp('hm')]);
+    out.push(none, [lp('<')]); // held back by the parser
+    out.push({ ...none, content: '<b' }, [lp('b')]);
+    out.finish({ ...none, toolCalls: [], finishReason: 'stop' }, true);
+    const m = out.items[1]!;
+    assert.deepEqual(m.type === 'message' && m.content[0]!.logprobs.map((l) => l.token), ['<', 'b']);
+  });
+
+  it('a compaction: one compaction item, added and done', () => {
+    const events: StreamEvent[] = [];
+    const out = new ResponseOutput((e) => events.push(e));
+    out.compaction('loom.compaction.v1:eA==');
+    assert.deepEqual(out.items.map((i) => i.type === 'compaction' && i.encrypted_content), ['loom.compaction.v1:eA==']);
+    assert.deepEqual(events.map((e) => e.type), ['response.output_item.added', 'response.output_item.done']);
   });
 });

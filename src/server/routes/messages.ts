@@ -3,8 +3,8 @@
 // the stop reason and usage, message_stop) and POST /v1/messages/count_tokens. The request
 // goes through the one pipeline as a chat prompt; the chat's output (ChatOutput) becomes
 // thinking, text and tool_use blocks. Errors are Anthropic's {"type": "error", "error"}.
-// usage.cache_read_input_tokens is the engine's prefix-cache hit count for the prompt;
-// input_tokens the rest of the prompt, as Anthropic counts them.
+// usage splits the prompt as Anthropic does: cache_read_input_tokens (the engine's prefix-cache
+// hits), cache_creation_input_tokens (the full blocks it newly cached), input_tokens the rest.
 import type { FastifyInstance } from 'fastify';
 import { ContextLengthExceededError } from '../../errors.js';
 import { ChatOutput } from '../../pipeline/chat-output.js';
@@ -32,11 +32,21 @@ function stopOf(finish: string | null, stopReason: string | number | undefined, 
   return { stop_reason: 'end_turn', stop_sequence: null };
 }
 
-function usage(s: GenerationSummary, promptTokens: number) {
+/**
+ * Anthropic's usage: the prompt split three ways, as its total is their sum. Read: tokens the
+ * engine's prefix cache served. Creation: tokens this prompt newly wrote into the cache, its
+ * full blocks past the hit (the engine registers every full block of a computed prompt; the
+ * partial last block is not kept, and nothing is with prefix caching off). Input: the rest.
+ */
+export function anthropicUsage(s: GenerationSummary, promptTokens: number, cache: { blockSize: number; prefixCaching?: boolean }) {
   const prompt = s.promptTokens || promptTokens;
-  const cached = Math.min(s.cachedTokens, prompt);
-  return { input_tokens: prompt - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: s.completionTokens };
+  const read = Math.min(s.cachedTokens, prompt);
+  const full = cache.prefixCaching ? Math.floor(prompt / cache.blockSize) * cache.blockSize : 0;
+  const creation = Math.max(0, full - read);
+  return { input_tokens: prompt - read - creation, cache_creation_input_tokens: creation, cache_read_input_tokens: read, output_tokens: s.completionTokens };
 }
+
+const usage = (ctx: ServerContext, s: GenerationSummary, promptTokens: number) => anthropicUsage(s, promptTokens, ctx.engine.info);
 
 /** toolu_ ids, as Anthropic's (the pipeline makes OpenAI's call_ ones) */
 const toolUseId = (id: string): string => id.replace(/^call_/, 'toolu_');
@@ -105,7 +115,7 @@ async function stream(ctx: ServerContext, sse: SseWriter, body: AnthropicBody, r
   for await (const e of events) {
     if (first) {
       first = false;
-      const message = { id: messageId(r), type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage(summary, prompt.ids.length), output_tokens: 0 } };
+      const message = { id: messageId(r), type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage(ctx, summary, prompt.ids.length), output_tokens: 0 } };
       await send('message_start', { type: 'message_start', message });
       await send('ping', { type: 'ping' });
     }
@@ -115,7 +125,7 @@ async function stream(ctx: ServerContext, sse: SseWriter, body: AnthropicBody, r
       await blocks.push(end);
       await blocks.close();
       const stop = stopOf(end.finishReason, e.stopReason, r.stop, clamped);
-      await send('message_delta', { type: 'message_delta', delta: stop, usage: usage(summary, prompt.ids.length) });
+      await send('message_delta', { type: 'message_delta', delta: stop, usage: usage(ctx, summary, prompt.ids.length) });
       await send('message_stop', { type: 'message_stop' });
     }
   }
@@ -192,7 +202,7 @@ export function messagesRoutes(app: FastifyInstance, ctx: ServerContext): void {
           model: body.model,
           content: blocks,
           ...stopOf(end.finishReason, stopReason, r.stop, clamped),
-          usage: usage(summary, prompt.ids.length),
+          usage: usage(ctx, summary, prompt.ids.length),
         };
       } finally {
         release();

@@ -30,7 +30,8 @@ interface Recorded {
 const load = (name: string): Recorded => JSON.parse(readFileSync(new URL(`../../../../test/fixtures/agents/${name}`, import.meta.url), 'utf8')) as Recorded;
 // turn1/turn2: recorded by a logging server; turn4: the fourth request of a loop run against loom (scripts/claude-code-loop.mjs: three Bash calls and their results)
 // thinking-turn4: the same loop with --reasoning-parser qwen3 (REASONING=1): Claude Code sends its thinking blocks back (empty signatures)
-const TURNS = ['claude-code-turn1.json', 'claude-code-turn2.json', 'claude-code-turn4.json', 'claude-code-thinking-turn4.json'].map(load);
+// error-turn3: the third request of a loop whose second command fails (COMMANDS='ls|cat missing.txt|pwd'): a tool_result with is_error
+const TURNS = ['claude-code-turn1.json', 'claude-code-turn2.json', 'claude-code-turn4.json', 'claude-code-thinking-turn4.json', 'claude-code-error-turn3.json'].map(load);
 // its session-title request (sent unless CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC): no tools, output_config.format a JSON schema
 const TITLE = load('claude-code-title.json');
 
@@ -77,6 +78,21 @@ describe('Claude Code\'s recorded requests against loom', () => {
     }
   });
 
+  it('a failed command\'s result (is_error) reaches the model marked: the prompt has "Error: Exit code 1"', async () => {
+    const r = TURNS.at(-1)!;
+    const failed = r.body.messages.flatMap((m) => (typeof m.content === 'string' ? [] : m.content)).find((b) => b.type === 'tool_result' && (b as { is_error?: boolean }).is_error);
+    assert.match(JSON.stringify(failed), /Exit code 1/);
+    const seen: string[] = [];
+    const add = s.engine.add.bind(s.engine);
+    s.engine.add = (id, ids, params) => (seen.push(s.model.tokenizer.decode([...ids], { skipSpecial: false })), add(id, ids, params));
+    try {
+      assert.equal((await s.post(r.url, { ...small(r), max_tokens: 1 }, headersOf(r))).status, 200);
+    } finally {
+      s.engine.add = add;
+    }
+    assert.match(seen[0]!, /<tool_response>\nError: Exit code 1\ncat: missing\.txt/);
+  });
+
   it('the session-title request: its output_config.format is enforced (a JSON object with a title)', async () => {
     const res = await s.post(TITLE.url, { ...TITLE.body, model: MODEL, max_tokens: 300, stream: false, temperature: 0 }, headersOf(TITLE));
     assert.equal(res.status, 200, await res.clone().text());
@@ -92,7 +108,7 @@ describe('Claude Code\'s recorded requests against loom', () => {
       const m = await client.messages.stream(body).finalMessage();
       assert.equal(m.type, 'message');
       assert.ok(m.stop_reason !== null);
-      assert.ok((m.usage.input_tokens ?? 0) + (m.usage.cache_read_input_tokens ?? 0) > 1000);
+      assert.ok((m.usage.input_tokens ?? 0) + (m.usage.cache_creation_input_tokens ?? 0) + (m.usage.cache_read_input_tokens ?? 0) > 1000);
     }
   });
 });

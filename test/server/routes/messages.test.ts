@@ -18,6 +18,8 @@ const weather: Anthropic.Tool = {
   description: 'Weather in a city',
   input_schema: { type: 'object', properties: { city: { type: 'string', maxLength: 8 }, unit: { enum: ['c', 'f'] } }, required: ['city', 'unit'] },
 };
+/** the whole prompt: Anthropic splits it into input, cache-creation and cache-read tokens */
+const promptOf = (u: Anthropic.Usage): number => u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
 const ask: Anthropic.MessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
 // anthropic-version 2026-10-21 (this SDK's) dropped temperature from its types; loom still reads it
 const greedy = { temperature: 0 } as object;
@@ -52,7 +54,7 @@ describe('Anthropic Messages API (qwen3 fixture, a Hermes ChatML template)', () 
     assert.equal(m.content[0]?.type, 'text');
     assert.equal(m.usage.output_tokens, 5);
     const count = await client.messages.countTokens({ model: MODEL, system: 'Be brief.', messages: ask });
-    assert.equal(m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0), count.input_tokens);
+    assert.equal(promptOf(m.usage), count.input_tokens);
     // the same conversation again: its prompt comes from the prefix cache
     const again = await client.messages.create({ model: MODEL, max_tokens: 1, system: 'Be brief.', messages: ask });
     assert.ok((again.usage.cache_read_input_tokens ?? 0) > 0, JSON.stringify(again.usage));
@@ -143,7 +145,7 @@ describe('Anthropic Messages API (qwen3 fixture, a Hermes ChatML template)', () 
     assert.equal(b.input_tokens, a.input_tokens);
     // the whole request: the same prompt tokens as the chat route's (cached, so the sum)
     const m = await client.messages.create({ ...anthropic({ unit: 'c', city: 'Paris' }), max_tokens: 1 });
-    assert.equal(m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0), chat.prompt_token_ids.length);
+    assert.equal(promptOf(m.usage), chat.prompt_token_ids.length);
   });
 
   it('errors in Anthropic\'s shape: a missing max_tokens, an unknown model, an image block', async () => {
@@ -204,7 +206,7 @@ describe('Anthropic Messages API (qwen3 fixture, a Hermes ChatML template)', () 
     const m = await client.messages.create({ model: MODEL, max_tokens: 4, ...greedy, messages: ask, tools: [weather], tool_choice: { type: 'none' } });
     assert.deepEqual(m.content.map((b) => b.type), ['text']);
     const without = await client.messages.countTokens({ model: MODEL, messages: ask });
-    assert.ok(m.usage.input_tokens + (m.usage.cache_read_input_tokens ?? 0) > without.input_tokens);
+    assert.ok(promptOf(m.usage) > without.input_tokens);
   });
 });
 

@@ -1,5 +1,6 @@
-// Codex CLI's recorded requests (test/fixtures/agents/codex/: its first request, and the
-// sixth of a five-tool-call loop run against loom with scripts/codex-loop.mjs) replayed
+// Codex CLI's recorded requests (test/fixtures/agents/codex/: its first request, the
+// sixth of a five-tool-call loop run against loom with scripts/codex-loop.mjs, and a
+// remote compaction (v2) request and the one after it) replayed
 // against /v1/responses: every one accepted, its stream read by the openai SDK; then the
 // loop's transcript (Codex's ~7k-token system prompt with its tools, then five
 // function_call / function_call_output turns) replayed turn by turn, with the full history
@@ -96,6 +97,21 @@ describe('Codex CLI requests and its agent loop on /v1/responses', { skip: !exis
     assert.ok(s.log.some((l) => l.includes('"client_metadata"')), 'an unknown field is reported once, not refused');
   });
 
+  it('Codex\'s recorded compaction request (remote_compaction "v2": the history, then a compaction_trigger) is answered with one compaction item, streamed, its prompt mostly from the prefix cache', async () => {
+    const r = JSON.parse(readFileSync(join(CODEX, 'compaction-trigger.json'), 'utf8')) as Recorded;
+    assert.deepEqual(r.body.input.at(-1), { type: 'compaction_trigger' });
+    // the conversation without the trigger first, as Codex's turn before it ran it
+    await run({ ...r.body, input: r.body.input.slice(0, -1), max_output_tokens: 1 });
+    const { response } = await run({ ...r.body, max_output_tokens: 8 });
+    assert.deepEqual(response.output.map((i) => i.type), ['compaction']);
+    assert.match((response.output[0] as unknown as { encrypted_content: string }).encrypted_content, /^loom\.compaction\.v1:/);
+    assert.ok(response.usage!.input_tokens_details.cached_tokens / response.usage!.input_tokens > 0.9, JSON.stringify(response.usage));
+    // the next request Codex sent carries loom's compaction item back in place of the history
+    const next = JSON.parse(readFileSync(join(CODEX, 'after-compaction.json'), 'utf8')) as Recorded;
+    assert.ok(next.body.input.some((i) => (i.type as string) === 'compaction'));
+    assert.equal((await run({ ...next.body, max_output_tokens: 2 })).response.status, 'incomplete');
+  });
+
   it('the transcript sent to /v1/chat/completions as chat messages, and to /v1/messages as Anthropic messages, hands the engine the same prompt ids', async () => {
     const r = recorded(6);
     const seen: number[][] = [];
@@ -120,7 +136,11 @@ describe('Codex CLI requests and its agent loop on /v1/responses', { skip: !exis
           } else if (item.type === 'function_call_output') messages.push({ role: 'tool', tool_call_id: item.call_id, content: text(item.output) });
         }
       }
-      const tools = r.body.tools!.flatMap((t) => (t.type === 'function' ? [{ type: 'function' as const, function: { name: t.name, description: t.description!, parameters: t.parameters!, strict: t.strict! } }] : []));
+      // function tools, a namespace's in its place (web_search, a hosted tool, is left out)
+      type Fn = { type: string; name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean; tools?: Fn[] };
+      const fn = (t: Fn) => ({ type: 'function' as const, function: { name: t.name, description: t.description!, parameters: t.parameters!, ...(t.strict !== undefined && { strict: t.strict }) } });
+      const tools = (r.body.tools as unknown as Fn[]).flatMap((t) => (t.type === 'function' ? [fn(t)] : t.type === 'namespace' ? t.tools!.filter((i) => i.type === 'function').map(fn) : []));
+      assert.ok(tools.some((t) => t.function.name === 'spawn_agent'));
       await client.chat.completions.create({ model: r.body.model as string, messages, tools, max_tokens: 1 });
       assert.equal(seen.length, 2);
       assert.deepEqual(seen[1], seen[0]);
