@@ -1,0 +1,72 @@
+// gpt-oss (llama.cpp's openai-moe graph): attention sinks, sliding-window layers alternating with
+// full ones, biases on q/k/v/o, the router and the experts, top k on the raw router logits with
+// a softmax over the k, OpenAI's clamped SwiGLU, YaRN. The GGUF fixtures gptoss-f32 and
+// gptoss-mxfp4 (MXFP4 experts, Q8_0 elsewhere: llama-quantize's MXFP4_MOE) agree with llama.cpp
+// in the suite-wide tests (test/model/llama-cpp-agreement.test.ts: reference;
+// test/kernels/native-generate.test.ts: native, and again with the wider SIMD paths off in
+// simd-paths.test.ts); here: the config, the two expert pieces against plain math, and
+// llama.cpp's greedy tokens inside a batch of other sequences.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Kernels } from '../../../src/kernels/index.js';
+import { loadNativeKernels } from '../../../src/kernels/native.js';
+import { referenceKernels } from '../../../src/kernels/reference.js';
+import { fixtureModel } from '../../fixtures/engine-run.js';
+import { batchedAgreesWithLlamaCpp } from '../../fixtures/moe-cases.js';
+import { GPTOSS_FIXTURE_CONFIG } from '../../fixtures/recipe.js';
+import { GGMLType } from '../../../src/tensor/weight-types.js';
+import { routeTopKSoftmax, swigluOai } from '../../../src/model/arch/oai-moe.js';
+
+const native = loadNativeKernels();
+const KERNELS: [string, Kernels | undefined][] = [['reference', referenceKernels], ['native', native]];
+
+describe('gpt-oss: config', () => {
+  it('reads the experts, the window on layers 0 and 2, YaRN; the MXFP4_MOE file keeps its experts in MXFP4', () => {
+    const m = fixtureModel('gptoss-mxfp4');
+    const x = GPTOSS_FIXTURE_CONFIG;
+    assert.equal(m.config.arch, 'gpt-oss');
+    assert.deepEqual(m.config.moe, { numExperts: x.expertCount, numExpertsUsed: x.expertUsedCount, expertFfnSize: x.expertFfnSize, normTopK: false });
+    assert.deepEqual(m.config.slidingWindow, { size: 12, layers: [true, false, true, false], ropeBase: x.ropeTheta });
+    assert.equal(m.config.ropeScaling?.type, 'yarn');
+    assert.equal(m.config.ropeStyle, 'neox');
+    assert.equal(m.tensors.get('blk.0.ffn_gate_exps.weight').type, GGMLType.MXFP4);
+    assert.equal(m.tensors.get('blk.3.ffn_down_exps.weight').type, GGMLType.MXFP4);
+    assert.equal(m.tensors.get('blk.0.attn_sinks.weight').type, GGMLType.F32);
+  });
+});
+
+describe('gpt-oss: the experts\' pieces', () => {
+  it('swigluOai is min(g, 7)·σ(1.702·min(g, 7))·(clamp(u, ±7) + 1)', () => {
+    const gate = Float32Array.from([-20, -3, -0.5, 0, 0.5, 3, 6.99, 7, 9, 40]);
+    const up = Float32Array.from([-9, -7.5, -1, 0, 1, 2, 6.5, 7.5, -0.25, 100]);
+    const out = new Float32Array(gate.length);
+    swigluOai(out, gate, up, gate.length);
+    gate.forEach((g, i) => {
+      const x = Math.min(g, 7);
+      const y = Math.min(Math.max(up[i]!, -7), 7);
+      const want = (x / (1 + Math.exp(-1.702 * x))) * (y + 1);
+      assert.ok(Math.abs(out[i]! - want) <= 1e-6 * Math.max(1, Math.abs(want)), `gate ${g}, up ${up[i]}: ${out[i]} vs ${want}`);
+    });
+  });
+
+  it('routeTopKSoftmax takes the k largest logits (lowest id among equals), weights a softmax over those k', () => {
+    const p = { numExperts: 6, numExpertsUsed: 3, expertFfnSize: 32, normTopK: false };
+    const logits = Float32Array.from([0.5, 2, -1, 2, 1.5, 0, /* token 2 */ -3, -2, -1, 5, 4, 3.5]);
+    const routing = { experts: new Int32Array(6), weights: new Float32Array(6) };
+    const gap = routeTopKSoftmax(logits, 2, p, routing);
+    assert.deepEqual([...routing.experts], [1, 3, 4, 3, 4, 5]);
+    const soft = (xs: number[]): number[] => xs.map((x) => Math.exp(x) / xs.reduce((a, b) => a + Math.exp(b), 0));
+    const want = [...soft([2, 2, 1.5]), ...soft([5, 4, 3.5])];
+    routing.weights.forEach((w, i) => assert.ok(Math.abs(w - want[i]!) < 1e-6, `weight ${i}: ${w} vs ${want[i]}`));
+    assert.equal(gap, 1); // token 1: 1.5 (3rd) against 0.5 (4th); token 2: 3.5 against −1
+  });
+});
+
+describe('gpt-oss under batching (gptoss-mxfp4: tokens of several sequences share experts)', () => {
+  for (const [name, kernels] of KERNELS) {
+    for (const budget of [2048, 7]) {
+      it(`${name}: llama.cpp's greedy tokens inside a batch of 7 others (token budget ${budget})`, { skip: kernels ? false : 'native core unavailable' }, () =>
+        batchedAgreesWithLlamaCpp('gptoss-mxfp4', kernels!, budget, 4));
+    }
+  }
+});
