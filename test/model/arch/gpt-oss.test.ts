@@ -4,16 +4,20 @@
 // gptoss-mxfp4 (MXFP4 experts, Q8_0 elsewhere: llama-quantize's MXFP4_MOE) agree with llama.cpp
 // in the suite-wide tests (test/model/llama-cpp-agreement.test.ts: reference;
 // test/kernels/native-generate.test.ts: native, and again with the wider SIMD paths off in
-// simd-paths.test.ts); here: the config, the two expert pieces against plain math, and
-// llama.cpp's greedy tokens inside a batch of other sequences.
+// simd-paths.test.ts); here: the config, the two expert pieces against plain math,
+// llama.cpp's greedy tokens inside a batch of other sequences, and the Hugging Face folder
+// (OpenAI's MXFP4 experts repacked to ggml's) against llama.cpp on its GGUF twin.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Kernels } from '../../../src/kernels/index.js';
 import { loadNativeKernels } from '../../../src/kernels/native.js';
 import { referenceKernels } from '../../../src/kernels/reference.js';
 import { fixtureModel } from '../../fixtures/engine-run.js';
-import { batchedAgreesWithLlamaCpp } from '../../fixtures/moe-cases.js';
-import { GPTOSS_FIXTURE_CONFIG } from '../../fixtures/recipe.js';
+import { agreesWithLlamaCpp, batchedAgreesWithLlamaCpp } from '../../fixtures/moe-cases.js';
+import { GPTOSS_FIXTURE_CONFIG, HF_FIXTURES } from '../../fixtures/recipe.js';
+import { hfFixturePaths } from '../../fixtures/index.js';
+import { loadModel } from '../../../src/model/load.js';
+import { repackMxfp4 } from '../../../src/model/hf-gptoss.js';
 import { GGMLType } from '../../../src/tensor/weight-types.js';
 import { routeTopKSoftmax, swigluOai } from '../../../src/model/arch/oai-moe.js';
 
@@ -69,4 +73,29 @@ describe('gpt-oss under batching (gptoss-mxfp4: tokens of several sequences shar
         batchedAgreesWithLlamaCpp('gptoss-mxfp4', kernels!, budget, 4));
     }
   }
+});
+
+describe('gpt-oss from a Hugging Face folder (MXFP4 experts as *_blocks / *_scales, BF16 elsewhere)', () => {
+  const f = HF_FIXTURES.find((x) => x.name === 'hf-gptoss')!;
+  for (const [name, kernels] of KERNELS) {
+    it(`${f.name} (${name}): llama.cpp's tokens and logits of the GGUF twin`, { skip: kernels ? false : 'native core unavailable' }, (t) => {
+      const model = loadModel(hfFixturePaths(f).folder);
+      assert.equal(model.config.arch, 'gpt-oss');
+      assert.equal(model.tensors.get('blk.1.ffn_up_exps.weight').type, GGMLType.MXFP4);
+      // the experts are MXFP4 (their activations rounded to Q8_0), so the bound is MXFP4_MOE's, not BF16's
+      agreesWithLlamaCpp(t, f.name, 'MXFP4_MOE', kernels!, model);
+    });
+  }
+
+  it('repackMxfp4 puts HF value 2i / 2i + 1 (byte i, low / high nibble) at ggml value j / j + 16 (byte j), gate rows even, up rows odd', () => {
+    // one expert, 2 rows (gate, up), one block each: values v[r][k] = (k + r) % 16, scales 120 and 121
+    const blocks = new Uint8Array(32);
+    for (let r = 0; r < 2; r++) for (let i = 0; i < 16; i++) blocks[r * 16 + i] = ((2 * i + r) % 16) | (((2 * i + 1 + r) % 16) << 4);
+    const scales = Uint8Array.from([120, 121]);
+    for (const [which, r] of [['gate', 0], ['up', 1]] as const) {
+      const out = repackMxfp4(blocks, scales, 1, 2, 1, which);
+      assert.equal(out[0], 120 + r);
+      for (let j = 0; j < 16; j++) assert.equal(out[1 + j], ((j + r) % 16) | (((j + 16 + r) % 16) << 4), `${which} byte ${j}`);
+    }
+  });
 });
