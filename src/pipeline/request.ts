@@ -16,6 +16,7 @@ import { checkPromptBytes } from './prompt-bytes.js';
 import { isChatPrompt, renderChatPrompt } from './prompt.js';
 import type { PromptInput } from './prompt.js';
 import { Slicer } from './slicer.js';
+import { parserNeedsSpecialTokens } from './reasoning/parser.js';
 import { checkToolSchemasCompile } from './tools/forced.js';
 import { planTools, withGenericToolsInstruction } from './tools/request.js';
 import type { ChatToolsPlan, ToolFields } from './tools/request.js';
@@ -135,7 +136,9 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
     prompts: Object.freeze(prompts),
     stop: Object.freeze(stop),
     includeStopStrInOutput: spec.includeStopStrInOutput ?? false,
-    skipSpecialTokens: spec.skipSpecialTokens ?? true,
+    // a chat whose output is read through special-token markup (gpt-oss's harmony) keeps it in
+    // the text for the parser, which takes it out: the client never sees it either way
+    skipSpecialTokens: spec.prompts.some(isChatPrompt) && (parserNeedsSpecialTokens(ctx.options.reasoningParser) || tools?.parser?.name === 'openai') ? false : (spec.skipSpecialTokens ?? true),
     tools,
   });
 }

@@ -75,6 +75,7 @@ export interface ChatBody extends OpenAISampling, ToolFields {
   continue_final_message?: boolean | null;
   echo?: boolean | null;
   chat_template_kwargs?: Record<string, unknown> | null;
+  reasoning_effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | null;
 }
 
 const COMPLETIONS_FIELDS = new Set(Object.keys(completionsBody.properties));
@@ -177,7 +178,8 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
     spec: {
       ...common,
       // rendered by the pipeline, with the tools' template variables
-      prompts: [{ messages, addGenerationPrompt: body.add_generation_prompt ?? true, continueFinalMessage: body.continue_final_message ?? false, templateVars: { ...kwargs } }],
+      // reasoning_effort reaches the template as vLLM passes it; chat_template_kwargs win over it
+      prompts: [{ messages, addGenerationPrompt: body.add_generation_prompt ?? true, continueFinalMessage: body.continue_final_message ?? false, templateVars: { ...(body.reasoning_effort != null && { reasoning_effort: body.reasoning_effort }), ...kwargs } }],
       tools,
       promptParam: 'messages',
       // the rendered template carries its own BOS where the model wants one (vLLM: add_special_tokens false for chat)

@@ -134,6 +134,8 @@ export const chatBody = {
     continue_final_message: { type: ['boolean', 'null'] },
     echo: { type: ['boolean', 'null'] },
     chat_template_kwargs: { type: ['object', 'null'] },
+    // OpenAI's and vLLM's field; reaches the template as `reasoning_effort` (gpt-oss's Reasoning: line)
+    reasoning_effort: { enum: ['none', 'minimal', 'low', 'medium', 'high', null] },
     tools: { anyOf: [{ type: 'array', items: chatTool }, { type: 'null' }] },
     tool_choice: {
       anyOf: [

@@ -4,8 +4,10 @@
 // cannot parse stays content, as in vLLM.
 import { rawDecode } from './json-scan.js';
 import { parsePythonicCall, parsePythonicList } from './pythonic.js';
+import { harmonyMarkers, parseHarmonyCalls } from './harmony-calls.js';
+import { isHarmonyTemplate } from '../reasoning/harmony.js';
 
-export const TOOL_CALL_PARSERS = ['hermes', 'llama3_json', 'mistral', 'phi4_mini_json', 'pythonic'] as const;
+export const TOOL_CALL_PARSERS = ['hermes', 'llama3_json', 'mistral', 'phi4_mini_json', 'pythonic', 'openai'] as const;
 export type ToolCallParserName = (typeof TOOL_CALL_PARSERS)[number];
 
 export interface ParsedToolCall {
@@ -161,7 +163,10 @@ const pythonic: ToolCallParser = {
   },
 };
 
-const PARSERS: Record<ToolCallParserName, ToolCallParser> = { hermes, llama3_json: llama3Json, mistral, phi4_mini_json: phi4MiniJson, pythonic };
+/** vLLM's `openai` (gpt-oss's harmony format): a commentary message to functions.NAME (harmony-calls.ts) */
+const openai: ToolCallParser = { name: 'openai', markers: harmonyMarkers, leadMarkers: [], parse: parseHarmonyCalls };
+
+const PARSERS: Record<ToolCallParserName, ToolCallParser> = { hermes, llama3_json: llama3Json, mistral, phi4_mini_json: phi4MiniJson, pythonic, openai };
 
 export function toolCallParser(name: ToolCallParserName): ToolCallParser {
   return PARSERS[name];
@@ -170,6 +175,7 @@ export function toolCallParser(name: ToolCallParserName): ToolCallParser {
 /** The parser a chat template's own tool-call syntax implies, if any. */
 export function toolCallParserForTemplate(template: string | undefined): ToolCallParser | undefined {
   if (template === undefined) return undefined;
+  if (isHarmonyTemplate(template)) return openai;
   if (template.includes('<tool_call>')) return hermes;
   if (template.includes('[TOOL_CALLS]')) return mistral;
   // the pythonic templates (vLLM's Llama 3.2 / Gemma 3 examples) show the list as "[func_name1(…"
