@@ -19,6 +19,8 @@ import { reasoningParserForTemplate, splitReasoning } from '../../../src/pipelin
 import { resolveRequest } from '../../../src/pipeline/request.js';
 import { toolCallParser, toolCallParserForTemplate } from '../../../src/pipeline/tools/parsers.js';
 import { renderChat } from '../../../src/tokenizer/chat-template.js';
+import { endOfGeneration } from '../../../src/tokenizer/eog.js';
+import { TokenType } from '../../../src/tokenizer/tokenizer.js';
 import type { ChatMessage } from '../../../src/tokenizer/chat-template.js';
 import { PROJECT_ROOT, ggufFixturePath } from '../../fixtures/index.js';
 import { GGUF_FIXTURES } from '../../fixtures/recipe.js';
@@ -150,5 +152,14 @@ describe('a chat request on the harmony template', () => {
     // a plain completion is left as asked
     const plain = await resolveRequest(ctx, { prompts: ['Hi'], promptParam: 'prompt', addSpecialTokens: false, maxTokens: 8, maxTokensParam: 'max_tokens', defaultMaxTokens: 16, sampling: {}, idPrefix: 'cmpl', skipSpecialTokens: true });
     assert.equal(plain.skipSpecialTokens, true);
+  });
+});
+
+describe('harmony markup in a GGUF vocabulary', () => {
+  it('as llama.cpp: <|channel|>, <|message|>, <|start|>, <|constrain|> and <|end|> are rendered; <|return|> and <|call|> end generation', () => {
+    const tokens = ['a', '<|return|>', '<|constrain|>', '<|channel|>', '<|start|>', '<|end|>', '<|message|>', '<|call|>'];
+    const { stopIds, types } = endOfGeneration(tokens, tokens.map((t) => (t.startsWith('<|') ? TokenType.CONTROL : TokenType.NORMAL)), [1]);
+    assert.deepEqual([...stopIds].sort(), [1, 7]);
+    assert.deepEqual(types, [TokenType.NORMAL, TokenType.CONTROL, TokenType.USER_DEFINED, TokenType.USER_DEFINED, TokenType.USER_DEFINED, TokenType.USER_DEFINED, TokenType.USER_DEFINED, TokenType.CONTROL]);
   });
 });
