@@ -110,6 +110,10 @@ function expertSources(numLayers: number, canonical: string): { which: 'gate' | 
 /** Serves a gpt-oss folder's tensors under GGUF names (experts repacked to ggml MXFP4 on first use). */
 export function gptOssTensorSource(dir: string, model: SafetensorsModel, config: ModelConfig): TensorSource & { dimsOf(name: string): readonly number[] | undefined } {
   const cache = new Map<string, WeightTensor>();
+  const experts = 'model.layers.0.mlp.experts.gate_up_proj';
+  if (model.has(experts) && !model.has(`${experts}_blocks`)) {
+    throw new UnsupportedModelError(dir, `experts dequantized to ${model.fileOf(experts)?.entry(experts)?.dtype} (${experts}) are not supported; loom reads the MXFP4 mlp.experts.*_blocks / *_scales of the released checkpoints`);
+  }
   const entry = (hfName: string) => model.fileOf(hfName)?.entry(hfName);
   const raw = (hfName: string): Uint8Array => model.fileOf(hfName)!.read(hfName, { cache: false, anyDtype: true });
   const has = (name: string): boolean => {

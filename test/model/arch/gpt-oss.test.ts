@@ -8,6 +8,9 @@
 // llama.cpp's greedy tokens inside a batch of other sequences, and the Hugging Face folder
 // (OpenAI's MXFP4 experts repacked to ggml's) against llama.cpp on its GGUF twin.
 import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import type { Kernels } from '../../../src/kernels/index.js';
 import { loadNativeKernels } from '../../../src/kernels/native.js';
@@ -18,6 +21,8 @@ import { GPTOSS_FIXTURE_CONFIG, HF_FIXTURES } from '../../fixtures/recipe.js';
 import { hfFixturePaths } from '../../fixtures/index.js';
 import { loadModel } from '../../../src/model/load.js';
 import { repackMxfp4 } from '../../../src/model/hf-gptoss.js';
+import { writeSafetensors } from '../../../src/model/safetensors-writer.js';
+import { UnsupportedModelError } from '../../../src/errors.js';
 import { GGMLType } from '../../../src/tensor/weight-types.js';
 import { routeTopKSoftmax, swigluOai } from '../../../src/model/arch/oai-moe.js';
 
@@ -96,6 +101,20 @@ describe('gpt-oss from a Hugging Face folder (MXFP4 experts as *_blocks / *_scal
       const out = repackMxfp4(blocks, scales, 1, 2, 1, which);
       assert.equal(out[0], 120 + r);
       for (let j = 0; j < 16; j++) assert.equal(out[1 + j], ((j + r) % 16) | (((j + 16 + r) % 16) << 4), `${which} byte ${j}`);
+    }
+  });
+});
+
+describe('gpt-oss folders loom refuses', () => {
+  it('experts dequantized to BF16 (mlp.experts.gate_up_proj, no *_blocks): one line naming the tensor', () => {
+    const src = hfFixturePaths(HF_FIXTURES.find((x) => x.name === 'hf-gptoss')!).folder;
+    const dir = mkdtempSync(join(tmpdir(), 'loom-gptoss-bf16-'));
+    try {
+      for (const f of ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json']) copyFileSync(join(src, f), join(dir, f));
+      writeSafetensors(join(dir, 'model.safetensors'), [{ name: 'model.layers.0.mlp.experts.gate_up_proj', dtype: 'BF16', shape: [8, 256, 512], data: new Uint8Array(8 * 256 * 512 * 2) }]);
+      assert.throws(() => loadModel(dir), (e: Error) => e instanceof UnsupportedModelError && /dequantized to BF16 \(model\.layers\.0\.mlp\.experts\.gate_up_proj\)/.test(e.message));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
