@@ -104,6 +104,8 @@ static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
       for (int p = 0; p < p1 - p0; p++) scores[p] = std::tanh(scores[p] * inv) * a.softcap;
     }
     a.stats[g] = Ops::max_of(scores, p1 - p0);
+    // a sink takes part in the maximum as ggml_soft_max_ext's does; attention.cc adds e^(sink − max) to the sum
+    if (a.sinks && a.sinks[g] > a.stats[g]) a.stats[g] = a.sinks[g];
     a.stats[T + g] = Ops::exp_shift_sum(scores, p1 - p0, a.stats[g]);
   }
 }

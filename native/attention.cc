@@ -65,7 +65,7 @@ const char* check_attention_batch(const AttentionBatchView& b, int64_t n_tokens,
 }
 
 void attention(float* out, const float* q, const KvCacheView& c, const AttentionBatchView& b, int64_t n_tokens,
-               int num_heads, float scale, int window, float softcap) {
+               int num_heads, float scale, int window, float softcap, const float* sinks) {
   if (n_tokens <= 0) return;
   const int d = c.head_dim;
   const int group = num_heads / c.num_kv_heads;
@@ -166,6 +166,7 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
     job.ctx = b.positions[t] + 1;
     job.first = first_position(b.positions[t], window);
     job.softcap = softcap;
+    job.sinks = sinks ? sinks + h : nullptr;
     job.block_stride = static_cast<int64_t>(c.num_kv_heads) * c.block_size * d;
     job.head_offset = static_cast<int64_t>(h / group) * c.block_size * d;
     job.head_dim = d;
@@ -198,7 +199,11 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
       if (!chunked) {
         ops.attend_scores(job, first, first + span);
         float* inv = job.stats + heads;  // Σ_g → 1/Σ_g in place
-        for (int g = 0; g < heads; g++) inv[g] = 1.0f / inv[g];
+        for (int g = 0; g < heads; g++) {
+          // the sink's share of the denominator, as ggml_soft_max_ext: sum += e^(sink − max)
+          if (job.sinks) inv[g] = static_cast<float>(static_cast<double>(inv[g]) + std::exp(static_cast<double>(job.sinks[g]) - job.stats[g]));
+          inv[g] = 1.0f / inv[g];
+        }
         return ops.attend_values(job, first, first + span, inv, job.out);
       }
       job.scores = split_scores + unit_scores[u];
@@ -215,7 +220,9 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
       for (int g = 0; g < heads; g++) {
         float max = -std::numeric_limits<float>::infinity();
         for (int64_t s = 0; s < nc; s++) max = std::max(max, item_stats[(i0 + s) * 2 * heads + g]);
-        double total = 0;
+        // each chunk's maximum already counts the sink; its share of the sum is added once
+        const float* sink = sinks ? sinks + (u % units_per_token) * heads + g : nullptr;
+        double total = sink ? std::exp(static_cast<double>(*sink) - max) : 0;
         for (int64_t s = 0; s < nc; s++) {
           const float* st = item_stats + (i0 + s) * 2 * heads;
           total += static_cast<double>(st[heads + g]) * std::exp(static_cast<double>(st[g]) - max);

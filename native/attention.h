@@ -40,9 +40,10 @@ const char* check_attention_batch(const AttentionBatchView& batch, int64_t n_tok
 // alike), first = 0, or positions[t] − window + 1 when window > 0 (llama.cpp's standard
 // sliding window); head h reads kv head h / (num_heads / num_kv_heads). softcap > 0 turns
 // each score s = scale·q·k into softcap·tanh(s / softcap) (Gemma 2). For an f16 cache q and
-// the softmax weights are rounded to f16, as llama.cpp does. The batch must pass
+// the softmax weights are rounded to f16, as llama.cpp does. sinks (null or [num_heads]): per
+// query head a logit in its softmax's denominator only (gpt-oss). The batch must pass
 // check_attention_batch with the same window.
 void attention(float* out, const float* q, const KvCacheView& cache, const AttentionBatchView& batch, int64_t n_tokens,
-               int num_heads, float scale, int window = 0, float softcap = 0.0f);
+               int num_heads, float scale, int window = 0, float softcap = 0.0f, const float* sinks = nullptr);
 
 }  // namespace loom

@@ -57,7 +57,7 @@ Napi::Value WriteKv(const Napi::CallbackInfo& info) {
 }
 
 // (out, q, kc, vc, f16, numBlocks, blockSize, numKvHeads, headDim,
-//  seqStarts, positions, blockTables, maxBlocksPerSeq, numHeads, scale[, window, softcap])
+//  seqStarts, positions, blockTables, maxBlocksPerSeq, numHeads, scale[, window, softcap, sinks])
 Napi::Value Attention(const Napi::CallbackInfo& info) {
   auto out = f32_array(info, 0, "out");
   auto q = f32_array(info, 1, "q");
@@ -71,6 +71,12 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
   const int64_t window = info.Length() > 15 ? integer(info, 15, "window", 0) : 0;
   const double softcap = info.Length() > 16 ? number(info, 16, "softcap") : 0.0;
   if (!(softcap >= 0)) throw Napi::RangeError::New(info.Env(), "softcap must be >= 0");
+  const bool has_sinks = info.Length() > 17 && !info[17].IsNull() && !info[17].IsUndefined();
+  Span<float> sinks{nullptr, 0};
+  if (has_sinks) {
+    sinks = f32_array(info, 17, "sinks");
+    need(info, sinks.length, heads, "sinks");
+  }
   if (heads % c.num_kv_heads != 0) throw Napi::RangeError::New(info.Env(), "numHeads must be a multiple of numKvHeads");
   if (seq_starts.length < 1) throw Napi::RangeError::New(info.Env(), "seqStarts needs numSeqs + 1 entries");
   const int64_t num_seqs = static_cast<int64_t>(seq_starts.length) - 1;
@@ -83,7 +89,7 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
   if (const char* problem = check_attention_batch(b, n, c.num_blocks, c.block_size, static_cast<int>(window)))
     throw Napi::RangeError::New(info.Env(), std::string("attention: ") + problem);
   attention(out.data, q.data, c, b, n, static_cast<int>(heads), static_cast<float>(scale), static_cast<int>(window),
-            static_cast<float>(softcap));
+            static_cast<float>(softcap), has_sinks ? sinks.data : nullptr);
   return info.Env().Undefined();
 }
 

@@ -23,6 +23,8 @@ struct AttendHead {
   int ctx;              // one past the last attended position (the query's position + 1)
   int first;            // first attended position (0, or ctx - window for a sliding window)
   float softcap;        // > 0: scores s become softcap · tanh(s / softcap) before softmax (Gemma 2)
+  const float* sinks;   // null, or [heads · kv_heads] per query head a logit that joins the maximum (and, in
+                        // attention.cc, the sum) of its softmax: gpt-oss's attention sinks
   int64_t block_stride;  // elements of a block: numKvHeads * blockSize * headDim
   int64_t head_offset;   // first KV head * blockSize * headDim
   int head_dim;

@@ -16,6 +16,8 @@ import { quantize } from '../tensor/quant/quantize.js';
 import { llama3FreqFactors, longropeAttnFactor } from '../tensor/rope-scaling.js';
 import { gemma4BenchMetadata, gemma4BenchTensors } from './make-model-gemma4.js';
 import type { Gemma4BenchShape } from './make-model-gemma4.js';
+import { gptOssBenchMetadata, gptOssBenchTensors } from './make-model-gptoss.js';
+import type { GptOssBenchShape } from './make-model-gptoss.js';
 import { mixType } from './quant-mix.js';
 import type { AttnVPosition } from './quant-mix.js';
 import { moeBenchMetadata, moeBenchTensors } from './make-model-moe.js';
@@ -26,7 +28,7 @@ import { modelVocab } from './model-vocab.js';
 import type { ModelVocab } from './model-vocab.js';
 
 export interface BenchShape {
-  readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe';
+  readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss';
   readonly name: string;
   readonly hidden: number;
   readonly layers: number;
@@ -61,6 +63,8 @@ export interface BenchShape {
   readonly gemma4?: Gemma4BenchShape;
   /** routed experts in place of (Gemma 4: beside) the dense FFN */
   readonly moe?: MoeBenchShape;
+  /** gpt-oss: routed experts (ffn: each expert's width), the sliding window of every other layer, YaRN */
+  readonly gptOss?: GptOssBenchShape;
 }
 
 export const BENCH_SHAPES = {
@@ -145,14 +149,22 @@ export const BENCH_SHAPES = {
     },
     moe: { experts: 128, used: 8, expertFfn: 704, gemma4: true },
   },
+  // gpt-oss-20b as its config.json gives it: 24 layers of 2880, 64 heads of 64 (8 KV heads), 32
+  // experts of 2880 (4 a token), every other layer over a window of 128, YaRN ×32 over 4096;
+  // its o200k_harmony vocabulary's size, a byte-level BPE standing in (llama-quantize's mix: --type mxfp4_moe)
+  'gpt-oss-20b': {
+    arch: 'gpt-oss', name: 'gpt-oss-20b', hidden: 2880, layers: 24, heads: 64, kvHeads: 8, headDim: 64, ffn: 2880,
+    vocab: 201088, context: 131072, ropeBase: 150000, rmsEps: 1e-5, qkvBias: true, pre: 'llama-bpe',
+    gptOss: { experts: 32, expertsUsed: 4, window: 128, yarnFactor: 32, yarnOrigContext: 4096 },
+  },
 } as const satisfies Record<string, BenchShape>;
 
 export type BenchShapeName = keyof typeof BENCH_SHAPES;
-export const BENCH_TYPES = ['q8_0', 'q4_k', 'q4_k_m', 'q5_k_m', 'f16', 'q4_0'] as const;
+export const BENCH_TYPES = ['q8_0', 'q4_k', 'q4_k_m', 'q5_k_m', 'f16', 'q4_0', 'mxfp4_moe'] as const;
 export type BenchWeightType = (typeof BENCH_TYPES)[number];
 
-/** llama_ftype: MOSTLY_Q8_0, MOSTLY_Q4_K_S, MOSTLY_Q4_K_M, MOSTLY_Q5_K_M, MOSTLY_F16, MOSTLY_Q4_0 */
-const FILE_TYPE: Record<BenchWeightType, number> = { q8_0: 7, q4_k: 14, q4_k_m: 15, q5_k_m: 17, f16: 1, q4_0: 2 };
+/** llama_ftype: MOSTLY_Q8_0, MOSTLY_Q4_K_S, MOSTLY_Q4_K_M, MOSTLY_Q5_K_M, MOSTLY_F16, MOSTLY_Q4_0, MOSTLY_MXFP4_MOE */
+const FILE_TYPE: Record<BenchWeightType, number> = { q8_0: 7, q4_k: 14, q4_k_m: 15, q5_k_m: 17, f16: 1, q4_0: 2, mxfp4_moe: 38 };
 /** bump when the generator's output changes, so cached files are rebuilt */
 const GENERATOR_VERSION = 3;
 
@@ -171,6 +183,8 @@ export function matrixType(type: BenchWeightType, name: string, rowLength: numbe
     case 'f16': return GGMLType.F16;
     case 'q4_k': return rowLength % 256 !== 0 ? GGMLType.Q8_0 : GGMLType.Q4_K;
     case 'q4_0': return GGMLType.Q4_0;
+    // llama-quantize's MXFP4_MOE: every 2-D matrix Q8_0 (the experts' 3-D tensors MXFP4: expertType)
+    case 'mxfp4_moe': return GGMLType.Q8_0;
     default: return mixType(type, name, rowLength, layers, true, attnV);
   }
 }
@@ -250,6 +264,19 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   if (s.gemma4) {
     gemma4BenchTensors(s, s.gemma4, matrix, vector, f32, s.moe && ((p) => moeBenchTensors(p, s.hidden, s.moe!, matrix, vector, f32Matrix)));
     return positioned();
+  }
+  if (s.gptOss) {
+    const experts = (name: string, inF: number, outF: number, n: number, std: number): void => {
+      const type = o.type === 'mxfp4_moe' ? GGMLType.MXFP4 : matrixType(o.type, name, inF, s.layers);
+      const seed = seedOf();
+      out.push({ name, type, dims: [inF, outF, n], produce: () => quantizedRows(type, inF, outF * n, std, seed) });
+    };
+    const f32Matrix = (name: string, inF: number, outF: number, std: number): void => {
+      const seed = seedOf();
+      out.push({ name, type: GGMLType.F32, dims: [inF, outF], produce: () => new Uint8Array(gaussian(inF * outF, std, 0, new Rng(seed)).buffer) });
+    };
+    gptOssBenchTensors(s, s.gptOss, { matrix, experts, vector, f32Matrix });
+    return out;
   }
   const d = s.hidden;
   const q = s.heads * s.headDim;
@@ -384,6 +411,7 @@ function modelMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
     const common = commonMetadata(s, o).filter((e) => !/\.(feed_forward_length|attention\.head_count_kv)$/.test(e.key));
     return [...common, ...gemma4BenchMetadata(s, s.gemma4), ...experts];
   }
+  if (s.gptOss) return [...commonMetadata(s, o), ...gptOssBenchMetadata(s, s.gptOss)];
   return [...commonMetadata(s, o), ...experts];
 }
 

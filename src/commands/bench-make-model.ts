@@ -22,7 +22,8 @@ export function benchMakeModelCommand(): Command {
         'that loom and llama.cpp both read) and print its path. Files are cached in dist/bench-models/ by shape, type ' +
         'and seed. q4_k stores matrices whose rows are not a multiple of 256 values (every 576- or 896-wide input) ' +
         'as Q8_0; q4_k_m and q5_k_m mix types as llama-quantize does (Q6_K output and some attn_v/ffn_down, ' +
-        'Q5_0/Q5_1/Q8_0 for rows that are not whole 256-blocks); norms and biases stay F32.',
+        'Q5_0/Q5_1/Q8_0 for rows that are not whole 256-blocks); mxfp4_moe is llama-quantize\'s MXFP4_MOE (gpt-oss-20b: ' +
+        'the experts MXFP4, every other matrix Q8_0, the router F32); norms and biases stay F32.',
     )
     .addOption(new Option('--shape <name>', 'architecture shape').choices(Object.keys(BENCH_SHAPES)).default('smollm2-135m'))
     .addOption(new Option('--type <type>', 'weight type of the matrices').choices([...BENCH_TYPES]).default('q8_0'))

@@ -26,6 +26,7 @@ import { publishKvEvents } from '../server/kv-events-publisher.js';
 import { hostname } from 'node:os';
 import { loadChatTemplate } from '../tokenizer/chat-template.js';
 import { REASONING_PARSERS } from '../pipeline/reasoning/parser.js';
+import { reasoningParserForTemplate } from '../pipeline/reasoning/formats.js';
 import type { ReasoningParserName } from '../pipeline/reasoning/parser.js';
 import { TOOL_CALL_PARSERS } from '../pipeline/tools/parsers.js';
 import type { ToolCallParserName } from '../pipeline/tools/parsers.js';
@@ -142,7 +143,7 @@ export function serveCommand(): Command {
     .option('--kv-events-hash-seed <seed>', "seed of the KV events' block hashes; set the router's hashSeed to the same (default: $PYTHONHASHSEED or empty)", process.env.PYTHONHASHSEED ?? '')
     .option('--speculative-config <json>', 'speculative decoding as vLLM\'s, e.g. \'{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}\'')
     .option('--chat-template <file-or-string>', "a Jinja chat template (a file, or the template itself) used instead of the model's")
-    .addOption(new Option('--reasoning-parser <name>', 'return the reasoning (<think>…</think>; gemma4: the thought channel) as reasoning_content; structured output starts after it').choices([...REASONING_PARSERS]))
+    .addOption(new Option('--reasoning-parser <name>', 'return the reasoning (<think>…</think>; gemma4: the thought channel; openai_gptoss: the analysis channel) as reasoning_content; structured output starts after it [openai_gptoss for a harmony template]').choices([...REASONING_PARSERS]))
     .addOption(new Option('--tool-call-parser <name>', "how the model writes tool calls (default: from its chat template)").choices([...TOOL_CALL_PARSERS]))
     .action((flags: ServeFlags) => runServe(flags));
   return withEnvAndConfig(cmd);
@@ -213,7 +214,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
       logRequests: !flags.disableLogRequests,
       limits: { maxN: flags.maxN, maxStopStrings: flags.maxStopStrings, maxLogitBias: flags.maxLogitBias },
       chatTemplate,
-      reasoningParser: flags.reasoningParser,
+      // gpt-oss's harmony channels are split without being asked, as vLLM and llama-server do
+      reasoningParser: flags.reasoningParser ?? reasoningParserForTemplate(chatTemplate ?? model.tokenizer.chatTemplate),
       toolCallParser: flags.toolCallParser,
     },
   });

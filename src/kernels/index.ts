@@ -50,6 +50,9 @@ export interface AttentionShape {
   readonly window?: number;
   /** attention logit soft-cap (Gemma 2): scores s = scale·q·k become cap·tanh(s / cap) before softmax; 0 or absent = off */
   readonly softcap?: number;
+  /** [numHeads] a learned logit per query head that joins its softmax's denominator only (gpt-oss's
+   *  attention sinks, ggml_soft_max_ext's sinks: max over the scores and the sink, sum + e^(sink − max)); absent = none */
+  readonly sinks?: Float32Array;
 }
 
 /** Head layout of a gated delta rule: q/k [numTokens, numKHeads, headDim], v/out [numTokens, numVHeads, headDim]. */

@@ -193,6 +193,19 @@ function softmax(x: Float32Array, rows: number, n: number): void {
   }
 }
 
+/** softmax over n scores with one more logit in the denominator only (ggml_soft_max_ext's sink) */
+function softmaxWithSink(row: Float32Array, n: number, sink: number): void {
+  let max = sink;
+  for (let i = 0; i < n; i++) max = Math.max(max, row[i]!);
+  let sum = Math.exp(sink - max);
+  for (let i = 0; i < n; i++) {
+    const e = Math.exp(row[i]! - max);
+    row[i] = e;
+    sum += e;
+  }
+  for (let i = 0; i < n; i++) row[i] = row[i]! / sum;
+}
+
 function argmax(row: Float32Array): number {
   let best = 0;
   let max = row[0]!;
@@ -318,7 +331,8 @@ function attention(
           const s = Math.fround(dot * scale);
           scores[p - first] = cap > 0 ? capScore(s, inv, cap) : s;
         }
-        softmax(scores, 1, ctx - first);
+        if (shape.sinks) softmaxWithSink(scores, ctx - first, shape.sinks[h]!);
+        else softmax(scores, 1, ctx - first);
         for (let i = 0; i < headDim; i++) out[qBase + i] = 0;
         for (let p = first; p < ctx; p++) {
           const weight = half ? roundToF16(scores[p - first]!) : scores[p - first]!;

@@ -11,6 +11,7 @@ import type { ArchName, ModelConfig } from './weights.js';
 import { qwen35Config } from './hf-qwen35.js';
 import { hfRopeScaling } from './hf-rope.js';
 import { hfMoeParams } from './hf-config-moe.js';
+import { gptOssConfig } from './hf-gptoss.js';
 
 export const CONFIG_FILE = 'config.json';
 
@@ -68,10 +69,17 @@ export function parseHFConfig(file: string, json: unknown): ModelConfig {
     throw new ModelFormatError(file, 'not a JSON object');
   }
   const c = new Fields(file, json as Record<string, unknown>);
+  if (isGptOss(c)) return gptOssConfig(c);
   const family = familyOf(c);
   if (family === 'gemma2' || family === 'gemma3') return gemmaConfig(c, family);
   if (family === 'qwen35' || family === 'qwen35moe') return qwen35Config(c, family === 'qwen35moe');
   return family === 'gpt2' ? gpt2Config(c) : llamaLikeConfig(c, family);
+}
+
+/** GptOssForCausalLM (model_type gpt_oss): its own config and tensor layout (hf-gptoss.ts) */
+function isGptOss(c: Fields): boolean {
+  const archs = c.raw('architectures');
+  return Array.isArray(archs) ? archs[0] === 'GptOssForCausalLM' : c.raw('model_type') === 'gpt_oss';
 }
 
 function familyOf(c: Fields): Family {

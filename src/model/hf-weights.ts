@@ -7,6 +7,7 @@ import { ModelFormatError } from '../errors.js';
 import { ggmlTypeOf, openSafetensorsModel } from './safetensors.js';
 import type { SafetensorsModel } from './safetensors.js';
 import { qwen35HFNames, qwen35Transform } from './hf-qwen35.js';
+import { gptOssTensorSource } from './hf-gptoss.js';
 import type { ArchName, ModelConfig, TensorSource } from './weights.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 
@@ -115,6 +116,10 @@ export function hfLocation(arch: ArchName, numLayers: number, canonical: string)
 /** Opens the folder's safetensors weights and serves them by canonical name, reading lazily. */
 export function hfTensorSource(dir: string, config: ModelConfig): HFTensorSource {
   const model = openSafetensorsModel(dir);
+  if (config.arch === 'gpt-oss') {
+    const source = gptOssTensorSource(dir, model, config);
+    return { dir, get bytesRead() { return model.bytesRead; }, has: source.has, get: source.get, dimsOf: source.dimsOf };
+  }
   const cache = new Map<string, WeightTensor>();
   const locate = (name: string): { hfName: string; conv: boolean } | undefined => {
     if (name === 'output.weight' && config.tiedEmbeddings) return undefined;

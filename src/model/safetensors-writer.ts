@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { INDEX_FILE } from './safetensors.js';
 
-export type SafetensorsWriteDType = 'F32' | 'F16' | 'BF16';
+export type SafetensorsWriteDType = 'F32' | 'F16' | 'BF16' | 'U8';
 
 export interface SafetensorsWriteTensor {
   readonly name: string;
@@ -16,7 +16,7 @@ export interface SafetensorsWriteTensor {
   readonly data: Uint8Array;
 }
 
-const ELEMENT_SIZE: Readonly<Record<SafetensorsWriteDType, number>> = { F32: 4, F16: 2, BF16: 2 };
+const ELEMENT_SIZE: Readonly<Record<SafetensorsWriteDType, number>> = { F32: 4, F16: 2, BF16: 2, U8: 1 };
 
 /** The bytes of a safetensors file holding `tensors`. */
 export function encodeSafetensors(

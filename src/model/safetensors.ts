@@ -36,6 +36,8 @@ export interface SafetensorsEntry {
 export interface ReadOptions {
   /** keep the bytes for later calls (default true) */
   readonly cache?: boolean;
+  /** read a dtype loom does not compute with as plain bytes (gpt-oss's U8 MXFP4 blocks and scales) */
+  readonly anyDtype?: boolean;
 }
 
 /** An opened safetensors file: header parsed, data read lazily. */
@@ -131,7 +133,7 @@ class SafetensorsReader implements SafetensorsFile {
     if (cached) return cached;
     const e = this.entries.get(name);
     if (!e) throw new ModelFormatError(this.path, `no tensor named ${name}`);
-    ggmlTypeOf(this.path, e);
+    if (!options?.anyDtype) ggmlTypeOf(this.path, e);
     const fd = openFile(this.path);
     let bytes: Uint8Array;
     try {

@@ -20,6 +20,7 @@ import { reasoningParserForTemplate } from './reasoning/formats.js';
 import type { ReasoningParserName } from './reasoning/parser.js';
 import { planReasoning } from './reasoning/grammar-gate.js';
 import type { ReasoningPlan } from './reasoning/grammar-gate.js';
+import { parserNeedsSpecialTokens } from './reasoning/parser.js';
 import { checkToolSchemasCompile } from './tools/forced.js';
 import { planTools, withGenericToolsInstruction } from './tools/request.js';
 import type { ChatToolsPlan, ToolFields } from './tools/request.js';
@@ -147,7 +148,9 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
     prompts: Object.freeze(prompts),
     stop: Object.freeze(stop),
     includeStopStrInOutput: spec.includeStopStrInOutput ?? false,
-    skipSpecialTokens: spec.skipSpecialTokens ?? true,
+    // a chat whose output is read through special-token markup (gpt-oss's harmony) keeps it in
+    // the text for the parser, which takes it out: the client never sees it either way
+    skipSpecialTokens: spec.prompts.some(isChatPrompt) && (parserNeedsSpecialTokens(ctx.options.reasoningParser) || tools?.parser?.name === 'openai') ? false : (spec.skipSpecialTokens ?? true),
     tools,
     reasoning,
   });

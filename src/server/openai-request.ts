@@ -185,7 +185,8 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
   return {
     spec: {
       ...common,
-      // rendered by the pipeline, with the tools' template variables
+      // rendered by the pipeline, with the tools' template variables; reasoning_effort reaches the
+      // template as vLLM passes it, chat_template_kwargs win over it (chatTemplateVars)
       prompts: [{ messages, addGenerationPrompt: body.add_generation_prompt ?? true, continueFinalMessage: body.continue_final_message ?? false, templateVars: { ...kwargs } }],
       tools,
       promptParam: 'messages',

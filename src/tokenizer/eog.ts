@@ -1,7 +1,8 @@
 // End-of-generation tokens as llama.cpp finds them in a GGUF vocabulary (llama_vocab::load):
 // tokens whose text is on its list end generation whatever their type and become control
 // tokens (not split out of text unless special tokens are parsed, hidden when decoding
-// without them), with its two exceptions: gpt-oss / Solar Open's <|end|> and Gemma 4's </s>.
+// without them), with its two exceptions: gpt-oss / Solar Open's <|end|> and Gemma 4's </s>;
+// and harmony's markup tokens (<|channel|>, <|message|>, <|start|>, <|constrain|>) are rendered.
 import { TokenType } from './tokenizer.js';
 
 const EOG_TEXTS = new Set([
@@ -28,6 +29,9 @@ const EOG_TEXTS = new Set([
   '<｜end▁of▁sentence｜>', // deepseek
   '[e~[', // minimax
 ]);
+
+/** o200k_harmony's markup, which llama_vocab::load makes user-defined whatever the file says */
+const HARMONY_MARKUP = ['<|channel|>', '<|message|>', '<|start|>', '<|constrain|>'];
 
 /**
  * The stop ids (`declared`: eos / eot / eom ids, plus the listed texts) and the token types
@@ -57,6 +61,11 @@ export function endOfGeneration(
   if (end !== undefined && call !== undefined && (stopOf('<|return|>') !== undefined || stopOf('<|flush|>') !== undefined)) {
     stopIds.delete(end);
     setType(end, TokenType.USER_DEFINED);
+  }
+  // llama.cpp's "quick hack for gpt-oss": harmony's markup tokens are always rendered (user-defined)
+  for (const text of HARMONY_MARKUP) {
+    const i = tokens.indexOf(text);
+    if (i >= 0) setType(i, TokenType.USER_DEFINED);
   }
   // Gemma 4: </s> is text
   const s = stopOf('</s>');

@@ -14,7 +14,7 @@ import { GOLDEN_DIR, SHARED_MODELS, ggufFixturePath, hfFixturePaths, sha256File 
 import { readGolden, SHARED_MODEL_CASES } from '../fixtures/golden.js';
 import type { GoldenPrompt } from '../fixtures/golden.js';
 import { GGUF_FIXTURES, HF_FIXTURES } from '../fixtures/recipe.js';
-import { LLAMA_CPP_TOLERANCE } from '../fixtures/tolerance.js';
+import { LLAMA_CPP_TOLERANCE, hfFixtureTolerance } from '../fixtures/tolerance.js';
 
 const TOLERANCE = LLAMA_CPP_TOLERANCE;
 
@@ -55,10 +55,10 @@ describe('HF folders: the GGUF twin agrees with llama.cpp, the folder with the t
   for (const f of HF_FIXTURES) {
     it(f.name, () => {
       const { folder, gguf } = hfFixturePaths(f);
-      checkFile(f.name, gguf, TOLERANCE[f.dtype]);
+      checkFile(f.name, gguf, hfFixtureTolerance(f));
       // the same weights and vocabulary through safetensors + tokenizer.json give the same tokens
       const golden = readGolden(GOLDEN_DIR, f.name);
-      for (const prompt of golden.prompts) compareWithGolden(loadModel(folder), prompt, TOLERANCE[f.dtype]);
+      for (const prompt of golden.prompts) compareWithGolden(loadModel(folder), prompt, hfFixtureTolerance(f));
     });
   }
 });

@@ -6,6 +6,7 @@ import { Gemma4Architecture } from './gemma4.js';
 import { LlamaArchitecture } from './llama.js';
 import { Qwen35Architecture } from './qwen35.js';
 import { Qwen3MoeArchitecture } from './qwen3moe.js';
+import { GptOssArchitecture } from './gpt-oss.js';
 
 export type { Architecture } from './architecture.js';
 
@@ -30,5 +31,7 @@ export function createArchitecture(config: ModelConfig, tensors: TensorSource, c
       return new Gemma4Architecture(config, tensors, contextLength);
     case 'qwen3moe':
       return new Qwen3MoeArchitecture(config, tensors, contextLength);
+    case 'gpt-oss':
+      return new GptOssArchitecture(config, tensors, contextLength);
   }
 }

@@ -8,7 +8,9 @@
 // A file may hold gate and up fused per expert (ffn_gate_up_exps [hidden, 2·F, E]: gate rows
 // then up rows, as Gemma 4's converter writes them), and a per-expert scale of the down
 // projection's output (ffn_down_exps.scale [E]: Gemma 4's per_expert_scale), applied before
-// the routing weight as build_lora_mm_id does.
+// the routing weight as build_lora_mm_id does. gpt-oss adds biases to the router and to each
+// expert's gate, up and down (ffn_*.bias, ggml_add_id), chooses the top k on the raw logits
+// with a softmax over those k, and clamps its SwiGLU (oai-moe.ts).
 import type { Kernels } from '../../kernels/index.js';
 import type { MoeParams, TensorSource } from '../weights.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
@@ -16,6 +18,7 @@ import { expertTensorName, moeTensorNames } from '../gguf-config-moe.js';
 import type { Scratch } from './architecture.js';
 import { loadVector } from './architecture.js';
 import { GGMLType } from '../../tensor/weight-types.js';
+import { routeTopKSoftmax, swigluOai } from './oai-moe.js';
 
 /**
  * The 2-D [dims[0], dims[1]] matrices of a 3-D expert tensor [dims[0], dims[1], numExperts]:
@@ -89,8 +92,20 @@ export function routeTopK(probs: Float32Array, T: number, p: MoeParams, out: Rou
   return minGap;
 }
 
-/** The experts' gated activation: SiLU (SwiGLU, the Qwen families) or GELU-tanh (GeGLU, Gemma 4). */
-export type ExpertActivation = 'silu' | 'gelu';
+/** The experts' gated activation: SiLU (SwiGLU, the Qwen families), GELU-tanh (GeGLU, Gemma 4) or
+ *  OpenAI's clamped SwiGLU (gpt-oss). */
+export type ExpertActivation = 'silu' | 'gelu' | 'swiglu-oai';
+
+/** How router logits become the k experts and their weights: 'softmax' over all experts, then
+ *  the top k (renormalized when normTopK); 'topk-softmax': the top k logits, then a softmax over them (gpt-oss). */
+export type ExpertGating = 'softmax' | 'topk-softmax';
+
+/** per-expert biases ([E, width] each, expert e's row at e·width), as gpt-oss's files carry them */
+interface ExpertBiases {
+  readonly gate?: Float32Array;
+  readonly up?: Float32Array;
+  readonly down?: Float32Array;
+}
 
 /** One layer's routed FFN: the router, per-expert views of the expert tensors, and counters. */
 export class MoeFfn {
@@ -101,6 +116,9 @@ export class MoeFfn {
   private readonly down: WeightTensor[];
   /** [E] the multiplier of each expert's down output (ffn_down_exps.scale), or undefined */
   private readonly downScale: Float32Array | undefined;
+  /** [E] added to the router's logits (ffn_gate_inp.bias), or undefined */
+  private readonly routerBias: Float32Array | undefined;
+  private readonly biases: ExpertBiases;
   /** tokens routed to each expert so far (a token counts once per expert it reads) */
   readonly load: Float64Array;
   /** the smallest gap seen between a token's k-th and (k+1)-th router logit (Infinity before any, or when k = numExperts) */
@@ -118,6 +136,7 @@ export class MoeFfn {
     private readonly params: MoeParams,
     private readonly hiddenSize: number,
     private readonly activation: ExpertActivation = 'silu',
+    private readonly gating: ExpertGating = 'softmax',
   ) {
     const names = moeTensorNames(li);
     const fused = `blk.${li}.ffn_gate_up_exps.weight`;
@@ -142,6 +161,18 @@ export class MoeFfn {
     this.downScale = tensors.has(scale) ? loadVector(tensors, scale) : undefined;
     if (this.downScale && this.downScale.length !== params.numExperts) throw new RangeError(`${scale}: ${this.downScale.length} values for ${params.numExperts} experts`);
     this.load = new Float64Array(params.numExperts);
+    const vector = (name: string, width: number): Float32Array | undefined => {
+      if (!tensors.has(name)) return undefined;
+      const v = loadVector(tensors, name);
+      if (v.length !== width * params.numExperts) throw new RangeError(`${name}: ${v.length} values, ${params.numExperts} experts of ${width} need ${width * params.numExperts}`);
+      return v;
+    };
+    this.routerBias = vector(`blk.${li}.ffn_gate_inp.bias`, 1);
+    this.biases = {
+      gate: vector(`blk.${li}.ffn_gate_exps.bias`, params.expertFfnSize),
+      up: vector(`blk.${li}.ffn_up_exps.bias`, params.expertFfnSize),
+      down: vector(`blk.${li}.ffn_down_exps.bias`, hiddenSize),
+    };
   }
 
   /**
@@ -153,9 +184,14 @@ export class MoeFfn {
     const D = this.hiddenSize;
     const probs = scratch.take('moe.probs', T * E);
     k.matmul(probs, routerIn, this.router, T);
-    k.softmax(probs, T, E);
+    if (this.routerBias) k.addBias(probs, this.routerBias, T);
     const routing: Routing = { experts: new Int32Array(T * K), weights: new Float32Array(T * K) };
-    this.minRoutingGap = Math.min(this.minRoutingGap, routeTopK(probs, T, this.params, routing));
+    if (this.gating === 'topk-softmax') {
+      this.minRoutingGap = Math.min(this.minRoutingGap, routeTopKSoftmax(probs, T, this.params, routing));
+    } else {
+      k.softmax(probs, T, E);
+      this.minRoutingGap = Math.min(this.minRoutingGap, routeTopK(probs, T, this.params, routing));
+    }
 
     // counting sort of the T·K (token, slot) pairs by expert
     const starts = new Int32Array(E + 1);
@@ -188,10 +224,15 @@ export class MoeFfn {
           u.set(gu.subarray((2 * i + 1) * F, (2 * i + 2) * F), i * F);
         }
       }
+      const { gate: gb, up: ub, down: db } = this.biases;
+      if (gb) k.addBias(g, gb.subarray(e * F, (e + 1) * F), n);
+      if (ub) k.addBias(u, ub.subarray(e * F, (e + 1) * F), n);
       if (this.activation === 'silu') k.siluMul(g, g, u, n * F);
-      else k.geluMul(g, g, u, n * F);
+      else if (this.activation === 'gelu') k.geluMul(g, g, u, n * F);
+      else swigluOai(g, g, u, n * F);
       const y = scratch.take('moe.y', n * D);
       k.matmul(y, g, this.down[e]!, n);
+      if (db) k.addBias(y, db.subarray(e * D, (e + 1) * D), n);
       const ds = this.downScale?.[e];
       if (ds !== undefined) for (let j = 0; j < n * D; j++) y[j] = y[j]! * ds;
       mine.forEach((pair, i) => {

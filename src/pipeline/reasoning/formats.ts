@@ -2,6 +2,7 @@
 // the markers around it, whether the prompt may already have opened it, and the markers the
 // engine's grammar gate watches by token id (engine/grammar/gate.ts).
 import type { ReasoningParserName } from './parser.js';
+import { isHarmonyTemplate } from './harmony.js';
 
 export interface ReasoningFormat {
   /** the text that opens reasoning */
@@ -30,7 +31,20 @@ const THINK = { start: '<think>', end: '</think>', trimAfterStart: false, modelO
  */
 const GEMMA4: ReasoningFormat = { start: '<|channel>thought', end: '<channel|>', trimAfterStart: true, modelOpens: true, repeats: true, startToken: '<|channel>' };
 
-const FORMATS: Record<ReasoningParserName, ReasoningFormat> = { qwen3: THINK, deepseek_r1: THINK, gemma4: GEMMA4 };
+/**
+ * gpt-oss's harmony channels (split by harmony.ts, not by these markers): the grammar gate waits
+ * for the final channel's header, so a structured answer follows the analysis message.
+ */
+const HARMONY: ReasoningFormat = {
+  start: '<|channel|>analysis<|message|>',
+  end: '<|start|>assistant<|channel|>final<|message|>',
+  trimAfterStart: false,
+  modelOpens: true,
+  repeats: false,
+  startToken: '<|channel|>',
+};
+
+const FORMATS: Record<ReasoningParserName, ReasoningFormat> = { qwen3: THINK, deepseek_r1: THINK, gemma4: GEMMA4, openai_gptoss: HARMONY };
 
 export function reasoningFormat(name: ReasoningParserName): ReasoningFormat {
   return FORMATS[name];
@@ -38,11 +52,13 @@ export function reasoningFormat(name: ReasoningParserName): ReasoningFormat {
 
 /**
  * The reasoning parser a chat template's own markers imply, when --reasoning-parser is not
- * given: only Gemma 4's, whose channel markers would otherwise reach the content (a <think>
- * template still needs the flag, as in vLLM).
+ * given: Gemma 4's and gpt-oss's harmony (as vLLM and llama-server split gpt-oss always), whose
+ * channel markers would otherwise reach the content (a <think> template still needs the flag,
+ * as in vLLM).
  */
 export function reasoningParserForTemplate(template: string | undefined): ReasoningParserName | undefined {
   if (template === undefined) return undefined;
+  if (isHarmonyTemplate(template)) return 'openai_gptoss';
   if (template.includes('<|channel>thought') && template.includes('<|tool_call>')) return 'gemma4';
   return undefined;
 }

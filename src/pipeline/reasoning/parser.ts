@@ -8,11 +8,13 @@
 // reasoning: then it is content. Where the model opens reasoning itself (Gemma 4), output
 // that does not begin with the start marker is content. The splitter works on text, so a
 // marker split across tokens is held back until it is whole.
+// openai_gptoss (vLLM's name) reads gpt-oss's harmony channels instead (harmony.ts).
 import { partialTagLength } from '../partial-tag.js';
 import { reasoningFormat, thinkingTurnedOff } from './formats.js';
 import type { ReasoningFormat } from './formats.js';
+import { HarmonySplitter } from './harmony.js';
 
-export const REASONING_PARSERS = ['qwen3', 'deepseek_r1', 'gemma4'] as const;
+export const REASONING_PARSERS = ['qwen3', 'deepseek_r1', 'gemma4', 'openai_gptoss'] as const;
 export type ReasoningParserName = (typeof REASONING_PARSERS)[number];
 
 export interface ReasoningDelta {
@@ -31,13 +33,16 @@ export class ReasoningSplitter {
   /** 'opened': just after a start marker, whose trailing whitespace may still come */
   private state: 'lead' | 'opened' | 'reasoning' | 'content';
   private held = '';
+  private readonly harmony: HarmonySplitter | undefined;
 
   constructor(parser: ReasoningParserName, chatTemplateKwargs: Readonly<Record<string, unknown>> | undefined, opts: SplitterOptions = {}) {
     this.f = reasoningFormat(parser);
     this.state = thinkingTurnedOff(parser, chatTemplateKwargs) || opts.reasoningEnded === true ? 'content' : 'lead';
+    this.harmony = parser === 'openai_gptoss' ? new HarmonySplitter() : undefined;
   }
 
   push(text: string): ReasoningDelta {
+    if (this.harmony) return this.harmony.push(text);
     const out: ReasoningDelta = { reasoning: '', content: '' };
     let buf = this.held + text;
     this.held = '';
@@ -102,6 +107,7 @@ export class ReasoningSplitter {
 
   /** the end of the output: text held back for a marker that never completed */
   finish(): ReasoningDelta {
+    if (this.harmony) return this.harmony.finish();
     const held = this.held;
     this.held = '';
     if (this.state === 'content' || (this.state === 'lead' && this.f.modelOpens)) return { reasoning: '', content: held };
@@ -115,4 +121,9 @@ export function splitReasoning(parser: ReasoningParserName, kwargs: Readonly<Rec
   const a = s.push(text);
   const b = s.finish();
   return { reasoning: a.reasoning + b.reasoning, content: a.content + b.content };
+}
+
+/** whether a parser reads markup made of special tokens, which the detokenizer must then keep */
+export function parserNeedsSpecialTokens(parser: ReasoningParserName | undefined): boolean {
+  return parser === 'openai_gptoss';
 }

@@ -5,8 +5,10 @@
 import { rawDecode } from './json-scan.js';
 import { parseGemma4Calls } from './gemma4.js';
 import { parsePythonicCall, parsePythonicList } from './pythonic.js';
+import { harmonyMarkers, parseHarmonyCalls } from './harmony-calls.js';
+import { isHarmonyTemplate } from '../reasoning/harmony.js';
 
-export const TOOL_CALL_PARSERS = ['hermes', 'llama3_json', 'mistral', 'phi4_mini_json', 'pythonic', 'gemma4'] as const;
+export const TOOL_CALL_PARSERS = ['hermes', 'llama3_json', 'mistral', 'phi4_mini_json', 'pythonic', 'gemma4', 'openai'] as const;
 export type ToolCallParserName = (typeof TOOL_CALL_PARSERS)[number];
 
 export interface ParsedToolCall {
@@ -172,7 +174,10 @@ const gemma4: ToolCallParser = {
   },
 };
 
-const PARSERS: Record<ToolCallParserName, ToolCallParser> = { hermes, llama3_json: llama3Json, mistral, phi4_mini_json: phi4MiniJson, pythonic, gemma4 };
+/** vLLM's `openai` (gpt-oss's harmony format): a commentary message to functions.NAME (harmony-calls.ts) */
+const openai: ToolCallParser = { name: 'openai', markers: harmonyMarkers, leadMarkers: [], parse: parseHarmonyCalls };
+
+const PARSERS: Record<ToolCallParserName, ToolCallParser> = { hermes, llama3_json: llama3Json, mistral, phi4_mini_json: phi4MiniJson, pythonic, gemma4, openai };
 
 export function toolCallParser(name: ToolCallParserName): ToolCallParser {
   return PARSERS[name];
@@ -183,6 +188,7 @@ export function toolCallParserForTemplate(template: string | undefined): ToolCal
   if (template === undefined) return undefined;
   // Gemma 4's template writes calls as '<|tool_call>call:' (llama.cpp detects it by this string)
   if (template.includes("'<|tool_call>call:'")) return gemma4;
+  if (isHarmonyTemplate(template)) return openai;
   if (template.includes('<tool_call>')) return hermes;
   if (template.includes('[TOOL_CALLS]')) return mistral;
   // the pythonic templates (vLLM's Llama 3.2 / Gemma 3 examples) show the list as "[func_name1(…"
