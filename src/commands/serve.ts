@@ -1,6 +1,6 @@
 // `loom serve`: the OpenAI-compatible HTTP server over an engine in a worker thread.
 import { Command, Option } from 'commander';
-import { ENGINE_DEFAULTS, recurrentStateLine } from '../engine/options.js';
+import { ENGINE_DEFAULTS } from '../engine/options.js';
 import type { EngineOptions } from '../engine/options.js';
 import { LOGPROBS_MODES } from '../engine/logprobs.js';
 import type { LogprobsMode } from '../engine/logprobs.js';
@@ -232,8 +232,6 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const address = built.app.server.address();
   const where = typeof address === 'object' && address ? `${address.address}:${address.port}` : String(address);
   console.error(`loom: serving ${servedModelName} on ${tls ? 'https' : 'http'}://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
-  const stateLine = recurrentStateLine(model.config, engine.info.maxNumSeqs);
-  if (stateLine) console.error(`loom: ${stateLine}`);
   for (const note of engine.info.notes ?? []) console.error(`loom: ${note}`);
   console.error(`loom: ${addressesLine(address, flags.webui, tls ? 'https' : 'http')}`);
 

@@ -28,6 +28,9 @@ export interface EngineOptions {
   readonly stepTimeFactor?: number;
   readonly maxModelLen?: number;
   readonly enablePrefixCaching?: boolean;
+  /** a hybrid model's recurrent-state checkpoints for prefix caching (engine/state-checkpoints.ts), each
+   *  recurrentStateBytes of --kv-cache-memory; default stateCheckpointsFor(); 0 turns its prefix caching off */
+  readonly stateCheckpoints?: number;
   readonly logprobsMode?: LogprobsMode;
   /** sliding-window layers (Gemma 2/3) in a pool of their own that keeps only the windows
    *  (default); false keeps their whole context beside the global layers', for prefix caching */
@@ -93,16 +96,27 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   const kvCacheDtype = opts.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype;
   const maxNumBatchedTokens = positiveInt('max-num-batched-tokens', opts.maxNumBatchedTokens ?? ENGINE_DEFAULTS.maxNumBatchedTokens);
   // a hybrid model's recurrent state (one slot per sequence) comes out of the same budget
-  const stateBytes = recurrentStateBytes(model) * maxNumSeqs;
-  const memory = parseMemory(opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory) - stateBytes;
-  if (memory <= 0) {
+  const perState = recurrentStateBytes(model);
+  const stateBytes = perState * maxNumSeqs;
+  const budget = parseMemory(opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory) - stateBytes;
+  if (budget <= 0) {
     throw new InvalidArgumentError(
       `the recurrent state of --max-num-seqs ${maxNumSeqs} sequences takes ${(stateBytes / 2 ** 20).toFixed(1)} MiB, all of --kv-cache-memory ${opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory}: raise it or lower --max-num-seqs`,
     );
   }
+  // and so do its state checkpoints, when it caches prefixes
+  const pooled = model.slidingWindow !== undefined && opts.swaPool !== false;
+  const wantsPrefixCaching = !pooled && (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching);
+  const stateCheckpoints = perState > 0 && wantsPrefixCaching ? (opts.stateCheckpoints ?? stateCheckpointsFor(perState, budget, maxNumSeqs)) : 0;
+  if (!(Number.isInteger(stateCheckpoints) && stateCheckpoints >= 0)) throw new InvalidArgumentError(`state checkpoints must be a whole number ≥ 0, got ${stateCheckpoints}`);
+  const memory = budget - stateCheckpoints * perState;
+  if (memory <= 0) {
+    throw new InvalidArgumentError(
+      `${stateCheckpoints} state checkpoints take ${((stateCheckpoints * perState) / 2 ** 20).toFixed(1)} MiB, all of --kv-cache-memory left after the sequences' recurrent state: raise it or take fewer`,
+    );
+  }
   // never more than every sequence at full length could use
   const useful = maxNumSeqs * Math.ceil(maxModelLen / blockSize);
-  const pooled = model.slidingWindow !== undefined && opts.swaPool !== false;
   // a draft model's cache holds as many blocks as the target's (speculation is refused with a swa pool)
   const perToken = KvCache.bytesPerToken(model, kvCacheDtype) + (draft ? KvCache.bytesPerToken(draft, kvCacheDtype) : 0);
   const { numBlocks, swaBlocks } = pooled
@@ -151,9 +165,10 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     maxNumSeqs,
     maxNumBatchedTokens,
     stepTimeFactor,
-    // a cached prefix would need its last window in the sliding-window pool, which it does not keep
-    // hybrid models: a cached prefix would need the recurrent state after it, which is not kept
-    enablePrefixCaching: pooled || model.linearAttention ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),
+    // a cached prefix would need its last window in the sliding-window pool, which it does not keep;
+    // a hybrid model's needs the recurrent state after it: from a state checkpoint
+    enablePrefixCaching: wantsPrefixCaching && (perState === 0 || stateCheckpoints > 0),
+    ...(stateCheckpoints > 0 && { stateCheckpoints }),
     logprobsMode,
     eosTokenIds,
     ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),
@@ -200,14 +215,27 @@ export function draftModelLines(config: EngineConfig, draft: ModelConfig | undef
   ];
 }
 
-/** The start-up line of a hybrid model: its recurrent state per sequence and in all, which
- *  comes out of --kv-cache-memory, and why prefix caching is off. undefined for other models. */
-export function recurrentStateLine(model: ModelConfig, maxNumSeqs: number): string | undefined {
+/**
+ * A hybrid model's state checkpoints when none are asked for: two per --max-num-seqs (a running
+ * sequence's prompt checkpoint and its newest generation-time one), but at most a quarter of
+ * the memory left after the sequences' own state (`budget`), so the KV blocks keep the most.
+ */
+export function stateCheckpointsFor(perState: number, budget: number, maxNumSeqs: number): number {
+  return Math.max(0, Math.min(2 * maxNumSeqs, Math.floor(budget / 4 / perState)));
+}
+
+/** The start-up line of a hybrid model: its recurrent state per sequence and in all, and its state
+ *  checkpoints (prefix caching), which come out of --kv-cache-memory. undefined for other models. */
+export function recurrentStateLine(model: ModelConfig, maxNumSeqs: number, stateCheckpoints = 0): string | undefined {
   const perSeq = recurrentStateBytes(model);
   if (perSeq === 0) return undefined;
   const layers = model.linearAttention!.layers.filter(Boolean).length;
+  const mib = (n: number) => `${((perSeq * n) / 2 ** 20).toFixed(1)} MiB`;
   return (
     `recurrent state ${(perSeq / 2 ** 10).toFixed(1)} KiB per sequence (${layers} Gated DeltaNet layers) × --max-num-seqs ${maxNumSeqs} = ` +
-    `${((perSeq * maxNumSeqs) / 2 ** 20).toFixed(1)} MiB of --kv-cache-memory; prefix caching is off for hybrid models`
+    `${mib(maxNumSeqs)} of --kv-cache-memory; ` +
+    (stateCheckpoints > 0
+      ? `prefix caching keeps ${stateCheckpoints} state checkpoints at block boundaries = ${mib(stateCheckpoints)} more`
+      : 'prefix caching is off (no state checkpoints)')
   );
 }

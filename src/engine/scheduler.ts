@@ -1,12 +1,14 @@
 // Decides, each step, which sequences compute how many tokens: every decoding sequence its
 // one token first, then prefill chunks (running sequences' next chunk, then waiting ones)
 // within the prefill budget of step-budget.ts (chunked prefill sized so the decodes do not
-// stall). When blocks run out the newest running sequence is preempted: its blocks are
+// stall). A hybrid model's prefill chunks also stop where a state checkpoint is to be taken
+// (state-checkpoints.ts), and a prefix hit restores the state from one. When blocks run out the newest running sequence is preempted: its blocks are
 // freed and it is recomputed later from its tokens, nothing lost.
 import assert from 'node:assert/strict';
 import { BlockManager } from './block-manager.js';
 import type { CopyOp } from './block-manager.js';
 import type { StateSlots } from './state-slots.js';
+import type { CheckpointPolicy } from './state-checkpoints.js';
 import type { SwaBlocks } from './swa-blocks.js';
 import type { Sequence } from './sequence.js';
 import type { FinishReason } from './protocol.js';
@@ -70,6 +72,8 @@ export class Scheduler {
     readonly states?: StateSlots,
     /** drafts speculative tokens for decoding sequences, when speculative decoding is on */
     readonly speculator?: Speculator,
+    /** a hybrid model's state checkpoints, when it caches prefixes */
+    readonly checkpoints?: CheckpointPolicy,
   ) {
     // rejected drafts are rolled back by position: a sliding-window pool or a recurrent state cannot be
     assert(!((swa || states) && speculator), 'speculative decoding runs without a sliding-window pool or recurrent state');
@@ -163,7 +167,8 @@ export class Scheduler {
     for (; next < end; next++) {
       const seq = queue[next]!;
       const decode = seq.numUncomputed === 1;
-      const numTokens = Math.min(seq.numUncomputed, budget, decode ? 1 : prefill);
+      let numTokens = Math.min(seq.numUncomputed, budget, decode ? 1 : prefill);
+      if (this.checkpoints) numTokens = this.checkpoints.clampChunk(seq, seq.numComputed, numTokens);
       if (numTokens === 0) {
         running.push(seq); // no budget left for it: still running, not scheduled this step
         continue;
@@ -209,13 +214,17 @@ export class Scheduler {
       }
       // an n > 1 request starts only when all n completions fit under --max-num-seqs
       if (this.numRunningLive + seq.slots > this.config.maxNumSeqs) break;
-      const cached = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0 ? this.blocks.findCachedPrefix(seq.tokens, seq.prefixRoot) : [];
+      const cached = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0
+        ? this.blocks.findCachedPrefix(seq.tokens, seq.prefixRoot, this.checkpoints?.usable)
+        : [];
       const numComputed = cached.length * this.blocks.blockSize;
-      const numTokens = Math.min(seq.tokens.length - numComputed, budget);
+      let numTokens = Math.min(seq.tokens.length - numComputed, budget);
+      if (this.checkpoints) numTokens = this.checkpoints.clampChunk(seq, numComputed, numTokens);
       if (!this.canAllocate(seq, numComputed + numTokens, cached)) break;
       this.waiting.shift();
       this.numWaitingLive--;
       this.allocate(seq, numComputed + numTokens, [], [], cached);
+      this.checkpoints?.restore(seq, cached);
       if (seq.firstScheduledTime === undefined) {
         seq.firstScheduledTime = now;
         seq.numCachedPrompt = numComputed;
@@ -268,7 +277,9 @@ export class Scheduler {
   update(chunks: readonly ScheduledChunk[]): void {
     for (const { seq, numTokens } of chunks) {
       seq.numComputed += numTokens;
-      if (this.config.enablePrefixCaching && seq.status === 'running') this.blocks.cacheFullBlocks(seq, seq.tokens, seq.numComputed);
+      if (!(this.config.enablePrefixCaching && seq.status === 'running')) continue;
+      this.blocks.cacheFullBlocks(seq, seq.tokens, seq.numComputed);
+      this.checkpoints?.afterStep(seq);
     }
   }
 }
