@@ -46,6 +46,7 @@ interface ServeFlags {
   maxNumBatchedTokens: number;
   stepTimeFactor: number;
   enablePrefixCaching: boolean;
+  stateCheckpoints?: number;
   logprobsMode: LogprobsMode;
   maxPendingRequests: number;
   tokenizerPoolSize: number;
@@ -104,6 +105,13 @@ export function serveCommand(): Command {
         .argParser(n('step-time-factor', false)),
     )
     .option('--no-enable-prefix-caching', 'turn automatic prefix caching off')
+    .addOption(
+      new Option(
+        '--state-checkpoints <n>',
+        'hybrid models (Qwen3.5): recurrent-state checkpoints kept for prefix caching, each a sequence\'s whole state out of --kv-cache-memory ' +
+          '(default: 2 per --max-num-seqs, at most a quarter of the memory the sequences\' state leaves; 0: no prefix caching for them)',
+      ).argParser(n('state-checkpoints', true)),
+    )
     .addOption(new Option('--logprobs-mode <mode>', 'what logprobs report').choices([...LOGPROBS_MODES]).default(ENGINE_DEFAULTS.logprobsMode))
     .addOption(new Option('--max-pending-requests <n>', 'requests in flight beyond which new ones get 429').default(1024).argParser(n('max-pending-requests', true)))
     .addOption(
@@ -167,6 +175,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     stepTimeFactor: flags.stepTimeFactor,
     ...(flags.maxModelLen !== undefined && { maxModelLen: flags.maxModelLen }),
     enablePrefixCaching: flags.enablePrefixCaching,
+    ...(flags.stateCheckpoints !== undefined && { stateCheckpoints: flags.stateCheckpoints }),
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
     ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
