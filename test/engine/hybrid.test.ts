@@ -9,6 +9,7 @@ import { describe, it } from 'node:test';
 import { EngineCore } from '../../src/engine/engine.js';
 import type { EngineConfig } from '../../src/engine/engine.js';
 import { recurrentStateLine, resolveEngineConfig } from '../../src/engine/options.js';
+import { engineInfo } from '../../src/engine/create.js';
 import type { RequestDelta } from '../../src/engine/protocol.js';
 import type { SamplingParamsInput } from '../../src/engine/sampling-params.js';
 import { testKernels } from '../fixtures/native.js';
@@ -178,5 +179,7 @@ describe('hybrid model (qwen35) in the engine', () => {
     assert.equal(state.numSlots, 3 + 5, 'a slot per running sequence, then one per checkpoint');
     assert.equal(state.bytes, (3 + 5) * formula);
     assert.equal(recurrentStateBytes(m), formula);
+    // the start-up line (loom serve prints the engine's notes) names the checkpoints and their memory
+    assert.match(engineInfo(e).notes![0]!, /× --max-num-seqs 3 = .*; prefix caching keeps 5 state checkpoints at block boundaries = 1\.0 MiB more$/);
   });
 });
