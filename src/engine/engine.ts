@@ -16,7 +16,9 @@ import type { SamplingKernels } from './sampler.js';
 import { Scheduler } from './scheduler.js';
 import { SwaBlocks } from './swa-blocks.js';
 import { StateSlots } from './state-slots.js';
-import { CheckpointPolicy, StateCheckpoints } from './state-checkpoints.js';
+import { StateCheckpoints } from './state-checkpoints.js';
+import { CheckpointPolicy } from './checkpoint-policy.js';
+import { WindowCheckpoints } from './window-checkpoints.js';
 import type { SchedulerConfig, ScheduledChunk } from './scheduler.js';
 import { Sequence } from './sequence.js';
 import { RequestState } from './request-state.js';
@@ -60,6 +62,8 @@ export class EngineCore {
   readonly states: StateSlots | undefined;
   /** a hybrid model's state checkpoints (when it caches prefixes) */
   readonly checkpoints: StateCheckpoints | undefined;
+  /** a sliding-window pool's window checkpoints (when it caches prefixes) */
+  readonly windowCheckpoints: WindowCheckpoints | undefined;
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
   private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels; grammars?: GrammarCompiler };
@@ -83,25 +87,28 @@ export class EngineCore {
   ) {
     const window = model.config.slidingWindow?.size;
     const swaBlocks = window !== undefined ? (config.swaBlocks ?? 0) : 0;
-    if (swaBlocks > 0 && config.enablePrefixCaching) throw new Error('prefix caching needs the sliding-window layers in the global blocks (swaBlocks 0)');
     const hybrid = model.config.linearAttention !== undefined;
-    const numCheckpoints = hybrid && config.enablePrefixCaching ? (config.stateCheckpoints ?? 0) : 0;
-    if (hybrid && config.enablePrefixCaching && numCheckpoints === 0) {
-      throw new Error('prefix caching for a hybrid model needs state checkpoints (stateCheckpoints > 0): a cached prefix alone does not restore the recurrent state');
+    // what the cached KV chain cannot rebuild at a boundary is kept as checkpoints: a hybrid
+    // model's recurrent state, a sliding-window pool's last window
+    const needsCheckpoints = config.enablePrefixCaching && (hybrid || swaBlocks > 0);
+    const numCheckpoints = needsCheckpoints ? (config.stateCheckpoints ?? 0) : 0;
+    if (needsCheckpoints && numCheckpoints === 0) {
+      throw new Error(`prefix caching for ${hybrid ? 'a hybrid model' : 'a sliding-window pool'} needs checkpoints (stateCheckpoints > 0): a cached prefix alone does not restore ${hybrid ? 'the recurrent state' : 'the window'}`);
     }
     // the running sequences' state slots, then the checkpoints'
-    const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype, swaBlocks, config.maxNumSeqs + numCheckpoints);
+    const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype, swaBlocks, config.maxNumSeqs + (hybrid ? numCheckpoints : 0));
     this.runner = new ModelRunner(createArchitecture(model.config, model.tensors, config.maxModelLen), kv, kernels);
     this.kvEvents = config.kvEvents && config.enablePrefixCaching ? new KvEventRecorder(config.numBlocks, config.blockSize, config.kvEvents.hashSeed) : undefined;
     const recurrent = kv.recurrent;
     const checkpoints = (this.checkpoints = recurrent && numCheckpoints > 0
       ? new StateCheckpoints(numCheckpoints, config.numBlocks, config.maxNumSeqs, (src, dst) => recurrent.copy(src, dst))
       : undefined);
+    this.swaBlocks = swaBlocks > 0 ? new SwaBlocks(swaBlocks, config.blockSize, window!) : undefined;
+    const windows = (this.windowCheckpoints = this.swaBlocks && numCheckpoints > 0 ? new WindowCheckpoints(numCheckpoints, this.swaBlocks) : undefined);
     this.blocks = new BlockManager({
       numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching, events: this.kvEvents,
-      ...(checkpoints && { uncached: (b: number) => checkpoints.blockUncached(b) }),
+      ...((checkpoints || windows) && { uncached: (b: number) => { checkpoints?.blockUncached(b); windows?.blockUncached(b); } }),
     });
-    this.swaBlocks = swaBlocks > 0 ? new SwaBlocks(swaBlocks, config.blockSize, window!) : undefined;
     this.states = recurrent ? new StateSlots(config.maxNumSeqs, (src, dst) => recurrent.copy(src, dst)) : undefined;
     if (config.speculative && (this.swaBlocks || this.states)) throw new Error('speculative decoding needs every layer in the global KV blocks (no sliding-window pool, no recurrent state)');
     const spec = config.speculative;
@@ -110,7 +117,7 @@ export class EngineCore {
       ? new DraftModelDrafter(draftModel!, kernels, config, (seq) => this.requests.get(seq.requestId)?.params, spec.numSpeculativeTokens)
       : undefined);
     this.speculator = spec ? new Speculator(spec, drafter) : undefined;
-    const policy = checkpoints && new CheckpointPolicy(checkpoints, this.blocks);
+    const policy = checkpoints || windows ? new CheckpointPolicy(this.blocks, checkpoints, windows) : undefined;
     this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks, this.states, this.speculator, policy);
     this.stopConfig = { ...config, samplingKernels: kernels };
   }

@@ -106,7 +106,7 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   }
   // and so do its state checkpoints, when it caches prefixes
   const pooled = model.slidingWindow !== undefined && opts.swaPool !== false;
-  const wantsPrefixCaching = !pooled && (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching);
+  const wantsPrefixCaching = opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching;
   const stateCheckpoints = perState > 0 && wantsPrefixCaching ? (opts.stateCheckpoints ?? stateCheckpointsFor(perState, budget, maxNumSeqs)) : 0;
   if (!(Number.isInteger(stateCheckpoints) && stateCheckpoints >= 0)) throw new InvalidArgumentError(`state checkpoints must be a whole number ≥ 0, got ${stateCheckpoints}`);
   const memory = budget - stateCheckpoints * perState;
@@ -119,8 +119,14 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   const useful = maxNumSeqs * Math.ceil(maxModelLen / blockSize);
   // a draft model's cache holds as many blocks as the target's (speculation is refused with a swa pool)
   const perToken = KvCache.bytesPerToken(model, kvCacheDtype) + (draft ? KvCache.bytesPerToken(draft, kvCacheDtype) : 0);
+  // a sliding-window pool caches prefixes with window checkpoints (window-checkpoints.ts): each pins one
+  // window's blocks in that pool, which is sized for them
+  const windowBlocks = model.slidingWindow ? SwaBlocks.blocksPerSequence(model.slidingWindow.size, blockSize) : 0;
+  const windowBytes = windowBlocks * blockSize * KvCache.bytesPerToken(model, kvCacheDtype, 'sliding');
+  const windowCheckpoints = pooled && wantsPrefixCaching ? (opts.stateCheckpoints ?? stateCheckpointsFor(windowBytes, memory, maxNumSeqs)) : 0;
+  if (!(Number.isInteger(windowCheckpoints) && windowCheckpoints >= 0)) throw new InvalidArgumentError(`state checkpoints must be a whole number ≥ 0, got ${windowCheckpoints}`);
   const { numBlocks, swaBlocks } = pooled
-    ? splitSwaPool(model, kvCacheDtype, blockSize, memory, useful, maxNumSeqs, maxNumBatchedTokens)
+    ? splitSwaPool(model, kvCacheDtype, blockSize, memory, useful, maxNumSeqs, maxNumBatchedTokens, windowCheckpoints * windowBlocks)
     : { numBlocks: Math.min(Math.floor(memory / (perToken * blockSize)), useful), swaBlocks: 0 };
   // one request may grow to the whole context: a cache that cannot hold that would cut it short
   let blocksPerContext = Math.ceil(maxModelLen / blockSize);
@@ -167,8 +173,8 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     stepTimeFactor,
     // a cached prefix would need its last window in the sliding-window pool, which it does not keep;
     // a hybrid model's needs the recurrent state after it: from a state checkpoint
-    enablePrefixCaching: wantsPrefixCaching && (perState === 0 || stateCheckpoints > 0),
-    ...(stateCheckpoints > 0 && { stateCheckpoints }),
+    enablePrefixCaching: wantsPrefixCaching && (perState === 0 || stateCheckpoints > 0) && (!pooled || windowCheckpoints > 0),
+    ...(stateCheckpoints + windowCheckpoints > 0 && { stateCheckpoints: stateCheckpoints + windowCheckpoints }),
     logprobsMode,
     eosTokenIds,
     ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),
@@ -181,8 +187,8 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
  * Splits the KV memory between the global layers' blocks (N, every token of every sequence)
  * and the sliding-window layers' pool (S blocks, only the windows): S is what maxNumSeqs
  * sequences past their windows plus one step's new tokens can hold at once, and never more
- * than N (a sequence never holds more there than in the global pool). N·(global bytes) +
- * S·(sliding bytes) fits the memory.
+ * than N (a sequence never holds more there than in the global pool), plus the blocks window
+ * checkpoints pin (prefix caching). N·(global bytes) + S·(sliding bytes) fits the memory.
  */
 function splitSwaPool(
   model: ModelConfig,
@@ -192,11 +198,13 @@ function splitSwaPool(
   useful: number,
   maxNumSeqs: number,
   maxNumBatchedTokens: number,
+  /** blocks the window checkpoints pin */
+  pinnedBlocks = 0,
 ): { numBlocks: number; swaBlocks: number } {
   const sw = model.slidingWindow!;
   const globalBlock = KvCache.bytesPerToken(model, dtype, 'global') * blockSize;
   const swaBlock = KvCache.bytesPerToken(model, dtype, 'sliding') * blockSize;
-  const swaNeed = maxNumSeqs * (SwaBlocks.blocksPerSequence(sw.size, blockSize) + 1) + Math.ceil(maxNumBatchedTokens / blockSize);
+  const swaNeed = maxNumSeqs * (SwaBlocks.blocksPerSequence(sw.size, blockSize) + 1) + Math.ceil(maxNumBatchedTokens / blockSize) + pinnedBlocks;
   // both pools the same size while that stays under swaNeed
   let numBlocks = Math.min(Math.floor(memory / (globalBlock + swaBlock)), useful);
   if (numBlocks > swaNeed && globalBlock > 0) numBlocks = Math.min(Math.floor((memory - swaNeed * swaBlock) / globalBlock), useful);

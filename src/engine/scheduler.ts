@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { BlockManager } from './block-manager.js';
 import type { CopyOp } from './block-manager.js';
 import type { StateSlots } from './state-slots.js';
-import type { CheckpointPolicy } from './state-checkpoints.js';
+import type { CheckpointPolicy } from './checkpoint-policy.js';
 import type { SwaBlocks } from './swa-blocks.js';
 import type { Sequence } from './sequence.js';
 import type { FinishReason } from './protocol.js';
@@ -80,7 +80,23 @@ export class Scheduler {
   }
 
   private canAllocate(seq: Sequence, numTokens: number, cached: readonly number[] = []): boolean {
-    return this.blocks.canAllocate(seq, numTokens, cached) && (this.swa?.canAllocate(seq, numTokens) ?? true);
+    return this.blocks.canAllocate(seq, numTokens, cached) && this.swaCanAllocate(seq, numTokens, cached);
+  }
+
+  /** the sliding-window pool's side: with window checkpoints, a hit restores a window (fewer new blocks), and
+   *  pinned windows are given up (block LRU order, never the one being restored) before the pool says no */
+  private swaCanAllocate(seq: Sequence, numTokens: number, cached: readonly number[]): boolean {
+    const swa = this.swa;
+    if (!swa) return true;
+    const windows = this.checkpoints?.windows;
+    const fits = () => cached.length > 0 && windows
+      ? windows.blocksAfterRestore(cached.length, numTokens) <= swa.manager.numFreeBlocks
+      : swa.canAllocate(seq, numTokens);
+    const keep = cached.length > 0 ? cached[cached.length - 1]! : -1;
+    while (!fits()) {
+      if (!windows?.evictOne(this.blocks.evictionOrder(), keep)) return false;
+    }
+    return true;
   }
 
   private allocate(seq: Sequence, numTokens: number, copyOps: CopyOp[], swaCopyOps: CopyOp[], cached: readonly number[] = []): void {
@@ -223,6 +239,7 @@ export class Scheduler {
       if (!this.canAllocate(seq, numComputed + numTokens, cached)) break;
       this.waiting.shift();
       this.numWaitingLive--;
+      this.checkpoints?.restoreBeforeAllocate(seq, cached);
       this.allocate(seq, numComputed + numTokens, [], [], cached);
       this.checkpoints?.restore(seq, cached);
       if (seq.firstScheduledTime === undefined) {

@@ -19,23 +19,10 @@
 // - A checkpoint is only used through a lookup that verified every block before it (parent
 //   content ids), so one whose earlier blocks were evicted is unreachable, never wrongly restored.
 //
-// Which boundaries (CheckpointPolicy below): the prompt's last full block a lookup can reach
-// (a resent or extended prompt hits there), and during generation each block boundary crossed,
-// keeping only the newest per sequence (so a finished reply's full blocks carry one: the next
-// turn of a chat, which resends the reply, hits there). A prefill chunk stops at the prompt's.
+// Which boundaries: checkpoint-policy.ts (shared with the sliding-window layers' window checkpoints).
 import assert from 'node:assert/strict';
 import type { BlockManager } from './block-manager.js';
-
-/** What a checkpoint taker is: a running sequence of a hybrid model. */
-export interface CheckpointOwner {
-  readonly blockTable: readonly number[];
-  readonly tokens: readonly number[];
-  readonly promptLength: number;
-  readonly numComputed: number;
-  readonly stateSlot: number;
-  /** its newest generation-time checkpoint (dropped when it takes the next), or undefined */
-  rollingCheckpoint?: { readonly block: number; readonly ticket: number };
-}
+import type { CheckpointOwner, CheckpointStore } from './checkpoint-policy.js';
 
 export interface CheckpointStats {
   taken: number;
@@ -47,7 +34,7 @@ export interface CheckpointStats {
 }
 
 /** The pool of state checkpoints and which block each hangs on. */
-export class StateCheckpoints {
+export class StateCheckpoints implements CheckpointStore {
   readonly stats: CheckpointStats = { taken: 0, restored: 0, evicted: 0, droppedWithBlock: 0 };
   private readonly slotOf: Int32Array;    // [numBlocks] checkpoint index of a block, -1 if none
   private readonly blockOf: Int32Array;   // [numCheckpoints] block of a used checkpoint, -1 if free
@@ -78,13 +65,13 @@ export class StateCheckpoints {
     return this.slotOf[block]! >= 0;
   }
 
-  /** Copies state slot `from` into a checkpoint on `block` (which has none); returns its ticket.
+  /** Copies seq's state slot into a checkpoint on `block` (which has none); returns its ticket.
    *  When the pool is full the block LRU's first checkpointed block (`evictionOrder`) gives up its own. */
-  take(block: number, from: number, evictionOrder: Iterable<number>): number {
+  take(block: number, seq: CheckpointOwner, evictionOrder: Iterable<number>): number {
     assert(!this.has(block), `block ${block} already carries a checkpoint`);
     if (this.freeList.length === 0) this.evictOne(evictionOrder);
     const i = this.freeList.pop()!;
-    this.copy(from, this.firstSlot + i);
+    this.copy(seq.stateSlot, this.firstSlot + i);
     this.slotOf[block] = i;
     this.blockOf[i] = block;
     this.ticketOf[i] = this.nextTicket++;
@@ -147,57 +134,5 @@ export class StateCheckpoints {
       if (blocks) assert.ok(blocks.isCached(b), `checkpoint ${i} hangs on block ${b}, which is not in the prefix cache`);
     }
     assert.equal(used, this.numUsed, 'the free list and the used checkpoints disagree');
-  }
-}
-
-/**
- * Where a hybrid sequence's checkpoints go, and the chunk boundaries they need. Boundaries are
- * multiples of the block size; a checkpoint is taken only when a step ends exactly on one.
- */
-export class CheckpointPolicy {
-  constructor(
-    readonly checkpoints: StateCheckpoints,
-    readonly blocks: BlockManager,
-  ) {}
-
-  /** the deepest boundary of seq's prompt a lookup of it can reach (one token is always left to compute) */
-  promptBoundary(seq: CheckpointOwner): number {
-    const bs = this.blocks.blockSize;
-    return Math.floor((seq.promptLength - 1) / bs) * bs;
-  }
-
-  /** how many of numTokens tokens (from seq.numComputed) the next chunk may take: it stops at the
-   *  prompt's checkpoint boundary, and (recomputing after preemption) at the last boundary before the end */
-  clampChunk(seq: CheckpointOwner, from: number, numTokens: number): number {
-    const bs = this.blocks.blockSize;
-    for (const stop of [this.promptBoundary(seq), Math.floor((seq.tokens.length - 1) / bs) * bs]) {
-      if (stop > from && from + numTokens > stop) return stop - from;
-    }
-    return numTokens;
-  }
-
-  /** A hit: only a prefix ending at a checkpointed block restores the state. */
-  readonly usable = (block: number): boolean => this.checkpoints.has(block);
-
-  /** seq took `cached` from the prefix cache: its state slot starts from the last one's checkpoint. */
-  restore(seq: CheckpointOwner, cached: readonly number[]): void {
-    if (cached.length > 0) this.checkpoints.restore(cached[cached.length - 1]!, seq.stateSlot);
-  }
-
-  /** After a step (its full blocks registered): a checkpoint if seq stopped on one of its boundaries. */
-  afterStep(seq: CheckpointOwner): void {
-    const bs = this.blocks.blockSize;
-    const at = seq.numComputed;
-    if (at === 0 || at % bs !== 0) return;
-    const rolling = at >= seq.promptLength;
-    if (!rolling && at !== this.promptBoundary(seq)) return;
-    const block = seq.blockTable[at / bs - 1]!;
-    // an unmapped block (the same content cached by another table first) is never looked up
-    if (!this.blocks.isCached(block) || this.checkpoints.has(block)) return;
-    const ticket = this.checkpoints.take(block, seq.stateSlot, this.blocks.evictionOrder());
-    if (!rolling) return;
-    const previous = seq.rollingCheckpoint;
-    if (previous) this.checkpoints.dropTicket(previous.block, previous.ticket);
-    seq.rollingCheckpoint = { block, ticket };
   }
 }

@@ -5,8 +5,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BlockManager } from '../../src/engine/block-manager.js';
 import type { BlockOwner } from '../../src/engine/block-manager.js';
-import { CheckpointPolicy, StateCheckpoints } from '../../src/engine/state-checkpoints.js';
-import type { CheckpointOwner } from '../../src/engine/state-checkpoints.js';
+import { StateCheckpoints } from '../../src/engine/state-checkpoints.js';
+import { CheckpointPolicy } from '../../src/engine/checkpoint-policy.js';
+import type { CheckpointOwner } from '../../src/engine/checkpoint-policy.js';
 
 const BS = 4;
 const range = (n: number, from = 0): number[] => Array.from({ length: n }, (_, i) => from + i);
@@ -18,7 +19,7 @@ function setup(numBlocks: number, numCheckpoints: number) {
   let checkpoints!: StateCheckpoints;
   const blocks = new BlockManager({ numBlocks, blockSize: BS, enablePrefixCaching: true, uncached: (b) => checkpoints.blockUncached(b) });
   checkpoints = new StateCheckpoints(numCheckpoints, numBlocks, 10, (src, dst) => copies.push([src, dst]));
-  return { blocks, checkpoints, copies, policy: new CheckpointPolicy(checkpoints, blocks) };
+  return { blocks, checkpoints, copies, policy: new CheckpointPolicy(blocks, checkpoints) };
 }
 
 /** a sequence that has computed `computed` of `tokens` (prompt `promptLength`), its blocks registered */
