@@ -108,8 +108,8 @@ export function serveCommand(): Command {
     .addOption(
       new Option(
         '--state-checkpoints <n>',
-        'hybrid models (Qwen3.5): recurrent-state checkpoints kept for prefix caching, each a sequence\'s whole state out of --kv-cache-memory ' +
-          '(default: 2 per --max-num-seqs, at most a quarter of the memory the sequences\' state leaves; 0: no prefix caching for them)',
+        'prefix caching for hybrid models (Qwen3.5: checkpoints of a sequence\'s recurrent state) and sliding-window models (Gemma: pinned windows), ' +
+          'out of --kv-cache-memory (default: 2 per --max-num-seqs, at most a quarter of the memory; 0: no prefix caching for these models)',
       ).argParser(n('state-checkpoints', true)),
     )
     .addOption(new Option('--logprobs-mode <mode>', 'what logprobs report').choices([...LOGPROBS_MODES]).default(ENGINE_DEFAULTS.logprobsMode))

@@ -8,7 +8,7 @@
 // and lookups verify the stored parent cid and ids, so a hash collision costs a hit, never wrong KV.
 // A registered block is full, never written again, and its cid names the exact prefix of every table
 // holding it (tables may share a block after different but identical-content blocks: same cid).
-// A hybrid model's recurrent-state checkpoints (state-checkpoints.ts) hang on registered blocks: the
+// Checkpoints of what KV blocks cannot rebuild (state-checkpoints.ts, window-checkpoints.ts) hang on registered blocks: the
 // `uncached` hook tells them when a block leaves the prefix cache (evicted or reset), and a lookup
 // may stop at the deepest block that carries one (findCachedPrefix's `usable`).
 // A sliding-window pool (swa-blocks.ts, prefix caching off) releases a table's leading blocks once

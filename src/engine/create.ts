@@ -32,6 +32,9 @@ export function engineInfo(engine: EngineCore): EngineInfo {
   const stateLine = recurrentStateLine(engine.model.config, c.maxNumSeqs, engine.checkpoints?.numCheckpoints ?? 0);
   const notes = [
     ...(stateLine !== undefined ? [stateLine] : []),
+    ...(engine.windowCheckpoints
+      ? [`prefix caching pins up to ${engine.windowCheckpoints.numCheckpoints} windows in the sliding-window pool (${c.swaBlocks} blocks of ${c.blockSize} tokens)`]
+      : []),
     ...(c.contextNote !== undefined ? [c.contextNote] : []),
     ...draftModelLines(c, engine.drafter?.model.config),
   ];

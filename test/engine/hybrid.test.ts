@@ -165,7 +165,7 @@ describe('hybrid model (qwen35) in the engine', () => {
     assert.throws(() => resolveEngineConfig({ model: '', kvCacheMemory: 10 * perSeq, maxNumSeqs: 8, stateCheckpoints: 2 }, m, []), /2 state checkpoints take/);
     assert.match(recurrentStateLine(m, 8)!, /^recurrent state 210\.0 KiB per sequence \(3 Gated DeltaNet layers\) × --max-num-seqs 8 = 1\.6 MiB of --kv-cache-memory; prefix caching is off/);
     assert.match(recurrentStateLine(m, 8, 8)!, /prefix caching keeps 8 state checkpoints at block boundaries = 1\.6 MiB more$/);
-    assert.throws(() => engine({ enablePrefixCaching: true }), /needs state checkpoints/);
+    assert.throws(() => engine({ enablePrefixCaching: true }), /prefix caching for a hybrid model needs checkpoints/);
   });
 
   it('each checkpoint costs what docs/architecture.md\'s formula says, in the real allocation', () => {
