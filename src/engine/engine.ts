@@ -33,8 +33,9 @@ import type { DraftModel } from './spec/draft-model-drafter.js';
 
 export interface EngineConfig extends SchedulerConfig {
   readonly numBlocks: number;
-  /** a hybrid model's recurrent-state checkpoints for prefix caching (engine/state-checkpoints.ts): how many
-   *  (0 or absent: none, and prefix caching must be off for such a model) */
+  /** checkpoints for prefix caching of a hybrid model (recurrent state, engine/state-checkpoints.ts) or a
+   *  sliding-window pool (windows, engine/window-checkpoints.ts): how many (0 or absent: none, and prefix
+   *  caching must be off for such a model) */
   readonly stateCheckpoints?: number;
   /** blocks of the sliding-window layers' own pool (0: those layers use the global blocks) */
   readonly swaBlocks?: number;

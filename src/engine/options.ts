@@ -28,8 +28,9 @@ export interface EngineOptions {
   readonly stepTimeFactor?: number;
   readonly maxModelLen?: number;
   readonly enablePrefixCaching?: boolean;
-  /** a hybrid model's recurrent-state checkpoints for prefix caching (engine/state-checkpoints.ts), each
-   *  recurrentStateBytes of --kv-cache-memory; default stateCheckpointsFor(); 0 turns its prefix caching off */
+  /** checkpoints for prefix caching of a hybrid model (each recurrentStateBytes, engine/state-checkpoints.ts)
+   *  or a sliding-window pool (each one window's blocks there, engine/window-checkpoints.ts), out of
+   *  --kv-cache-memory; default stateCheckpointsFor(); 0 turns such a model's prefix caching off */
   readonly stateCheckpoints?: number;
   readonly logprobsMode?: LogprobsMode;
   /** sliding-window layers (Gemma 2/3) in a pool of their own that keeps only the windows

@@ -1,9 +1,10 @@
 // Decides, each step, which sequences compute how many tokens: every decoding sequence its
 // one token first, then prefill chunks (running sequences' next chunk, then waiting ones)
 // within the prefill budget of step-budget.ts (chunked prefill sized so the decodes do not
-// stall). A hybrid model's prefill chunks also stop where a state checkpoint is to be taken
-// (state-checkpoints.ts), and a prefix hit restores the state from one. When blocks run out the newest running sequence is preempted: its blocks are
-// freed and it is recomputed later from its tokens, nothing lost.
+// stall). For hybrid and sliding-window-pool models, prefill chunks also stop where a
+// checkpoint is to be taken (checkpoint-policy.ts), and a prefix hit restores the recurrent
+// state or the window from one. When blocks run out the newest running sequence is
+// preempted: its blocks are freed and it is recomputed later from its tokens, nothing lost.
 import assert from 'node:assert/strict';
 import { BlockManager } from './block-manager.js';
 import type { CopyOp } from './block-manager.js';
@@ -72,7 +73,7 @@ export class Scheduler {
     readonly states?: StateSlots,
     /** drafts speculative tokens for decoding sequences, when speculative decoding is on */
     readonly speculator?: Speculator,
-    /** a hybrid model's state checkpoints, when it caches prefixes */
+    /** where checkpoints go (recurrent state, sliding windows), when such a model caches prefixes */
     readonly checkpoints?: CheckpointPolicy,
   ) {
     // rejected drafts are rolled back by position: a sliding-window pool or a recurrent state cannot be
