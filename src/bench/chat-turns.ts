@@ -91,7 +91,10 @@ export function runChatTurnsBench(o: ChatTurnsOptions, log?: (line: string) => v
     turns.push(turn);
     log?.(`turn ${t}: ${turn.promptTokens} prompt tokens, ${a.cached} cached: TTFT ${a.ttftMs.toFixed(0)} ms with the cache, ${b.ttftMs.toFixed(0)} ms without`);
   }
-  const notes = [on.checkpoints ? `${on.checkpoints.numCheckpoints} state checkpoints (${JSON.stringify(on.checkpoints.stats)})` : 'no state checkpoints'];
+  const notes = [
+    ...(on.checkpoints ? [`${on.checkpoints.numCheckpoints} state checkpoints (${JSON.stringify(on.checkpoints.stats)})`] : []),
+    ...(on.windowCheckpoints ? [`${on.windowCheckpoints.numCheckpoints} window checkpoints (${JSON.stringify(on.windowCheckpoints.stats)})`] : []),
+  ];
   return { settings: o, model: model.config.arch, startupNotes: notes, turns };
 }
 
@@ -99,7 +102,8 @@ export function formatChatTurnsReport(r: ChatTurnsReport): string {
   const rows = r.turns.map((t) => `| ${t.turn} | ${t.promptTokens} | ${t.on.cachedTokens} | ${t.on.ttftMs.toFixed(0)} | ${t.off.ttftMs.toFixed(0)} | ${(t.off.ttftMs / t.on.ttftMs).toFixed(1)}× |`);
   const sum = (f: (t: ChatTurn) => number) => r.turns.reduce((n, t) => n + f(t), 0);
   return [
-    `chat turns: ${r.model}, system ${r.settings.systemLen} tokens, ${r.settings.userLen} per user message, ${r.settings.replyLen} per reply; ${r.startupNotes.join('; ')}`,
+    `chat turns: ${r.model}, system ${r.settings.systemLen} tokens, ${r.settings.userLen} per user message, ${r.settings.replyLen} per reply` +
+      (r.startupNotes.length > 0 ? `; ${r.startupNotes.join('; ')}` : ''),
     '',
     '| turn | prompt tokens | cached | TTFT, cache on (ms) | TTFT, cache off (ms) | off / on |',
     '| ---: | ---: | ---: | ---: | ---: | ---: |',
