@@ -22,7 +22,7 @@ export function benchChatTurnsCommand(): Command {
     .description(
       'a conversation through the engine on this thread, each turn resending the whole history plus a new user message ' +
         '(seeded random token ids): time to first token per turn with the prefix cache on and off (the two engines take turns, ' +
-        'so a loaded machine slows both alike). For hybrid models the hits come from state checkpoints',
+        'so a loaded machine slows both alike). For hybrid and sliding-window models the hits come from checkpoints',
     )
     .requiredOption('--model <path>', 'a GGUF file (e.g. from `loom bench make-model --shape qwen3.5-2b`)')
     .addOption(new Option('--turns <n>', 'turns of the conversation').default(10).argParser(intArg('turns')))
