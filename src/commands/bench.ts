@@ -7,6 +7,7 @@ import { benchLivenessCommand } from './bench-liveness.js';
 import { benchMakeModelCommand } from './bench-make-model.js';
 import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
+import { benchChatTurnsCommand } from './bench-chat-turns.js';
 import { benchScaleoutCommand } from './bench-scaleout.js';
 import { benchServeCommand } from './bench-serve.js';
 import { benchServePeerCommand } from './bench-serve-peer.js';
@@ -19,6 +20,7 @@ export function benchCommand(): Command {
   return new Command('bench')
     .description('benchmarks; each prints a report, or one JSON object with --json')
     .addCommand(benchProtocolCommand())
+    .addCommand(benchChatTurnsCommand())
     .addCommand(benchEngineCommand())
     .addCommand(benchKernelsCommand())
     .addCommand(benchPeerCommand())

@@ -1,6 +1,6 @@
 // `loom serve`: the OpenAI-compatible HTTP server over an engine in a worker thread.
 import { Command, Option } from 'commander';
-import { ENGINE_DEFAULTS, recurrentStateLine } from '../engine/options.js';
+import { ENGINE_DEFAULTS } from '../engine/options.js';
 import type { EngineOptions } from '../engine/options.js';
 import { LOGPROBS_MODES } from '../engine/logprobs.js';
 import type { LogprobsMode } from '../engine/logprobs.js';
@@ -47,6 +47,7 @@ interface ServeFlags {
   maxNumBatchedTokens: number;
   stepTimeFactor: number;
   enablePrefixCaching: boolean;
+  stateCheckpoints?: number;
   logprobsMode: LogprobsMode;
   maxPendingRequests: number;
   tokenizerPoolSize: number;
@@ -105,6 +106,13 @@ export function serveCommand(): Command {
         .argParser(n('step-time-factor', false)),
     )
     .option('--no-enable-prefix-caching', 'turn automatic prefix caching off')
+    .addOption(
+      new Option(
+        '--state-checkpoints <n>',
+        'prefix caching for hybrid models (Qwen3.5: checkpoints of a sequence\'s recurrent state) and sliding-window models (Gemma: pinned windows), ' +
+          'out of --kv-cache-memory (default: 2 per --max-num-seqs, at most a quarter of the memory; 0: no prefix caching for these models)',
+      ).argParser(n('state-checkpoints', true)),
+    )
     .addOption(new Option('--logprobs-mode <mode>', 'what logprobs report').choices([...LOGPROBS_MODES]).default(ENGINE_DEFAULTS.logprobsMode))
     .addOption(new Option('--max-pending-requests <n>', 'requests in flight beyond which new ones get 429').default(1024).argParser(n('max-pending-requests', true)))
     .addOption(
@@ -168,6 +176,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     stepTimeFactor: flags.stepTimeFactor,
     ...(flags.maxModelLen !== undefined && { maxModelLen: flags.maxModelLen }),
     enablePrefixCaching: flags.enablePrefixCaching,
+    ...(flags.stateCheckpoints !== undefined && { stateCheckpoints: flags.stateCheckpoints }),
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
     ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
@@ -234,8 +243,6 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const address = built.app.server.address();
   const where = typeof address === 'object' && address ? `${address.address}:${address.port}` : String(address);
   console.error(`loom: serving ${servedModelName} on ${tls ? 'https' : 'http'}://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
-  const stateLine = recurrentStateLine(model.config, engine.info.maxNumSeqs);
-  if (stateLine) console.error(`loom: ${stateLine}`);
   for (const note of engine.info.notes ?? []) console.error(`loom: ${note}`);
   console.error(`loom: ${addressesLine(address, flags.webui, tls ? 'https' : 'http')}`);
 

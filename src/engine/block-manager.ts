@@ -8,6 +8,9 @@
 // and lookups verify the stored parent cid and ids, so a hash collision costs a hit, never wrong KV.
 // A registered block is full, never written again, and its cid names the exact prefix of every table
 // holding it (tables may share a block after different but identical-content blocks: same cid).
+// Checkpoints of what KV blocks cannot rebuild (state-checkpoints.ts, window-checkpoints.ts) hang on registered blocks: the
+// `uncached` hook tells them when a block leaves the prefix cache (evicted or reset), and a lookup
+// may stop at the deepest block that carries one (findCachedPrefix's `usable`).
 // A sliding-window pool (swa-blocks.ts, prefix caching off) releases a table's leading blocks once
 // no window can reach them: their entries become NONE (-1) and keep the positions of the rest.
 
@@ -64,8 +67,13 @@ export class BlockManager {
 
   /** told when blocks enter and leave the prefix cache (KV events for a router), if set */
   private readonly events: KvEventRecorder | undefined;
+  /** told when a block leaves the prefix cache (evicted, or the cache reset), if set */
+  private readonly uncached: ((block: number) => void) | undefined;
 
-  constructor(opts: { numBlocks: number; blockSize: number; enablePrefixCaching: boolean; hash?: BlockHashFn; events?: KvEventRecorder }) {
+  constructor(opts: {
+    numBlocks: number; blockSize: number; enablePrefixCaching: boolean; hash?: BlockHashFn; events?: KvEventRecorder;
+    uncached?: (block: number) => void;
+  }) {
     const { numBlocks, blockSize } = opts;
     if (!(Number.isInteger(numBlocks) && numBlocks > 0)) throw new RangeError(`numBlocks must be a positive integer, got ${numBlocks}`);
     if (!(Number.isInteger(blockSize) && blockSize > 0)) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
@@ -74,6 +82,7 @@ export class BlockManager {
     this.enablePrefixCaching = opts.enablePrefixCaching;
     this.hash = opts.hash ?? hashBlock;
     this.events = opts.events;
+    this.uncached = opts.uncached;
     this.refCount = new Int32Array(numBlocks);
     this.fill = new Int32Array(numBlocks);
     this.freeBlocks = new FreeBlocks(numBlocks); // block 0 is taken first
@@ -101,8 +110,9 @@ export class BlockManager {
   }
 
   /** Longest prefix of `tokens` held in cached full blocks, leaving ≥ 1 token to compute: the blocks,
-   *  not yet taken (pass them to canAllocate/allocate before any other allocate can evict them). */
-  findCachedPrefix(tokens: ArrayLike<number>, root = 0): number[] {
+   *  not yet taken (pass them to canAllocate/allocate before any other allocate can evict them).
+   *  `usable`: only a prefix whose last block passes it counts (a hybrid model's: one with a state checkpoint). */
+  findCachedPrefix(tokens: ArrayLike<number>, root = 0, usable?: (block: number) => boolean): number[] {
     const found: number[] = [];
     if (!this.enablePrefixCaching) return found;
     const bs = this.blockSize;
@@ -113,6 +123,7 @@ export class BlockManager {
       found.push(b);
       parent = this.cid[b]!;
     }
+    if (usable) while (found.length > 0 && !usable(found[found.length - 1]!)) found.pop();
     this.stats.queries += tokens.length;
     this.stats.hits += found.length * bs;
     return found;
@@ -261,11 +272,25 @@ export class BlockManager {
     }
     this.next[s] = this.prev[s] = s;
     this.lruSize = 0;
-    for (const b of this.cache.values()) this.key[b] = NONE;
+    for (const b of this.cache.values()) {
+      this.key[b] = NONE;
+      this.uncached?.(b);
+    }
     this.cache.clear();
     this.cid.fill(NONE);
     this.events?.cleared();
     return true;
+  }
+
+  /** whether block b is in the prefix cache (mapped: a lookup can reach it) */
+  isCached(b: number): boolean {
+    return this.key[b] !== NONE;
+  }
+
+  /** the evictable cached blocks, the next to be evicted first */
+  *evictionOrder(): Generator<number> {
+    const s = this.numBlocks;
+    for (let b = this.next[s]!; b !== s; b = this.next[b]!) yield b;
   }
 
   /** Checks every invariant in O(numBlocks + table lengths); with owners, also refcounts = table counts. */
@@ -361,6 +386,7 @@ export class BlockManager {
       if (b === this.numBlocks) throw new Error('BlockManager: out of blocks');
       this.unlink(b);
       this.events?.removed(b);
+      this.uncached?.(b);
       this.cache.delete(this.key[b]!);
       this.key[b] = NONE;
       this.cid[b] = NONE;

@@ -5,7 +5,7 @@ import { loadModel } from '../model/load.js';
 import type { LoadedModel } from '../model/load.js';
 import type { EngineInfo } from './client.js';
 import { EngineCore } from './engine.js';
-import { draftModelLines, resolveEngineConfig } from './options.js';
+import { draftModelLines, recurrentStateLine, resolveEngineConfig } from './options.js';
 import type { EngineOptions } from './options.js';
 import { parseSpeculativeConfig } from './spec/config.js';
 import { checkDraftVocabulary } from './spec/draft-vocab.js';
@@ -28,7 +28,16 @@ function loadDraft(path: string): LoadedModel {
 }
 
 export function engineInfo(engine: EngineCore): EngineInfo {
-  const notes = [...(engine.config.contextNote !== undefined ? [engine.config.contextNote] : []), ...draftModelLines(engine.config, engine.drafter?.model.config)];
+  const c = engine.config;
+  const stateLine = recurrentStateLine(engine.model.config, c.maxNumSeqs, engine.checkpoints?.numCheckpoints ?? 0);
+  const notes = [
+    ...(stateLine !== undefined ? [stateLine] : []),
+    ...(engine.windowCheckpoints
+      ? [`prefix caching pins up to ${engine.windowCheckpoints.numCheckpoints} windows in the sliding-window pool (${c.swaBlocks} blocks of ${c.blockSize} tokens)`]
+      : []),
+    ...(c.contextNote !== undefined ? [c.contextNote] : []),
+    ...draftModelLines(c, engine.drafter?.model.config),
+  ];
   return {
     numBlocks: engine.config.numBlocks,
     blockSize: engine.config.blockSize,

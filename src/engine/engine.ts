@@ -16,6 +16,9 @@ import type { SamplingKernels } from './sampler.js';
 import { Scheduler } from './scheduler.js';
 import { SwaBlocks } from './swa-blocks.js';
 import { StateSlots } from './state-slots.js';
+import { StateCheckpoints } from './state-checkpoints.js';
+import { CheckpointPolicy } from './checkpoint-policy.js';
+import { WindowCheckpoints } from './window-checkpoints.js';
 import type { SchedulerConfig, ScheduledChunk } from './scheduler.js';
 import { Sequence } from './sequence.js';
 import { RequestState } from './request-state.js';
@@ -30,6 +33,10 @@ import type { DraftModel } from './spec/draft-model-drafter.js';
 
 export interface EngineConfig extends SchedulerConfig {
   readonly numBlocks: number;
+  /** checkpoints for prefix caching of a hybrid model (recurrent state, engine/state-checkpoints.ts) or a
+   *  sliding-window pool (windows, engine/window-checkpoints.ts): how many (0 or absent: none, and prefix
+   *  caching must be off for such a model) */
+  readonly stateCheckpoints?: number;
   /** blocks of the sliding-window layers' own pool (0: those layers use the global blocks) */
   readonly swaBlocks?: number;
   readonly blockSize: number;
@@ -54,6 +61,10 @@ export class EngineCore {
   readonly swaBlocks: SwaBlocks | undefined;
   /** recurrent-state slots (hybrid models), one per running sequence */
   readonly states: StateSlots | undefined;
+  /** a hybrid model's state checkpoints (when it caches prefixes) */
+  readonly checkpoints: StateCheckpoints | undefined;
+  /** a sliding-window pool's window checkpoints (when it caches prefixes) */
+  readonly windowCheckpoints: WindowCheckpoints | undefined;
   readonly scheduler: Scheduler;
   private readonly requests = new Map<string, RequestState>();
   private readonly stopConfig: EngineConfig & { samplingKernels: SamplingKernels; grammars?: GrammarCompiler };
@@ -77,16 +88,29 @@ export class EngineCore {
   ) {
     const window = model.config.slidingWindow?.size;
     const swaBlocks = window !== undefined ? (config.swaBlocks ?? 0) : 0;
-    if (swaBlocks > 0 && config.enablePrefixCaching) throw new Error('prefix caching needs the sliding-window layers in the global blocks (swaBlocks 0)');
     const hybrid = model.config.linearAttention !== undefined;
-    if (hybrid && config.enablePrefixCaching) throw new Error('prefix caching is off for hybrid models: a cached prefix does not restore the recurrent state');
-    const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype, swaBlocks, config.maxNumSeqs);
+    // what the cached KV chain cannot rebuild at a boundary is kept as checkpoints: a hybrid
+    // model's recurrent state, a sliding-window pool's last window
+    const needsCheckpoints = config.enablePrefixCaching && (hybrid || swaBlocks > 0);
+    const numCheckpoints = needsCheckpoints ? (config.stateCheckpoints ?? 0) : 0;
+    if (needsCheckpoints && numCheckpoints === 0) {
+      throw new Error(`prefix caching for ${hybrid ? 'a hybrid model' : 'a sliding-window pool'} needs checkpoints (stateCheckpoints > 0): a cached prefix alone does not restore ${hybrid ? 'the recurrent state' : 'the window'}`);
+    }
+    // the running sequences' state slots, then the checkpoints'
+    const kv = KvCache.forModel(model.config, config.numBlocks, config.blockSize, config.kvDtype, swaBlocks, config.maxNumSeqs + (hybrid ? numCheckpoints : 0));
     this.runner = new ModelRunner(createArchitecture(model.config, model.tensors, config.maxModelLen), kv, kernels);
     this.kvEvents = config.kvEvents && config.enablePrefixCaching ? new KvEventRecorder(config.numBlocks, config.blockSize, config.kvEvents.hashSeed) : undefined;
-    this.blocks = new BlockManager({ numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching, events: this.kvEvents });
-    this.swaBlocks = swaBlocks > 0 ? new SwaBlocks(swaBlocks, config.blockSize, window!) : undefined;
     const recurrent = kv.recurrent;
-    this.states = recurrent ? new StateSlots(recurrent.numSlots, (src, dst) => recurrent.copy(src, dst)) : undefined;
+    const checkpoints = (this.checkpoints = recurrent && numCheckpoints > 0
+      ? new StateCheckpoints(numCheckpoints, config.numBlocks, config.maxNumSeqs, (src, dst) => recurrent.copy(src, dst))
+      : undefined);
+    this.swaBlocks = swaBlocks > 0 ? new SwaBlocks(swaBlocks, config.blockSize, window!) : undefined;
+    const windows = (this.windowCheckpoints = this.swaBlocks && numCheckpoints > 0 ? new WindowCheckpoints(numCheckpoints, this.swaBlocks) : undefined);
+    this.blocks = new BlockManager({
+      numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching, events: this.kvEvents,
+      ...((checkpoints || windows) && { uncached: (b: number) => { checkpoints?.blockUncached(b); windows?.blockUncached(b); } }),
+    });
+    this.states = recurrent ? new StateSlots(config.maxNumSeqs, (src, dst) => recurrent.copy(src, dst)) : undefined;
     if (config.speculative && (this.swaBlocks || this.states)) throw new Error('speculative decoding needs every layer in the global KV blocks (no sliding-window pool, no recurrent state)');
     const spec = config.speculative;
     if (spec?.method === 'draft_model' && !draftModel) throw new Error(`speculative method draft_model: the draft model ${spec.model} is not loaded`);
@@ -94,7 +118,8 @@ export class EngineCore {
       ? new DraftModelDrafter(draftModel!, kernels, config, (seq) => this.requests.get(seq.requestId)?.params, spec.numSpeculativeTokens)
       : undefined);
     this.speculator = spec ? new Speculator(spec, drafter) : undefined;
-    this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks, this.states, this.speculator);
+    const policy = checkpoints || windows ? new CheckpointPolicy(this.blocks, checkpoints, windows) : undefined;
+    this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks, this.states, this.speculator, policy);
     this.stopConfig = { ...config, samplingKernels: kernels };
   }
 

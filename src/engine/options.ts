@@ -28,6 +28,10 @@ export interface EngineOptions {
   readonly stepTimeFactor?: number;
   readonly maxModelLen?: number;
   readonly enablePrefixCaching?: boolean;
+  /** checkpoints for prefix caching of a hybrid model (each recurrentStateBytes, engine/state-checkpoints.ts)
+   *  or a sliding-window pool (each one window's blocks there, engine/window-checkpoints.ts), out of
+   *  --kv-cache-memory; default stateCheckpointsFor(); 0 turns such a model's prefix caching off */
+  readonly stateCheckpoints?: number;
   readonly logprobsMode?: LogprobsMode;
   /** sliding-window layers (Gemma 2/3) in a pool of their own that keeps only the windows
    *  (default); false keeps their whole context beside the global layers', for prefix caching */
@@ -93,20 +97,37 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   const kvCacheDtype = opts.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype;
   const maxNumBatchedTokens = positiveInt('max-num-batched-tokens', opts.maxNumBatchedTokens ?? ENGINE_DEFAULTS.maxNumBatchedTokens);
   // a hybrid model's recurrent state (one slot per sequence) comes out of the same budget
-  const stateBytes = recurrentStateBytes(model) * maxNumSeqs;
-  const memory = parseMemory(opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory) - stateBytes;
-  if (memory <= 0) {
+  const perState = recurrentStateBytes(model);
+  const stateBytes = perState * maxNumSeqs;
+  const budget = parseMemory(opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory) - stateBytes;
+  if (budget <= 0) {
     throw new InvalidArgumentError(
       `the recurrent state of --max-num-seqs ${maxNumSeqs} sequences takes ${(stateBytes / 2 ** 20).toFixed(1)} MiB, all of --kv-cache-memory ${opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory}: raise it or lower --max-num-seqs`,
     );
   }
+  // and so do its state checkpoints, when it caches prefixes
+  const pooled = model.slidingWindow !== undefined && opts.swaPool !== false;
+  const wantsPrefixCaching = opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching;
+  const stateCheckpoints = perState > 0 && wantsPrefixCaching ? (opts.stateCheckpoints ?? stateCheckpointsFor(perState, budget, maxNumSeqs)) : 0;
+  if (!(Number.isInteger(stateCheckpoints) && stateCheckpoints >= 0)) throw new InvalidArgumentError(`state checkpoints must be a whole number ≥ 0, got ${stateCheckpoints}`);
+  const memory = budget - stateCheckpoints * perState;
+  if (memory <= 0) {
+    throw new InvalidArgumentError(
+      `${stateCheckpoints} state checkpoints take ${((stateCheckpoints * perState) / 2 ** 20).toFixed(1)} MiB, all of --kv-cache-memory left after the sequences' recurrent state: raise it or take fewer`,
+    );
+  }
   // never more than every sequence at full length could use
   const useful = maxNumSeqs * Math.ceil(maxModelLen / blockSize);
-  const pooled = model.slidingWindow !== undefined && opts.swaPool !== false;
   // a draft model's cache holds as many blocks as the target's (speculation is refused with a swa pool)
   const perToken = KvCache.bytesPerToken(model, kvCacheDtype) + (draft ? KvCache.bytesPerToken(draft, kvCacheDtype) : 0);
+  // a sliding-window pool caches prefixes with window checkpoints (window-checkpoints.ts): each pins one
+  // window's blocks in that pool, which is sized for them
+  const windowBlocks = model.slidingWindow ? SwaBlocks.blocksPerSequence(model.slidingWindow.size, blockSize) : 0;
+  const windowBytes = windowBlocks * blockSize * KvCache.bytesPerToken(model, kvCacheDtype, 'sliding');
+  const windowCheckpoints = pooled && wantsPrefixCaching ? (opts.stateCheckpoints ?? stateCheckpointsFor(windowBytes, memory, maxNumSeqs)) : 0;
+  if (!(Number.isInteger(windowCheckpoints) && windowCheckpoints >= 0)) throw new InvalidArgumentError(`state checkpoints must be a whole number ≥ 0, got ${windowCheckpoints}`);
   const { numBlocks, swaBlocks } = pooled
-    ? splitSwaPool(model, kvCacheDtype, blockSize, memory, useful, maxNumSeqs, maxNumBatchedTokens)
+    ? splitSwaPool(model, kvCacheDtype, blockSize, memory, useful, maxNumSeqs, maxNumBatchedTokens, windowCheckpoints * windowBlocks)
     : { numBlocks: Math.min(Math.floor(memory / (perToken * blockSize)), useful), swaBlocks: 0 };
   // one request may grow to the whole context: a cache that cannot hold that would cut it short
   let blocksPerContext = Math.ceil(maxModelLen / blockSize);
@@ -151,9 +172,10 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     maxNumSeqs,
     maxNumBatchedTokens,
     stepTimeFactor,
-    // a cached prefix would need its last window in the sliding-window pool, which it does not keep
-    // hybrid models: a cached prefix would need the recurrent state after it, which is not kept
-    enablePrefixCaching: pooled || model.linearAttention ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),
+    // a cached prefix would need its last window in the sliding-window pool, which it does not keep;
+    // a hybrid model's needs the recurrent state after it: from a state checkpoint
+    enablePrefixCaching: wantsPrefixCaching && (perState === 0 || stateCheckpoints > 0) && (!pooled || windowCheckpoints > 0),
+    ...(stateCheckpoints + windowCheckpoints > 0 && { stateCheckpoints: stateCheckpoints + windowCheckpoints }),
     logprobsMode,
     eosTokenIds,
     ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),
@@ -166,8 +188,8 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
  * Splits the KV memory between the global layers' blocks (N, every token of every sequence)
  * and the sliding-window layers' pool (S blocks, only the windows): S is what maxNumSeqs
  * sequences past their windows plus one step's new tokens can hold at once, and never more
- * than N (a sequence never holds more there than in the global pool). N·(global bytes) +
- * S·(sliding bytes) fits the memory.
+ * than N (a sequence never holds more there than in the global pool), plus the blocks window
+ * checkpoints pin (prefix caching). N·(global bytes) + S·(sliding bytes) fits the memory.
  */
 function splitSwaPool(
   model: ModelConfig,
@@ -177,11 +199,13 @@ function splitSwaPool(
   useful: number,
   maxNumSeqs: number,
   maxNumBatchedTokens: number,
+  /** blocks the window checkpoints pin */
+  pinnedBlocks = 0,
 ): { numBlocks: number; swaBlocks: number } {
   const sw = model.slidingWindow!;
   const globalBlock = KvCache.bytesPerToken(model, dtype, 'global') * blockSize;
   const swaBlock = KvCache.bytesPerToken(model, dtype, 'sliding') * blockSize;
-  const swaNeed = maxNumSeqs * (SwaBlocks.blocksPerSequence(sw.size, blockSize) + 1) + Math.ceil(maxNumBatchedTokens / blockSize);
+  const swaNeed = maxNumSeqs * (SwaBlocks.blocksPerSequence(sw.size, blockSize) + 1) + Math.ceil(maxNumBatchedTokens / blockSize) + pinnedBlocks;
   // both pools the same size while that stays under swaNeed
   let numBlocks = Math.min(Math.floor(memory / (globalBlock + swaBlock)), useful);
   if (numBlocks > swaNeed && globalBlock > 0) numBlocks = Math.min(Math.floor((memory - swaNeed * swaBlock) / globalBlock), useful);
@@ -200,14 +224,27 @@ export function draftModelLines(config: EngineConfig, draft: ModelConfig | undef
   ];
 }
 
-/** The start-up line of a hybrid model: its recurrent state per sequence and in all, which
- *  comes out of --kv-cache-memory, and why prefix caching is off. undefined for other models. */
-export function recurrentStateLine(model: ModelConfig, maxNumSeqs: number): string | undefined {
+/**
+ * A hybrid model's state checkpoints when none are asked for: two per --max-num-seqs (a running
+ * sequence's prompt checkpoint and its newest generation-time one), but at most a quarter of
+ * the memory left after the sequences' own state (`budget`), so the KV blocks keep the most.
+ */
+export function stateCheckpointsFor(perState: number, budget: number, maxNumSeqs: number): number {
+  return Math.max(0, Math.min(2 * maxNumSeqs, Math.floor(budget / 4 / perState)));
+}
+
+/** The start-up line of a hybrid model: its recurrent state per sequence and in all, and its state
+ *  checkpoints (prefix caching), which come out of --kv-cache-memory. undefined for other models. */
+export function recurrentStateLine(model: ModelConfig, maxNumSeqs: number, stateCheckpoints = 0): string | undefined {
   const perSeq = recurrentStateBytes(model);
   if (perSeq === 0) return undefined;
   const layers = model.linearAttention!.layers.filter(Boolean).length;
+  const mib = (n: number) => `${((perSeq * n) / 2 ** 20).toFixed(1)} MiB`;
   return (
     `recurrent state ${(perSeq / 2 ** 10).toFixed(1)} KiB per sequence (${layers} Gated DeltaNet layers) × --max-num-seqs ${maxNumSeqs} = ` +
-    `${((perSeq * maxNumSeqs) / 2 ** 20).toFixed(1)} MiB of --kv-cache-memory; prefix caching is off for hybrid models`
+    `${mib(maxNumSeqs)} of --kv-cache-memory; ` +
+    (stateCheckpoints > 0
+      ? `prefix caching keeps ${stateCheckpoints} state checkpoints at block boundaries = ${mib(stateCheckpoints)} more`
+      : 'prefix caching is off (no state checkpoints)')
   );
 }

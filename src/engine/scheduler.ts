@@ -1,12 +1,15 @@
 // Decides, each step, which sequences compute how many tokens: every decoding sequence its
 // one token first, then prefill chunks (running sequences' next chunk, then waiting ones)
 // within the prefill budget of step-budget.ts (chunked prefill sized so the decodes do not
-// stall). When blocks run out the newest running sequence is preempted: its blocks are
-// freed and it is recomputed later from its tokens, nothing lost.
+// stall). For hybrid and sliding-window-pool models, prefill chunks also stop where a
+// checkpoint is to be taken (checkpoint-policy.ts), and a prefix hit restores the recurrent
+// state or the window from one. When blocks run out the newest running sequence is
+// preempted: its blocks are freed and it is recomputed later from its tokens, nothing lost.
 import assert from 'node:assert/strict';
 import { BlockManager } from './block-manager.js';
 import type { CopyOp } from './block-manager.js';
 import type { StateSlots } from './state-slots.js';
+import type { CheckpointPolicy } from './checkpoint-policy.js';
 import type { SwaBlocks } from './swa-blocks.js';
 import type { Sequence } from './sequence.js';
 import type { FinishReason } from './protocol.js';
@@ -70,13 +73,31 @@ export class Scheduler {
     readonly states?: StateSlots,
     /** drafts speculative tokens for decoding sequences, when speculative decoding is on */
     readonly speculator?: Speculator,
+    /** where checkpoints go (recurrent state, sliding windows), when such a model caches prefixes */
+    readonly checkpoints?: CheckpointPolicy,
   ) {
     // rejected drafts are rolled back by position: a sliding-window pool or a recurrent state cannot be
     assert(!((swa || states) && speculator), 'speculative decoding runs without a sliding-window pool or recurrent state');
   }
 
   private canAllocate(seq: Sequence, numTokens: number, cached: readonly number[] = []): boolean {
-    return this.blocks.canAllocate(seq, numTokens, cached) && (this.swa?.canAllocate(seq, numTokens) ?? true);
+    return this.blocks.canAllocate(seq, numTokens, cached) && this.swaCanAllocate(seq, numTokens, cached);
+  }
+
+  /** the sliding-window pool's side: with window checkpoints, a hit restores a window (fewer new blocks), and
+   *  pinned windows are given up (block LRU order, never the one being restored) before the pool says no */
+  private swaCanAllocate(seq: Sequence, numTokens: number, cached: readonly number[]): boolean {
+    const swa = this.swa;
+    if (!swa) return true;
+    const windows = this.checkpoints?.windows;
+    const fits = () => cached.length > 0 && windows
+      ? windows.blocksAfterRestore(cached.length, numTokens) <= swa.manager.numFreeBlocks
+      : swa.canAllocate(seq, numTokens);
+    const keep = cached.length > 0 ? cached[cached.length - 1]! : -1;
+    while (!fits()) {
+      if (!windows?.evictOne(this.blocks.evictionOrder(), keep)) return false;
+    }
+    return true;
   }
 
   private allocate(seq: Sequence, numTokens: number, copyOps: CopyOp[], swaCopyOps: CopyOp[], cached: readonly number[] = []): void {
@@ -163,7 +184,8 @@ export class Scheduler {
     for (; next < end; next++) {
       const seq = queue[next]!;
       const decode = seq.numUncomputed === 1;
-      const numTokens = Math.min(seq.numUncomputed, budget, decode ? 1 : prefill);
+      let numTokens = Math.min(seq.numUncomputed, budget, decode ? 1 : prefill);
+      if (this.checkpoints) numTokens = this.checkpoints.clampChunk(seq, seq.numComputed, numTokens);
       if (numTokens === 0) {
         running.push(seq); // no budget left for it: still running, not scheduled this step
         continue;
@@ -209,13 +231,18 @@ export class Scheduler {
       }
       // an n > 1 request starts only when all n completions fit under --max-num-seqs
       if (this.numRunningLive + seq.slots > this.config.maxNumSeqs) break;
-      const cached = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0 ? this.blocks.findCachedPrefix(seq.tokens, seq.prefixRoot) : [];
+      const cached = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0
+        ? this.blocks.findCachedPrefix(seq.tokens, seq.prefixRoot, this.checkpoints?.usable)
+        : [];
       const numComputed = cached.length * this.blocks.blockSize;
-      const numTokens = Math.min(seq.tokens.length - numComputed, budget);
+      let numTokens = Math.min(seq.tokens.length - numComputed, budget);
+      if (this.checkpoints) numTokens = this.checkpoints.clampChunk(seq, numComputed, numTokens);
       if (!this.canAllocate(seq, numComputed + numTokens, cached)) break;
       this.waiting.shift();
       this.numWaitingLive--;
+      this.checkpoints?.restoreBeforeAllocate(seq, cached);
       this.allocate(seq, numComputed + numTokens, [], [], cached);
+      this.checkpoints?.restore(seq, cached);
       if (seq.firstScheduledTime === undefined) {
         seq.firstScheduledTime = now;
         seq.numCachedPrompt = numComputed;
@@ -268,7 +295,9 @@ export class Scheduler {
   update(chunks: readonly ScheduledChunk[]): void {
     for (const { seq, numTokens } of chunks) {
       seq.numComputed += numTokens;
-      if (this.config.enablePrefixCaching && seq.status === 'running') this.blocks.cacheFullBlocks(seq, seq.tokens, seq.numComputed);
+      if (!(this.config.enablePrefixCaching && seq.status === 'running')) continue;
+      this.blocks.cacheFullBlocks(seq, seq.tokens, seq.numComputed);
+      this.checkpoints?.afterStep(seq);
     }
   }
 }

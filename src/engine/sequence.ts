@@ -36,6 +36,8 @@ export class Sequence implements BlockOwner {
   slots = 1;
   /** its recurrent-state slot (hybrid models, engine/state-slots.ts), -1 while it holds none */
   stateSlot = -1;
+  /** its newest generation-time state checkpoint (hybrid models with prefix caching, engine/state-checkpoints.ts) */
+  rollingCheckpoint: { readonly block: number; readonly tickets: readonly number[] } | undefined = undefined;
   /** where its prefix-cache chain starts (a cache salt's root; 0 = shared) */
   prefixRoot = 0;
   /** the length its tokens may reach (max_tokens, context) if it may draft speculatively, else 0 */

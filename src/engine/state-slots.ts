@@ -5,8 +5,8 @@
 // sequence has computed; the forward pass zeroes it when a chunk starts at position 0 (a new
 // sequence, or one recomputed after preemption).
 //
-// Prefix caching is off for hybrid models: a cached prefix's KV blocks say nothing of the
-// recurrent state after that prefix (see docs/models.md, Memory).
+// A cached prefix's KV blocks say nothing of the recurrent state after that prefix: a prefix
+// hit starts the slot from a state checkpoint instead (state-checkpoints.ts).
 import assert from 'node:assert/strict';
 
 /** What a slot owner carries: its slot, -1 while it holds none. */

@@ -6,8 +6,8 @@
 // at most ⌈(window − 1) / blockSize⌉ + 1 blocks here between steps (plus a prefill chunk's
 // blocks during its step), whatever its length.
 //
-// Prefix caching is off for models with such a pool: a cached prefix would need the KV of
-// its last window in these layers too, which this pool does not keep (see docs/models.md, Memory).
+// A cached prefix needs the KV of its last window in these layers too: window checkpoints
+// (window-checkpoints.ts) pin it here for the prefix cache.
 import { BlockManager } from './block-manager.js';
 import type { BlockOwner, CopyOp } from './block-manager.js';
 

@@ -2,12 +2,14 @@
 // paged KV cache) in the serving engine: every request gets llama.cpp's greedy tokens alone,
 // in a batch, with prefill cut into small chunks (the state carried across chunks), after
 // preemption (recomputed from a zeroed state), as n > 1 completions (forked state), and the
-// state slots come back on finish and abort. The memory budget counts the state.
+// state slots come back on finish and abort. The memory budget counts the state and its
+// checkpoints (prefix caching for hybrid models: hybrid-prefix.test.ts).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EngineCore } from '../../src/engine/engine.js';
 import type { EngineConfig } from '../../src/engine/engine.js';
 import { recurrentStateLine, resolveEngineConfig } from '../../src/engine/options.js';
+import { engineInfo } from '../../src/engine/create.js';
 import type { RequestDelta } from '../../src/engine/protocol.js';
 import type { SamplingParamsInput } from '../../src/engine/sampling-params.js';
 import { testKernels } from '../fixtures/native.js';
@@ -136,21 +138,48 @@ describe('hybrid model (qwen35) in the engine', () => {
     assertAllFree(e);
   });
 
-  it('the memory budget counts the state; prefix caching is off; the start-up line says both', () => {
+  it('the memory budget counts the state and its checkpoints; the start-up line says both', () => {
     const m = model().config;
     const perSeq = recurrentStateBytes(m);
     // 3 linear layers × (conv 3×512 + delta-rule state 4×64×64) f32
     assert.equal(perSeq, 3 * (3 * 512 + 4 * 64 * 64) * 4);
     const memory = 8 * 2 ** 20;
     const c = resolveEngineConfig({ model: '', kvCacheMemory: memory, maxNumSeqs: 8, maxModelLen: 128 }, m, []);
-    assert.equal(c.enablePrefixCaching, false);
+    assert.equal(c.enablePrefixCaching, true);
+    // two per sequence (16), but at most a quarter of what the sequences' state leaves: 7
+    assert.equal(c.stateCheckpoints, Math.min(16, Math.floor((memory - 8 * perSeq) / 4 / perSeq)));
+    assert.equal(c.stateCheckpoints, 7);
     const perBlock = KvCache.bytesPerToken(m, 'f16') * 16;
     assert.equal(perBlock, 1 * 2 * 2 * 64 * 2 * 16, 'only the one attention layer keeps KV');
-    assert.equal(c.numBlocks, Math.min(Math.floor((memory - 8 * perSeq) / perBlock), 8 * 8));
-    const few = resolveEngineConfig({ model: '', kvCacheMemory: 2 ** 20 + 8 * perSeq, maxNumSeqs: 8, maxModelLen: 128 }, m, []);
-    assert.equal(few.numBlocks, Math.floor(2 ** 20 / perBlock) > 64 ? 64 : Math.floor(2 ** 20 / perBlock));
+    const blocksOf = (bytes: number) => Math.min(Math.floor(bytes / perBlock), 8 * 8);
+    assert.equal(c.numBlocks, blocksOf(memory - (8 + 7) * perSeq));
+    const few = resolveEngineConfig({ model: '', kvCacheMemory: 2 ** 20 + 8 * perSeq, maxNumSeqs: 8, maxModelLen: 128, stateCheckpoints: 2 }, m, []);
+    assert.equal(few.numBlocks, blocksOf(2 ** 20 - 2 * perSeq));
+    // without checkpoints (or with prefix caching off) a hybrid model caches no prefixes
+    const none = resolveEngineConfig({ model: '', kvCacheMemory: memory, maxNumSeqs: 8, maxModelLen: 128, stateCheckpoints: 0 }, m, []);
+    assert.equal(none.enablePrefixCaching, false);
+    assert.equal(none.numBlocks, blocksOf(memory - 8 * perSeq));
+    const off = resolveEngineConfig({ model: '', kvCacheMemory: memory, maxNumSeqs: 8, maxModelLen: 128, enablePrefixCaching: false }, m, []);
+    assert.equal(off.stateCheckpoints, undefined);
     assert.throws(() => resolveEngineConfig({ model: '', kvCacheMemory: 8 * perSeq, maxNumSeqs: 8 }, m, []), /recurrent state of --max-num-seqs 8 sequences takes/);
-    assert.match(recurrentStateLine(m, 8)!, /^recurrent state 210\.0 KiB per sequence \(3 Gated DeltaNet layers\) × --max-num-seqs 8 = 1\.6 MiB/);
-    assert.throws(() => engine({ enablePrefixCaching: true }), /prefix caching is off for hybrid models/);
+    assert.throws(() => resolveEngineConfig({ model: '', kvCacheMemory: 10 * perSeq, maxNumSeqs: 8, stateCheckpoints: 2 }, m, []), /2 state checkpoints take/);
+    assert.match(recurrentStateLine(m, 8)!, /^recurrent state 210\.0 KiB per sequence \(3 Gated DeltaNet layers\) × --max-num-seqs 8 = 1\.6 MiB of --kv-cache-memory; prefix caching is off/);
+    assert.match(recurrentStateLine(m, 8, 8)!, /prefix caching keeps 8 state checkpoints at block boundaries = 1\.6 MiB more$/);
+    assert.throws(() => engine({ enablePrefixCaching: true }), /prefix caching for a hybrid model needs checkpoints/);
+  });
+
+  it('each checkpoint costs what docs/architecture.md\'s formula says, in the real allocation', () => {
+    // 4 · L · ((K − 1)·(2·Hk + Hv)·d + Hv·d²) bytes: L Gated DeltaNet layers, conv kernel K, d the head size, Hk/Hv key/value heads
+    const m = model().config;
+    const l = m.linearAttention!;
+    const L = l.layers.filter(Boolean).length;
+    const formula = 4 * L * ((l.convKernel - 1) * (2 * l.numKHeads + l.numVHeads) * l.headDim + l.numVHeads * l.headDim ** 2);
+    const e = engine({ enablePrefixCaching: true, stateCheckpoints: 5, maxNumSeqs: 3 });
+    const state = e.runner.kv.recurrent!;
+    assert.equal(state.numSlots, 3 + 5, 'a slot per running sequence, then one per checkpoint');
+    assert.equal(state.bytes, (3 + 5) * formula);
+    assert.equal(recurrentStateBytes(m), formula);
+    // the start-up line (loom serve prints the engine's notes) names the checkpoints and their memory
+    assert.match(engineInfo(e).notes![0]!, /× --max-num-seqs 3 = .*; prefix caching keeps 5 state checkpoints at block boundaries = 1\.0 MiB more$/);
   });
 });

@@ -49,12 +49,18 @@ function run(e: EngineCore, prompts: Map<string, readonly number[]>, maxTokens: 
 describe('sliding-window KV pool', () => {
   const golden = () => readGolden(GOLDEN_DIR, FIXTURE).prompts;
 
-  it('sizes the pool for the windows and turns prefix caching off', () => {
+  it('sizes the pool for the windows (and the windows prefix caching pins)', () => {
     const m = model();
-    const c = resolveEngineConfig({ model: '', blockSize: BLOCK, kvCacheMemory: '8MiB', maxNumSeqs: 4, maxNumBatchedTokens: 64 }, m.config, []);
     const perSeq = SwaBlocks.blocksPerSequence(8, BLOCK); // 3
-    assert.equal(c.swaBlocks, 4 * (perSeq + 1) + 64 / BLOCK);
-    assert.equal(c.enablePrefixCaching, false);
+    const off = resolveEngineConfig({ model: '', blockSize: BLOCK, kvCacheMemory: '8MiB', maxNumSeqs: 4, maxNumBatchedTokens: 64, enablePrefixCaching: false }, m.config, []);
+    assert.equal(off.swaBlocks, 4 * (perSeq + 1) + 64 / BLOCK);
+    assert.equal(off.stateCheckpoints, undefined);
+    // with prefix caching: window checkpoints, two per sequence, each pinning one window's blocks
+    const on = resolveEngineConfig({ model: '', blockSize: BLOCK, kvCacheMemory: '8MiB', maxNumSeqs: 4, maxNumBatchedTokens: 64 }, m.config, []);
+    assert.equal(on.enablePrefixCaching, true);
+    assert.equal(on.stateCheckpoints, 8);
+    assert.equal(on.swaBlocks, 4 * (perSeq + 1) + 64 / BLOCK + 8 * perSeq);
+    const c = off;
     // 5 of 6 layers slide: the pool costs 5 layers × 16 blocks where a full cache would cost 5 × numBlocks
     const layerBlock = (KvCache.bytesPerToken(m.config, 'f16') / 6) * BLOCK;
     assert.ok(c.numBlocks * layerBlock + c.swaBlocks! * 5 * layerBlock <= 8 * 2 ** 20);
@@ -78,7 +84,10 @@ describe('sliding-window KV pool', () => {
     });
     prompts.forEach((p, i) => assert.deepEqual(out.get(`g${i}#0`), p.tokens, `prompt ${i}`));
     assert.ok(most >= 3, 'the windows were reached');
-    assert.equal(e.swaBlocks!.manager.numFreeBlocks, e.swaBlocks!.manager.numBlocks, 'every block back when done');
+    assert.ok(e.windowCheckpoints!.numUsed > 0, 'the prefix cache pins windows');
+    e.resetPrefixCache();
+    assert.equal(e.windowCheckpoints!.numUsed, 0);
+    assert.equal(e.swaBlocks!.manager.numFreeBlocks, e.swaBlocks!.manager.numBlocks, 'every block back when done and the cache reset');
   });
 
   it('preemption when the pools run short, and n > 1 forks share the window blocks', () => {

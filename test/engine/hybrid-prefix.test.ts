@@ -1,0 +1,190 @@
+// Prefix caching for hybrid models (Qwen3.5 dense and MoE): a hit restores the Gated DeltaNet
+// layers' recurrent and conv state from a checkpoint (engine/state-checkpoints.ts). Every
+// request run against a cache must give the tokens, logprobs and logits rows it gives on an
+// engine with no prefix cache at all (the independent reference here: the same forward pass
+// over the whole prompt from a zeroed state, itself checked against llama.cpp in hybrid.test.ts),
+// at every block boundary a hit can land on, for the next turn of a chat, and under memory
+// pressure where blocks and checkpoints are evicted. A corrupted checkpoint must show.
+// With the reference kernels every row is computed the same whatever the batch, so a hit must
+// give bit-identical logits; the native kernels round a Q8_0 row's activations per batch shape,
+// so there (as for any other chunking) the rows agree within the bound they keep with llama.cpp.
+import assert from 'node:assert/strict';
+import { beforeEach, describe, it } from 'node:test';
+import { EngineCore } from '../../src/engine/engine.js';
+import type { EngineConfig } from '../../src/engine/engine.js';
+import type { RequestDelta } from '../../src/engine/protocol.js';
+import { resolveSamplingParams } from '../../src/engine/sampling-params.js';
+import type { Kernels } from '../../src/kernels/index.js';
+import { referenceKernels } from '../../src/kernels/reference.js';
+import { testKernels } from '../fixtures/native.js';
+import { fixtureModel } from '../fixtures/engine-run.js';
+import { LLAMA_CPP_TOLERANCE } from '../fixtures/tolerance.js';
+
+let kernels: Kernels = referenceKernels;
+/** how far a hit's logits rows may be from the reference's (relative to the row's largest), by kernels */
+let TOLERANCE = 0;
+const FIXTURES = ['qwen35-q8_0', 'qwen35moe-q8_0'] as const;
+const BS = 16;
+
+function engine(fixture: string, opts: Partial<EngineConfig> = {}): EngineCore {
+  const m = fixtureModel(fixture);
+  return new EngineCore(m, kernels, {
+    numBlocks: 64, blockSize: BS, kvDtype: 'f16', maxModelLen: 128, maxNumSeqs: 4, maxNumBatchedTokens: 256,
+    enablePrefixCaching: true, stateCheckpoints: 8, logprobsMode: 'raw_logprobs', eosTokenIds: [...m.tokenizer.stopIds], ...opts,
+  });
+}
+
+interface Run {
+  tokens: number[];
+  logprobs: number[];
+  topLogprobs: number[];
+  /** the logits row of every sampled token */
+  rows: Float32Array[];
+  cached: number;
+}
+
+let nextId = 0;
+/** Runs requests (all added at once) to the end; each's tokens, logprobs, logits rows and cached prompt tokens. */
+function run(e: EngineCore, prompts: readonly (readonly number[])[], maxTokens: number, afterStep?: () => void): Run[] {
+  const runs = new Map<string, Run>();
+  const ids = prompts.map((p) => {
+    const id = `r${nextId++}`;
+    runs.set(id, { tokens: [], logprobs: [], topLogprobs: [], rows: [], cached: -1 });
+    const params = resolveSamplingParams({ temperature: 0, maxTokens, ignoreEos: true, logprobs: 3 });
+    const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(p), params, arrivalTime: 0 });
+    assert.equal(refused, undefined, refused?.error);
+    return id;
+  });
+  e.logitsTap = (id, _index, row) => runs.get(id)!.rows.push(row.slice());
+  const record = (d: RequestDelta) => {
+    const r = runs.get(d.id)!;
+    r.tokens.push(...d.tokenIds);
+    r.logprobs.push(...(d.logprobs ?? []));
+    r.topLogprobs.push(...(d.topLogprobs ?? []));
+    if (d.cachedPromptTokens !== undefined) r.cached = d.cachedPromptTokens;
+  };
+  for (let step = 0; e.hasWork; step++) {
+    e.step()?.deltas.forEach(record);
+    afterStep?.();
+    assert.ok(step < 5000, 'the engine keeps making progress');
+  }
+  return ids.map((id) => runs.get(id)!);
+}
+
+/** the same request on an engine without a prefix cache */
+function reference(fixture: string, prompt: readonly number[], maxTokens: number): Run {
+  return run(engine(fixture, { enablePrefixCaching: false, stateCheckpoints: 0 }), [prompt], maxTokens)[0]!;
+}
+
+/** largest difference between the runs' logits rows, relative to the row's largest magnitude */
+function rowError(a: Run, b: Run): number {
+  assert.equal(a.rows.length, b.rows.length);
+  let worst = 0;
+  a.rows.forEach((row, i) => {
+    const scale = Math.max(...b.rows[i]!.map(Math.abs));
+    for (let j = 0; j < row.length; j++) worst = Math.max(worst, Math.abs(row[j]! - b.rows[i]![j]!) / scale);
+  });
+  return worst;
+}
+
+function assertSameRun(got: Run, want: Run, what: string): void {
+  assert.deepEqual(got.tokens, want.tokens, `${what}: tokens`);
+  const error = rowError(got, want);
+  assert.ok(error <= TOLERANCE, `${what}: logits differ by ${error.toExponential(2)}`);
+  if (TOLERANCE === 0) {
+    assert.deepEqual(got.logprobs, want.logprobs, `${what}: logprobs`);
+    assert.deepEqual(got.topLogprobs, want.topLogprobs, `${what}: top logprobs`);
+  }
+}
+
+/** token ids the fixtures continue with strong margins (they learned successor runs) */
+const base = Array.from({ length: 120 }, (_, i) => 40 + ((i * 37) % 250));
+/** n tokens unlike base's, different for each `from` */
+const tail = (n: number, from: number) => Array.from({ length: n }, (_, i) => 300 + ((from * 29 + i * 7) % 250));
+
+for (const fixture of FIXTURES) {
+  describe(`hybrid prefix caching (${fixture})`, () => {
+    beforeEach(() => {
+      kernels = referenceKernels;
+      TOLERANCE = 0;
+    });
+    for (let k = 1; k <= 6; k++) {
+      it(`a prompt sharing ${k} block${k > 1 ? 's' : ''} with an earlier one restores the state there: the same tokens, logprobs and logits`, () => {
+        const e = engine(fixture);
+        // the earlier prompt's checkpoint boundary is its last full block a lookup can reach: k blocks
+        const first = base.slice(0, k * BS + 3);
+        run(e, [first], 2);
+        assert.equal(e.checkpoints!.stats.taken, 1, 'one checkpoint, at the end of the first prompt\'s last full block');
+        const second = [...base.slice(0, k * BS), ...tail(7, k)];
+        const [got] = run(e, [second], 8);
+        assert.equal(got!.cached, k * BS, 'the hit covers the shared blocks');
+        assert.equal(e.checkpoints!.stats.restored, 1);
+        assertSameRun(got!, reference(fixture, second, 8), `hit at ${k * BS}`);
+        e.checkpoints!.assertConsistent(e.blocks);
+      });
+    }
+
+    it('the next turn of a chat hits at the last full block of the reply it resends', () => {
+      const e = engine(fixture);
+      const turn1 = base.slice(0, 20);
+      const [reply] = run(e, [turn1], 40); // 60 tokens, 59 computed: generation crossed 32 and 48
+      // the prompt's checkpoint (16) and the newest of the reply's (48; 32's was given up for it)
+      assert.equal(e.checkpoints!.numUsed, 2);
+      const turn2 = [...turn1, ...reply!.tokens, ...tail(6, 0)];
+      const [got] = run(e, [turn2], 10);
+      assert.equal(got!.cached, 48);
+      assertSameRun(got!, reference(fixture, turn2, 10), 'turn 2');
+    });
+
+    it('a corrupted checkpoint shows in the logits (the comparison can fail)', () => {
+      const e = engine(fixture);
+      run(e, [base.slice(0, 2 * BS + 3)], 2);
+      const second = [...base.slice(0, 2 * BS), ...tail(7, 2)];
+      // zero the one checkpoint's state (slot maxNumSeqs + 0): as if the hit started from nothing
+      e.runner.kv.recurrent!.reset(e.config.maxNumSeqs);
+      const [got] = run(e, [second], 8);
+      assert.equal(got!.cached, 2 * BS);
+      const error = rowError(got!, reference(fixture, second, 8));
+      assert.ok(error > 1e-4, `a zeroed state gives other logits (${error.toExponential(2)})`);
+    });
+  });
+}
+
+describe('hybrid prefix caching under memory pressure', () => {
+  // few checkpoints: they are given up for newer ones; few blocks: they leave with their blocks
+  const cases = [
+    { name: 'checkpoints run out', numBlocks: 14, stateCheckpoints: 3, gone: 'evicted' },
+    { name: 'blocks run out', numBlocks: 12, stateCheckpoints: 16, gone: 'droppedWithBlock' },
+  ] as const;
+  for (const native of [false, true]) {
+    for (const c of cases) {
+      it(`${native ? '(native kernels) ' : ''}${c.name}: no request ever restores a wrong state`, () => {
+        const fixture = 'qwen35-q8_0';
+        kernels = native ? testKernels() : referenceKernels;
+        TOLERANCE = native ? LLAMA_CPP_TOLERANCE.Q8_0 : 0;
+        // up to 4 sequences of up to ~85 tokens, run two at a time
+        const e = engine(fixture, { numBlocks: c.numBlocks, maxModelLen: 96, stateCheckpoints: c.stateCheckpoints });
+        const prompts: number[][] = [];
+        for (let round = 0; round < 4; round++) {
+          for (let k = 1; k <= 4; k++) prompts.push([...base.slice(0, k * BS + round), ...tail(3 + round, k + 10 * round)]);
+        }
+        const want = new Map<string, Run>();
+        const key = (p: readonly number[]) => p.join(',');
+        let hits = 0;
+        // two at a time, so running sequences hold blocks while others are evicted around them
+        for (let i = 0; i < prompts.length; i += 2) {
+          const batch = prompts.slice(i, i + 2);
+          const got = run(e, batch, 12, () => e.checkpoints!.assertConsistent(e.blocks));
+          batch.forEach((p, j) => {
+            if (!want.has(key(p))) want.set(key(p), reference(fixture, p, 12));
+            assertSameRun(got[j]!, want.get(key(p))!, `prompt ${i + j} (${got[j]!.cached} cached)`);
+            if (got[j]!.cached > 0) hits++;
+          });
+        }
+        const s = e.checkpoints!.stats;
+        assert.ok(hits > 0 && s.restored > 0, `some requests hit (${hits})`);
+        assert.ok(s[c.gone] > 0, `checkpoints went (${JSON.stringify(s)})`);
+      });
+    }
+  }
+});
