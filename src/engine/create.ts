@@ -36,6 +36,8 @@ export function engineInfo(engine: EngineCore): EngineInfo {
     vocabSize: engine.model.config.vocabSize,
     logprobsMode: engine.config.logprobsMode,
     maxNumSeqs: engine.config.maxNumSeqs,
+    kvCacheDtype: engine.config.kvDtype,
+    kvCacheBytes: engine.runner.kv.bytes,
     ...(notes.length > 0 && { notes }),
   };
 }

@@ -98,6 +98,11 @@ export class KvCache {
     });
   }
 
+  /** bytes the KV arrays take (every layer that keeps its own, both pools; not the recurrent state) */
+  get bytes(): number {
+    return this.layers.reduce((sum, layer, li) => sum + (this.owned[li] ? layer.k.byteLength + layer.v.byteLength : 0), 0);
+  }
+
   get numSlots(): number {
     return this.shape.numBlocks * this.shape.blockSize;
   }
