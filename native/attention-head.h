@@ -2,7 +2,7 @@
 // then weights times V), written once over an `Ops` struct of static vector primitives and
 // instantiated by each instruction-set translation unit.
 // Ops works on the n ≤ block_size consecutive slots of one block (K/V rows `stride` apart):
-//   scores(q, k, stride, n, d, scale, out)   out[j] = scale · q·k_j       (k: const float*, const uint16_t* of f16 bits, or Q8Ptr)
+//   scores(q, k, stride, n, d, scale, out)   out[j] = scale · q·k_j       (k: const float*, const uint16_t* of f16 bits, Q8Ptr or Q4Ptr)
 //   accumulate(acc, w, v, stride, n, d)      acc[i] += Σ_j w[j] · v_j[i]  (v: the same)
 //   max_of(x, n), exp_shift_sum(x, n, max), round_f16(x, n) (in place)
 // and the same for G heads at once (q, out, w: G rows, d / d / w_stride apart):
@@ -86,6 +86,7 @@ static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
   const float* k32 = static_cast<const float*>(a.k);
   const uint16_t* k16 = static_cast<const uint16_t*>(a.k);
   const Q8Ptr k8{static_cast<const uint8_t*>(a.k), 0};
+  const Q4Ptr k4{static_cast<const uint8_t*>(a.k), 0};
   // scores[g][p] = scale · q_g·k_p, walking the block table (a window may start mid-block)
   for (int p = p0; p < p1;) {
     const int b = p / a.block_size, o = p % a.block_size;
@@ -97,6 +98,7 @@ static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
       const int64_t at = kv_row(a, b, o, kh);
       if (type == KvType::kF16) Ops::scores_heads(qh, G, k16 + at, d, n, d, a.scale, dst, span);
       else if (type == KvType::kQ8_0) Ops::scores_heads(qh, G, k8 + at, d, n, d, a.scale, dst, span);
+      else if (type == KvType::kQ4_0) Ops::scores_heads(qh, G, k4 + at, d, n, d, a.scale, dst, span);
       else Ops::scores_heads(qh, G, k32 + at, d, n, d, a.scale, dst, span);
     }
     p += n;
@@ -114,7 +116,7 @@ static void attend_scores_impl(const AttendHead& a, int p0, int p1) {
 }
 
 // out_g = Σ_{p0 ≤ p < p1} w_g,p · v_p, the weights w = scores · factor[g] (rounded to f16
-// for an f16 cache, as llama.cpp's f16 matmul with V does; kept in f32 for a q8_0 cache, as
+// for an f16 cache, as llama.cpp's f16 matmul with V does; kept in f32 for a q8_0/q4_0 cache, as
 // llama.cpp's flash attention, which a quantized V needs there, does)
 template <class Ops>
 static void attend_values_impl(const AttendHead& a, int p0, int p1, const float* factor, float* out) {
@@ -129,6 +131,7 @@ static void attend_values_impl(const AttendHead& a, int p0, int p1, const float*
   const float* v32 = static_cast<const float*>(a.v);
   const uint16_t* v16 = static_cast<const uint16_t*>(a.v);
   const Q8Ptr v8{static_cast<const uint8_t*>(a.v), 0};
+  const Q4Ptr v4{static_cast<const uint8_t*>(a.v), 0};
   for (int i = 0; i < T * d; i++) out[i] = 0.0f;
   for (int p = p0; p < p1;) {
     const int b = p / a.block_size, o = p % a.block_size;
@@ -139,6 +142,7 @@ static void attend_values_impl(const AttendHead& a, int p0, int p1, const float*
       const int64_t at = kv_row(a, b, o, kh);
       if (type == KvType::kF16) Ops::accumulate_heads(out + kh * G * d, G, w, span, v16 + at, d, n, d);
       else if (type == KvType::kQ8_0) Ops::accumulate_heads(out + kh * G * d, G, w, span, v8 + at, d, n, d);
+      else if (type == KvType::kQ4_0) Ops::accumulate_heads(out + kh * G * d, G, w, span, v4 + at, d, n, d);
       else Ops::accumulate_heads(out + kh * G * d, G, w, span, v32 + at, d, n, d);
     }
     p += n;

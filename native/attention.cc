@@ -38,6 +38,26 @@ void quantize_kv_q8_0(uint8_t* block, const float* x) {
   }
 }
 
+// One block of 32 values as llama.cpp's quantize_row_q4_0 (its _ref on every CPU): d = max / −8
+// (max the value of largest magnitude), q = min(15, (int8)(x / d + 8.5)), two a byte.
+void quantize_kv_q4_0(uint8_t* block, const float* x) {
+  float amax = 0, max = 0;
+  for (int j = 0; j < kKvQ8Block; j++) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -8;
+  const float id = d != 0.f ? 1.0f / d : 0.0f;
+  const uint16_t dh = f32_to_f16(d);
+  std::memcpy(block, &dh, 2);
+  for (int j = 0; j < 16; j++) {
+    const int q0 = static_cast<int8_t>(x[j] * id + 8.5f), q1 = static_cast<int8_t>(x[16 + j] * id + 8.5f);
+    block[2 + j] = static_cast<uint8_t>((q0 < 15 ? q0 : 15) | (q1 < 15 ? q1 : 15) << 4);
+  }
+}
+
 }  // namespace
 
 void write_kv(const KvCacheView& c, const float* k, const float* v, const int32_t* slot_mapping, int64_t n_tokens) {
@@ -53,12 +73,14 @@ void write_kv(const KvCacheView& c, const float* k, const float* v, const int32_
         if (c.type == KvType::kF16) {
           ops.f32_to_f16(static_cast<uint16_t*>(c.k) + dst, k + src, d);
           ops.f32_to_f16(static_cast<uint16_t*>(c.v) + dst, v + src, d);
-        } else if (c.type == KvType::kQ8_0) {
+        } else if (c.type == KvType::kQ8_0 || c.type == KvType::kQ4_0) {
+          const bool q8 = c.type == KvType::kQ8_0;
+          const int64_t step = kv_bytes(c.type, kKvQ8Block);
           uint8_t* kb = static_cast<uint8_t*>(c.k) + kv_bytes(c.type, dst);
           uint8_t* vb = static_cast<uint8_t*>(c.v) + kv_bytes(c.type, dst);
-          for (int i = 0; i < d; i += kKvQ8Block, kb += kKvQ8BlockBytes, vb += kKvQ8BlockBytes) {
-            quantize_kv_q8_0(kb, k + src + i);
-            quantize_kv_q8_0(vb, v + src + i);
+          for (int i = 0; i < d; i += kKvQ8Block, kb += step, vb += step) {
+            (q8 ? quantize_kv_q8_0 : quantize_kv_q4_0)(kb, k + src + i);
+            (q8 ? quantize_kv_q8_0 : quantize_kv_q4_0)(vb, v + src + i);
           }
         } else {
           std::memcpy(static_cast<float*>(c.k) + dst, k + src, d * sizeof(float));

@@ -8,8 +8,8 @@ namespace loom::napi {
 namespace {
 
 // Arguments i..i+6: (k, v, dtype, numBlocks, blockSize, numKvHeads, headDim); dtype "f32",
-// "f16" or "q8_0"; k and v must be a Float32Array, a Uint16Array (f16 bits) or a Uint8Array
-// (q8_0 blocks, headDim a multiple of 32) of numBlocks·blockSize·numKvHeads·headDim values.
+// "f16", "q8_0" or "q4_0"; k and v must be a Float32Array, a Uint16Array (f16 bits) or a
+// Uint8Array (q8_0 / q4_0 blocks, headDim a multiple of 32) of numBlocks·blockSize·numKvHeads·headDim values.
 KvCacheView cache_args(const Napi::CallbackInfo& info, size_t i) {
   KvCacheView c;
   const Napi::Value dtype = info[i + 2];
@@ -17,7 +17,8 @@ KvCacheView cache_args(const Napi::CallbackInfo& info, size_t i) {
   if (name == "f32") c.type = KvType::kF32;
   else if (name == "f16") c.type = KvType::kF16;
   else if (name == "q8_0") c.type = KvType::kQ8_0;
-  else throw Napi::TypeError::New(info.Env(), "dtype must be \"f32\", \"f16\" or \"q8_0\"");
+  else if (name == "q4_0") c.type = KvType::kQ4_0;
+  else throw Napi::TypeError::New(info.Env(), "dtype must be \"f32\", \"f16\", \"q8_0\" or \"q4_0\"");
   c.num_blocks = static_cast<int>(integer(info, i + 3, "numBlocks", 0));
   c.block_size = static_cast<int>(integer(info, i + 4, "blockSize", 1));
   c.num_kv_heads = static_cast<int>(integer(info, i + 5, "numKvHeads", 1));
@@ -30,11 +31,12 @@ KvCacheView cache_args(const Napi::CallbackInfo& info, size_t i) {
     need(info, v.length, size, "cache v");
     c.k = k.data;
     c.v = v.data;
-  } else if (c.type == KvType::kQ8_0) {
+  } else if (c.type == KvType::kQ8_0 || c.type == KvType::kQ4_0) {
+    const std::string type = c.type == KvType::kQ8_0 ? "q8_0" : "q4_0";
     if (c.head_dim % kKvQ8Block != 0)
-      throw Napi::RangeError::New(info.Env(), "a q8_0 cache needs headDim a multiple of 32, got " + std::to_string(c.head_dim));
-    auto k = u8_array(info, i, "cache k (q8_0)");
-    auto v = u8_array(info, i + 1, "cache v (q8_0)");
+      throw Napi::RangeError::New(info.Env(), "a " + type + " cache needs headDim a multiple of 32, got " + std::to_string(c.head_dim));
+    auto k = u8_array(info, i, ("cache k (" + type + ")").c_str());
+    auto v = u8_array(info, i + 1, ("cache v (" + type + ")").c_str());
     need(info, k.length, kv_bytes(c.type, size), "cache k");
     need(info, v.length, kv_bytes(c.type, size), "cache v");
     c.k = k.data;

@@ -89,8 +89,8 @@ describe('--kv-cache-dtype', () => {
 
   it('refuses other values, and q8_0 for heads not whole blocks of 32, in one line', () => {
     for (const [r, pattern] of [
-      [loom('generate', '-m', model(), '-p', 'hi', '--kv-cache-dtype', 'fp8'), /argument 'fp8' is invalid. Allowed choices are auto, f16, f32, q8_0/],
-      [loom('serve', '-m', model(), '--kv-cache-dtype', 'q4'), /argument 'q4' is invalid. Allowed choices are auto, f16, f32, q8_0/],
+      [loom('generate', '-m', model(), '-p', 'hi', '--kv-cache-dtype', 'fp8'), /argument 'fp8' is invalid. Allowed choices are auto, f16, f32, q8_0, q4_0/],
+      [loom('serve', '-m', model(), '--kv-cache-dtype', 'q4'), /argument 'q4' is invalid. Allowed choices are auto, f16, f32, q8_0, q4_0/],
       ...(existsSync(STORIES) ? [[loom('generate', '-m', STORIES, '-p', 'hi', '--kv-cache-dtype', 'q8_0'), /q8_0 needs attention head sizes that are a multiple of 32 .* head size is 8/] as const] : []),
     ] as const) {
       assert.equal(r.status, 1, r.stderr);

@@ -45,6 +45,13 @@ inline __m256 load8(Q8Ptr p) {
   const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.quants())));
   return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(p.scale_bits())), _mm256_cvtepi32_ps(q));
 }
+// 8 values of one q4_0 block: low or high nibbles of 8 of its bytes, d · (q − 8)
+inline __m256 load8(Q4Ptr p) {
+  __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.bytes()));
+  if (p.high()) b = _mm_srli_epi16(b, 4);
+  const __m256i q = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_and_si128(b, _mm_set1_epi8(15))), _mm256_set1_epi32(8));
+  return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(p.scale_bits())), _mm256_cvtepi32_ps(q));
+}
 
 // (Σa, Σb, Σc, Σd) of four vectors
 inline __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
@@ -129,7 +136,9 @@ struct Avx2Ops : PerKeyOps<Avx2Ops>, HeadLoopOps<Avx2Ops> {
     for (; i < d; i++) sum += q[i] * f16_to_f32(k[i]);
     return sum;
   }
-  static float dot(const float* q, Q8Ptr k, int d) {
+  // q8_0 and q4_0 rows (whole blocks of 32: no tails)
+  template <class P>
+  static float dot_blocks(const float* q, P k, int d) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     for (int i = 0; i < d; i += 16) {
       a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(k + i), a0);
@@ -149,10 +158,15 @@ struct Avx2Ops : PerKeyOps<Avx2Ops>, HeadLoopOps<Avx2Ops> {
     for (; i + 8 <= d; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, load_f16(v + i), _mm256_loadu_ps(acc + i)));
     for (; i < d; i++) acc[i] += w * f16_to_f32(v[i]);
   }
-  static void axpy(float* acc, float w, Q8Ptr v, int d) {
+  static float dot(const float* q, Q8Ptr k, int d) { return dot_blocks(q, k, d); }
+  static float dot(const float* q, Q4Ptr k, int d) { return dot_blocks(q, k, d); }
+  template <class P>
+  static void axpy_blocks(float* acc, float w, P v, int d) {
     const __m256 wv = _mm256_set1_ps(w);
     for (int i = 0; i < d; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, load8(v + i), _mm256_loadu_ps(acc + i)));
   }
+  static void axpy(float* acc, float w, Q8Ptr v, int d) { axpy_blocks(acc, w, v, d); }
+  static void axpy(float* acc, float w, Q4Ptr v, int d) { axpy_blocks(acc, w, v, d); }
   static float max_of(const float* x, int n) {
     if (n < 8) return loom::max_of(x, n);
     __m256 m = _mm256_loadu_ps(x);

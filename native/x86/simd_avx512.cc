@@ -45,6 +45,16 @@ inline __m512 load16_masked(Q8Ptr p, __mmask16 m) {
   const __m512i q = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p.quants()));
   return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(p.scale_bits())), _mm512_cvtepi32_ps(q));
 }
+// 16 values of one q4_0 block: the low or high nibbles of its 16 bytes, d · (q − 8)
+inline __m512 q4_values(Q4Ptr p, __m128i bytes) {
+  if (p.high()) bytes = _mm_srli_epi16(bytes, 4);
+  const __m512i q = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(bytes, _mm_set1_epi8(15))), _mm512_set1_epi32(8));
+  return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(p.scale_bits())), _mm512_cvtepi32_ps(q));
+}
+inline __m512 load16(Q4Ptr p) { return q4_values(p, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p.bytes()))); }
+inline __m512 load16_masked(Q4Ptr p, __mmask16 m) {
+  return _mm512_maskz_mov_ps(m, q4_values(p, _mm_maskz_loadu_epi8(m, p.bytes())));
+}
 
 // (Σa, Σb, Σc, Σd) of four vectors
 inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {

@@ -21,8 +21,9 @@ export interface EngineOptions {
   readonly threads?: number;
   /** bytes ("4GiB", "512MB", 1e9) or a fraction of free memory ("0.2") for the KV cache */
   readonly kvCacheMemory?: string | number;
-  /** the KV cache's element type (vLLM's --kv-cache-dtype): 'auto' (= f16), f16, f32 or q8_0
-   *  (llama.cpp's q8_0 cache: 8 bits and an f16 scale per 32 values, ~1.88× the tokens of f16) */
+  /** the KV cache's element type (vLLM's --kv-cache-dtype): 'auto' (= f16), f16, f32, q8_0
+   *  (llama.cpp's q8_0 cache: 8 bits and an f16 scale per 32 values, ~1.88× the tokens of f16)
+   *  or q4_0 (4 bits and a scale per 32, ~3.56×) */
   readonly kvCacheDtype?: KvCacheDtypeOption;
   readonly blockSize?: number;
   readonly maxNumBatchedTokens?: number;
@@ -170,21 +171,21 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   };
 }
 
-/** --kv-cache-dtype as the cache's element type ('auto': f16); q8_0 needs every KV-keeping
+/** --kv-cache-dtype as the cache's element type ('auto': f16); q8_0 and q4_0 need every KV-keeping
  *  layer's head size (the target's and a draft model's) to be whole blocks of 32, as llama.cpp does */
 export function resolveKvCacheDtype(option: string, model: ModelConfig, draft?: ModelConfig): KvDtype {
   if (!(KV_CACHE_DTYPES as readonly string[]).includes(option)) {
     throw new InvalidArgumentError(`--kv-cache-dtype must be one of ${KV_CACHE_DTYPES.join(', ')}, got "${option}"`);
   }
   const dtype = option === 'auto' ? 'f16' : (option as KvDtype);
-  if (dtype === 'q8_0') {
+  if (dtype === 'q8_0' || dtype === 'q4_0') {
     for (const [which, config] of [['the model', model], ['the draft model', draft]] as const) {
       if (!config) continue;
       const sizes = new Set<number>();
       for (let li = 0; li < config.numLayers; li++) if (ownsKv(config, li)) sizes.add(layerAttention(config, li).headDim);
       const odd = [...sizes].filter((d) => d % KV_Q8_BLOCK !== 0);
       if (odd.length > 0) {
-        throw new InvalidArgumentError(`--kv-cache-dtype q8_0 needs attention head sizes that are a multiple of ${KV_Q8_BLOCK} (whole q8_0 blocks, as llama.cpp requires); ${which}'s head size is ${odd.join(', ')}: use f16`);
+        throw new InvalidArgumentError(`--kv-cache-dtype ${dtype} needs attention head sizes that are a multiple of ${KV_Q8_BLOCK} (whole ${dtype} blocks, as llama.cpp requires); ${which}'s head size is ${odd.join(', ')}: use f16`);
       }
     }
   }

@@ -1,10 +1,12 @@
 // The paged KV cache's reference kernels (writeKv, attention) and the softmax they use.
-// f16 caches round q and the softmax weights to f16, as llama.cpp does; a q8_0 cache stores
-// block_q8_0 rows quantized as x86 llama.cpp quantizes them, and attention reads each value
-// as d·q against f32 q and f32 weights.
-import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer } from './index.js';
+// f16 caches round q and the softmax weights to f16, as llama.cpp does; a q8_0 or q4_0 cache
+// stores block_q8_0 / block_q4_0 rows quantized as llama.cpp's CPU backend quantizes them, and
+// attention reads each value as the block's d times its quant against f32 q and f32 weights.
+import { KV_BLOCK_BYTES } from './index.js';
+import type { AttentionBatch, AttentionShape, KvCacheShape, KvDtype, KvLayer } from './index.js';
 import { f16ToF32, f32ToF16, readF16, roundToF16 } from '../tensor/half.js';
 import { quantizeQ8_0BlockX86 } from '../tensor/quant/q8-activations.js';
+import { quantizeQ4_0Block } from '../tensor/quant/legacy-quants.js';
 
 /** ggml's scale(1/cap) → tanh → scale(cap), each rounded to f32 */
 export function capScore(x: number, inv: number, cap: number): number {
@@ -36,11 +38,14 @@ export function writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v:
     for (let h = 0; h < numKvHeads; h++) {
       const row = kvRow(shape, slot, h);
       const src = (t * numKvHeads + h) * headDim;
-      if (shape.dtype === 'q8_0') {
-        // a row is whole blocks: value e of the layer lives in block e / 32
+      const blockBytes = KV_BLOCK_BYTES[shape.dtype];
+      if (blockBytes !== undefined) {
+        // a row is whole blocks: value e of the layer lives in block e / 32; quantized as
+        // llama.cpp's CPU backend writes its cache (x86 quantize_row_q8_0, quantize_row_q4_0_ref)
+        const quantize = shape.dtype === 'q8_0' ? quantizeQ8_0BlockX86 : quantizeQ4_0Block;
         for (let i = 0; i < headDim; i += 32) {
-          quantizeQ8_0BlockX86(k, src + i, layer.k as Uint8Array, ((row + i) / 32) * 34);
-          quantizeQ8_0BlockX86(v, src + i, layer.v as Uint8Array, ((row + i) / 32) * 34);
+          quantize(k, src + i, layer.k as Uint8Array, ((row + i) / 32) * blockBytes);
+          quantize(v, src + i, layer.v as Uint8Array, ((row + i) / 32) * blockBytes);
         }
         continue;
       }
@@ -52,9 +57,9 @@ export function writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v:
   }
 }
 
-/** a q8_0 row is whole blocks of 32 (as llama.cpp requires of a quantized cache's head size) */
+/** a quantized row is whole blocks of 32 (as llama.cpp requires of a quantized cache's head size) */
 function checkQ8Rows(shape: KvCacheShape): void {
-  if (shape.dtype === 'q8_0' && shape.headDim % 32 !== 0) throw new RangeError(`a q8_0 cache needs headDim a multiple of 32, got ${shape.headDim}`);
+  if (KV_BLOCK_BYTES[shape.dtype] !== undefined && shape.headDim % 32 !== 0) throw new RangeError(`a ${shape.dtype} cache needs headDim a multiple of 32, got ${shape.headDim}`);
 }
 
 /**
@@ -71,11 +76,17 @@ function store(cache: Float32Array | Uint16Array | Uint8Array, index: number, va
   cache[index] = cache instanceof Uint16Array ? f32ToF16(value) : value;
 }
 
-/** value `index` of a cache layer: f32, f16 bits, or d·q of a q8_0 block */
-function load(cache: Float32Array | Uint16Array | Uint8Array, index: number): number {
-  if (cache instanceof Uint8Array) {
+/** value `index` of a cache layer: f32, f16 bits, or d·q of a q8_0 or q4_0 block */
+function load(cache: Float32Array | Uint16Array | Uint8Array, index: number, dtype: KvDtype): number {
+  if (dtype === 'q8_0') {
     const block = Math.floor(index / 32) * 34;
-    return readF16(cache, block) * ((cache[block + 2 + (index % 32)]! << 24) >> 24);
+    return readF16(cache as Uint8Array, block) * ((cache[block + 2 + (index % 32)]! << 24) >> 24);
+  }
+  if (dtype === 'q4_0') {
+    const block = Math.floor(index / 32) * 18;
+    const j = index % 32;
+    const byte = cache[block + 2 + (j % 16)]!;
+    return readF16(cache as Uint8Array, block) * ((j < 16 ? byte & 15 : byte >> 4) - 8);
   }
   return cache instanceof Uint16Array ? f16ToF32(cache[index]!) : cache[index]!;
 }
@@ -115,7 +126,7 @@ export function attention(
           let dot = 0;
           for (let i = 0; i < headDim; i++) {
             const qi = half ? roundToF16(q[qBase + i]!) : q[qBase + i]!;
-            dot += qi * load(layer.k, kBase + i);
+            dot += qi * load(layer.k, kBase + i, cache.dtype);
           }
           const s = Math.fround(dot * scale);
           scores[p - first] = cap > 0 ? capScore(s, inv, cap) : s;
@@ -125,7 +136,7 @@ export function attention(
         for (let p = first; p < ctx; p++) {
           const weight = half ? roundToF16(scores[p - first]!) : scores[p - first]!;
           const vBase = kvRow(cache, slotOf(p), kvHead);
-          for (let i = 0; i < headDim; i++) out[qBase + i]! += weight * load(layer.v, vBase + i);
+          for (let i = 0; i < headDim; i++) out[qBase + i]! += weight * load(layer.v, vBase + i, cache.dtype);
         }
       }
     }

@@ -1,4 +1,4 @@
-import { kvBytes } from '../kernels/index.js';
+import { KV_BLOCK_BYTES, kvBytes } from '../kernels/index.js';
 import type { KvCacheShape, KvDtype, KvLayer } from '../kernels/index.js';
 import { allocateLarge } from '../kernels/native.js';
 import { RecurrentState } from './recurrent-state.js';
@@ -37,7 +37,7 @@ export class KvCache {
       // now, as llama.cpp clears its cache at start: a server's first minutes would otherwise
       // pay a page fault on the first write of every block (5% of the standard scenario here).
       const buffer = allocateLarge(bytes, true);
-      return s.dtype === 'q8_0' ? new Uint8Array(buffer) : s.dtype === 'f16' ? new Uint16Array(buffer) : new Float32Array(buffer);
+      return KV_BLOCK_BYTES[s.dtype] !== undefined ? new Uint8Array(buffer) : s.dtype === 'f16' ? new Uint16Array(buffer) : new Float32Array(buffer);
     };
     const n = config.numLayers;
     this.inSwaPool = Array.from({ length: n }, (_, i) => swa?.layers[i] === true);
@@ -89,9 +89,9 @@ export class KvCache {
     this.layers.forEach((layer, li) => {
       if (!this.owned[li]) return;
       const s = this.shapes[li]!;
-      // a block in the arrays' own elements (bytes for q8_0: a block's rows are whole q8_0 blocks)
+      // a block in the arrays' own elements (bytes for q8_0/q4_0: a block's rows are whole quant blocks)
       const values = s.blockSize * s.numKvHeads * s.headDim;
-      const blockElems = s.dtype === 'q8_0' ? kvBytes('q8_0', values) : values;
+      const blockElems = KV_BLOCK_BYTES[s.dtype] !== undefined ? kvBytes(s.dtype, values) : values;
       for (const { src, dst } of this.inSwaPool[li] ? swaOps : ops) {
         for (const cache of [layer.k, layer.v]) cache.copyWithin(dst * blockElems, src * blockElems, (src + 1) * blockElems);
       }

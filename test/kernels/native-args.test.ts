@@ -96,10 +96,11 @@ const CASES: Record<string, Case> = {
       [[new Float32Array(64), new Float32Array(64), 'f16', 2, 4, 1, 8, f32(8), f32(8), i32(0)], TypeError, /cache k \(f16\) must be a Uint16Array/],
       [[new Uint16Array(64), new Uint16Array(64), 'f16', BIG, BIG, BIG, BIG, f32(8), f32(8), i32(0)], RangeError, /the KV cache is too large/],
       [[new Uint16Array(64), new Uint16Array(32), 'f16', 2, 4, 1, 8, f32(8), f32(8), i32(0)], RangeError, /cache v holds/],
-      [[new Uint16Array(64), new Uint16Array(64), true, 2, 4, 1, 8, f32(8), f32(8), i32(0)], TypeError, /dtype must be "f32", "f16" or "q8_0"/],
+      [[new Uint16Array(64), new Uint16Array(64), true, 2, 4, 1, 8, f32(8), f32(8), i32(0)], TypeError, /dtype must be "f32", "f16", "q8_0" or "q4_0"/],
       [[new Uint8Array(68), new Uint8Array(68), 'q8_0', 2, 4, 1, 8, f32(8), f32(8), i32(0)], RangeError, /q8_0 cache needs headDim a multiple of 32/],
       [[new Uint8Array(271), new Uint8Array(272), 'q8_0', 2, 4, 1, 32, f32(32), f32(32), i32(0)], RangeError, /cache k holds 271 elements, needs 272/],
       [[new Uint16Array(256), new Uint16Array(256), 'q8_0', 2, 4, 1, 32, f32(32), f32(32), i32(0)], TypeError, /cache k \(q8_0\) must be a Uint8Array/],
+      [[new Uint8Array(143), new Uint8Array(144), 'q4_0', 2, 4, 1, 32, f32(32), f32(32), i32(0)], RangeError, /cache k holds 143 elements, needs 144/],
     ],
   },
   attention: {

@@ -1,4 +1,4 @@
-// The KV cache's element types through whole models: a q8_0 cache (--kv-cache-dtype q8_0) in
+// The KV cache's element types through whole models: a q8_0 cache (--kv-cache-dtype q8_0; q4_0 too) in
 // every architecture that keeps a paged cache gives the f16 cache's greedy tokens on the
 // fixtures (their margins are wide: kv-dtype-accuracy.ts measures how far the distributions
 // move), keeps a sequence's tokens the same alone and in a batch, and is sized in bytes as
@@ -47,6 +47,15 @@ describe('a q8_0 KV cache in whole models', { skip }, () => {
     });
   }
 
+  // q4_0 moves the distributions ~10-1000× more than q8_0 (kv-dtype-accuracy.ts; as llama.cpp's
+  // q4_0 does): gpt2-f16's greedy path parts from f16's (a top-1 change teacher-forced in both)
+  for (const name of FIXTURES.filter((n) => n !== 'gpt2-f16')) {
+    it(`${name}: a q4_0 cache gives the f16 cache's greedy tokens too`, () => {
+      const prompts = readGolden(GOLDEN_DIR, name).prompts.map((g) => g.promptIds);
+      assert.deepEqual(greedy(name, 'q4_0', prompts, 32, false), greedy(name, 'f16', prompts, 32, false));
+    });
+  }
+
   // a token budget of 7 cuts the prompts into chunks that share steps with the other's decodes
   for (const name of ['llama-q8_0', 'gemma3-q8_0', 'gemma4-q8_0', 'qwen35-q8_0', 'qwen3moe-q8_0']) {
     it(`${name}: each sequence's tokens the same alone and in a batch (token budget 7)`, () => {
@@ -56,6 +65,10 @@ describe('a q8_0 KV cache in whole models', { skip }, () => {
       assert.deepEqual(greedy(name, 'q8_0', prompts, 24, true, { maxNumBatchedTokens: 7 }), greedy(name, 'q8_0', prompts, 24, false));
     });
   }
+  it('gpt2-f16, q4_0: each sequence\'s tokens the same alone and in a batch (token budget 7)', () => {
+    const prompts = [...readGolden(GOLDEN_DIR, 'gpt2-f16').prompts.map((g) => g.promptIds), [5, 9, 13, 200, 7]];
+    assert.deepEqual(greedy('gpt2-f16', 'q4_0', prompts, 24, true, { maxNumBatchedTokens: 7 }), greedy('gpt2-f16', 'q4_0', prompts, 24, false));
+  });
 });
 
 describe('the q8_0 cache arrays', () => {
