@@ -30,7 +30,7 @@ export function softmax(x: Float32Array, rows: number, n: number): void {
 
 export function writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void {
   const { numKvHeads, headDim } = shape;
-  checkQ8Rows(shape);
+  checkWholeBlocks(shape);
   const capacity = shape.numBlocks * shape.blockSize;
   for (let t = 0; t < slotMapping.length; t++) {
     const slot = slotMapping[t]!;
@@ -58,7 +58,7 @@ export function writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v:
 }
 
 /** a quantized row is whole blocks of 32 (as llama.cpp requires of a quantized cache's head size) */
-function checkQ8Rows(shape: KvCacheShape): void {
+function checkWholeBlocks(shape: KvCacheShape): void {
   if (KV_BLOCK_BYTES[shape.dtype] !== undefined && shape.headDim % 32 !== 0) throw new RangeError(`a ${shape.dtype} cache needs headDim a multiple of 32, got ${shape.headDim}`);
 }
 
@@ -104,7 +104,7 @@ export function attention(
   const cap = shape.softcap ?? 0;
   const inv = Math.fround(1 / cap);
   const groupSize = numHeads / numKvHeads;
-  checkQ8Rows(cache);
+  checkWholeBlocks(cache);
   const half = cache.dtype === 'f16'; // llama.cpp feeds q and the softmax weights to f16 K/V as f16
   const numSeqs = batch.seqStarts.length - 1;
   for (let s = 0; s < numSeqs; s++) {
