@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "half.h"
 #include "parallel.h"
 #include "simd.h"
 
@@ -17,6 +18,45 @@ namespace {
 
 // the first position a query at `pos` attends to: 0, or pos − window + 1 within a sliding window
 int32_t first_position(int32_t pos, int window) { return window > 0 && pos + 1 > window ? pos + 1 - window : 0; }
+
+// One block of 32 values as x86 llama.cpp's quantize_row_q8_0 (what its CPU backend writes
+// into a q8_0 KV cache): d = f16(amax / 127), q = round-half-even(x · 127 / amax), saturated.
+void quantize_kv_q8_0(uint8_t* block, const float* x) {
+  float amax = 0;
+  for (int j = 0; j < kKvQ8Block; j++) {
+    const float a = std::fabs(x[j]);
+    amax = a > amax || std::isnan(a) ? a : amax;
+  }
+  const uint16_t d = f32_to_f16(amax / 127.f);
+  std::memcpy(block, &d, 2);
+  const float id = amax != 0.f ? 127.f / amax : 0.f;
+  for (int j = 0; j < kKvQ8Block; j++) {
+    const float v = x[j] * id;
+    float r = std::isfinite(v) ? std::rint(v) : -128.f;
+    r = r < -128.f ? -128.f : (r > 127.f ? 127.f : r);
+    block[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(r));
+  }
+}
+
+// One block of 32 values as llama.cpp's quantize_row_q4_0 (its _ref on every CPU): d = max / −8
+// (max the value of largest magnitude), q = min(15, (int8)(x / d + 8.5)), two a byte.
+void quantize_kv_q4_0(uint8_t* block, const float* x) {
+  float amax = 0, max = 0;
+  for (int j = 0; j < kKvQ8Block; j++) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -8;
+  const float id = d != 0.f ? 1.0f / d : 0.0f;
+  const uint16_t dh = f32_to_f16(d);
+  std::memcpy(block, &dh, 2);
+  for (int j = 0; j < 16; j++) {
+    const int q0 = static_cast<int8_t>(x[j] * id + 8.5f), q1 = static_cast<int8_t>(x[16 + j] * id + 8.5f);
+    block[2 + j] = static_cast<uint8_t>((q0 < 15 ? q0 : 15) | (q1 < 15 ? q1 : 15) << 4);
+  }
+}
 
 }  // namespace
 
@@ -30,9 +70,18 @@ void write_kv(const KvCacheView& c, const float* k, const float* v, const int32_
       const int64_t slot = slot_mapping[t], block = slot / c.block_size, offset = slot % c.block_size;
       for (int h = 0; h < c.num_kv_heads; h++) {
         const int64_t dst = (block * c.num_kv_heads + h) * head_rows + offset * d, src = t * width + h * d;
-        if (c.f16) {
+        if (c.type == KvType::kF16) {
           ops.f32_to_f16(static_cast<uint16_t*>(c.k) + dst, k + src, d);
           ops.f32_to_f16(static_cast<uint16_t*>(c.v) + dst, v + src, d);
+        } else if (c.type == KvType::kQ8_0 || c.type == KvType::kQ4_0) {
+          const bool q8 = c.type == KvType::kQ8_0;
+          const int64_t step = kv_bytes(c.type, kKvQ8Block);
+          uint8_t* kb = static_cast<uint8_t*>(c.k) + kv_bytes(c.type, dst);
+          uint8_t* vb = static_cast<uint8_t*>(c.v) + kv_bytes(c.type, dst);
+          for (int i = 0; i < d; i += kKvQ8Block, kb += step, vb += step) {
+            (q8 ? quantize_kv_q8_0 : quantize_kv_q4_0)(kb, k + src + i);
+            (q8 ? quantize_kv_q8_0 : quantize_kv_q4_0)(vb, v + src + i);
+          }
         } else {
           std::memcpy(static_cast<float*>(c.k) + dst, k + src, d * sizeof(float));
           std::memcpy(static_cast<float*>(c.v) + dst, v + src, d * sizeof(float));
@@ -160,7 +209,7 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
     job.q = q + (t * num_heads + h) * d;
     job.k = c.k;
     job.v = c.v;
-    job.f16 = c.f16;
+    job.type = static_cast<int>(c.type);
     job.blocks = b.block_tables + static_cast<int64_t>(seq_of_token[t]) * b.max_blocks_per_seq;
     job.block_size = c.block_size;
     job.ctx = b.positions[t] + 1;

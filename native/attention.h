@@ -1,23 +1,26 @@
 // The paged KV cache: writes and attention (src/kernels/reference.ts is the oracle).
-// A cache layer's k and v are [num_blocks, num_kv_heads, block_size, head_dim], f32 or
-// f16 bits: slot s = block * block_size + offset, and a block keeps each KV head's rows
+// A cache layer's k and v are [num_blocks, num_kv_heads, block_size, head_dim], f32, f16
+// bits or q8_0 blocks (kv-type.h; head_dim a multiple of 32): slot s = block * block_size + offset, and a block keeps each KV head's rows
 // together, so attention reads one head's rows of a block as one stretch.
 #pragma once
 #include <cstdint>
+
+#include "kv-type.h"
 
 namespace loom {
 
 struct KvCacheView {
   void* k;
   void* v;
-  bool f16;
+  KvType type;
   int num_blocks;
   int block_size;
   int num_kv_heads;
   int head_dim;
 };
 
-// Stores k, v ([n_tokens, num_kv_heads * head_dim] f32) at slot_mapping[t] (all in range).
+// Stores k, v ([n_tokens, num_kv_heads * head_dim] f32) at slot_mapping[t] (all in range),
+// rounded to f16 or quantized to q8_0 blocks (as x86 llama.cpp's quantize_row_q8_0) per the cache's type.
 void write_kv(const KvCacheView& cache, const float* k, const float* v, const int32_t* slot_mapping, int64_t n_tokens);
 
 struct AttentionBatchView {
@@ -40,7 +43,8 @@ const char* check_attention_batch(const AttentionBatchView& batch, int64_t n_tok
 // alike), first = 0, or positions[t] − window + 1 when window > 0 (llama.cpp's standard
 // sliding window); head h reads kv head h / (num_heads / num_kv_heads). softcap > 0 turns
 // each score s = scale·q·k into softcap·tanh(s / softcap) (Gemma 2). For an f16 cache q and
-// the softmax weights are rounded to f16, as llama.cpp does. sinks (null or [num_heads]): per
+// the softmax weights are rounded to f16, as llama.cpp does; a q8_0 cache's K and V are
+// dequantized in registers (d·q) against f32 q and f32 weights. sinks (null or [num_heads]): per
 // query head a logit in its softmax's denominator only (gpt-oss). The batch must pass
 // check_attention_batch with the same window.
 void attention(float* out, const float* q, const KvCacheView& cache, const AttentionBatchView& batch, int64_t n_tokens,

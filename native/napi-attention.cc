@@ -7,21 +7,38 @@ namespace loom::napi {
 
 namespace {
 
-// Arguments i..i+6: (k, v, f16, numBlocks, blockSize, numKvHeads, headDim); k and v must be
-// Uint16Array (f16) or Float32Array (f32) of numBlocks·blockSize·numKvHeads·headDim.
+// Arguments i..i+6: (k, v, dtype, numBlocks, blockSize, numKvHeads, headDim); dtype "f32",
+// "f16", "q8_0" or "q4_0"; k and v must be a Float32Array, a Uint16Array (f16 bits) or a
+// Uint8Array (q8_0 / q4_0 blocks, headDim a multiple of 32) of numBlocks·blockSize·numKvHeads·headDim values.
 KvCacheView cache_args(const Napi::CallbackInfo& info, size_t i) {
   KvCacheView c;
-  c.f16 = boolean(info, i + 2, "f16");
+  const Napi::Value dtype = info[i + 2];
+  const std::string name = dtype.IsString() ? dtype.As<Napi::String>().Utf8Value() : "";
+  if (name == "f32") c.type = KvType::kF32;
+  else if (name == "f16") c.type = KvType::kF16;
+  else if (name == "q8_0") c.type = KvType::kQ8_0;
+  else if (name == "q4_0") c.type = KvType::kQ4_0;
+  else throw Napi::TypeError::New(info.Env(), "dtype must be \"f32\", \"f16\", \"q8_0\" or \"q4_0\"");
   c.num_blocks = static_cast<int>(integer(info, i + 3, "numBlocks", 0));
   c.block_size = static_cast<int>(integer(info, i + 4, "blockSize", 1));
   c.num_kv_heads = static_cast<int>(integer(info, i + 5, "numKvHeads", 1));
   c.head_dim = static_cast<int>(integer(info, i + 6, "headDim", 1));
   const int64_t size = product(info, {c.num_blocks, c.block_size, c.num_kv_heads, c.head_dim}, "the KV cache");
-  if (c.f16) {
+  if (c.type == KvType::kF16) {
     auto k = u16_array(info, i, "cache k (f16)");
     auto v = u16_array(info, i + 1, "cache v (f16)");
     need(info, k.length, size, "cache k");
     need(info, v.length, size, "cache v");
+    c.k = k.data;
+    c.v = v.data;
+  } else if (c.type == KvType::kQ8_0 || c.type == KvType::kQ4_0) {
+    const std::string type = c.type == KvType::kQ8_0 ? "q8_0" : "q4_0";
+    if (c.head_dim % kKvQ8Block != 0)
+      throw Napi::RangeError::New(info.Env(), "a " + type + " cache needs headDim a multiple of 32, got " + std::to_string(c.head_dim));
+    auto k = u8_array(info, i, ("cache k (" + type + ")").c_str());
+    auto v = u8_array(info, i + 1, ("cache v (" + type + ")").c_str());
+    need(info, k.length, kv_bytes(c.type, size), "cache k");
+    need(info, v.length, kv_bytes(c.type, size), "cache v");
     c.k = k.data;
     c.v = v.data;
   } else {
@@ -37,7 +54,7 @@ KvCacheView cache_args(const Napi::CallbackInfo& info, size_t i) {
 
 }  // namespace
 
-// (kc, vc, f16, numBlocks, blockSize, numKvHeads, headDim, k, v, slotMapping)
+// (kc, vc, dtype, numBlocks, blockSize, numKvHeads, headDim, k, v, slotMapping)
 Napi::Value WriteKv(const Napi::CallbackInfo& info) {
   const KvCacheView c = cache_args(info, 0);
   auto k = f32_array(info, 7, "k");
@@ -56,7 +73,7 @@ Napi::Value WriteKv(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// (out, q, kc, vc, f16, numBlocks, blockSize, numKvHeads, headDim,
+// (out, q, kc, vc, dtype, numBlocks, blockSize, numKvHeads, headDim,
 //  seqStarts, positions, blockTables, maxBlocksPerSeq, numHeads, scale[, window, softcap, sinks])
 Napi::Value Attention(const Napi::CallbackInfo& info) {
   auto out = f32_array(info, 0, "out");

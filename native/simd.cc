@@ -4,6 +4,7 @@
 #include "attention-head.h"
 #include "cpu.h"
 #include "half.h"
+#include "kv-type.h"
 #include "vec-math.h"
 
 namespace loom {
@@ -31,6 +32,52 @@ struct PortableOps : PerKeyOps<PortableOps>, HeadLoopOps<PortableOps> {
     for (int j = 0; j < 8; j++) sum += lane[j];
     return sum;
   }
+  // a q8_0 row: per block, Σ q·int8 in lanes, times the block's d
+  static float dot(const float* q, Q8Ptr k, int d) {
+    float sum = 0.0f;
+    for (int i = 0; i < d; i += kKvQ8Block) {
+      const Q8Ptr b = k + i;
+      const int8_t* x = b.quants();
+      float lane[8] = {};
+      for (int j = 0; j < kKvQ8Block; j += 8)
+        for (int l = 0; l < 8; l++) lane[l] += q[i + j + l] * static_cast<float>(x[j + l]);
+      float block = 0.0f;
+      for (int l = 0; l < 8; l++) block += lane[l];
+      sum += block * f16_to_f32(b.scale_bits());
+    }
+    return sum;
+  }
+  static void axpy(float* acc, float w, Q8Ptr v, int d) {
+    for (int i = 0; i < d; i += kKvQ8Block) {
+      const Q8Ptr b = v + i;
+      const int8_t* x = b.quants();
+      const float wd = w * f16_to_f32(b.scale_bits());
+      for (int j = 0; j < kKvQ8Block; j++) acc[i + j] += wd * static_cast<float>(x[j]);
+    }
+  }
+  // a q4_0 row: value j of a block is nibble j % 16 (low, then high) of its bytes, minus 8
+  static float dot(const float* q, Q4Ptr k, int d) {
+    float sum = 0.0f;
+    for (int i = 0; i < d; i += kKvQ8Block) {
+      const Q4Ptr b = k + i;
+      const uint8_t* x = b.bytes();
+      float lane[8] = {};
+      for (int j = 0; j < kKvQ8Block; j += 8)
+        for (int l = 0; l < 8; l++) lane[l] += q[i + j + l] * static_cast<float>(q4_at(x, j + l));
+      float block = 0.0f;
+      for (int l = 0; l < 8; l++) block += lane[l];
+      sum += block * f16_to_f32(b.scale_bits());
+    }
+    return sum;
+  }
+  static void axpy(float* acc, float w, Q4Ptr v, int d) {
+    for (int i = 0; i < d; i += kKvQ8Block) {
+      const Q4Ptr b = v + i;
+      const float wd = w * f16_to_f32(b.scale_bits());
+      for (int j = 0; j < kKvQ8Block; j++) acc[i + j] += wd * static_cast<float>(q4_at(b.bytes(), j));
+    }
+  }
+  static int q4_at(const uint8_t* qs, int j) { return (j < 16 ? qs[j] & 15 : qs[j - 16] >> 4) - 8; }
   static void axpy(float* acc, float w, const float* v, int d) {
     for (int i = 0; i < d; i++) acc[i] += w * v[i];
   }

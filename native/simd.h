@@ -12,12 +12,13 @@ namespace loom {
 // block_size rows of head_dim (see attention.h): position p's row of the job's KV head i is
 // element block_stride · blocks[p / block_size] + head_offset + (i · block_size +
 // p % block_size) · head_dim. Kernels that can read each K/V row once for all the heads that
-// share it do (an f16 row's conversion costs as much as its dot product).
+// share it do (an f16 row's conversion costs as much as its dot product). A q8_0 row is
+// dequantized in registers as it is read, never copied out.
 struct AttendHead {
   const float* q;        // [heads, head_dim]
-  const void* k;         // cache layer base: f32 or f16 bits
+  const void* k;         // cache layer base: f32, f16 bits or q8_0 blocks (kv-type.h)
   const void* v;
-  bool f16;              // cache dtype; q and the softmax weights are rounded to f16 as well
+  int type;              // KvType; for f16, q and the softmax weights are rounded to f16 as well
   const int32_t* blocks; // this sequence's block table row (already validated)
   int block_size;
   int ctx;              // one past the last attended position (the query's position + 1)

@@ -75,6 +75,31 @@ describe('loom generate', () => {
   });
 });
 
+describe('--kv-cache-dtype', () => {
+  const model = () => ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'llama-q8_0')!);
+  const ids = (dtype: string) => loom('generate', '-m', model(), '-p', 'Once upon a time', '-n', '12', '--temperature', '0', '--ignore-eos', '--json', '--kv-cache-dtype', dtype);
+
+  it('q8_0 generates the f16 cache\'s greedy tokens (auto is f16)', () => {
+    const [q8, f16, auto] = [ids('q8_0'), ids('f16'), ids('auto')];
+    assert.equal(q8.status, 0, q8.stderr);
+    const out = (r: { stdout: string }) => (JSON.parse(r.stdout) as { output_ids: number[] }).output_ids;
+    assert.deepEqual(out(q8), out(f16));
+    assert.deepEqual(out(auto), out(f16));
+  });
+
+  it('refuses other values, and q8_0 for heads not whole blocks of 32, in one line', () => {
+    for (const [r, pattern] of [
+      [loom('generate', '-m', model(), '-p', 'hi', '--kv-cache-dtype', 'fp8'), /argument 'fp8' is invalid. Allowed choices are auto, f16, f32, q8_0, q4_0/],
+      [loom('serve', '-m', model(), '--kv-cache-dtype', 'q4'), /argument 'q4' is invalid. Allowed choices are auto, f16, f32, q8_0, q4_0/],
+      ...(existsSync(STORIES) ? [[loom('generate', '-m', STORIES, '-p', 'hi', '--kv-cache-dtype', 'q8_0'), /q8_0 needs attention head sizes that are a multiple of 32 .* head size is 8/] as const] : []),
+    ] as const) {
+      assert.equal(r.status, 1, r.stderr);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+      assert.match(r.stderr, pattern);
+    }
+  });
+});
+
 describe('bad model files get one clear line and exit code 1', () => {
   const expectOneLine = (path: string, pattern: RegExp) => {
     const r = loom('generate', '--model', path, '--prompt', 'hi', '-n', '1');

@@ -4,6 +4,7 @@
 
 #include "../attention-head.h"
 #include "../half.h"
+#include "../kv-type.h"
 #include "../simd.h"
 #include "../vec-math.h"
 
@@ -39,6 +40,18 @@ inline __m256 exp8(__m256 x) {
 
 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 inline __m256 load8(const uint16_t* p) { return load_f16(p); }
+// 8 values of one q8_0 block, d · q
+inline __m256 load8(Q8Ptr p) {
+  const __m256i q = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.quants())));
+  return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(p.scale_bits())), _mm256_cvtepi32_ps(q));
+}
+// 8 values of one q4_0 block: low or high nibbles of 8 of its bytes, d · (q − 8)
+inline __m256 load8(Q4Ptr p) {
+  __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p.bytes()));
+  if (p.high()) b = _mm_srli_epi16(b, 4);
+  const __m256i q = _mm256_sub_epi32(_mm256_cvtepu8_epi32(_mm_and_si128(b, _mm_set1_epi8(15))), _mm256_set1_epi32(8));
+  return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(p.scale_bits())), _mm256_cvtepi32_ps(q));
+}
 
 // (Σa, Σb, Σc, Σd) of four vectors
 inline __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
@@ -48,8 +61,8 @@ inline __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
 }
 
 // NV·8 columns of acc += Σ_j w[j]·v_j, the sums in registers (as axpy per key, same order)
-template <int NV, class T>
-void accumulate_cols(float* acc, const float* w, const T* v, int64_t stride, int n) {
+template <int NV, class P>
+void accumulate_cols(float* acc, const float* w, P v, int64_t stride, int n) {
   __m256 a[NV];
   for (int c = 0; c < NV; c++) a[c] = _mm256_loadu_ps(acc + 8 * c);
   for (int j = 0; j < n; j++) {
@@ -62,13 +75,13 @@ void accumulate_cols(float* acc, const float* w, const T* v, int64_t stride, int
 struct Avx2Ops : PerKeyOps<Avx2Ops>, HeadLoopOps<Avx2Ops> {
   // head_dim a multiple of 8: keys 4 at a time, sharing each q load and one horizontal sum
   // (a key at a time, the sum cost as much as the products); other sizes key by key
-  template <class T>
-  static void scores(const float* q, const T* k, int64_t stride, int n, int d, float scale, float* out) {
+  template <class P>
+  static void scores(const float* q, P k, int64_t stride, int n, int d, float scale, float* out) {
     if (d % 8 != 0) return PerKeyOps<Avx2Ops>::scores(q, k, stride, n, d, scale, out);
     const __m128 sv = _mm_set1_ps(scale);
     int j = 0;
     for (; j + 4 <= n; j += 4) {
-      const T* k0 = k + j * stride;
+      P k0 = k + j * stride;
       __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
       for (int i = 0; i < d; i += 8) {
         const __m256 qv = _mm256_loadu_ps(q + i);
@@ -83,8 +96,8 @@ struct Avx2Ops : PerKeyOps<Avx2Ops>, HeadLoopOps<Avx2Ops> {
   }
   // head_dim a multiple of 8: 64 columns at a time with their sums in registers, instead of
   // loading and storing the accumulator once a key
-  template <class T>
-  static void accumulate(float* acc, const float* w, const T* v, int64_t stride, int n, int d) {
+  template <class P>
+  static void accumulate(float* acc, const float* w, P v, int64_t stride, int n, int d) {
     if (d % 8 != 0) return PerKeyOps<Avx2Ops>::accumulate(acc, w, v, stride, n, d);
     for (int c = 0; c < d; c += 64) {
       switch ((d - c < 64 ? d - c : 64) / 8) {
@@ -123,6 +136,16 @@ struct Avx2Ops : PerKeyOps<Avx2Ops>, HeadLoopOps<Avx2Ops> {
     for (; i < d; i++) sum += q[i] * f16_to_f32(k[i]);
     return sum;
   }
+  // q8_0 and q4_0 rows (whole blocks of 32: no tails)
+  template <class P>
+  static float dot_blocks(const float* q, P k, int d) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    for (int i = 0; i < d; i += 16) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(k + i), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), load8(k + i + 8), a1);
+    }
+    return hsum(_mm256_add_ps(a0, a1));
+  }
   static void axpy(float* acc, float w, const float* v, int d) {
     const __m256 wv = _mm256_set1_ps(w);
     int i = 0;
@@ -135,6 +158,15 @@ struct Avx2Ops : PerKeyOps<Avx2Ops>, HeadLoopOps<Avx2Ops> {
     for (; i + 8 <= d; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, load_f16(v + i), _mm256_loadu_ps(acc + i)));
     for (; i < d; i++) acc[i] += w * f16_to_f32(v[i]);
   }
+  static float dot(const float* q, Q8Ptr k, int d) { return dot_blocks(q, k, d); }
+  static float dot(const float* q, Q4Ptr k, int d) { return dot_blocks(q, k, d); }
+  template <class P>
+  static void axpy_blocks(float* acc, float w, P v, int d) {
+    const __m256 wv = _mm256_set1_ps(w);
+    for (int i = 0; i < d; i += 8) _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(wv, load8(v + i), _mm256_loadu_ps(acc + i)));
+  }
+  static void axpy(float* acc, float w, Q8Ptr v, int d) { axpy_blocks(acc, w, v, d); }
+  static void axpy(float* acc, float w, Q4Ptr v, int d) { axpy_blocks(acc, w, v, d); }
   static float max_of(const float* x, int n) {
     if (n < 8) return loom::max_of(x, n);
     __m256 m = _mm256_loadu_ps(x);

@@ -4,6 +4,7 @@
 
 #include "../attention-head.h"
 #include "../half.h"
+#include "../kv-type.h"
 #include "../simd.h"
 
 namespace loom {
@@ -35,6 +36,25 @@ inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 inline __m512 load16(const uint16_t* p) { return load_f16(p); }
 inline __m512 load16_masked(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
 inline __m512 load16_masked(const uint16_t* p, __mmask16 m) { return load_f16_masked(p, m); }
+// 16 values of one q8_0 block, d · q
+inline __m512 load16(Q8Ptr p) {
+  const __m512i q = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p.quants())));
+  return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(p.scale_bits())), _mm512_cvtepi32_ps(q));
+}
+inline __m512 load16_masked(Q8Ptr p, __mmask16 m) {
+  const __m512i q = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, p.quants()));
+  return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(p.scale_bits())), _mm512_cvtepi32_ps(q));
+}
+// 16 values of one q4_0 block: the low or high nibbles of its 16 bytes, d · (q − 8)
+inline __m512 q4_values(Q4Ptr p, __m128i bytes) {
+  if (p.high()) bytes = _mm_srli_epi16(bytes, 4);
+  const __m512i q = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_and_si128(bytes, _mm_set1_epi8(15))), _mm512_set1_epi32(8));
+  return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(p.scale_bits())), _mm512_cvtepi32_ps(q));
+}
+inline __m512 load16(Q4Ptr p) { return q4_values(p, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p.bytes()))); }
+inline __m512 load16_masked(Q4Ptr p, __mmask16 m) {
+  return _mm512_maskz_mov_ps(m, q4_values(p, _mm_maskz_loadu_epi8(m, p.bytes())));
+}
 
 // (Σa, Σb, Σc, Σd) of four vectors
 inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
@@ -46,14 +66,14 @@ inline __m128 reduce4(__m512 a, __m512 b, __m512 c, __m512 d) {
 }
 
 // NV = head_dim / 16 vectors: q and the accumulators stay in registers.
-template <int NV, class T>
-void scores_nv(const float* q, const T* k, int64_t stride, int n, float scale, float* out) {
+template <int NV, class P>
+void scores_nv(const float* q, P k, int64_t stride, int n, float scale, float* out) {
   __m512 qv[NV];
   for (int c = 0; c < NV; c++) qv[c] = _mm512_loadu_ps(q + 16 * c);
   const __m128 sv = _mm_set1_ps(scale);
   int j = 0;
   for (; j + 4 <= n; j += 4) {
-    const T* k0 = k + j * stride;
+    P k0 = k + j * stride;
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     for (int c = 0; c < NV; c++) {
       s0 = _mm512_fmadd_ps(qv[c], load16(k0 + 16 * c), s0);
@@ -73,12 +93,12 @@ void scores_nv(const float* q, const T* k, int64_t stride, int n, float scale, f
 // Heads wider than 8 vectors (Gemma's 256, 512): as scores_nv, q read from L1 instead of
 // registers, and the same arithmetic (per key, products summed in column order, then reduce4).
 // A key at a time with a horizontal sum each cost more than the dot products.
-template <class T>
-void scores_wide(const float* q, const T* k, int64_t stride, int n, int d, float scale, float* out) {
+template <class P>
+void scores_wide(const float* q, P k, int64_t stride, int n, int d, float scale, float* out) {
   const __m128 sv = _mm_set1_ps(scale);
   int j = 0;
   for (; j + 4 <= n; j += 4) {
-    const T* k0 = k + j * stride;
+    P k0 = k + j * stride;
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
     for (int i = 0; i < d; i += 16) {
       const __m512 qv = _mm512_loadu_ps(q + i);
@@ -98,12 +118,12 @@ void scores_wide(const float* q, const T* k, int64_t stride, int n, int d, float
 
 // G query heads sharing these keys: each K row is loaded (and widened) once, 4 keys a step,
 // and dotted with every head's q (read from L1).
-template <int NV, class T>
-void scores_heads_nv(const float* q, int G, const T* k, int64_t stride, int n, float scale, float* out, int64_t out_stride) {
+template <int NV, class P>
+void scores_heads_nv(const float* q, int G, P k, int64_t stride, int n, float scale, float* out, int64_t out_stride) {
   const __m128 sv = _mm_set1_ps(scale);
   int j = 0;
   for (; j + 4 <= n; j += 4) {
-    const T* k0 = k + j * stride;
+    P k0 = k + j * stride;
     __m512 kv[4][NV];
     for (int i = 0; i < 4; i++)
       for (int c = 0; c < NV; c++) kv[i][c] = load16(k0 + i * stride + 16 * c);
@@ -129,8 +149,8 @@ void scores_heads_nv(const float* q, int G, const T* k, int64_t stride, int n, f
 }
 
 // GC ≤ 4 heads' accumulators in registers; each V row is loaded (and widened) once for them.
-template <int NV, int GC, class T>
-void accumulate_heads_nv(float* acc, const float* w, int64_t w_stride, const T* v, int64_t stride, int n) {
+template <int NV, int GC, class P>
+void accumulate_heads_nv(float* acc, const float* w, int64_t w_stride, P v, int64_t stride, int n) {
   __m512 a[GC][NV];
   for (int g = 0; g < GC; g++)
     for (int c = 0; c < NV; c++) a[g][c] = _mm512_loadu_ps(acc + g * 16 * NV + 16 * c);
@@ -146,8 +166,8 @@ void accumulate_heads_nv(float* acc, const float* w, int64_t w_stride, const T* 
     for (int c = 0; c < NV; c++) _mm512_storeu_ps(acc + g * 16 * NV + 16 * c, a[g][c]);
 }
 
-template <int NV, class T>
-void accumulate_heads_nv(float* acc, int G, const float* w, int64_t w_stride, const T* v, int64_t stride, int n) {
+template <int NV, class P>
+void accumulate_heads_nv(float* acc, int G, const float* w, int64_t w_stride, P v, int64_t stride, int n) {
   for (int g = 0; g < G; g += 4) {
     float* ag = acc + g * 16 * NV;
     const float* wg = w + g * w_stride;
@@ -160,8 +180,8 @@ void accumulate_heads_nv(float* acc, int G, const float* w, int64_t w_stride, co
   }
 }
 
-template <int NV, class T>
-void accumulate_nv(float* acc, const float* w, const T* v, int64_t stride, int n) {
+template <int NV, class P>
+void accumulate_nv(float* acc, const float* w, P v, int64_t stride, int n) {
   __m512 a[NV];
   for (int c = 0; c < NV; c++) a[c] = _mm512_loadu_ps(acc + 16 * c);
   for (int j = 0; j < n; j++) {
@@ -173,8 +193,8 @@ void accumulate_nv(float* acc, const float* w, const T* v, int64_t stride, int n
 
 struct Avx512Ops : HeadLoopOps<Avx512Ops> {
   // any d: masked tails, one key at a time
-  template <class T>
-  static float dot(const float* q, const T* k, int d) {
+  template <class P>
+  static float dot(const float* q, P k, int d) {
     __m512 acc = _mm512_setzero_ps();
     for (int i = 0; i < d; i += 16) {
       const __mmask16 m = tail_mask(d - i);
@@ -182,16 +202,16 @@ struct Avx512Ops : HeadLoopOps<Avx512Ops> {
     }
     return _mm512_reduce_add_ps(acc);
   }
-  template <class T>
-  static void axpy(float* acc, float w, const T* v, int d) {
+  template <class P>
+  static void axpy(float* acc, float w, P v, int d) {
     const __m512 wv = _mm512_set1_ps(w);
     for (int i = 0; i < d; i += 16) {
       const __mmask16 m = tail_mask(d - i);
       _mm512_mask_storeu_ps(acc + i, m, _mm512_fmadd_ps(wv, load16_masked(v + i, m), _mm512_maskz_loadu_ps(m, acc + i)));
     }
   }
-  template <class T>
-  static void scores(const float* q, const T* k, int64_t stride, int n, int d, float scale, float* out) {
+  template <class P>
+  static void scores(const float* q, P k, int64_t stride, int n, int d, float scale, float* out) {
     switch (d % 16 == 0 ? d / 16 : 0) {
       case 1: return scores_nv<1>(q, k, stride, n, scale, out);
       case 2: return scores_nv<2>(q, k, stride, n, scale, out);
@@ -206,8 +226,8 @@ struct Avx512Ops : HeadLoopOps<Avx512Ops> {
         for (int j = 0; j < n; j++) out[j] = dot(q, k + j * stride, d) * scale;
     }
   }
-  template <class T>
-  static void accumulate(float* acc, const float* w, const T* v, int64_t stride, int n, int d) {
+  template <class P>
+  static void accumulate(float* acc, const float* w, P v, int64_t stride, int n, int d) {
     switch (d % 16 == 0 ? d / 16 : 0) {
       case 1: return accumulate_nv<1>(acc, w, v, stride, n);
       case 2: return accumulate_nv<2>(acc, w, v, stride, n);
@@ -227,8 +247,8 @@ struct Avx512Ops : HeadLoopOps<Avx512Ops> {
   }
   // head_dim 16..64: every head's work shares each K/V row; wider heads go head by head
   // (their K rows would not stay in registers)
-  template <class T>
-  static void scores_heads(const float* q, int G, const T* k, int64_t stride, int n, int d, float scale, float* out,
+  template <class P>
+  static void scores_heads(const float* q, int G, P k, int64_t stride, int n, int d, float scale, float* out,
                            int64_t out_stride) {
     switch (d % 16 == 0 && G > 1 ? d / 16 : 0) {
       case 1: return scores_heads_nv<1>(q, G, k, stride, n, scale, out, out_stride);
@@ -238,8 +258,8 @@ struct Avx512Ops : HeadLoopOps<Avx512Ops> {
       default: return HeadLoopOps::scores_heads(q, G, k, stride, n, d, scale, out, out_stride);
     }
   }
-  template <class T>
-  static void accumulate_heads(float* acc, int G, const float* w, int64_t w_stride, const T* v, int64_t stride, int n, int d) {
+  template <class P>
+  static void accumulate_heads(float* acc, int G, const float* w, int64_t w_stride, P v, int64_t stride, int n, int d) {
     switch (d % 16 == 0 && G > 1 ? d / 16 : 0) {
       case 1: return accumulate_heads_nv<1>(acc, G, w, w_stride, v, stride, n);
       case 2: return accumulate_heads_nv<2>(acc, G, w, w_stride, v, stride, n);

@@ -6,7 +6,7 @@
 import { InvalidArgumentError, LoomError } from '../errors.js';
 import type { EngineInfo } from '../engine/client.js';
 import { now } from '../engine/engine.js';
-import type { Backend, EngineOptions } from '../engine/options.js';
+import type { Backend, EngineOptions, KvCacheDtypeOption } from '../engine/options.js';
 import type { StepStats } from '../engine/protocol.js';
 import type { RequestStream } from '../engine/request-stream.js';
 import { WorkerEngineClient } from '../engine/worker-client.js';
@@ -39,6 +39,7 @@ export interface EngineBenchOptions {
   readonly maxNumSeqs?: number;
   readonly maxNumBatchedTokens?: number;
   readonly kvCacheMemory?: string;
+  readonly kvCacheDtype?: KvCacheDtypeOption;
 }
 
 export interface RunFigures {
@@ -182,6 +183,7 @@ export function engineOptions(o: EngineBenchOptions): EngineOptions {
     ...(o.maxNumSeqs !== undefined && { maxNumSeqs: o.maxNumSeqs }),
     ...(o.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: o.maxNumBatchedTokens }),
     ...(o.kvCacheMemory !== undefined && { kvCacheMemory: o.kvCacheMemory }),
+    ...(o.kvCacheDtype !== undefined && { kvCacheDtype: o.kvCacheDtype }),
   };
 }
 

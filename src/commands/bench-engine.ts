@@ -7,6 +7,8 @@ import { runEngineBench } from '../bench/engine.js';
 import type { BenchMode } from '../bench/engine.js';
 import { formatEngineReport } from '../bench/engine-report.js';
 import { intArg, numberArg } from './bench-args.js';
+import { kvCacheDtypeOption } from './parse.js';
+import type { KvCacheDtypeOption } from './parse.js';
 
 interface EngineFlags {
   model: string;
@@ -25,6 +27,7 @@ interface EngineFlags {
   maxNumSeqs?: number;
   maxNumBatchedTokens?: number;
   kvCacheMemory?: string;
+  kvCacheDtype: KvCacheDtypeOption;
   seed: number;
   json?: boolean;
 }
@@ -59,6 +62,7 @@ export function benchEngineCommand(): Command {
     .addOption(new Option('--max-num-seqs <n>', `most sequences per step (engine default ${ENGINE_DEFAULTS.maxNumSeqs})`).argParser(intArg('max-num-seqs')))
     .addOption(new Option('--max-num-batched-tokens <n>', `token budget per step (engine default ${ENGINE_DEFAULTS.maxNumBatchedTokens})`).argParser(intArg('max-num-batched-tokens')))
     .addOption(new Option('--kv-cache-memory <size>', `KV cache: bytes ("2GiB") or a fraction of free memory (engine default ${ENGINE_DEFAULTS.kvCacheMemory})`))
+    .addOption(kvCacheDtypeOption())
     .addOption(new Option('--seed <s>', 'seed of the prompts, lengths and arrivals').default(0).argParser(intArg('seed', 0)))
     .option('--json', 'print one JSON object with every figure and the settings')
     .action(async (f: EngineFlags) => {
@@ -81,6 +85,7 @@ export function benchEngineCommand(): Command {
           ...(f.maxNumSeqs !== undefined && { maxNumSeqs: f.maxNumSeqs }),
           ...(f.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: f.maxNumBatchedTokens }),
           ...(f.kvCacheMemory !== undefined && { kvCacheMemory: f.kvCacheMemory }),
+          kvCacheDtype: f.kvCacheDtype,
         },
         f.json ? undefined : (line) => process.stderr.write(line + '\n'),
       );

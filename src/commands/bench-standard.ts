@@ -8,6 +8,8 @@ import { formatServeReport, serveReportJson } from '../bench/serve-report.js';
 import { STANDARD_SCENARIO, runStandard } from '../bench/standard.js';
 import { fmtBytes } from '../bench/table.js';
 import { intArg } from './bench-args.js';
+import { kvCacheDtypeOption } from './parse.js';
+import type { KvCacheDtypeOption } from './parse.js';
 
 interface StandardFlags {
   model?: string;
@@ -20,6 +22,7 @@ interface StandardFlags {
   json?: boolean;
   outputFile?: string;
   loomArgs?: string;
+  kvCacheDtype: KvCacheDtypeOption;
 }
 
 export function benchStandardCommand(): Command {
@@ -39,8 +42,12 @@ export function benchStandardCommand(): Command {
     .addOption(new Option('--seed <s>', 'seed of the prompts').default(0).argParser(intArg('seed', 0)))
     .option('--json', 'print the JSON object (with model and kernels) instead of the report')
     .option('--output-file <file>', 'append that JSON object as one line')
+    .addOption(kvCacheDtypeOption())
     .option('--loom-args <flags>', 'more loom serve flags, space-separated (e.g. "--step-time-factor 3"); no longer the standard figure')
     .action(async (f: StandardFlags) => {
+      // a cache dtype other than the default is passed to loom serve (and named in the report)
+      const cacheArgs = f.kvCacheDtype !== 'auto' ? `--kv-cache-dtype ${f.kvCacheDtype}` : '';
+      const loomArgs = [cacheArgs, f.loomArgs?.trim() ?? ''].filter((a) => a !== '').join(' ');
       const r = await runStandard(
         {
           shape: f.shape,
@@ -50,13 +57,13 @@ export function benchStandardCommand(): Command {
           ...(f.model !== undefined && { model: f.model }),
           ...(f.threads !== undefined && { threads: f.threads }),
           ...(f.numPrompts !== undefined && { numPrompts: f.numPrompts }),
-          ...(f.loomArgs?.trim() && { loomArgs: f.loomArgs.trim().split(/\s+/) }),
+          ...(loomArgs !== '' && { loomArgs: loomArgs.split(/\s+/) }),
         },
         (line) => process.stderr.write(line + '\n'),
       );
-      const json = JSON.stringify({ ...serveReportJson(r.report), model_file: r.model, model_bytes: r.modelBytes, kernels: r.kernels, server_backend: f.backend, loom_args: f.loomArgs ?? '' });
+      const json = JSON.stringify({ ...serveReportJson(r.report), model_file: r.model, model_bytes: r.modelBytes, kernels: r.kernels, server_backend: f.backend, loom_args: loomArgs, kv_cache_dtype: f.kvCacheDtype });
       if (f.outputFile !== undefined) appendFileSync(f.outputFile, json + '\n');
-      const head = `loom bench standard: ${r.model} (${fmtBytes(r.modelBytes)}), loom serve --backend ${f.backend}${f.threads ? ` --threads ${f.threads}` : ''}${f.loomArgs ? ` ${f.loomArgs}` : ''}; kernels: ${r.kernels}`;
+      const head = `loom bench standard: ${r.model} (${fmtBytes(r.modelBytes)}), loom serve --backend ${f.backend}${f.threads ? ` --threads ${f.threads}` : ''}${loomArgs ? ` ${loomArgs}` : ''}; kernels: ${r.kernels}`;
       process.stdout.write((f.json ? json : `${head}\n${formatServeReport(r.report)}`) + '\n');
     });
 }

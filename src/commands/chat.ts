@@ -7,7 +7,8 @@ import { LLM } from '../llm.js';
 import { offlineFromEnv } from '../model/hub.js';
 import { resolveModelArg } from '../model/model-arg.js';
 import { ChatSession } from './chat-session.js';
-import { numberOption } from './parse.js';
+import { kvCacheDtypeOption, numberOption } from './parse.js';
+import type { KvCacheDtypeOption } from './parse.js';
 
 interface ChatFlags {
   model?: string;
@@ -25,6 +26,7 @@ interface ChatFlags {
   threads?: number;
   offline?: boolean;
   cacheDir?: string;
+  kvCacheDtype: KvCacheDtypeOption;
 }
 
 const HELP = `commands: /exit (or Ctrl-D) leaves, /clear forgets the conversation, /system TEXT sets the system prompt
@@ -47,6 +49,7 @@ export function chatCommand(): Command {
     .option('--verbose', 'tokens and tokens/s after each reply (on stderr)')
     .addOption(new Option('--backend <name>', 'kernels').choices(['auto', 'native', 'reference']).default('auto'))
     .addOption(new Option('--threads <n>', 'compute threads (default: hardware threads)').argParser(n('threads', true)))
+    .addOption(kvCacheDtypeOption())
     .option('--offline', 'never contact the Hub (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'model cache (default: $LOOM_CACHE or ~/.cache/loom)')
     .action((flags: ChatFlags) => runChat(flags));
@@ -58,6 +61,7 @@ async function runChat(flags: ChatFlags): Promise<void> {
     backend: flags.backend,
     ...(flags.threads !== undefined && { threads: flags.threads }),
     ...(flags.ctxSize !== undefined && { maxModelLen: flags.ctxSize }),
+    kvCacheDtype: flags.kvCacheDtype,
     maxNumSeqs: 1, // one conversation: the KV cache holds one context, no more
   });
   const templated = (llm.model.tokenizer.chatTemplate ?? '').trim() !== '';

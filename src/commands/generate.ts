@@ -2,7 +2,8 @@
 // serves (EngineCore on this thread) through the request pipeline the server and the
 // library use (src/pipeline/: render, tokenize, resolve once, detokenize).
 import { Command, Option } from 'commander';
-import { numberOption } from './parse.js';
+import { kvCacheDtypeOption, numberOption } from './parse.js';
+import type { KvCacheDtypeOption } from './parse.js';
 import { InvalidArgumentError } from '../errors.js';
 import { createEngineCore } from '../engine/create.js';
 import { InProcessEngineClient } from '../engine/in-process-client.js';
@@ -35,6 +36,7 @@ interface GenerateFlags {
   offline?: boolean;
   cacheDir?: string;
   speculativeConfig?: string;
+  kvCacheDtype: KvCacheDtypeOption;
 }
 
 const number = numberOption;
@@ -53,6 +55,7 @@ export function generateCommand(): Command {
     .addOption(new Option('--ctx-size <n>', 'context length (default: the model\'s)').argParser(number('ctx-size', true)))
     .addOption(new Option('--backend <name>', 'kernels: native (C++ core) or reference (TypeScript); default native when it loads').choices(['native', 'reference']))
     .addOption(new Option('--threads <n>', 'compute threads of the native core (default: hardware threads)').argParser(number('threads', true)))
+    .addOption(kvCacheDtypeOption())
     .option('--ignore-eos', 'keep generating past end-of-sequence tokens')
     .option('--chat', "apply the model's chat template to the prompt as a user message")
     .option('--chat-template <file-or-string>', "with --chat: a Jinja chat template (a file, or the template itself) used instead of the model's")
@@ -94,6 +97,7 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
         ...(flags.threads !== undefined && { threads: flags.threads }),
         maxModelLen,
         maxNumSeqs: 1,
+        kvCacheDtype: flags.kvCacheDtype,
         maxNumBatchedTokens: Math.max(2048, promptIds.length),
         enablePrefixCaching: false,
         ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),

@@ -2,6 +2,7 @@
 import { Command, Option } from 'commander';
 import { ENGINE_DEFAULTS } from '../engine/options.js';
 import type { EngineOptions } from '../engine/options.js';
+import type { EngineInfo } from '../engine/client.js';
 import { LOGPROBS_MODES } from '../engine/logprobs.js';
 import type { LogprobsMode } from '../engine/logprobs.js';
 import { SUPERVISOR_DEFAULTS, SupervisedEngineClient } from '../engine/supervisor.js';
@@ -20,7 +21,8 @@ import { NETWORK_DEFAULTS } from '../server/network.js';
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { installShutdown } from './serve-shutdown.js';
-import { numberOption } from './parse.js';
+import { kvCacheDtypeOption, numberOption } from './parse.js';
+import type { KvCacheDtypeOption } from './parse.js';
 import { TokenizerPool } from '../server/tokenizer-pool.js';
 import { publishKvEvents } from '../server/kv-events-publisher.js';
 import { hostname } from 'node:os';
@@ -41,7 +43,7 @@ interface ServeFlags {
   backend: 'auto' | 'native' | 'reference';
   threads?: number;
   kvCacheMemory: string;
-  kvCacheDtype: 'f16' | 'f32';
+  kvCacheDtype: KvCacheDtypeOption;
   blockSize: number;
   maxNumSeqs: number;
   maxNumBatchedTokens: number;
@@ -91,7 +93,7 @@ export function serveCommand(): Command {
     .addOption(new Option('--backend <name>', 'kernels').choices(['auto', 'native', 'reference']).default(ENGINE_DEFAULTS.backend))
     .addOption(new Option('--threads <n>', 'compute threads (default: hardware threads)').argParser(n('threads', true)))
     .option('--kv-cache-memory <size>', 'KV cache: bytes (4GiB, 512MB) or a fraction of free memory (0.2)', ENGINE_DEFAULTS.kvCacheMemory)
-    .addOption(new Option('--kv-cache-dtype <type>', 'KV cache element type').choices(['f16', 'f32']).default(ENGINE_DEFAULTS.kvCacheDtype))
+    .addOption(kvCacheDtypeOption())
     .addOption(new Option('--block-size <n>', 'tokens per KV block').default(ENGINE_DEFAULTS.blockSize).argParser(n('block-size', true)))
     .addOption(new Option('--max-num-seqs <n>', 'most sequences running at once').default(ENGINE_DEFAULTS.maxNumSeqs).argParser(n('max-num-seqs', true)))
     .addOption(
@@ -242,7 +244,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
   }
   const address = built.app.server.address();
   const where = typeof address === 'object' && address ? `${address.address}:${address.port}` : String(address);
-  console.error(`loom: serving ${servedModelName} on ${tls ? 'https' : 'http'}://${where} (${engine.info.numBlocks} KV blocks of ${engine.info.blockSize} tokens, context ${engine.info.maxModelLen})`);
+  console.error(`loom: serving ${servedModelName} on ${tls ? 'https' : 'http'}://${where} (${kvCacheLine(engine.info)}, context ${engine.info.maxModelLen})`);
   for (const note of engine.info.notes ?? []) console.error(`loom: ${note}`);
   console.error(`loom: ${addressesLine(address, flags.webui, tls ? 'https' : 'http')}`);
 
@@ -302,4 +304,11 @@ function addressesLine(address: ReturnType<FastifyInstance['server']['address']>
   const host = address.address === '0.0.0.0' || address.address === '::' ? 'localhost' : address.address.includes(':') ? `[${address.address}]` : address.address;
   const base = `${scheme}://${host}:${address.port}`;
   return `OpenAI API at ${base}/v1, Ollama API at ${base}/api${webui ? `, web chat at ${base}/` : ''}`;
+}
+
+/** "KV cache q8_0: 1234 blocks of 16 tokens = 19744 tokens, 512.0 MiB" */
+function kvCacheLine(info: EngineInfo): string {
+  const tokens = info.numBlocks * info.blockSize;
+  const bytes = info.kvCacheBytes !== undefined ? `, ${(info.kvCacheBytes / 2 ** 20).toFixed(1)} MiB` : '';
+  return `KV cache${info.kvCacheDtype !== undefined ? ` ${info.kvCacheDtype}` : ''}: ${info.numBlocks} blocks of ${info.blockSize} tokens = ${tokens} tokens${bytes}`;
 }

@@ -1,4 +1,5 @@
 // The one interface the server sees, whatever runs the engine (this thread or a worker).
+import type { KvDtype } from '../kernels/index.js';
 import type { LogprobsMode } from './logprobs.js';
 import type { SamplingParams } from './sampling-params.js';
 import type { StepOutput, StepStats } from './protocol.js';
@@ -15,6 +16,9 @@ export interface EngineInfo {
   readonly prefixCaching?: boolean;
   /** what logprobs report ('none': the engine refuses logprobs) */
   readonly logprobsMode: LogprobsMode;
+  /** the KV cache's element type and the bytes its arrays take (numBlocks · blockSize tokens; absent from test doubles) */
+  readonly kvCacheDtype?: KvDtype;
+  readonly kvCacheBytes?: number;
   /** start-up lines worth printing (the draft model's cache, ignored settings) */
   readonly notes?: readonly string[];
 }

@@ -46,6 +46,8 @@ export function engineInfo(engine: EngineCore): EngineInfo {
     logprobsMode: engine.config.logprobsMode,
     maxNumSeqs: engine.config.maxNumSeqs,
     prefixCaching: engine.config.enablePrefixCaching,
+    kvCacheDtype: engine.config.kvDtype,
+    kvCacheBytes: engine.runner.kv.bytes,
     ...(notes.length > 0 && { notes }),
   };
 }

@@ -1,10 +1,11 @@
 // Engine options as users give them (CLI/serve flags), resolved against the model and machine.
 import { freemem } from 'node:os';
 import { InvalidArgumentError } from '../errors.js';
+import { KV_DTYPES, KV_Q8_BLOCK } from '../kernels/index.js';
 import type { KvDtype } from '../kernels/index.js';
 import { KvCache } from '../model/kv-cache.js';
 import { SwaBlocks } from './swa-blocks.js';
-import { recurrentStateBytes } from '../model/weights.js';
+import { layerAttention, ownsKv, recurrentStateBytes } from '../model/weights.js';
 import type { ModelConfig } from '../model/weights.js';
 import type { EngineConfig } from './engine.js';
 import { LOGPROBS_MODES } from './logprobs.js';
@@ -20,7 +21,10 @@ export interface EngineOptions {
   readonly threads?: number;
   /** bytes ("4GiB", "512MB", 1e9) or a fraction of free memory ("0.2") for the KV cache */
   readonly kvCacheMemory?: string | number;
-  readonly kvCacheDtype?: KvDtype;
+  /** the KV cache's element type (vLLM's --kv-cache-dtype): 'auto' (= f16), f16, f32, q8_0
+   *  (llama.cpp's q8_0 cache: 8 bits and an f16 scale per 32 values, ~1.88× the tokens of f16)
+   *  or q4_0 (4 bits and a scale per 32, ~3.56×) */
+  readonly kvCacheDtype?: KvCacheDtypeOption;
   readonly blockSize?: number;
   readonly maxNumBatchedTokens?: number;
   readonly maxNumSeqs?: number;
@@ -43,10 +47,15 @@ export interface EngineOptions {
   readonly speculativeConfig?: string | SpeculativeConfigInput;
 }
 
+export type KvCacheDtypeOption = 'auto' | KvDtype;
+
+/** what --kv-cache-dtype accepts */
+export const KV_CACHE_DTYPES: readonly KvCacheDtypeOption[] = ['auto', ...KV_DTYPES];
+
 export const ENGINE_DEFAULTS = {
   backend: 'auto',
   kvCacheMemory: '2GiB',
-  kvCacheDtype: 'f16',
+  kvCacheDtype: 'auto',
   blockSize: 16,
   maxNumBatchedTokens: 2048,
   maxNumSeqs: 256,
@@ -94,7 +103,7 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     throw new InvalidArgumentError(`--max-model-len ${maxModelLen} is beyond the model's context length ${model.contextLength}`);
   }
   const maxNumSeqs = positiveInt('max-num-seqs', opts.maxNumSeqs ?? ENGINE_DEFAULTS.maxNumSeqs);
-  const kvCacheDtype = opts.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype;
+  const kvCacheDtype = resolveKvCacheDtype(opts.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype, model, draft);
   const maxNumBatchedTokens = positiveInt('max-num-batched-tokens', opts.maxNumBatchedTokens ?? ENGINE_DEFAULTS.maxNumBatchedTokens);
   // a hybrid model's recurrent state (one slot per sequence) comes out of the same budget
   const perState = recurrentStateBytes(model);
@@ -182,6 +191,27 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     ...(speculative ? { speculative } : {}),
     ...(contextNote !== undefined && { contextNote }),
   };
+}
+
+/** --kv-cache-dtype as the cache's element type ('auto': f16); q8_0 and q4_0 need every KV-keeping
+ *  layer's head size (the target's and a draft model's) to be whole blocks of 32, as llama.cpp does */
+export function resolveKvCacheDtype(option: string, model: ModelConfig, draft?: ModelConfig): KvDtype {
+  if (!(KV_CACHE_DTYPES as readonly string[]).includes(option)) {
+    throw new InvalidArgumentError(`--kv-cache-dtype must be one of ${KV_CACHE_DTYPES.join(', ')}, got "${option}"`);
+  }
+  const dtype = option === 'auto' ? 'f16' : (option as KvDtype);
+  if (dtype === 'q8_0' || dtype === 'q4_0') {
+    for (const [which, config] of [['the model', model], ['the draft model', draft]] as const) {
+      if (!config) continue;
+      const sizes = new Set<number>();
+      for (let li = 0; li < config.numLayers; li++) if (ownsKv(config, li)) sizes.add(layerAttention(config, li).headDim);
+      const odd = [...sizes].filter((d) => d % KV_Q8_BLOCK !== 0);
+      if (odd.length > 0) {
+        throw new InvalidArgumentError(`--kv-cache-dtype ${dtype} needs attention head sizes that are a multiple of ${KV_Q8_BLOCK} (whole ${dtype} blocks, as llama.cpp requires); ${which}'s head size is ${odd.join(', ')}: use f16`);
+      }
+    }
+  }
+  return dtype;
 }
 
 /**

@@ -1,6 +1,7 @@
 // Messages between the frontend (main thread) and the engine core (worker). Plain
 // objects; typed arrays travel as transferables. Out of the engine, each step carries
 // only what is new per request: never a request's whole sequence.
+import type { KvDtype } from '../kernels/index.js';
 import type { LogprobsMode } from './logprobs.js';
 import type { SamplingParams } from './sampling-params.js';
 
@@ -97,6 +98,8 @@ export interface EngineReady {
   readonly vocabSize: number;
   readonly logprobsMode: LogprobsMode;
   readonly maxNumSeqs: number;
+  readonly kvCacheDtype?: KvDtype;
+  readonly kvCacheBytes?: number;
   readonly notes?: readonly string[];
 }
 

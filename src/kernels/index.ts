@@ -4,15 +4,35 @@
 import type { WeightTensor, RopeStyle } from '../tensor/weight-tensor.js';
 import type { RopeScaling } from '../tensor/rope-scaling.js';
 
-export type KvDtype = 'f16' | 'f32';
+/** A KV cache's element type: f16 (IEEE half bits in a Uint16Array), f32, q8_0 (ggml's
+ *  block_q8_0, as llama.cpp's `-ctk/-ctv q8_0` cache: per 32 values of a row an f16 scale d and
+ *  32 int8 q, value d·q, 34 bytes in a Uint8Array) or q4_0 (block_q4_0: f16 d and 16 bytes of
+ *  nibbles, value j = d·(nibble − 8), low nibbles values 0..15, high 16..31, 18 bytes). The
+ *  quantized ones need head dims that are a multiple of 32. */
+export type KvDtype = 'f16' | 'f32' | 'q8_0' | 'q4_0';
+
+export const KV_DTYPES: readonly KvDtype[] = ['f16', 'f32', 'q8_0', 'q4_0'];
+
+/** bytes of a block of 32 values of a quantized cache type */
+export const KV_BLOCK_BYTES: Partial<Record<KvDtype, number>> = { q8_0: 34, q4_0: 18 };
+
+/** bytes of n values of a cache of `dtype` (n a multiple of 32 for q8_0 and q4_0) */
+export function kvBytes(dtype: KvDtype, n: number): number {
+  const block = KV_BLOCK_BYTES[dtype];
+  return block !== undefined ? (n / 32) * block : dtype === 'f16' ? 2 * n : 4 * n;
+}
+
+/** values a q8_0 or q4_0 block holds: those caches need head dims that are a multiple of it */
+export const KV_Q8_BLOCK = 32;
 
 /** One layer of the paged KV cache: [numBlocks, numKvHeads, blockSize, headDim] each (a block
  *  keeps each KV head's rows together, as vLLM's paged-attention cache puts the KV head before
- *  a block's rows). f16 data is stored as IEEE half bits in a Uint16Array. Slot s = block *
- *  blockSize + offset. */
+ *  a block's rows). f16 data is stored as IEEE half bits in a Uint16Array, q8_0 and q4_0 as
+ *  their blocks' bytes in a Uint8Array (value e of the layer in block e / 32). Slot s = block * blockSize +
+ *  offset. */
 export interface KvLayer {
-  readonly k: Float32Array | Uint16Array;
-  readonly v: Float32Array | Uint16Array;
+  readonly k: Float32Array | Uint16Array | Uint8Array;
+  readonly v: Float32Array | Uint16Array | Uint8Array;
 }
 
 export interface KvCacheShape {

@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AttentionBatch, AttentionShape, DeltaRuleShape, KvCacheShape, KvLayer, Kernels, MatmulTarget } from './index.js';
+import type { AttentionBatch, AttentionShape, DeltaRuleShape, KvCacheShape, KvDtype, KvLayer, Kernels, MatmulTarget } from './index.js';
 import { referenceKernels } from './reference.js';
 import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
 import type { RopeScaling } from '../tensor/rope-scaling.js';
@@ -48,7 +48,7 @@ export interface FmaPeak {
 }
 
 type F32 = Float32Array;
-type Cache = Float32Array | Uint16Array;
+type Cache = Float32Array | Uint16Array | Uint8Array;
 
 /** The addon's exports, argument for argument (see native/napi-*.cc). */
 interface NativeAddon {
@@ -77,9 +77,9 @@ interface NativeAddon {
   expWeights(out: Float64Array, row: F32, idx: Int32Array | null, n: number, max: number): number;
   sampleCandidates(row: F32, scale: number, logMinP: number, idx: Int32Array): number;
   drawIndex(weights: Float64Array, n: number, u: number): number;
-  writeKv(kc: Cache, vc: Cache, f16: boolean, numBlocks: number, blockSize: number, numKvHeads: number, headDim: number,
+  writeKv(kc: Cache, vc: Cache, dtype: KvDtype, numBlocks: number, blockSize: number, numKvHeads: number, headDim: number,
     k: F32, v: F32, slotMapping: Int32Array): void;
-  attention(out: F32, q: F32, kc: Cache, vc: Cache, f16: boolean, numBlocks: number, blockSize: number, numKvHeads: number,
+  attention(out: F32, q: F32, kc: Cache, vc: Cache, dtype: KvDtype, numBlocks: number, blockSize: number, numKvHeads: number,
     headDim: number, seqStarts: Int32Array, positions: Int32Array, blockTables: Int32Array, maxBlocksPerSeq: number,
     numHeads: number, scale: number, window: number, softcap: number, sinks: F32 | null): void;
   /** absent when the addon was built without native/matmul.cc */
@@ -281,12 +281,12 @@ function wrap(a: NativeAddon): Kernels {
     sampleCandidates: a.sampleCandidates,
     drawIndex: a.drawIndex,
     writeKv: (layer: KvLayer, s: KvCacheShape, k: F32, v: F32, slotMapping: Int32Array) =>
-      a.writeKv(layer.k, layer.v, s.dtype === 'f16', s.numBlocks, s.blockSize, s.numKvHeads, s.headDim, k, v, slotMapping),
+      a.writeKv(layer.k, layer.v, s.dtype, s.numBlocks, s.blockSize, s.numKvHeads, s.headDim, k, v, slotMapping),
     attention: (out: F32, q: F32, layer: KvLayer, c: KvCacheShape, b: AttentionBatch, shape: AttentionShape) => {
       if (shape.numKvHeads !== c.numKvHeads || shape.headDim !== c.headDim) {
         throw new RangeError(`attention: heads ${shape.numKvHeads}x${shape.headDim} do not match the cache's ${c.numKvHeads}x${c.headDim}`);
       }
-      a.attention(out, q, layer.k, layer.v, c.dtype === 'f16', c.numBlocks, c.blockSize, c.numKvHeads, c.headDim,
+      a.attention(out, q, layer.k, layer.v, c.dtype, c.numBlocks, c.blockSize, c.numKvHeads, c.headDim,
         b.seqStarts, b.positions, b.blockTables, b.maxBlocksPerSeq, shape.numHeads, shape.scale, shape.window ?? 0, shape.softcap ?? 0, shape.sinks ?? null);
     },
   };

@@ -3,13 +3,14 @@
 // (activations to the weight's dot type, q and softmax weights to f16 against an f16 KV
 // cache, GELU through f16), these round the same way, so that greedy tokens agree.
 import { convSilu, gatedDeltaRule } from './reference-recurrent.js';
-import type { AttentionBatch, AttentionShape, KvCacheShape, KvLayer, Kernels, MatmulTarget } from './index.js';
+import { attention, capScore, softmax, writeKv } from './reference-attention.js';
+import type { Kernels, MatmulTarget } from './index.js';
 import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
 import type { RopeScaling } from '../tensor/rope-scaling.js';
 import { NO_SCALING } from '../tensor/rope-scaling.js';
 import { dequantizeTensorRow } from '../tensor/quant/dequantize.js';
 import { roundActivations } from '../tensor/quant/q8-activations.js';
-import { roundToF16, f16ToF32, f32ToF16 } from '../tensor/half.js';
+import { roundToF16 } from '../tensor/half.js';
 import { fileType } from '../tensor/weight-types.js';
 
 function matmul(out: Float32Array, x: Float32Array, w: WeightTensor, rows: number): void {
@@ -159,11 +160,6 @@ function geluMul(out: Float32Array, gate: Float32Array, up: Float32Array, n: num
   for (let i = 0; i < n; i++) out[i] = out[i]! * up[i]!;
 }
 
-/** ggml's scale(1/cap) → tanh → scale(cap), each rounded to f32 */
-function capScore(x: number, inv: number, cap: number): number {
-  return Math.fround(Math.fround(Math.tanh(Math.fround(x * inv))) * cap);
-}
-
 function softcap(x: Float32Array, n: number, cap: number): void {
   const inv = Math.fround(1 / cap);
   for (let i = 0; i < n; i++) x[i] = capScore(x[i]!, inv, cap);
@@ -176,34 +172,6 @@ function add(out: Float32Array, a: Float32Array, b: Float32Array, n: number): vo
 function addBias(x: Float32Array, bias: Float32Array, rows: number): void {
   const dim = bias.length;
   for (let r = 0; r < rows; r++) for (let i = 0; i < dim; i++) x[r * dim + i]! += bias[i]!;
-}
-
-function softmax(x: Float32Array, rows: number, n: number): void {
-  for (let r = 0; r < rows; r++) {
-    const row = x.subarray(r * n, (r + 1) * n);
-    let max = -Infinity;
-    for (let i = 0; i < n; i++) max = Math.max(max, row[i]!);
-    let sum = 0;
-    for (let i = 0; i < n; i++) {
-      const e = Math.exp(row[i]! - max);
-      row[i] = e;
-      sum += e;
-    }
-    for (let i = 0; i < n; i++) row[i] = row[i]! / sum;
-  }
-}
-
-/** softmax over n scores with one more logit in the denominator only (ggml_soft_max_ext's sink) */
-function softmaxWithSink(row: Float32Array, n: number, sink: number): void {
-  let max = sink;
-  for (let i = 0; i < n; i++) max = Math.max(max, row[i]!);
-  let sum = Math.exp(sink - max);
-  for (let i = 0; i < n; i++) {
-    const e = Math.exp(row[i]! - max);
-    row[i] = e;
-    sum += e;
-  }
-  for (let i = 0; i < n; i++) row[i] = row[i]! / sum;
 }
 
 function argmax(row: Float32Array): number {
@@ -256,92 +224,6 @@ function drawIndex(weights: Float64Array, n: number, u: number): number {
     if (u < 0) return j;
   }
   return n - 1;
-}
-
-function writeKv(layer: KvLayer, shape: KvCacheShape, k: Float32Array, v: Float32Array, slotMapping: Int32Array): void {
-  const { numKvHeads, headDim } = shape;
-  const capacity = shape.numBlocks * shape.blockSize;
-  for (let t = 0; t < slotMapping.length; t++) {
-    const slot = slotMapping[t]!;
-    if (slot < 0 || slot >= capacity) throw new RangeError(`KV slot ${slot} outside the cache (${capacity} slots)`);
-    for (let h = 0; h < numKvHeads; h++) {
-      const row = kvRow(shape, slot, h);
-      for (let i = 0; i < headDim; i++) {
-        store(layer.k, row + i, k[(t * numKvHeads + h) * headDim + i]!);
-        store(layer.v, row + i, v[(t * numKvHeads + h) * headDim + i]!);
-      }
-    }
-  }
-}
-
-/**
- * The first element of KV head `kvHead`'s row at `slot`: a block holds its KV heads one after
- * another, each blockSize rows of headDim ([numBlocks, numKvHeads, blockSize, headDim]), so
- * attention reads one head's rows of a block as one stretch.
- */
-function kvRow(shape: KvCacheShape, slot: number, kvHead: number): number {
-  const block = Math.floor(slot / shape.blockSize);
-  return ((block * shape.numKvHeads + kvHead) * shape.blockSize + (slot % shape.blockSize)) * shape.headDim;
-}
-
-function store(cache: Float32Array | Uint16Array, index: number, value: number): void {
-  cache[index] = cache instanceof Uint16Array ? f32ToF16(value) : value;
-}
-
-function load(cache: Float32Array | Uint16Array, index: number): number {
-  return cache instanceof Uint16Array ? f16ToF32(cache[index]!) : cache[index]!;
-}
-
-function attention(
-  out: Float32Array,
-  q: Float32Array,
-  layer: KvLayer,
-  cache: KvCacheShape,
-  batch: AttentionBatch,
-  shape: AttentionShape,
-): void {
-  const { numHeads, numKvHeads, headDim, scale } = shape;
-  const window = shape.window ?? 0;
-  const cap = shape.softcap ?? 0;
-  const inv = Math.fround(1 / cap);
-  const groupSize = numHeads / numKvHeads;
-  const half = cache.dtype === 'f16'; // llama.cpp feeds q and the softmax weights to f16 K/V as f16
-  const numSeqs = batch.seqStarts.length - 1;
-  for (let s = 0; s < numSeqs; s++) {
-    const table = batch.blockTables.subarray(s * batch.maxBlocksPerSeq, (s + 1) * batch.maxBlocksPerSeq);
-    const slotOf = (pos: number): number => {
-      const block = table[Math.floor(pos / cache.blockSize)];
-      if (block === undefined || block < 0) throw new RangeError(`sequence ${s} has no block for position ${pos}`);
-      return block * cache.blockSize + (pos % cache.blockSize);
-    };
-    for (let t = batch.seqStarts[s]!; t < batch.seqStarts[s + 1]!; t++) {
-      const ctx = batch.positions[t]! + 1; // causal: positions first..p
-      const first = window > 0 ? Math.max(0, ctx - window) : 0;
-      const scores = new Float32Array(ctx - first);
-      for (let h = 0; h < numHeads; h++) {
-        const qBase = (t * numHeads + h) * headDim;
-        const kvHead = Math.floor(h / groupSize);
-        for (let p = first; p < ctx; p++) {
-          const kBase = kvRow(cache, slotOf(p), kvHead);
-          let dot = 0;
-          for (let i = 0; i < headDim; i++) {
-            const qi = half ? roundToF16(q[qBase + i]!) : q[qBase + i]!;
-            dot += qi * load(layer.k, kBase + i);
-          }
-          const s = Math.fround(dot * scale);
-          scores[p - first] = cap > 0 ? capScore(s, inv, cap) : s;
-        }
-        if (shape.sinks) softmaxWithSink(scores, ctx - first, shape.sinks[h]!);
-        else softmax(scores, 1, ctx - first);
-        for (let i = 0; i < headDim; i++) out[qBase + i] = 0;
-        for (let p = first; p < ctx; p++) {
-          const weight = half ? roundToF16(scores[p - first]!) : scores[p - first]!;
-          const vBase = kvRow(cache, slotOf(p), kvHead);
-          for (let i = 0; i < headDim; i++) out[qBase + i]! += weight * load(layer.v, vBase + i);
-        }
-      }
-    }
-  }
 }
 
 export const referenceKernels: Kernels = {

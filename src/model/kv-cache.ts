@@ -1,3 +1,4 @@
+import { KV_BLOCK_BYTES, kvBytes } from '../kernels/index.js';
 import type { KvCacheShape, KvDtype, KvLayer } from '../kernels/index.js';
 import { allocateLarge } from '../kernels/native.js';
 import { RecurrentState } from './recurrent-state.js';
@@ -30,12 +31,13 @@ export class KvCache {
     /** a hybrid model's linear-layer state; its layers get no KV arrays */
     readonly recurrent?: RecurrentState,
   ) {
-    const make = (s: KvCacheShape): Float32Array | Uint16Array => {
-      const size = s.numBlocks * s.blockSize * s.numKvHeads * s.headDim;
+    const make = (s: KvCacheShape): Float32Array | Uint16Array | Uint8Array => {
+      const bytes = kvBytes(s.dtype, s.numBlocks * s.blockSize * s.numKvHeads * s.headDim);
       // huge pages: a decode step reads scattered blocks of every layer's cache. Faulted in
       // now, as llama.cpp clears its cache at start: a server's first minutes would otherwise
       // pay a page fault on the first write of every block (5% of the standard scenario here).
-      return s.dtype === 'f16' ? new Uint16Array(allocateLarge(2 * size, true)) : new Float32Array(allocateLarge(4 * size, true));
+      const buffer = allocateLarge(bytes, true);
+      return KV_BLOCK_BYTES[s.dtype] !== undefined ? new Uint8Array(buffer) : s.dtype === 'f16' ? new Uint16Array(buffer) : new Float32Array(buffer);
     };
     const n = config.numLayers;
     this.inSwaPool = Array.from({ length: n }, (_, i) => swa?.layers[i] === true);
@@ -76,7 +78,7 @@ export class KvCache {
       if (!ownsKv(config, li)) continue;
       const a = layerAttention(config, li);
       if (which !== undefined && a.sliding !== (which === 'sliding')) continue;
-      bytes += 2 * a.numKvHeads * a.headDim * (dtype === 'f16' ? 2 : 4);
+      bytes += 2 * kvBytes(dtype, a.numKvHeads * a.headDim);
     }
     return bytes;
   }
@@ -87,11 +89,18 @@ export class KvCache {
     this.layers.forEach((layer, li) => {
       if (!this.owned[li]) return;
       const s = this.shapes[li]!;
-      const blockValues = s.blockSize * s.numKvHeads * s.headDim;
+      // a block in the arrays' own elements (bytes for q8_0/q4_0: a block's rows are whole quant blocks)
+      const values = s.blockSize * s.numKvHeads * s.headDim;
+      const blockElems = KV_BLOCK_BYTES[s.dtype] !== undefined ? kvBytes(s.dtype, values) : values;
       for (const { src, dst } of this.inSwaPool[li] ? swaOps : ops) {
-        for (const cache of [layer.k, layer.v]) cache.copyWithin(dst * blockValues, src * blockValues, (src + 1) * blockValues);
+        for (const cache of [layer.k, layer.v]) cache.copyWithin(dst * blockElems, src * blockElems, (src + 1) * blockElems);
       }
     });
+  }
+
+  /** bytes the KV arrays take (every layer that keeps its own, both pools; not the recurrent state) */
+  get bytes(): number {
+    return this.layers.reduce((sum, layer, li) => sum + (this.owned[li] ? layer.k.byteLength + layer.v.byteLength : 0), 0);
   }
 
   get numSlots(): number {

@@ -131,7 +131,11 @@ export class ServerMetrics {
     this.specAcceptedPerPos = counter('spec_decode_num_accepted_tokens_per_pos', 'Accepted tokens per draft position.', ['position']);
     // vLLM's cache_config_info: the KV cache's configuration as labels, value 1
     for (const p of PREFIXES) {
-      const info = { block_size: String(engine.info.blockSize), num_gpu_blocks: String(engine.info.numBlocks) };
+      const info = {
+        block_size: String(engine.info.blockSize),
+        num_gpu_blocks: String(engine.info.numBlocks),
+        ...(engine.info.kvCacheDtype !== undefined && { cache_dtype: engine.info.kvCacheDtype }),
+      };
       new Gauge({ name: `${p}cache_config_info`, help: 'Information of the LLMEngine CacheConfig', labelNames: ['model_name', 'engine', ...Object.keys(info)], registers: reg }).set({ ...this.labels, ...info }, 1);
     }
     // every series exists from the start, at zero, as dashboards expect
@@ -144,6 +148,13 @@ export class ServerMetrics {
     // loom's own: vLLM exits instead of restarting its engine
     const restarts = new Counter({ name: 'loom:engine_restarts_total', help: 'Fresh engines started after the engine died or hung.', labelNames: Object.keys(this.labels), registers: reg });
     restarts.inc(this.labels, 0);
+    // what the KV cache holds and takes (a q8_0 cache: ~1.88× the tokens of f16 in the same bytes)
+    const capacity = new Gauge({ name: 'loom:kv_cache_capacity_tokens', help: 'Tokens the KV cache holds: blocks times block size.', labelNames: Object.keys(this.labels), registers: reg });
+    capacity.set(this.labels, engine.info.numBlocks * engine.info.blockSize);
+    if (engine.info.kvCacheBytes !== undefined) {
+      const bytes = new Gauge({ name: 'loom:kv_cache_bytes', help: "Bytes of the KV cache's arrays (in its element type, --kv-cache-dtype).", labelNames: Object.keys(this.labels), registers: reg });
+      bytes.set(this.labels, engine.info.kvCacheBytes);
+    }
     // process_resident_memory_bytes, nodejs_heap_size_used_bytes, … (what `loom bench soak` watches)
     collectDefaultMetrics({ register: this.registry });
     engine.onRestart?.(() => restarts.inc(this.labels));

@@ -12,7 +12,7 @@ import { nativeSkip, requireNative } from '../fixtures/native.js';
 import { referenceKernels as ref } from '../../src/kernels/reference.js';
 import { rowBytes } from '../../src/tensor/weight-types.js';
 import type { GGMLType } from '../../src/tensor/weight-types.js';
-import { ATTENTION_PLANS, MATMUL_IN, MATMUL_TYPES, RUN_SEED, attentionCase, matmulRelError, randomWeight, relError, rngFor } from '../fixtures/kernel-cases.js';
+import { ATTENTION_PLANS, MATMUL_IN, Q8_ATTENTION_PLANS, MATMUL_TYPES, RUN_SEED, attentionCase, matmulRelError, randomWeight, relError, rngFor } from '../fixtures/kernel-cases.js';
 import type { MatmulType } from '../fixtures/kernel-cases.js';
 import { linearScaling, llama3FreqFactors, longropeAttnFactor, yarnScaling } from '../../src/tensor/rope-scaling.js';
 import type { RopeScaling } from '../../src/tensor/rope-scaling.js';
@@ -25,7 +25,7 @@ import type { RopeScaling } from '../../src/tensor/rope-scaling.js';
  * silu 9e-8, attention f32 4.4e-7, f16 3.2e-4 (an f16 softmax weight rounded the other way),
  * matmul (against the largest Σ|w·x| of an output, see matmulRelError) well below its bounds. gelu and add are exact.
  */
-const BOUND = { norm: 2e-6, rope: 1e-6, silu: 2e-6, gelu: 0, add: 0, softmax: 1e-5, attnF32: 5e-6, attnF16: 2e-3 };
+const BOUND = { norm: 2e-6, rope: 1e-6, silu: 2e-6, gelu: 0, add: 0, softmax: 1e-5, attnF32: 5e-6, attnF16: 2e-3, attnQuant: 1e-5 };
 const MATMUL_BOUND: Record<MatmulType, number> = {
   F32: 3e-5, F16: 3e-5, BF16: 3e-5, Q8_0: 2e-5, Q4_0: 2e-5, Q4_1: 2e-5, Q5_0: 2e-5, Q5_1: 2e-5, IQ4_NL: 2e-5,
   Q2_K: 2e-5, Q3_K: 2e-5, Q4_K: 2e-5, Q5_K: 2e-5, Q6_K: 2e-5, IQ4_XS: 2e-5, MXFP4: 2e-5,
@@ -394,10 +394,43 @@ function conformance(k: Kernels): void {
     close(out.subarray(24, 48), v0, 1e-6, 'attention at position 0 (head 1)');
   });
 
+  for (const dtype of ['q8_0', 'q4_0'] as const) {
+    it(`writeKv into a ${dtype} cache: the same block bytes as the reference; refuses head sizes that are not whole blocks`, () => {
+      const c = attentionCase(rngFor(`kv ${dtype}`), dtype, [{ cached: 40, chunk: 1 }], { numHeads: 6, numKvHeads: 3, headDim: 64 }, 8);
+      const rng = rngFor(`kv write ${dtype}`);
+      const slots = Int32Array.from([7, 0, 41, 13, c.cache.numBlocks * c.cache.blockSize - 1]);
+      const width = c.cache.numKvHeads * c.cache.headDim;
+      const kv = rng.fill(slots.length * width, 30);
+      const vv = rng.fill(slots.length * width, 1);
+      kv.fill(0, 0, 32); // an all-zero block: d = 0
+      const copy = (l: KvLayer): KvLayer => ({ k: l.k.slice(), v: l.v.slice() });
+      const expected = copy(c.layer);
+      ref.writeKv(expected, c.cache, kv, vv, slots);
+      const actual = copy(c.layer);
+      k.writeKv(actual, c.cache, kv, vv, slots);
+      assert.deepEqual(actual.k, expected.k, `writeKv ${dtype}: k`);
+      assert.deepEqual(actual.v, expected.v, `writeKv ${dtype}: v`);
+      const odd = { ...c.cache, headDim: 48 };
+      assert.throws(() => k.writeKv(actual, odd, kv, vv, Int32Array.from([0])), new RegExp(`${dtype} cache needs headDim a multiple of 32`));
+    });
+
+    it(`paged attention over a ${dtype} cache: decode tokens and prefill chunks after cached context, GQA, wide heads`, () => {
+      for (const [i, p] of Q8_ATTENTION_PLANS.entries()) {
+        const c = attentionCase(rngFor(`attn ${dtype} ${i}`), dtype, p.plan, p.heads, p.blockSize);
+        const width = c.numTokens * c.shape.numHeads * c.shape.headDim;
+        const expected = new Float32Array(width);
+        ref.attention(expected, c.q, c.layer, c.cache, c.batch, c.shape);
+        const out = new Float32Array(width);
+        k.attention(out, c.q, c.layer, c.cache, c.batch, c.shape);
+        closeToRef(out, expected, BOUND.attnQuant, `attention: ${c.description}`);
+      }
+    });
+  }
+
   it('attention of a token is the same bits alone and in any batch (grouping and context chunks never depend on the batch)', () => {
     // head_dim 64 (query heads grouped or not, by batch size) and 256 (the wide-head kernels);
     // 4 KV heads: a lone short token's units take 2 of them, the batch's all 4
-    const cases = [['f32', 64, 9, 3], ['f16', 64, 9, 3], ['f16', 256, 9, 3], ['f16', 64, 8, 4]] as const;
+    const cases = [['f32', 64, 9, 3], ['f16', 64, 9, 3], ['f16', 256, 9, 3], ['f16', 64, 8, 4], ['q8_0', 64, 9, 3], ['q8_0', 256, 9, 3], ['q8_0', 64, 8, 4], ['q4_0', 64, 9, 3], ['q4_0', 256, 9, 3]] as const;
     for (const [dtype, headDim, numHeads, numKvHeads] of cases) {
       const plan = [{ cached: 2100, chunk: 1 }, ...Array.from({ length: 12 }, (_, i) => ({ cached: 40 * i, chunk: 1 })), { cached: 900, chunk: 30 }];
       const c = attentionCase(rngFor(`attn batch ${dtype} ${headDim} ${numKvHeads}`), dtype, plan, { numHeads, numKvHeads, headDim }, 16);

@@ -29,7 +29,7 @@ interface Case {
 }
 
 // f16 cache of 2 blocks × 4 tokens × 1 head × 8 dims
-const cache = () => [new Uint16Array(64), new Uint16Array(64), true, 2, 4, 1, 8] as unknown[];
+const cache = () => [new Uint16Array(64), new Uint16Array(64), 'f16', 2, 4, 1, 8] as unknown[];
 
 const CASES: Record<string, Case> = {
   setThreads: { ok: [2], bad: [[['2'], TypeError, /threads must be a number/], [[0], RangeError, /threads must be an integer in \[1/], [[1.5], RangeError, /integer/]] },
@@ -93,9 +93,14 @@ const CASES: Record<string, Case> = {
       [[...cache(), f32(16), f32(16), i32(0, 8)], RangeError, /KV slot 8 outside the cache \(8 slots\)/],
       [[...cache(), f32(16), f32(16), i32(-1)], RangeError, /KV slot -1/],
       [[...cache(), f32(15), f32(16), i32(0, 1)], RangeError, /k holds/],
-      [[new Float32Array(64), new Float32Array(64), true, 2, 4, 1, 8, f32(8), f32(8), i32(0)], TypeError, /cache k \(f16\) must be a Uint16Array/],
-      [[new Uint16Array(64), new Uint16Array(64), true, BIG, BIG, BIG, BIG, f32(8), f32(8), i32(0)], RangeError, /the KV cache is too large/],
-      [[new Uint16Array(64), new Uint16Array(32), true, 2, 4, 1, 8, f32(8), f32(8), i32(0)], RangeError, /cache v holds/],
+      [[new Float32Array(64), new Float32Array(64), 'f16', 2, 4, 1, 8, f32(8), f32(8), i32(0)], TypeError, /cache k \(f16\) must be a Uint16Array/],
+      [[new Uint16Array(64), new Uint16Array(64), 'f16', BIG, BIG, BIG, BIG, f32(8), f32(8), i32(0)], RangeError, /the KV cache is too large/],
+      [[new Uint16Array(64), new Uint16Array(32), 'f16', 2, 4, 1, 8, f32(8), f32(8), i32(0)], RangeError, /cache v holds/],
+      [[new Uint16Array(64), new Uint16Array(64), true, 2, 4, 1, 8, f32(8), f32(8), i32(0)], TypeError, /dtype must be "f32", "f16", "q8_0" or "q4_0"/],
+      [[new Uint8Array(68), new Uint8Array(68), 'q8_0', 2, 4, 1, 8, f32(8), f32(8), i32(0)], RangeError, /q8_0 cache needs headDim a multiple of 32/],
+      [[new Uint8Array(271), new Uint8Array(272), 'q8_0', 2, 4, 1, 32, f32(32), f32(32), i32(0)], RangeError, /cache k holds 271 elements, needs 272/],
+      [[new Uint16Array(256), new Uint16Array(256), 'q8_0', 2, 4, 1, 32, f32(32), f32(32), i32(0)], TypeError, /cache k \(q8_0\) must be a Uint8Array/],
+      [[new Uint8Array(143), new Uint8Array(144), 'q4_0', 2, 4, 1, 32, f32(32), f32(32), i32(0)], RangeError, /cache k holds 143 elements, needs 144/],
     ],
   },
   attention: {
@@ -108,7 +113,7 @@ const CASES: Record<string, Case> = {
       [[f32(32), f32(32), ...cache(), i32(0, 2), i32(0, -1), i32(0, 1), 2, 2, 0.35], RangeError, /attention: positions must be >= 0/],
       [[f32(32), f32(32), ...cache(), i32(), i32(0, 1), i32(0, 1), 2, 2, 0.35], RangeError, /seqStarts/],
       [[f32(32), f32(31), ...cache(), i32(0, 2), i32(0, 1), i32(0, 1), 2, 2, 0.35], RangeError, /q holds/],
-      [[f32(48), f32(48), new Uint16Array(128), new Uint16Array(128), true, 2, 4, 2, 8, i32(0, 2), i32(0, 1), i32(0, 1), 2, 3, 0.35], RangeError, /multiple of numKvHeads/],
+      [[f32(48), f32(48), new Uint16Array(128), new Uint16Array(128), 'f16', 2, 4, 2, 8, i32(0, 2), i32(0, 1), i32(0, 1), 2, 3, 0.35], RangeError, /multiple of numKvHeads/],
       [[f32(32), f32(32), ...cache(), i32(0, 2), i32(0, 1), i32(0), 2, 2, 0.35], RangeError, /blockTables holds/],
       [[f32(32), f32(32), ...cache(), i32(0, 2), i32(0, 1), i32(0, 1), 2, 2, 0.35, -1], RangeError, /window/],
       [[f32(32), f32(32), ...cache(), i32(0, 2), i32(0, 1), i32(0, 1), 2, 2, 0.35, 0, -1], RangeError, /softcap must be >= 0/],

@@ -19,7 +19,7 @@
 // All arithmetic is f32 (Math.fround at each step), as in the C code.
 import { InvalidArgumentError } from '../../errors.js';
 import { GGMLType, typeName, weightType } from '../weight-types.js';
-import { roundToBF16, roundToF16 } from '../half.js';
+import { roundToBF16, roundToF16, writeF16 } from '../half.js';
 
 const fr = Math.fround;
 
@@ -59,6 +59,19 @@ export function roundActivations(type: GGMLType, x: Float32Array, n: number, out
 function checkBlocks(type: GGMLType, n: number, block: number): void {
   if (n % block !== 0) {
     throw new InvalidArgumentError(`roundActivations: n=${n} is not a multiple of ${block}, the activation block size for ${typeName(type)} weights`);
+  }
+}
+
+/** x86 AVX2 quantize_row_q8_0 of x[xo..xo+32) into one block_q8_0 (f16 d, int8 q[32]) at
+ *  dst[o..o+34): what llama.cpp's CPU backend writes into a q8_0 KV cache */
+export function quantizeQ8_0BlockX86(x: Float32Array, xo: number, dst: Uint8Array, o: number): void {
+  let amax = 0;
+  for (let j = 0; j < 32; j++) amax = Math.max(amax, Math.abs(x[xo + j]!));
+  writeF16(dst, o, fr(amax / 127));
+  const id = amax !== 0 ? fr(127 / amax) : 0;
+  for (let j = 0; j < 32; j++) {
+    const v = fr(x[xo + j]! * id);
+    dst[o + 2 + j] = (Number.isFinite(v) ? Math.max(-128, Math.min(127, roundHalfEven(v))) : -128) & 0xff;
   }
 }
 

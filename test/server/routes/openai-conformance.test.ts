@@ -217,8 +217,13 @@ describe('OpenAI endpoints as vLLM: byte-level BPE (qwen3 fixture, ChatML)', () 
     for (const [name, type] of families) assert.match(text, new RegExp(`^# TYPE vllm:${name} ${type}$`, 'm'), name);
     for (const le of [1, 2, 5, 10, 20, 50, 100, 200]) assert.match(text, new RegExp(`^vllm:request_prompt_tokens_bucket\\{le="${le}",`, 'm'));
     assert.match(text, /^vllm:request_generation_tokens_sum\{model_name="fixture",engine="0"\} [1-9]/m);
-    assert.match(text, new RegExp(`^vllm:cache_config_info\\{model_name="fixture",engine="0",block_size="16",num_gpu_blocks="${s.engine.info.numBlocks}"\\} 1$`, 'm'));
+    assert.match(text, new RegExp(`^vllm:cache_config_info\\{model_name="fixture",engine="0",block_size="16",num_gpu_blocks="${s.engine.info.numBlocks}",cache_dtype="f16"\\} 1$`, 'm'));
     assert.match(text, /^vllm:engine_sleep_state\{model_name="fixture",engine="0",sleep_state="awake"\} 1$/m);
+    // the KV cache's size: tokens, and bytes in its element type (f16 here)
+    const info = s.engine.info;
+    assert.match(text, new RegExp(`^loom:kv_cache_capacity_tokens\\{model_name="fixture",engine="0"\\} ${info.numBlocks * info.blockSize}$`, 'm'));
+    assert.ok(info.kvCacheBytes !== undefined && info.kvCacheBytes > 0);
+    assert.match(text, new RegExp(`^loom:kv_cache_bytes\\{model_name="fixture",engine="0"\\} ${info.kvCacheBytes}$`, 'm'));
     assert.match(text, /^vllm:request_max_num_generation_tokens_sum\{model_name="fixture",engine="0"\} [1-9]/m);
     assert.match(text, /^vllm:request_success_total\{model_name="fixture",engine="0",finished_reason="length"\} [1-9]/m);
   });
