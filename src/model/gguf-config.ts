@@ -3,6 +3,7 @@ import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { MetadataReader } from './gguf-metadata.js';
 import type { GGUFMetadata } from './gguf-metadata.js';
 import { gemma4ModelConfig } from './gguf-config-gemma4.js';
+import { bertModelConfig } from './gguf-config-bert.js';
 import { ggufRopeScaling } from './gguf-rope.js';
 import { ggufMoeParams } from './gguf-config-moe.js';
 import type { ArchName, LinearAttention, ModelConfig, TensorSource } from './weights.js';
@@ -21,9 +22,10 @@ const ROPE_STYLE: Record<ArchName, RopeStyle> = {
   qwen35: 'neox', // IMROPE: text positions repeat over the sections, which is NeoX over ropeDim
   qwen3moe: 'neox',
   qwen35moe: 'neox', // IMROPE over text positions, as qwen35
+  bert: 'normal', // unused: learned positions, no RoPE
 };
 
-export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'gemma4', 'qwen35', 'qwen3moe', 'qwen35moe'];
+export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'gemma4', 'qwen35', 'qwen3moe', 'qwen35moe', 'bert'];
 
 /** llama.cpp's smollm3: every 4th layer (il + 1 ≡ 0 mod 4) skips RoPE */
 /** the mixture-of-experts architectures (Gemma 4's MoE layers are gemma4's) */
@@ -39,6 +41,7 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     throw new UnsupportedModelError(file, `architecture "${archKey}" (general.architecture) is not supported; loom runs ${SUPPORTED_ARCHS.join(', ')}`);
   }
   if (arch === 'gemma4') return gemma4ModelConfig(meta, tensors);
+  if (arch === 'bert') return bertModelConfig(meta, tensors);
   const key = (k: string): string => `${arch}.${k}`;
   const experts = meta.optionalNumber(key('expert_count')) ?? 0;
   const moeArch = arch === 'qwen3moe' || arch === 'qwen35moe';

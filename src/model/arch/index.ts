@@ -1,5 +1,6 @@
 import type { ModelConfig, TensorSource } from '../weights.js';
 import type { Architecture } from './architecture.js';
+import { BertArchitecture } from './bert.js';
 import { Gpt2Architecture } from './gpt2.js';
 import { GemmaArchitecture } from './gemma.js';
 import { Gemma4Architecture } from './gemma4.js';
@@ -30,5 +31,7 @@ export function createArchitecture(config: ModelConfig, tensors: TensorSource, c
       return new Gemma4Architecture(config, tensors, contextLength);
     case 'qwen3moe':
       return new Qwen3MoeArchitecture(config, tensors, contextLength);
+    case 'bert':
+      return new BertArchitecture(config, tensors);
   }
 }
