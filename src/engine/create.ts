@@ -9,8 +9,11 @@ import { draftModelLines, resolveEngineConfig } from './options.js';
 import type { EngineOptions } from './options.js';
 import { parseSpeculativeConfig } from './spec/config.js';
 import { checkDraftVocabulary } from './spec/draft-vocab.js';
+import type { PoolingInfo } from './protocol.js';
+import { configForRunner } from '../model/pooling.js';
 
-export function createEngineCore(opts: EngineOptions, model: LoadedModel = loadModel(opts.model), draftModel?: LoadedModel): EngineCore {
+export function createEngineCore(opts: EngineOptions, loaded: LoadedModel = loadModel(opts.model), draftModel?: LoadedModel): EngineCore {
+  const model = opts.runner && opts.runner !== 'auto' ? { ...loaded, config: configForRunner(loaded.config, opts.runner) } : loaded;
   const spec = opts.speculativeConfig !== undefined ? parseSpeculativeConfig(opts.speculativeConfig) : undefined;
   const draft = spec?.method === 'draft_model' ? (draftModel ?? loadDraft(spec.model)) : undefined;
   if (draft) checkDraftVocabulary(model, draft);
@@ -27,6 +30,16 @@ function loadDraft(path: string): LoadedModel {
   }
 }
 
+function poolingInfo(engine: EngineCore): PoolingInfo {
+  const p = engine.model.config.pooling!;
+  return {
+    type: p.type,
+    size: engine.pooling!.pooler.outputSize,
+    normalize: p.normalize,
+    ...(p.matryoshkaDimensions && { matryoshkaDimensions: p.matryoshkaDimensions }),
+  };
+}
+
 export function engineInfo(engine: EngineCore): EngineInfo {
   const notes = [...(engine.config.contextNote !== undefined ? [engine.config.contextNote] : []), ...draftModelLines(engine.config, engine.drafter?.model.config)];
   return {
@@ -37,5 +50,6 @@ export function engineInfo(engine: EngineCore): EngineInfo {
     logprobsMode: engine.config.logprobsMode,
     maxNumSeqs: engine.config.maxNumSeqs,
     ...(notes.length > 0 && { notes }),
+    ...(engine.pooling && { pooling: poolingInfo(engine) }),
   };
 }

@@ -11,6 +11,7 @@ import { LOGPROBS_MODES } from './logprobs.js';
 import type { LogprobsMode } from './logprobs.js';
 import { parseSpeculativeConfig } from './spec/config.js';
 import type { SpeculativeConfigInput } from './spec/config.js';
+import type { RunnerKind } from '../model/pooling.js';
 
 export type Backend = 'auto' | 'native' | 'reference';
 
@@ -37,6 +38,8 @@ export interface EngineOptions {
   /** speculative decoding as vLLM's --speculative-config: JSON text or the object, e.g.
    *  {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4} */
   readonly speculativeConfig?: string | SpeculativeConfigInput;
+  /** vLLM's --runner: pool (embeddings, rerank) or generate; auto = what the model file says */
+  readonly runner?: RunnerKind;
 }
 
 export const ENGINE_DEFAULTS = {
@@ -90,8 +93,15 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     throw new InvalidArgumentError(`--max-model-len ${maxModelLen} is beyond the model's context length ${model.contextLength}`);
   }
   const maxNumSeqs = positiveInt('max-num-seqs', opts.maxNumSeqs ?? ENGINE_DEFAULTS.maxNumSeqs);
-  const kvCacheDtype = opts.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype;
-  const maxNumBatchedTokens = positiveInt('max-num-batched-tokens', opts.maxNumBatchedTokens ?? ENGINE_DEFAULTS.maxNumBatchedTokens);
+  // a pooling model keeps K/V in f32 (llama.cpp's encoders keep no cache: their K/V stay f32)
+  // and computes each input whole in one step, so one step must hold a whole context (vLLM's default too)
+  const pooling = model.pooling !== undefined;
+  const kvCacheDtype = opts.kvCacheDtype ?? (pooling ? 'f32' : ENGINE_DEFAULTS.kvCacheDtype);
+  const maxNumBatchedTokens = positiveInt(
+    'max-num-batched-tokens',
+    opts.maxNumBatchedTokens ?? (pooling ? Math.max(ENGINE_DEFAULTS.maxNumBatchedTokens, maxModelLen) : ENGINE_DEFAULTS.maxNumBatchedTokens),
+  );
+  if (pooling && speculative) throw new InvalidArgumentError('--speculative-config: a pooling model does not generate');
   // a hybrid model's recurrent state (one slot per sequence) comes out of the same budget
   const stateBytes = recurrentStateBytes(model) * maxNumSeqs;
   const memory = parseMemory(opts.kvCacheMemory ?? ENGINE_DEFAULTS.kvCacheMemory) - stateBytes;
@@ -153,7 +163,9 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     stepTimeFactor,
     // a cached prefix would need its last window in the sliding-window pool, which it does not keep
     // hybrid models: a cached prefix would need the recurrent state after it, which is not kept
-    enablePrefixCaching: pooled || model.linearAttention ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),
+    // pooling models: every input is computed whole, its blocks freed at once
+    ...(pooling && { wholeSequences: true }),
+    enablePrefixCaching: pooled || pooling || model.linearAttention ? false : (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching),
     logprobsMode,
     eosTokenIds,
     ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),

@@ -3,7 +3,7 @@ import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { MetadataReader } from './gguf-metadata.js';
 import type { GGUFMetadata } from './gguf-metadata.js';
 import { gemma4ModelConfig } from './gguf-config-gemma4.js';
-import { bertModelConfig } from './gguf-config-bert.js';
+import { bertModelConfig, ggufPooling, ggufPoolingType } from './gguf-config-bert.js';
 import { ggufRopeScaling } from './gguf-rope.js';
 import { ggufMoeParams } from './gguf-config-moe.js';
 import type { ArchName, LinearAttention, ModelConfig, TensorSource } from './weights.js';
@@ -62,6 +62,9 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     arch === 'smollm3' ? Array.from({ length: numLayers }, (_, i) => i).filter((i) => (i + 1) % SMOLLM3_NO_ROPE_STEP === 0) : undefined;
   const linear = arch === 'qwen35' || arch === 'qwen35moe' ? { linearAttention: linearAttention(meta, arch, numLayers) } : {};
   const moe = moeArch ? { moe: ggufMoeParams(meta, arch, numLayers, hiddenSize, tensors) } : {};
+  // an embedding or rerank model converted from a decoder (Qwen3-Embedding: last; Qwen3-Reranker: rank)
+  const poolingType = ggufPoolingType(meta, arch);
+  const pooling = poolingType !== undefined && poolingType !== 'none' ? { pooling: ggufPooling(meta, arch, poolingType) } : {};
   const gemma = arch === 'gemma2' || arch === 'gemma3' ? gemmaParams(meta, arch, { hiddenSize, numHeads, headDim, numLayers, ropeBase }) : {};
   return {
     arch,
@@ -86,6 +89,7 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     ...gemma,
     ...linear,
     ...moe,
+    ...pooling,
   };
 }
 

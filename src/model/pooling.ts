@@ -6,7 +6,8 @@
 import type { Kernels } from '../kernels/index.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 import { optionalVector } from './arch/architecture.js';
-import type { ModelConfig, PoolingType, TensorSource } from './weights.js';
+import { InvalidArgumentError } from '../errors.js';
+import type { ArchName, ModelConfig, PoolingType, TensorSource } from './weights.js';
 
 interface ClassifierHead {
   readonly dense: { w: WeightTensor; b: Float32Array | undefined } | undefined;
@@ -19,11 +20,14 @@ export class Pooler {
   readonly outputSize: number;
   private readonly head: ClassifierHead | undefined;
   private readonly hiddenSize: number;
+  /** rank pools the last token and ends in a softmax for Qwen3 rerankers (llama.cpp's build_pooling) */
+  private readonly rankLast: boolean;
 
   constructor(config: ModelConfig, tensors: TensorSource) {
     if (!config.pooling) throw new Error(`${config.arch} is not a pooling model`);
     this.type = config.pooling.type;
     this.hiddenSize = config.hiddenSize;
+    this.rankLast = config.arch === 'qwen3';
     if (this.type === 'rank') {
       const layer = (name: string): { w: WeightTensor; b: Float32Array | undefined } | undefined =>
         tensors.has(`${name}.weight`) ? { w: tensors.get(`${name}.weight`), b: optionalVector(tensors, `${name}.bias`) } : undefined;
@@ -61,7 +65,7 @@ export class Pooler {
         case 'last':
           return row(end - 1).slice();
         case 'rank':
-          return row(start).slice();
+          return row(this.rankLast ? end - 1 : start).slice();
       }
     });
     if (this.type !== 'rank' || !this.head) return rows;
@@ -85,6 +89,32 @@ export class Pooler {
       if (out.b) k.addBias(y, out.b, 1);
       cur = y;
     }
+    if (this.rankLast) k.softmax(cur, 1, cur.length);
     return cur;
   }
+}
+
+/** vLLM's --runner: what the engine does with the model (auto: what the file says) */
+export type RunnerKind = 'auto' | 'pooling' | 'generate';
+export const RUNNER_KINDS: readonly RunnerKind[] = ['auto', 'pooling', 'generate'];
+
+/** the families whose hidden states an engine can pool (Architecture.hiddenStates) */
+const POOLABLE: readonly ArchName[] = ['bert', 'llama', 'qwen2', 'qwen3', 'phi3', 'smollm3'];
+
+/**
+ * The config an engine runs under --runner: a pooling model generates only if it is a decoder
+ * (its pooling dropped); a decoder pools its last token, L2-normalized (vLLM's default for a
+ * decoder run as an embedding model). Throws naming the flag when the model cannot.
+ */
+export function configForRunner(config: ModelConfig, runner: RunnerKind = 'auto'): ModelConfig {
+  if (runner === 'auto') return config;
+  if (runner === 'generate') {
+    if (config.bidirectional) throw new InvalidArgumentError(`--runner generate: ${config.arch} is an encoder; it pools, it cannot generate`);
+    if (!config.pooling) return config;
+    const { pooling: _pooling, ...rest } = config;
+    return rest;
+  }
+  if (config.pooling) return config;
+  if (!POOLABLE.includes(config.arch)) throw new InvalidArgumentError(`--runner pooling: loom pools ${POOLABLE.join(', ')} models, not ${config.arch}`);
+  return { ...config, pooling: { type: 'last', normalize: true } };
 }
