@@ -29,6 +29,8 @@ import { REASONING_PARSERS } from '../pipeline/reasoning/parser.js';
 import type { ReasoningParserName } from '../pipeline/reasoning/parser.js';
 import { TOOL_CALL_PARSERS } from '../pipeline/tools/parsers.js';
 import type { ToolCallParserName } from '../pipeline/tools/parsers.js';
+import { RUNNER_KINDS } from '../model/pooling.js';
+import type { RunnerKind } from '../model/pooling.js';
 
 interface ServeFlags {
   model?: string;
@@ -40,10 +42,11 @@ interface ServeFlags {
   backend: 'auto' | 'native' | 'reference';
   threads?: number;
   kvCacheMemory: string;
-  kvCacheDtype: 'f16' | 'f32';
+  kvCacheDtype?: 'f16' | 'f32';
   blockSize: number;
   maxNumSeqs: number;
-  maxNumBatchedTokens: number;
+  maxNumBatchedTokens?: number;
+  runner: RunnerKind;
   stepTimeFactor: number;
   enablePrefixCaching: boolean;
   logprobsMode: LogprobsMode;
@@ -89,11 +92,11 @@ export function serveCommand(): Command {
     .addOption(new Option('--backend <name>', 'kernels').choices(['auto', 'native', 'reference']).default(ENGINE_DEFAULTS.backend))
     .addOption(new Option('--threads <n>', 'compute threads (default: hardware threads)').argParser(n('threads', true)))
     .option('--kv-cache-memory <size>', 'KV cache: bytes (4GiB, 512MB) or a fraction of free memory (0.2)', ENGINE_DEFAULTS.kvCacheMemory)
-    .addOption(new Option('--kv-cache-dtype <type>', 'KV cache element type').choices(['f16', 'f32']).default(ENGINE_DEFAULTS.kvCacheDtype))
+    .addOption(new Option('--kv-cache-dtype <type>', `KV cache element type (default: ${ENGINE_DEFAULTS.kvCacheDtype}; f32 for pooling models)`).choices(['f16', 'f32']))
     .addOption(new Option('--block-size <n>', 'tokens per KV block').default(ENGINE_DEFAULTS.blockSize).argParser(n('block-size', true)))
     .addOption(new Option('--max-num-seqs <n>', 'most sequences running at once').default(ENGINE_DEFAULTS.maxNumSeqs).argParser(n('max-num-seqs', true)))
     .addOption(
-      new Option('--max-num-batched-tokens <n>', 'token budget of one engine step').default(ENGINE_DEFAULTS.maxNumBatchedTokens).argParser(n('max-num-batched-tokens', true)),
+      new Option('--max-num-batched-tokens <n>', `token budget of one engine step (default: ${ENGINE_DEFAULTS.maxNumBatchedTokens}; for pooling models at least the context)`).argParser(n('max-num-batched-tokens', true)),
     )
     .addOption(
       new Option(
@@ -104,6 +107,7 @@ export function serveCommand(): Command {
         .argParser(n('step-time-factor', false)),
     )
     .option('--no-enable-prefix-caching', 'turn automatic prefix caching off')
+    .addOption(new Option('--runner <kind>', 'pooling (embeddings, rerank) or generate; auto: what the model file says').choices([...RUNNER_KINDS]).default('auto'))
     .addOption(new Option('--logprobs-mode <mode>', 'what logprobs report').choices([...LOGPROBS_MODES]).default(ENGINE_DEFAULTS.logprobsMode))
     .addOption(new Option('--max-pending-requests <n>', 'requests in flight beyond which new ones get 429').default(1024).argParser(n('max-pending-requests', true)))
     .addOption(
@@ -160,10 +164,11 @@ async function runServe(flags: ServeFlags): Promise<void> {
     backend: flags.backend,
     ...(flags.threads !== undefined && { threads: flags.threads }),
     kvCacheMemory: flags.kvCacheMemory,
-    kvCacheDtype: flags.kvCacheDtype,
+    ...(flags.kvCacheDtype !== undefined && { kvCacheDtype: flags.kvCacheDtype }),
     blockSize: flags.blockSize,
     maxNumSeqs: flags.maxNumSeqs,
-    maxNumBatchedTokens: flags.maxNumBatchedTokens,
+    ...(flags.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: flags.maxNumBatchedTokens }),
+    runner: flags.runner,
     stepTimeFactor: flags.stepTimeFactor,
     ...(flags.maxModelLen !== undefined && { maxModelLen: flags.maxModelLen }),
     enablePrefixCaching: flags.enablePrefixCaching,
