@@ -1,0 +1,59 @@
+// Decoders as embedding models (--runner pooling: the last token's final-norm hidden state)
+// against llama.cpp's, through the pipeline; and the pipeline's own rules (dimensions,
+// truncation, normalization, ids outside the vocabulary).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createEngineCore } from '../../src/engine/create.js';
+import { InProcessEngineClient } from '../../src/engine/in-process-client.js';
+import { localContext } from '../../src/pipeline/context.js';
+import type { PipelineContext } from '../../src/pipeline/context.js';
+import { embed, l2Normalize } from '../../src/pipeline/embed.js';
+import { loadModel } from '../../src/model/load.js';
+import { ContextLengthExceededError, InvalidArgumentError } from '../../src/errors.js';
+import { ggufFixturePath, sha256File } from '../fixtures/index.js';
+import { GGUF_FIXTURES } from '../fixtures/recipe.js';
+import { bertFixture, bertFixturePath } from '../fixtures/bert-fixture.js';
+import { cosine, readEmbeddingGolden } from '../fixtures/embedding-golden.js';
+
+async function withContext(path: string, runner: 'auto' | 'pooling', body: (ctx: PipelineContext) => Promise<void>): Promise<void> {
+  const model = loadModel(path);
+  const engine = new InProcessEngineClient(createEngineCore({ model: path, kvCacheMemory: '32MiB', maxModelLen: Math.min(256, model.config.contextLength), runner }, model));
+  try {
+    await body(localContext(engine, model.tokenizer));
+  } finally {
+    await engine.close();
+  }
+}
+
+for (const name of ['qwen3-f32', 'llama-f16']) {
+  test(`${name} with --runner pooling: each text's last-token vector within cosine 0.9999 of llama.cpp's`, async () => {
+    const path = ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === name)!);
+    const golden = readEmbeddingGolden(`embed-${name}`);
+    assert.equal(sha256File(path), golden.sha256);
+    await withContext(path, 'pooling', async (ctx) => {
+      const { vectors } = await embed(ctx, golden.embeddings.map((e) => e.text));
+      vectors.forEach((v, i) => {
+        const c = cosine(v, golden.embeddings[i]!.vector);
+        assert.ok(c >= 0.9999, `${JSON.stringify(golden.embeddings[i]!.text)}: cosine ${c}`);
+      });
+    });
+  });
+}
+
+test('pipeline rules: truncation keeps the last tokens, ids outside the vocabulary and bad truncation are refused, normalize off', async () => {
+  await withContext(bertFixturePath(bertFixture('bert-mean-f32')), 'auto', async (ctx) => {
+    const long = Array.from({ length: 200 }, (_, i) => 40 + (i % 30));
+    await assert.rejects(embed(ctx, [long]), ContextLengthExceededError);
+    const cut = await embed(ctx, [long], { truncatePromptTokens: 100, normalize: false });
+    const tail = await embed(ctx, [long.slice(100)], { normalize: false });
+    assert.equal(cut.promptTokens, 100);
+    assert.ok(cosine(cut.vectors[0]!, tail.vectors[0]!) > 0.999999);
+    assert.equal((await embed(ctx, [long], { truncatePromptTokens: -1 })).promptTokens, 128);
+    await assert.rejects(embed(ctx, [long], { truncatePromptTokens: 0 }), InvalidArgumentError);
+    await assert.rejects(embed(ctx, [[1, 99999]]), /outside the vocabulary/);
+    const raw = (await embed(ctx, ['hello world'], { normalize: false })).vectors[0]!;
+    const normed = (await embed(ctx, ['hello world'])).vectors[0]!;
+    assert.ok(Math.hypot(...raw) > 1.5);
+    assert.deepEqual(Array.from(normed), Array.from(l2Normalize(raw)));
+  });
+});
