@@ -1,7 +1,8 @@
-// BERT (BGE, MiniLM, E5 and BERT cross-encoders) as llama.cpp reads its GGUF
-// (llama_model_bert::load_arch_hparams, llama_model_loader's general keys): post-norm
-// encoder layers with learned absolute positions, token types, LayerNorm and GELU, and the
-// pooling the converter wrote from sentence-transformers' Pooling module.
+// BERT (BGE, MiniLM, E5 and BERT cross-encoders) and nomic-bert (nomic-embed-text) as
+// llama.cpp reads their GGUF (llama_model_bert / llama_model_nomic_bert::load_arch_hparams,
+// llama_model_loader's general keys): post-norm encoder layers with token types, LayerNorm,
+// and learned absolute positions with a GELU FFN (bert) or RoPE with a SwiGLU FFN
+// (nomic-bert), and the pooling the converter wrote from sentence-transformers' Pooling module.
 import { ModelFormatError } from '../errors.js';
 import type { MetadataReader } from './gguf-metadata.js';
 import { POOLING_TYPES } from './weights.js';
@@ -24,8 +25,8 @@ export function ggufPooling(meta: MetadataReader, arch: string, fallback: Poolin
   return { type: ggufPoolingType(meta, arch) ?? fallback, normalize: true, ...(labels ? { labels } : {}) };
 }
 
-export function bertModelConfig(meta: MetadataReader, tensors: TensorSource): ModelConfig {
-  const key = (k: string): string => `bert.${k}`;
+export function bertModelConfig(meta: MetadataReader, tensors: TensorSource, arch: 'bert' | 'nomic-bert'): ModelConfig {
+  const key = (k: string): string => `${arch}.${k}`;
   if (meta.bool(key('attention.causal'), false)) throw new ModelFormatError(meta.file, `${key('attention.causal')} is true: a BERT encoder attends both ways`);
   const hiddenSize = meta.number(key('embedding_length'));
   const numHeads = meta.number(key('attention.head_count'));
@@ -33,7 +34,7 @@ export function bertModelConfig(meta: MetadataReader, tensors: TensorSource): Mo
   if (!Number.isInteger(headDim)) throw new ModelFormatError(meta.file, `${key('embedding_length')} ${hiddenSize} is not a multiple of ${numHeads} heads`);
   const embedding = tensors.get('token_embd.weight');
   return {
-    arch: 'bert',
+    arch,
     vocabSize: meta.number(key('vocab_size'), embedding.dims[1] ?? 0),
     hiddenSize,
     numLayers: meta.number(key('block_count')),
@@ -43,13 +44,13 @@ export function bertModelConfig(meta: MetadataReader, tensors: TensorSource): Mo
     ffnSize: meta.number(key('feed_forward_length')),
     contextLength: meta.number(key('context_length')),
     normEps: meta.number(key('attention.layer_norm_epsilon')),
-    // learned absolute positions: no RoPE (these match what the HF side reports)
-    ropeBase: 10000,
-    ropeDim: headDim,
-    ropeStyle: 'normal',
+    // bert: learned absolute positions, no RoPE (these match what the HF side reports)
+    ropeBase: meta.number(key('rope.freq_base'), 10000),
+    ropeDim: meta.number(key('rope.dimension_count'), headDim),
+    ropeStyle: arch === 'nomic-bert' ? 'neox' : 'normal',
     tiedEmbeddings: false,
     // a file without pooling_type pools none in llama.cpp (one vector per token)
-    pooling: ggufPooling(meta, 'bert', 'none'),
+    pooling: ggufPooling(meta, arch, 'none'),
     bidirectional: true,
   };
 }

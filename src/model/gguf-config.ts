@@ -23,9 +23,10 @@ const ROPE_STYLE: Record<ArchName, RopeStyle> = {
   qwen3moe: 'neox',
   qwen35moe: 'neox', // IMROPE over text positions, as qwen35
   bert: 'normal', // unused: learned positions, no RoPE
+  'nomic-bert': 'neox', // llama.cpp's LLAMA_ROPE_TYPE_NEOX for NOMIC_BERT
 };
 
-export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'gemma4', 'qwen35', 'qwen3moe', 'qwen35moe', 'bert'];
+export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'gemma4', 'qwen35', 'qwen3moe', 'qwen35moe', 'bert', 'nomic-bert'];
 
 /** llama.cpp's smollm3: every 4th layer (il + 1 ≡ 0 mod 4) skips RoPE */
 /** the mixture-of-experts architectures (Gemma 4's MoE layers are gemma4's) */
@@ -41,7 +42,7 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     throw new UnsupportedModelError(file, `architecture "${archKey}" (general.architecture) is not supported; loom runs ${SUPPORTED_ARCHS.join(', ')}`);
   }
   if (arch === 'gemma4') return gemma4ModelConfig(meta, tensors);
-  if (arch === 'bert') return bertModelConfig(meta, tensors);
+  if (arch === 'bert' || arch === 'nomic-bert') return bertModelConfig(meta, tensors, arch);
   const key = (k: string): string => `${arch}.${k}`;
   const experts = meta.optionalNumber(key('expert_count')) ?? 0;
   const moeArch = arch === 'qwen3moe' || arch === 'qwen35moe';

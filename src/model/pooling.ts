@@ -99,7 +99,7 @@ export type RunnerKind = 'auto' | 'pooling' | 'generate';
 export const RUNNER_KINDS: readonly RunnerKind[] = ['auto', 'pooling', 'generate'];
 
 /** the families whose hidden states an engine can pool (Architecture.hiddenStates) */
-const POOLABLE: readonly ArchName[] = ['bert', 'llama', 'qwen2', 'qwen3', 'phi3', 'smollm3'];
+const POOLABLE: readonly ArchName[] = ['bert', 'nomic-bert', 'llama', 'qwen2', 'qwen3', 'phi3', 'smollm3'];
 
 /**
  * The config an engine runs under --runner: a pooling model generates only if it is a decoder

@@ -1,7 +1,7 @@
 import type { ModelRopeScaling } from '../tensor/rope-scaling.js';
 import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'bert';
+export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'bert' | 'nomic-bert';
 
 /** Everything the forward pass needs to know about a model's shape. */
 export interface ModelConfig {

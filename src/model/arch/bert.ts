@@ -2,7 +2,9 @@
 // + learned absolute position embeddings, LayerNorm, then post-norm encoder layers
 // (attention with biases → residual → LayerNorm → GELU FFN → residual → LayerNorm). Every
 // token attends to its whole sequence; the output is the last layer's hidden states, which
-// the pooler (model/pooling.ts) turns into one vector per sequence.
+// the pooler (model/pooling.ts) turns into one vector per sequence. nomic-bert is the same
+// graph with RoPE (NeoX) on q and k instead of position embeddings and a SwiGLU FFN
+// (ffn_gate; llama.cpp runs it without the FFN biases).
 import type { AttentionBatch, Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
@@ -22,6 +24,8 @@ interface BertLayer {
   bo: Float32Array | undefined;
   attnOutNorm: Float32Array;
   attnOutNormBias: Float32Array;
+  /** nomic-bert's SwiGLU gate: down(silu(gate·x) * up·x) */
+  gate: WeightTensor | undefined;
   up: WeightTensor;
   upBias: Float32Array | undefined;
   down: WeightTensor;
@@ -32,7 +36,8 @@ interface BertLayer {
 
 export class BertArchitecture implements Architecture {
   private readonly embedding: WeightTensor;
-  private readonly positionEmbedding: WeightTensor;
+  /** bert's learned positions; nomic-bert rotates q and k instead */
+  private readonly positionEmbedding: WeightTensor | undefined;
   /** token type 0's row: llama.cpp feeds every token as "sentence A" */
   private readonly typeRow: Float32Array | undefined;
   private readonly embedNorm: Float32Array;
@@ -45,7 +50,7 @@ export class BertArchitecture implements Architecture {
     tensors: TensorSource,
   ) {
     this.embedding = tensors.get('token_embd.weight');
-    this.positionEmbedding = tensors.get('position_embd.weight');
+    this.positionEmbedding = config.arch === 'nomic-bert' ? undefined : tensors.get('position_embd.weight');
     const types = optionalVector(tensors, 'token_types.weight');
     this.typeRow = types?.subarray(0, config.hiddenSize);
     this.embedNorm = loadVector(tensors, 'token_embd_norm.weight');
@@ -64,6 +69,7 @@ export class BertArchitecture implements Architecture {
         bo: optionalVector(tensors, `${p}attn_output.bias`),
         attnOutNorm: loadVector(tensors, `${p}attn_output_norm.weight`),
         attnOutNormBias: loadVector(tensors, `${p}attn_output_norm.bias`),
+        gate: tensors.has(`${p}ffn_gate.weight`) ? tensors.get(`${p}ffn_gate.weight`) : undefined,
         up: tensors.get(`${p}ffn_up.weight`),
         upBias: optionalVector(tensors, `${p}ffn_up.bias`),
         down: tensors.get(`${p}ffn_down.weight`),
@@ -91,13 +97,16 @@ export class BertArchitecture implements Architecture {
     const v = this.scratch.take('v', n * kvWidth);
     const attn = this.scratch.take('attn', n * qWidth);
     const ffn = this.scratch.take('ffn', n * c.ffnSize);
+    const up = this.scratch.take('up', n * c.ffnSize);
     const attnShape = { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, scale: 1 / Math.sqrt(c.headDim) };
     const whole = wholeSequenceAttention(batch);
 
     k.embedRows(x, this.embedding, batch.tokenIds);
     if (this.typeRow) k.addBias(x, this.typeRow, n);
-    k.embedRows(h, this.positionEmbedding, batch.positions);
-    k.add(x, h, x, n * d);
+    if (this.positionEmbedding) {
+      k.embedRows(h, this.positionEmbedding, batch.positions);
+      k.add(x, h, x, n * d);
+    }
     k.layerNorm(x, x, this.embedNorm, this.embedNormBias, n, d, c.normEps);
     this.layers.forEach((layer, li) => {
       if ('fused' in layer.qkv) {
@@ -111,6 +120,10 @@ export class BertArchitecture implements Architecture {
       if (layer.bq) k.addBias(q, layer.bq, n);
       if (layer.bk) k.addBias(kk, layer.bk, n);
       if (layer.bv) k.addBias(v, layer.bv, n);
+      if (!this.positionEmbedding) {
+        k.rope(q, batch.positions, c.numHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle);
+        k.rope(kk, batch.positions, c.numKvHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle);
+      }
       const cacheLayer = kv.layers[li]!;
       k.writeKv(cacheLayer, kv.shape, kk, v, batch.slotMapping);
       k.attention(attn, q, cacheLayer, kv.shape, whole, attnShape);
@@ -119,11 +132,18 @@ export class BertArchitecture implements Architecture {
       k.add(x, h, x, n * d);
       k.layerNorm(x, x, layer.attnOutNorm, layer.attnOutNormBias, n, d, c.normEps);
 
-      k.matmul(ffn, x, layer.up, n);
-      if (layer.upBias) k.addBias(ffn, layer.upBias, n);
-      k.gelu(ffn, ffn, n * c.ffnSize);
-      k.matmul(h, ffn, layer.down, n);
-      if (layer.downBias) k.addBias(h, layer.downBias, n);
+      if (layer.gate) {
+        // llama.cpp's LLM_FFN_SILU + LLM_FFN_PAR branch: no biases
+        k.matmulSet(x, n, [{ out: ffn, w: layer.gate }, { out: up, w: layer.up }]);
+        k.siluMul(ffn, ffn, up, n * c.ffnSize);
+        k.matmul(h, ffn, layer.down, n);
+      } else {
+        k.matmul(ffn, x, layer.up, n);
+        if (layer.upBias) k.addBias(ffn, layer.upBias, n);
+        k.gelu(ffn, ffn, n * c.ffnSize);
+        k.matmul(h, ffn, layer.down, n);
+        if (layer.downBias) k.addBias(h, layer.downBias, n);
+      }
       k.add(x, h, x, n * d);
       k.layerNorm(x, x, layer.outNorm, layer.outNormBias, n, d, c.normEps);
     });

@@ -32,6 +32,7 @@ export function createArchitecture(config: ModelConfig, tensors: TensorSource, c
     case 'qwen3moe':
       return new Qwen3MoeArchitecture(config, tensors, contextLength);
     case 'bert':
+    case 'nomic-bert':
       return new BertArchitecture(config, tensors);
   }
 }

@@ -1,4 +1,4 @@
-// BERT against llama.cpp: the pooled vectors of the fixtures (GGUF F32/F16 and the HF
+// BERT and nomic-bert against llama.cpp: the pooled vectors of the fixtures (GGUF F32/F16 and the HF
 // folder of the same weights) agree with node-llama-cpp's embedding and ranking contexts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -34,7 +34,7 @@ function embedAll(model: LoadedModel, inputs: readonly number[][], k: Kernels): 
   return new Pooler(model.config, model.tensors).pool(hidden, batch.seqStarts, inputs.map((_, i) => i), k);
 }
 
-for (const name of ['bert-mean-f32', 'bert-cls-f16']) {
+for (const name of ['bert-mean-f32', 'bert-cls-f16', 'nomic-bert-mean-f16']) {
   for (const [kernelsName, k] of [['native', testKernels()], ['reference', referenceKernels]] as const) {
     test(`${name} (${kernelsName}): every pooled vector within cosine 0.9999 of llama.cpp's`, () => {
       const path = bertFixturePath(bertFixture(name));
