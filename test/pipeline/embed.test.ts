@@ -57,3 +57,39 @@ test('pipeline rules: truncation keeps the last tokens, ids outside the vocabula
     assert.deepEqual(Array.from(normed), Array.from(l2Normalize(raw)));
   });
 });
+
+test('a decoder GGUF with <arch>.pooling_type pools by default (Qwen3-Embedding: last); none leaves it generating', async () => {
+  const { openGGUF } = await import('../../src/model/gguf.js');
+  const { ggufModelConfig } = await import('../../src/model/gguf-config.js');
+  const path = ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'qwen3-f32')!);
+  const gguf = openGGUF(path);
+  try {
+    const meta = new Map(gguf.metadata);
+    assert.equal(ggufModelConfig(path, meta, gguf).pooling, undefined);
+    meta.set('qwen3.pooling_type', 3);
+    assert.deepEqual(ggufModelConfig(path, meta, gguf).pooling, { type: 'last', normalize: true });
+    meta.set('qwen3.pooling_type', 0);
+    assert.equal(ggufModelConfig(path, meta, gguf).pooling, undefined);
+    meta.set('qwen3.pooling_type', 9);
+    assert.throws(() => ggufModelConfig(path, meta, gguf), /not one of llama.cpp's pooling types/);
+  } finally {
+    gguf.close();
+  }
+});
+
+test('dimensions on a Matryoshka model: the first n floats, normalized again', async () => {
+  const path = bertFixturePath(bertFixture('bert-mean-f32'));
+  const model = loadModel(path);
+  const matryoshka = { ...model, config: { ...model.config, pooling: { ...model.config.pooling!, matryoshkaDimensions: [32, 64] } } };
+  const engine = new InProcessEngineClient(createEngineCore({ model: path, kvCacheMemory: '16MiB' }, matryoshka));
+  try {
+    const ctx = localContext(engine, model.tokenizer);
+    const full = (await embed(ctx, ['hello world'], { normalize: false })).vectors[0]!;
+    const cut = (await embed(ctx, ['hello world'], { dimensions: 64 })).vectors[0]!;
+    assert.equal(cut.length, 64);
+    assert.deepEqual(Array.from(cut), Array.from(l2Normalize(full.slice(0, 64))));
+    await assert.rejects(embed(ctx, ['x'], { dimensions: 129 }), /dimensions must be an integer from 1 to 128/);
+  } finally {
+    await engine.close();
+  }
+});
