@@ -37,6 +37,7 @@ function poolingInfo(engine: EngineCore): PoolingInfo {
     size: engine.pooling!.pooler.outputSize,
     normalize: p.normalize,
     ...(p.matryoshkaDimensions && { matryoshkaDimensions: p.matryoshkaDimensions }),
+    ...(p.rerankTemplate !== undefined && { rerankTemplate: p.rerankTemplate }),
   };
 }
 

@@ -104,6 +104,8 @@ export interface PoolingInfo {
   /** the model's default: L2-normalize embeddings */
   readonly normalize: boolean;
   readonly matryoshkaDimensions?: readonly number[];
+  /** a reranker's prompt template ({query}, {document}); absent: the pair as BOS query EOS SEP document EOS */
+  readonly rerankTemplate?: string;
 }
 
 export interface EngineReady {

@@ -22,7 +22,8 @@ export function ggufPoolingType(meta: MetadataReader, arch: string): PoolingType
 /** The pooling a GGUF file declares: its type, the classifier's labels, normalized output (llama-server's default). */
 export function ggufPooling(meta: MetadataReader, arch: string, fallback: PoolingType): PoolingConfig {
   const labels = meta.strings(`${arch}.classifier.output_labels`);
-  return { type: ggufPoolingType(meta, arch) ?? fallback, normalize: true, ...(labels ? { labels } : {}) };
+  const rerankTemplate = meta.optionalString('tokenizer.chat_template.rerank');
+  return { type: ggufPoolingType(meta, arch) ?? fallback, normalize: true, ...(labels ? { labels } : {}), ...(rerankTemplate !== undefined ? { rerankTemplate } : {}) };
 }
 
 export function bertModelConfig(meta: MetadataReader, tensors: TensorSource, arch: 'bert' | 'nomic-bert'): ModelConfig {

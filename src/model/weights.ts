@@ -60,6 +60,8 @@ export interface PoolingConfig {
   /** widths the model was trained to be cut to (Matryoshka, config.json matryoshka_dimensions);
    *  absent = a request may not ask for fewer dimensions */
   readonly matryoshkaDimensions?: readonly number[];
+  /** a reranker's prompt with {query} and {document} (GGUF tokenizer.chat_template.rerank: Qwen3-Reranker) */
+  readonly rerankTemplate?: string;
 }
 
 /** A routed MoE FFN: softmax over numExperts router logits, the top numExpertsUsed experts'

@@ -56,7 +56,8 @@ export async function embed(ctx: PipelineContext, inputs: readonly EmbedInput[],
 }
 
 /**
- * Scores each document against the query. A rank model (a cross-encoder) reads the pair as
+ * Scores each document against the query. A rank model with a rerank template (Qwen3-Reranker:
+ * its yes/no probabilities, the score being yes's) reads the filled template; a cross-encoder reads the pair as
  * llama-server builds it (bos, query, eos, sep, document, eos as the vocabulary adds them) and
  * its first score is the relevance (a one-label model's through a sigmoid); an embedding model scores the cosine of the two vectors
  * (vLLM's score API for embedding models).
@@ -67,8 +68,16 @@ export async function rerank(ctx: PipelineContext, query: string, documents: rea
   let scores: number[];
   let promptTokens: number;
   if (p.type === 'rank') {
-    const queryIds = await ctx.text.encode(query, { addSpecial: true });
-    const pairs = await Promise.all(documents.map(async (d) => [...queryIds, ...(await ctx.text.encode(d, { addSpecial: false })), ...pairEnd(ctx)]));
+    const template = p.rerankTemplate;
+    const queryIds = template === undefined ? await ctx.text.encode(query, { addSpecial: true }) : [];
+    const pairs = await Promise.all(
+      documents.map(async (d) =>
+        template !== undefined
+          ? // llama-server: the template filled in, special tokens parsed, none added
+            ctx.text.encode(template.replaceAll('{query}', query).replaceAll('{document}', d), { addSpecial: false, parseSpecial: true })
+          : [...queryIds, ...(await ctx.text.encode(d, { addSpecial: false })), ...pairEnd(ctx)],
+      ),
+    );
     const checked = pairs.map((ids, i) => fitContext(ctx, ids, i, opts.truncatePromptTokens, 'documents'));
     // a one-label cross-encoder's logit as a probability (vLLM, node-llama-cpp, Jina, Cohere; llama-server returns the logit)
     scores = (await poolAll(ctx, checked, opts.signal)).map((v) => (p.size === 1 ? 1 / (1 + Math.exp(-v[0]!)) : v[0]!));

@@ -93,3 +93,23 @@ test('dimensions on a Matryoshka model: the first n floats, normalized again', a
     await engine.close();
   }
 });
+
+test('Qwen3-Reranker: the filled rerank template tokenized as llama.cpp does, scored as its softmax(yes, no)\'s yes, in llama.cpp\'s order', async () => {
+  const { qwen3RerankerPath } = await import('../fixtures/reranker-fixture.js');
+  const { rerank } = await import('../../src/pipeline/embed.js');
+  const { RERANK_DOCUMENTS, RERANK_QUERY } = await import('../fixtures/bert-fixture.js');
+  const path = qwen3RerankerPath();
+  const golden = readEmbeddingGolden('qwen3-rerank-f32');
+  assert.equal(sha256File(path), golden.sha256);
+  const model = loadModel(path);
+  assert.equal(model.config.pooling?.type, 'rank');
+  for (const e of golden.embeddings) assert.deepEqual(model.tokenizer.encode(e.text, { addSpecial: false, parseSpecial: true }), e.ids);
+  await withContext(path, 'auto', async (ctx) => {
+    assert.equal(ctx.engine.info.pooling?.size, 2);
+    const { results } = await rerank(ctx, RERANK_QUERY, RERANK_DOCUMENTS);
+    const expected = golden.embeddings.map((e, index) => ({ index, score: e.vector[0]! })).sort((a, b) => b.score - a.score);
+    assert.deepEqual(results.map((r) => r.index), expected.map((e) => e.index));
+    // f32 rounding moves the yes-no logit by ~3e-3 here (the hidden states agree to cosine 0.9999+)
+    for (const r of results) assert.ok(Math.abs(r.score - golden.embeddings[r.index]!.vector[0]!) < 1e-3, `${r.index}: ${r.score}`);
+  });
+});
