@@ -53,3 +53,23 @@ test('loom embed prints one JSON vector a line; --query ranks', async () => {
   const ranked = await run(process.execPath, [cli, 'embed', '-m', model, '--query', 'paris', 'paris', 'zebra']);
   assert.equal((JSON.parse(ranked.stdout.split('\n')[0]!) as { index: number }).index, 0);
 });
+
+test('the supervised worker engine (what loom serve runs) passes pooling requests through', async () => {
+  const { SupervisedEngineClient } = await import('../src/engine/supervisor.js');
+  const { loadModel } = await import('../src/model/load.js');
+  const { localContext } = await import('../src/pipeline/context.js');
+  const { embed } = await import('../src/pipeline/embed.js');
+  const path = bertFixturePath(bertFixture('bert-mean-f32'));
+  const engine = await SupervisedEngineClient.start(
+    { model: path, kvCacheMemory: '16MiB' },
+    { maxRestarts: 0, restartWindowMs: 60_000, backoffMs: 200, maxBackoffMs: 400, stepTimeoutMs: 60_000, log: () => {}, onGiveUp: () => {} },
+  );
+  try {
+    assert.equal(engine.info.pooling?.type, 'mean');
+    const golden = readEmbeddingGolden('bert-mean-f32');
+    const { vectors } = await embed(localContext(engine, loadModel(path).tokenizer), [golden.embeddings[1]!.text]);
+    assert.ok(cosine(vectors[0]!, golden.embeddings[1]!.vector) >= 0.9999);
+  } finally {
+    await engine.close();
+  }
+});

@@ -84,7 +84,7 @@ export async function rerank(ctx: PipelineContext, query: string, documents: rea
     promptTokens = checked.reduce((n, x) => n + x.length, 0);
   } else {
     const { vectors, promptTokens: n } = await embed(ctx, [query, ...documents], { normalize: true, ...(opts.signal && { signal: opts.signal }), ...(opts.truncatePromptTokens !== undefined && { truncatePromptTokens: opts.truncatePromptTokens }) });
-    scores = vectors.slice(1).map((v) => dot(v, vectors[0]!));
+    scores = vectors.slice(1).map((v) => Math.min(1, Math.max(-1, dot(v, vectors[0]!))));
     promptTokens = n;
   }
   const ranked = scores.map((score, index) => ({ index, score })).sort((a, b) => b.score - a.score || a.index - b.index);
