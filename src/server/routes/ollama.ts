@@ -165,7 +165,7 @@ export function ollamaRoutes(app: FastifyInstance, ctx: ServerContext): void {
             [`${arch}.vocab_size`]: c.vocabSize,
           }),
         },
-        capabilities: ['completion'],
+        capabilities: ctx.engine.info.pooling ? ['embedding'] : ['completion'],
         modified_at: (d?.modifiedAt ?? new Date()).toISOString(),
       };
     });

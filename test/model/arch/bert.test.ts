@@ -77,3 +77,16 @@ test('a token\'s vector depends on the tokens after it (attention runs both ways
   // cls pooling reads token 0, which a causal model would compute the same in both
   assert.ok(cosine(a!, b!) < 0.9999);
 });
+
+test('an HF BertForSequenceClassification folder ranks: its classifier is cls.output, its scores the GGUF twin\'s', () => {
+  const f = bertFixture('bert-rank-f32');
+  const hf = loadModel(bertHFFixturePath(f));
+  const gguf = loadModel(bertFixturePath(f));
+  assert.deepEqual(hf.config.pooling, { type: 'rank', normalize: false, labels: ['score0'] });
+  const pair = (m: LoadedModel) => [...m.tokenizer.encode('what is the capital of france'), ...m.tokenizer.encode('Paris is the capital of France.', { addSpecial: false })];
+  assert.deepEqual(pair(hf), pair(gguf));
+  const [a] = embedAll(hf, [pair(hf)], testKernels());
+  const [b] = embedAll(gguf, [pair(gguf)], testKernels());
+  assert.equal(a!.length, 1);
+  assert.ok(Math.abs(a![0]! - b![0]!) < 1e-5);
+});
