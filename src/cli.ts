@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { LoomError } from './errors.js';
 import { benchCommand } from './commands/bench.js';
 import { chatCommand } from './commands/chat.js';
+import { embedCommand } from './commands/embed.js';
 import { generateCommand } from './commands/generate.js';
 import { listCommand, pullCommand, rmCommand } from './commands/models.js';
 import { serveCommand } from './commands/serve.js';
@@ -12,7 +13,7 @@ import { versionText } from './commands/version.js';
 
 const program = new Command()
   .name('loom')
-  .description('LLM inference for Node.js: load GGUF or Hugging Face models and generate text')
+  .description('LLM inference for Node.js: load GGUF or Hugging Face models, generate text, embed and rerank')
   .option('-V, --version', 'print the version, the kernels this machine runs and the thread count')
   .option('--debug', 'show stack traces on errors')
   .showHelpAfterError();
@@ -25,6 +26,7 @@ program.on('option:version', () => {
 program.addCommand(generateCommand());
 program.addCommand(serveCommand());
 program.addCommand(chatCommand());
+program.addCommand(embedCommand());
 program.addCommand(pullCommand());
 program.addCommand(listCommand());
 program.addCommand(rmCommand());

@@ -4,6 +4,7 @@
 //   const llm = await LLM.load('model.gguf');
 //   const { text } = await llm.generate('Once upon a time', { maxTokens: 32 });
 //   for await (const piece of llm.stream('Hello', { signal })) process.stdout.write(piece.text);
+//   const vectors = await (await LLM.load('bge-small.gguf')).embed(['a text', 'another']);
 import { InProcessEngineClient } from './engine/in-process-client.js';
 import { createEngineCore } from './engine/create.js';
 import type { EngineClient } from './engine/client.js';
@@ -20,6 +21,8 @@ import { newSummary, runPrompt } from './pipeline/generate.js';
 import type { CompletionEvent, GenerationSummary } from './pipeline/generate.js';
 import type { PromptInput } from './pipeline/prompt.js';
 import { resolveRequest } from './pipeline/request.js';
+import { embed, rerank } from './pipeline/embed.js';
+import type { EmbedInput, EmbedOptions, RerankResult } from './pipeline/embed.js';
 import { loadChatTemplate, renderChat } from './tokenizer/chat-template.js';
 import type { ChatMessage } from './tokenizer/chat-template.js';
 
@@ -145,6 +148,21 @@ export class LLM {
   /** A chat turn: the model's chat template applied to the messages. */
   chat(messages: readonly ChatMessage[], opts: GenerateOptions = {}): Promise<GenerateResult> {
     return this.complete({ messages }, opts);
+  }
+
+  /**
+   * Embeddings of texts (or token ids), one Float32Array each, in input order; all inputs run
+   * together in the engine. Needs an embedding model (or LLMOptions.runner 'pooling').
+   * Normalized as the model says unless `normalize` is given; `dimensions` for Matryoshka models.
+   */
+  async embed(inputs: string | EmbedInput[], opts: EmbedOptions = {}): Promise<Float32Array[]> {
+    const { vectors } = await embed(this.pipeline, typeof inputs === 'string' ? [inputs] : inputs, opts);
+    return vectors;
+  }
+
+  /** The documents ranked against the query, best first (a reranker's score, or cosine on an embedding model). */
+  async rerank(query: string, documents: readonly string[], opts: { readonly topN?: number; readonly signal?: AbortSignal } = {}): Promise<RerankResult['results']> {
+    return (await rerank(this.pipeline, query, documents, opts)).results;
   }
 
   close(): Promise<void> {

@@ -16,7 +16,7 @@ export const numberOption =
 
 /** --kv-cache-dtype (vLLM's flag): the KV cache's element type, shared by serve, generate, chat and the benchmarks */
 export function kvCacheDtypeOption(): Option {
-  return new Option('--kv-cache-dtype <type>', "KV cache element type: auto (f16), f16, f32, q8_0 or q4_0 (llama.cpp's: ~1.88x / ~3.56x the tokens of f16 in the same memory)")
+  return new Option('--kv-cache-dtype <type>', "KV cache element type: auto (f16; f32 for pooling models), f16, f32, q8_0 or q4_0 (llama.cpp's: ~1.88x / ~3.56x the tokens of f16 in the same memory)")
     .choices([...KV_CACHE_DTYPES])
     .default(ENGINE_DEFAULTS.kvCacheDtype);
 }

@@ -32,6 +32,8 @@ import { reasoningParserForTemplate } from '../pipeline/reasoning/formats.js';
 import type { ReasoningParserName } from '../pipeline/reasoning/parser.js';
 import { TOOL_CALL_PARSERS } from '../pipeline/tools/parsers.js';
 import type { ToolCallParserName } from '../pipeline/tools/parsers.js';
+import { RUNNER_KINDS } from '../model/pooling.js';
+import type { RunnerKind } from '../model/pooling.js';
 
 interface ServeFlags {
   model?: string;
@@ -46,7 +48,8 @@ interface ServeFlags {
   kvCacheDtype: KvCacheDtypeOption;
   blockSize: number;
   maxNumSeqs: number;
-  maxNumBatchedTokens: number;
+  maxNumBatchedTokens?: number;
+  runner: RunnerKind;
   stepTimeFactor: number;
   enablePrefixCaching: boolean;
   stateCheckpoints?: number;
@@ -97,7 +100,7 @@ export function serveCommand(): Command {
     .addOption(new Option('--block-size <n>', 'tokens per KV block').default(ENGINE_DEFAULTS.blockSize).argParser(n('block-size', true)))
     .addOption(new Option('--max-num-seqs <n>', 'most sequences running at once').default(ENGINE_DEFAULTS.maxNumSeqs).argParser(n('max-num-seqs', true)))
     .addOption(
-      new Option('--max-num-batched-tokens <n>', 'token budget of one engine step').default(ENGINE_DEFAULTS.maxNumBatchedTokens).argParser(n('max-num-batched-tokens', true)),
+      new Option('--max-num-batched-tokens <n>', `token budget of one engine step (default: ${ENGINE_DEFAULTS.maxNumBatchedTokens}; for pooling models at least the context)`).argParser(n('max-num-batched-tokens', true)),
     )
     .addOption(
       new Option(
@@ -115,6 +118,7 @@ export function serveCommand(): Command {
           'out of --kv-cache-memory (default: 2 per --max-num-seqs, at most a quarter of the memory; 0: no prefix caching for these models)',
       ).argParser(n('state-checkpoints', true)),
     )
+    .addOption(new Option('--runner <kind>', 'pooling (embeddings, rerank) or generate; auto: what the model file says').choices([...RUNNER_KINDS]).default('auto'))
     .addOption(new Option('--logprobs-mode <mode>', 'what logprobs report').choices([...LOGPROBS_MODES]).default(ENGINE_DEFAULTS.logprobsMode))
     .addOption(new Option('--max-pending-requests <n>', 'requests in flight beyond which new ones get 429').default(1024).argParser(n('max-pending-requests', true)))
     .addOption(
@@ -171,10 +175,11 @@ async function runServe(flags: ServeFlags): Promise<void> {
     backend: flags.backend,
     ...(flags.threads !== undefined && { threads: flags.threads }),
     kvCacheMemory: flags.kvCacheMemory,
-    kvCacheDtype: flags.kvCacheDtype,
+    ...(flags.kvCacheDtype !== undefined && { kvCacheDtype: flags.kvCacheDtype }),
     blockSize: flags.blockSize,
     maxNumSeqs: flags.maxNumSeqs,
-    maxNumBatchedTokens: flags.maxNumBatchedTokens,
+    ...(flags.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: flags.maxNumBatchedTokens }),
+    runner: flags.runner,
     stepTimeFactor: flags.stepTimeFactor,
     ...(flags.maxModelLen !== undefined && { maxModelLen: flags.maxModelLen }),
     enablePrefixCaching: flags.enablePrefixCaching,

@@ -2,7 +2,7 @@
 import type { KvDtype } from '../kernels/index.js';
 import type { LogprobsMode } from './logprobs.js';
 import type { SamplingParams } from './sampling-params.js';
-import type { StepOutput, StepStats } from './protocol.js';
+import type { PoolingInfo, StepOutput, StepStats } from './protocol.js';
 import { EngineDeadError, RequestStream } from './request-stream.js';
 
 export interface EngineInfo {
@@ -21,6 +21,13 @@ export interface EngineInfo {
   readonly kvCacheBytes?: number;
   /** start-up lines worth printing (the draft model's cache, ignored settings) */
   readonly notes?: readonly string[];
+  /** set when the engine pools (embeddings, rerank) instead of generating */
+  readonly pooling?: PoolingInfo;
+}
+
+export interface AddOptions {
+  /** a pooling request: one delta comes back, its `pooled` vector (EngineInfo.pooling says what it is) */
+  readonly pool?: boolean;
 }
 
 export interface EngineClient {
@@ -29,7 +36,7 @@ export interface EngineClient {
   readonly healthy: boolean;
   /** the stats of the latest step */
   readonly stats: StepStats | undefined;
-  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams): RequestStream;
+  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams, options?: AddOptions): RequestStream;
   abort(id: string): void;
   resetPrefixCache(): Promise<boolean>;
   /** called after every step (metrics) */

@@ -9,8 +9,11 @@ import { draftModelLines, recurrentStateLine, resolveEngineConfig } from './opti
 import type { EngineOptions } from './options.js';
 import { parseSpeculativeConfig } from './spec/config.js';
 import { checkDraftVocabulary } from './spec/draft-vocab.js';
+import type { PoolingInfo } from './protocol.js';
+import { configForRunner } from '../model/pooling.js';
 
-export function createEngineCore(opts: EngineOptions, model: LoadedModel = loadModel(opts.model), draftModel?: LoadedModel): EngineCore {
+export function createEngineCore(opts: EngineOptions, loaded: LoadedModel = loadModel(opts.model), draftModel?: LoadedModel): EngineCore {
+  const model = opts.runner && opts.runner !== 'auto' ? { ...loaded, config: configForRunner(loaded.config, opts.runner) } : loaded;
   const spec = opts.speculativeConfig !== undefined ? parseSpeculativeConfig(opts.speculativeConfig) : undefined;
   const draft = spec?.method === 'draft_model' ? (draftModel ?? loadDraft(spec.model)) : undefined;
   if (draft) checkDraftVocabulary(model, draft);
@@ -25,6 +28,17 @@ function loadDraft(path: string): LoadedModel {
   } catch (err) {
     throw new InvalidArgumentError(`--speculative-config: draft model ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+function poolingInfo(engine: EngineCore): PoolingInfo {
+  const p = engine.model.config.pooling!;
+  return {
+    type: p.type,
+    size: engine.pooling!.pooler.outputSize,
+    normalize: p.normalize,
+    ...(p.matryoshkaDimensions && { matryoshkaDimensions: p.matryoshkaDimensions }),
+    ...(p.rerankTemplate !== undefined && { rerankTemplate: p.rerankTemplate }),
+  };
 }
 
 export function engineInfo(engine: EngineCore): EngineInfo {
@@ -49,5 +63,6 @@ export function engineInfo(engine: EngineCore): EngineInfo {
     kvCacheDtype: engine.config.kvDtype,
     kvCacheBytes: engine.runner.kv.bytes,
     ...(notes.length > 0 && { notes }),
+    ...(engine.pooling && { pooling: poolingInfo(engine) }),
   };
 }

@@ -8,6 +8,8 @@ import type { SequenceChunk } from '../model/batch.js';
 import { KvCache } from '../model/kv-cache.js';
 import type { KvDtype } from '../kernels/index.js';
 import { ModelRunner } from '../model/runner.js';
+import { Pooler } from '../model/pooling.js';
+import { PoolingRequests } from './pooling-requests.js';
 import type { ModelConfig, TensorSource } from '../model/weights.js';
 import { BlockManager } from './block-manager.js';
 import { KvEventRecorder } from './kv-events.js';
@@ -72,6 +74,8 @@ export class EngineCore {
   private readonly speculator: Speculator | undefined;
   /** the draft model and its cache (speculative method "draft_model") */
   readonly drafter: DraftModelDrafter | undefined;
+  /** a pooling model's requests (embeddings, rerank); undefined when the model generates */
+  readonly pooling: PoolingRequests | undefined;
   /**
    * Sees every logits row a token is sampled from ([vocab], valid only during the call):
    * how agreement tests compare the serving engine's logits with llama.cpp's. In-process only.
@@ -120,6 +124,8 @@ export class EngineCore {
     this.speculator = spec ? new Speculator(spec, drafter) : undefined;
     const policy = checkpoints || windows ? new CheckpointPolicy(this.blocks, checkpoints, windows) : undefined;
     this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks, this.states, this.speculator, policy);
+    if (model.config.pooling && !config.wholeSequences) throw new Error('a pooling model computes every sequence whole (wholeSequences)');
+    this.pooling = model.config.pooling ? new PoolingRequests(new Pooler(model.config, model.tensors), this.scheduler) : undefined;
     this.stopConfig = { ...config, samplingKernels: kernels };
   }
 
@@ -129,7 +135,8 @@ export class EngineCore {
 
   /** Queues a request; a request that can never run is answered at once with an error delta. */
   add(req: AddRequest): RequestDelta | undefined {
-    if (this.requests.has(req.id)) return errorDelta(req.id, `request id ${req.id} is already in use`);
+    if (this.requests.has(req.id) || this.pooling?.has(req.id)) return errorDelta(req.id, `request id ${req.id} is already in use`);
+    if (req.pool || this.pooling) return this.addPooling(req);
     let state: RequestState;
     try {
       if (req.params.grammar) this.grammarCompiler();
@@ -152,9 +159,25 @@ export class EngineCore {
     return undefined;
   }
 
+  /** A pooling request, checked: whole in one step, in the vocabulary, on a model that pools. */
+  private addPooling(req: AddRequest): RequestDelta | undefined {
+    if (!this.pooling) return errorDelta(req.id, `this ${this.model.config.arch} model generates; it does not pool (embeddings and rerank need an embedding or rerank model, or --runner pooling)`);
+    if (!req.pool) return errorDelta(req.id, `this ${this.model.config.arch} model pools (embeddings, rerank); it does not generate`);
+    const n = req.promptIds.length;
+    const maxLen = Math.min(this.config.maxModelLen, this.config.maxNumBatchedTokens, this.config.numBlocks * this.config.blockSize);
+    if (n === 0) return errorDelta(req.id, 'the input is empty');
+    if (n > maxLen) return errorDelta(req.id, `the input has ${n} tokens; at most ${maxLen} fit this engine's context`);
+    for (const id of req.promptIds) {
+      if (id < 0 || id >= this.model.config.vocabSize) return errorDelta(req.id, `input token id ${id} is outside the vocabulary`);
+    }
+    this.pooling.add(req);
+    return undefined;
+  }
+
   /** Aborts requests (unknown ids are ignored): their blocks are free before the next step. */
   abort(ids: readonly string[]): void {
     for (const id of ids) {
+      this.pooling?.abort(id);
       const state = this.requests.get(id);
       if (!state) continue;
       for (const seq of state.sequences) this.scheduler.finish(seq, 'abort');
@@ -182,7 +205,19 @@ export class EngineCore {
     const { chunks, copyOps, swaCopyOps } = this.scheduler.schedule(start);
     let forwardMs = 0;
     const advanced: Sequence[] = [];
-    if (chunks.length > 0) {
+    const deltas: RequestDelta[] = [];
+    if (chunks.length > 0 && this.pooling) {
+      const batch = buildBatch(chunks.map((c) => this.toBatchChunk(c)), this.config.blockSize);
+      const t0 = performance.now();
+      const hidden = this.runner.hiddenStates(batch);
+      const pooled = this.pooling.pool(chunks, batch, hidden, this.runner.kernels, now());
+      forwardMs = performance.now() - t0;
+      this.scheduler.observeStep(batch.tokenIds.length, forwardMs);
+      this.scheduler.update(chunks);
+      // pooled: the sequence is done and its blocks are freed now
+      for (const { seq } of chunks) if (seq.numComputed === seq.tokens.length) this.scheduler.finish(seq, 'stop');
+      deltas.push(...pooled);
+    } else if (chunks.length > 0) {
       if (copyOps.length > 0 || swaCopyOps.length > 0) this.runner.kv.copyBlocks(copyOps, swaCopyOps);
       const batchChunks = chunks.map((c) => this.toBatchChunk(c));
       // grammar masks for the rows about to be sampled, before the matmuls start
@@ -236,10 +271,13 @@ export class EngineCore {
         }
       }
     }
-    const deltas: RequestDelta[] = [];
     for (const seq of advanced) if (seq.status !== 'finished') this.collect(seq, deltas);
     const finished = this.scheduler.drainFinished();
-    for (const seq of finished) this.collect(seq, deltas);
+    for (const seq of finished) {
+      this.collect(seq, deltas);
+      const ended = this.pooling?.ended(seq);
+      if (ended) deltas.push(ended);
+    }
     // forgotten only after every completion's last delta is out
     for (const seq of finished) {
       const state = this.requests.get(seq.requestId);

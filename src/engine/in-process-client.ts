@@ -1,5 +1,5 @@
 // EngineClient running the engine on this thread (tests, embedding without a worker).
-import type { EngineClient, EngineInfo } from './client.js';
+import type { AddOptions, EngineClient, EngineInfo } from './client.js';
 import { DeltaRouter } from './client.js';
 import { engineInfo } from './create.js';
 import type { EngineCore } from './engine.js';
@@ -25,9 +25,9 @@ export class InProcessEngineClient implements EngineClient {
     return this.router.stats;
   }
 
-  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams): RequestStream {
-    const stream = this.router.open(id, params.n ?? 1, () => this.abort(id));
-    this.loop.handle({ type: 'add', id, promptIds: Int32Array.from(promptIds), params, arrivalTime: now() });
+  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams, options?: AddOptions): RequestStream {
+    const stream = this.router.open(id, options?.pool ? 1 : (params.n ?? 1), () => this.abort(id));
+    this.loop.handle({ type: 'add', id, promptIds: Int32Array.from(promptIds), params, arrivalTime: now(), ...(options?.pool && { pool: true as const }) });
     return stream;
   }
 

@@ -12,6 +12,7 @@ import { LOGPROBS_MODES } from './logprobs.js';
 import type { LogprobsMode } from './logprobs.js';
 import { parseSpeculativeConfig } from './spec/config.js';
 import type { SpeculativeConfigInput } from './spec/config.js';
+import type { RunnerKind } from '../model/pooling.js';
 
 export type Backend = 'auto' | 'native' | 'reference';
 
@@ -45,6 +46,8 @@ export interface EngineOptions {
   /** speculative decoding as vLLM's --speculative-config: JSON text or the object, e.g.
    *  {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4} */
   readonly speculativeConfig?: string | SpeculativeConfigInput;
+  /** vLLM's --runner: pool (embeddings, rerank) or generate; auto = what the model file says */
+  readonly runner?: RunnerKind;
 }
 
 export type KvCacheDtypeOption = 'auto' | KvDtype;
@@ -103,8 +106,16 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     throw new InvalidArgumentError(`--max-model-len ${maxModelLen} is beyond the model's context length ${model.contextLength}`);
   }
   const maxNumSeqs = positiveInt('max-num-seqs', opts.maxNumSeqs ?? ENGINE_DEFAULTS.maxNumSeqs);
-  const kvCacheDtype = resolveKvCacheDtype(opts.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype, model, draft);
-  const maxNumBatchedTokens = positiveInt('max-num-batched-tokens', opts.maxNumBatchedTokens ?? ENGINE_DEFAULTS.maxNumBatchedTokens);
+  // a pooling model keeps K/V in f32 (llama.cpp's encoders keep no cache: their K/V stay f32)
+  // and computes each input whole in one step, so one step must hold a whole context (vLLM's default too)
+  const pooling = model.pooling !== undefined;
+  const askedDtype = opts.kvCacheDtype ?? ENGINE_DEFAULTS.kvCacheDtype;
+  const kvCacheDtype = resolveKvCacheDtype(pooling && askedDtype === 'auto' ? 'f32' : askedDtype, model, draft);
+  const maxNumBatchedTokens = positiveInt(
+    'max-num-batched-tokens',
+    opts.maxNumBatchedTokens ?? (pooling ? Math.max(ENGINE_DEFAULTS.maxNumBatchedTokens, maxModelLen) : ENGINE_DEFAULTS.maxNumBatchedTokens),
+  );
+  if (pooling && speculative) throw new InvalidArgumentError('--speculative-config: a pooling model does not generate');
   // a hybrid model's recurrent state (one slot per sequence) comes out of the same budget
   const perState = recurrentStateBytes(model);
   const stateBytes = perState * maxNumSeqs;
@@ -116,7 +127,7 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   }
   // and so do its state checkpoints, when it caches prefixes
   const pooled = model.slidingWindow !== undefined && opts.swaPool !== false;
-  const wantsPrefixCaching = opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching;
+  const wantsPrefixCaching = !pooling && (opts.enablePrefixCaching ?? ENGINE_DEFAULTS.enablePrefixCaching);
   const stateCheckpoints = perState > 0 && wantsPrefixCaching ? (opts.stateCheckpoints ?? stateCheckpointsFor(perState, budget, maxNumSeqs)) : 0;
   if (!(Number.isInteger(stateCheckpoints) && stateCheckpoints >= 0)) throw new InvalidArgumentError(`state checkpoints must be a whole number ≥ 0, got ${stateCheckpoints}`);
   const memory = budget - stateCheckpoints * perState;
@@ -182,7 +193,9 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     maxNumBatchedTokens,
     stepTimeFactor,
     // a cached prefix would need its last window in the sliding-window pool, which it does not keep;
-    // a hybrid model's needs the recurrent state after it: from a state checkpoint
+    // a hybrid model's needs the recurrent state after it: from a state checkpoint;
+    // pooling models: every input is computed whole, its blocks freed at once
+    ...(pooling && { wholeSequences: true }),
     enablePrefixCaching: wantsPrefixCaching && (perState === 0 || stateCheckpoints > 0) && (!pooled || windowCheckpoints > 0),
     ...(stateCheckpoints + windowCheckpoints > 0 && { stateCheckpoints: stateCheckpoints + windowCheckpoints }),
     logprobsMode,

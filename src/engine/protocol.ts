@@ -8,6 +8,7 @@ import type { SamplingParams } from './sampling-params.js';
 export type FinishReason = 'stop' | 'length' | 'abort';
 import type { KvEvent } from './kv-events.js';
 import type { SpecStepStats } from './spec/speculator.js';
+import type { PoolingType } from '../model/weights.js';
 
 export interface AddRequest {
   readonly type: 'add';
@@ -18,6 +19,9 @@ export interface AddRequest {
   readonly params: SamplingParams;
   /** frontend clock (performance.timeOrigin + now()) when the request arrived */
   readonly arrivalTime: number;
+  /** a pooling request (embedding, rerank): the prompt is computed once, its pooled vector is
+   *  the one output and its KV is freed at once; `params` are not used */
+  readonly pool?: true;
 }
 
 export interface AbortRequests {
@@ -65,6 +69,9 @@ export interface RequestDelta {
   readonly firstScheduledTime?: number;
   /** a request the engine refused (bad parameters, too long): no tokens, finishes at once */
   readonly error?: string;
+  /** a pooling request's one output, with its finish: the pooled vector as the model pools it
+   *  (not normalized; a rank model's scores) */
+  readonly pooled?: Float32Array;
 }
 
 export interface StepStats {
@@ -90,6 +97,18 @@ export interface StepOutput {
   readonly kvEvents?: KvEvent[];
 }
 
+/** What a pooling engine's outputs are (EngineReady.pooling). */
+export interface PoolingInfo {
+  readonly type: PoolingType;
+  /** floats of one pooled vector (rank: one score per label) */
+  readonly size: number;
+  /** the model's default: L2-normalize embeddings */
+  readonly normalize: boolean;
+  readonly matryoshkaDimensions?: readonly number[];
+  /** a reranker's prompt template ({query}, {document}); absent: the pair as BOS query EOS SEP document EOS */
+  readonly rerankTemplate?: string;
+}
+
 export interface EngineReady {
   readonly type: 'ready';
   readonly numBlocks: number;
@@ -101,6 +120,8 @@ export interface EngineReady {
   readonly kvCacheDtype?: KvDtype;
   readonly kvCacheBytes?: number;
   readonly notes?: readonly string[];
+  /** set when the engine pools (an embedding or rerank model) instead of generating */
+  readonly pooling?: PoolingInfo;
 }
 
 export interface EngineError {
@@ -119,7 +140,7 @@ export type EngineOutbound = StepOutput | EngineReady | EngineError | PrefixCach
 export function transferables(out: StepOutput): ArrayBuffer[] {
   const buffers = new Set<ArrayBuffer>();
   for (const d of out.deltas) {
-    for (const a of [d.tokenIds, d.logprobs, d.topIds, d.topLogprobs, d.promptLogprobs, d.promptRanks, d.promptTopIds, d.promptTopLogprobs, d.times]) {
+    for (const a of [d.tokenIds, d.pooled, d.logprobs, d.topIds, d.topLogprobs, d.promptLogprobs, d.promptRanks, d.promptTopIds, d.promptTopLogprobs, d.times]) {
       if (a && a.buffer instanceof ArrayBuffer) buffers.add(a.buffer);
     }
   }

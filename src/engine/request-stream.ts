@@ -111,5 +111,6 @@ export function mergeDeltas(a: RequestDelta, b: RequestDelta): RequestDelta {
     promptTopLogprobs: a.promptTopLogprobs ?? b.promptTopLogprobs,
     cachedPromptTokens: a.cachedPromptTokens ?? b.cachedPromptTokens,
     firstScheduledTime: a.firstScheduledTime ?? b.firstScheduledTime,
+    pooled: b.pooled ?? a.pooled,
   };
 }

@@ -26,6 +26,9 @@ export interface SchedulerConfig {
   readonly enablePrefixCaching: boolean;
   /** while sequences decode, a step with prefill may take this many times a decode-only step (0 or absent: no limit) */
   readonly stepTimeFactor?: number;
+  /** every sequence is computed whole in the step that admits it, never in chunks (pooling
+   *  models: bidirectional attention needs the whole input, and so does mean pooling) */
+  readonly wholeSequences?: boolean;
 }
 
 export interface ScheduledChunk {
@@ -237,6 +240,7 @@ export class Scheduler {
       const numComputed = cached.length * this.blocks.blockSize;
       let numTokens = Math.min(seq.tokens.length - numComputed, budget);
       if (this.checkpoints) numTokens = this.checkpoints.clampChunk(seq, numComputed, numTokens);
+      if (this.config.wholeSequences && numTokens < seq.tokens.length - numComputed) break;
       if (!this.canAllocate(seq, numComputed + numTokens, cached)) break;
       this.waiting.shift();
       this.numWaitingLive--;

@@ -2,7 +2,7 @@
 // open requests have already ended (EngineDeadError); the supervisor starts a fresh engine
 // (reloading the model) after a backoff, and gives up (so a process supervisor takes over)
 // once more than `maxRestarts` deaths fall within `restartWindowMs`.
-import type { EngineClient, EngineInfo } from './client.js';
+import type { AddOptions, EngineClient, EngineInfo } from './client.js';
 import type { EngineOptions } from './options.js';
 import type { StepOutput, StepStats } from './protocol.js';
 import type { RequestStream } from './request-stream.js';
@@ -64,8 +64,8 @@ export class SupervisedEngineClient implements EngineClient {
     return this.current.stats;
   }
 
-  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams): RequestStream {
-    return this.current.add(id, promptIds, params);
+  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams, options?: AddOptions): RequestStream {
+    return this.current.add(id, promptIds, params, options);
   }
 
   abort(id: string): void {

@@ -4,7 +4,7 @@
 // start another: see supervisor.ts).
 import { Worker } from 'node:worker_threads';
 import { LoomError } from '../errors.js';
-import type { EngineClient, EngineInfo } from './client.js';
+import type { AddOptions, EngineClient, EngineInfo } from './client.js';
 import { DeltaRouter } from './client.js';
 import type { EngineOptions } from './options.js';
 import type { EngineInbound, EngineOutbound, StepOutput, StepStats } from './protocol.js';
@@ -86,15 +86,15 @@ export class WorkerEngineClient implements EngineClient {
     return this.router.numOpen;
   }
 
-  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams): RequestStream {
+  add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams, options?: AddOptions): RequestStream {
     if (this.router.numOpen === 0) this.lastHeard = now(); // the watchdog counts from the first open request
-    const stream = this.router.open(id, params.n ?? 1, () => this.abort(id));
+    const stream = this.router.open(id, options?.pool ? 1 : (params.n ?? 1), () => this.abort(id));
     if (!this.healthy) {
       this.router.failAll('the engine is not running');
       return stream;
     }
     const ids = Int32Array.from(promptIds);
-    this.send({ type: 'add', id, promptIds: ids, params, arrivalTime: now() }, [ids.buffer]);
+    this.send({ type: 'add', id, promptIds: ids, params, arrivalTime: now(), ...(options?.pool && { pool: true as const }) }, [ids.buffer]);
     return stream;
   }
 

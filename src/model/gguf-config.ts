@@ -4,6 +4,7 @@ import { MetadataReader } from './gguf-metadata.js';
 import type { GGUFMetadata } from './gguf-metadata.js';
 import { gemma4ModelConfig } from './gguf-config-gemma4.js';
 import { gptOssModelConfig } from './gguf-config-gptoss.js';
+import { bertModelConfig, ggufPooling, ggufPoolingType } from './gguf-config-bert.js';
 import { ggufRopeScaling } from './gguf-rope.js';
 import { ggufMoeParams } from './gguf-config-moe.js';
 import type { ArchName, LinearAttention, ModelConfig, TensorSource } from './weights.js';
@@ -23,9 +24,11 @@ const ROPE_STYLE: Record<ArchName, RopeStyle> = {
   qwen3moe: 'neox',
   qwen35moe: 'neox', // IMROPE over text positions, as qwen35
   'gpt-oss': 'neox',
+  bert: 'normal', // unused: learned positions, no RoPE
+  'nomic-bert': 'neox', // llama.cpp's LLAMA_ROPE_TYPE_NEOX for NOMIC_BERT
 };
 
-export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'gemma4', 'qwen35', 'qwen3moe', 'qwen35moe', 'gpt-oss'];
+export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'gemma4', 'qwen35', 'qwen3moe', 'qwen35moe', 'gpt-oss', 'bert', 'nomic-bert'];
 
 /** llama.cpp's smollm3: every 4th layer (il + 1 ≡ 0 mod 4) skips RoPE */
 /** the mixture-of-experts architectures (Gemma 4's MoE layers are gemma4's) */
@@ -42,6 +45,7 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
   }
   if (arch === 'gemma4') return gemma4ModelConfig(meta, tensors);
   if (arch === 'gpt-oss') return gptOssModelConfig(meta, tensors);
+  if (arch === 'bert' || arch === 'nomic-bert') return bertModelConfig(meta, tensors, arch);
   const key = (k: string): string => `${arch}.${k}`;
   const experts = meta.optionalNumber(key('expert_count')) ?? 0;
   const moeArch = arch === 'qwen3moe' || arch === 'qwen35moe';
@@ -62,6 +66,9 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     arch === 'smollm3' ? Array.from({ length: numLayers }, (_, i) => i).filter((i) => (i + 1) % SMOLLM3_NO_ROPE_STEP === 0) : undefined;
   const linear = arch === 'qwen35' || arch === 'qwen35moe' ? { linearAttention: linearAttention(meta, arch, numLayers) } : {};
   const moe = moeArch ? { moe: ggufMoeParams(meta, arch, numLayers, hiddenSize, tensors) } : {};
+  // an embedding or rerank model converted from a decoder (Qwen3-Embedding: last; Qwen3-Reranker: rank)
+  const poolingType = ggufPoolingType(meta, arch);
+  const pooling = poolingType !== undefined && poolingType !== 'none' ? { pooling: ggufPooling(meta, arch, poolingType) } : {};
   const gemma = arch === 'gemma2' || arch === 'gemma3' ? gemmaParams(meta, arch, { hiddenSize, numHeads, headDim, numLayers, ropeBase }) : {};
   return {
     arch,
@@ -86,6 +93,7 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     ...gemma,
     ...linear,
     ...moe,
+    ...pooling,
   };
 }
 

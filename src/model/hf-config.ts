@@ -12,10 +12,11 @@ import { qwen35Config } from './hf-qwen35.js';
 import { hfRopeScaling } from './hf-rope.js';
 import { hfMoeParams } from './hf-config-moe.js';
 import { gptOssConfig } from './hf-gptoss.js';
+import { bertConfig, withSentenceTransformersPooling } from './hf-bert.js';
 
 export const CONFIG_FILE = 'config.json';
 
-type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen3moe' | 'qwen35moe';
+type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'bert' | 'bert-classifier';
 
 const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   LlamaForCausalLM: 'llama',
@@ -30,10 +31,13 @@ const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   Qwen3_5ForCausalLM: 'qwen35',
   Qwen3MoeForCausalLM: 'qwen3moe',
   Qwen3_5MoeForCausalLM: 'qwen35moe',
+  BertModel: 'bert',
+  BertForMaskedLM: 'bert',
+  BertForSequenceClassification: 'bert-classifier',
 };
-const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35', 'qwen3moe', 'qwen35moe'];
+const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35', 'qwen3moe', 'qwen35moe', 'bert'];
 /** Mistral runs as llama (llama.cpp converts it to a llama GGUF and attends to the whole context) */
-const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe'>, ArchName>> = {
+const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe' | 'bert' | 'bert-classifier'>, ArchName>> = {
   llama: 'llama',
   mistral: 'llama',
   qwen2: 'qwen2',
@@ -60,7 +64,8 @@ export function readHFConfig(dir: string): ModelConfig {
   } catch (e) {
     throw new ModelFormatError(file, `not valid JSON (${(e as Error).message})`);
   }
-  return parseHFConfig(file, json);
+  const config = parseHFConfig(file, json);
+  return config.arch === 'bert' ? withSentenceTransformersPooling(dir, config) : config;
 }
 
 /** Maps a parsed config.json (`file` names it in errors). */
@@ -73,6 +78,7 @@ export function parseHFConfig(file: string, json: unknown): ModelConfig {
   const family = familyOf(c);
   if (family === 'gemma2' || family === 'gemma3') return gemmaConfig(c, family);
   if (family === 'qwen35' || family === 'qwen35moe') return qwen35Config(c, family === 'qwen35moe');
+  if (family === 'bert' || family === 'bert-classifier') return bertConfig(c, family === 'bert-classifier');
   return family === 'gpt2' ? gpt2Config(c) : llamaLikeConfig(c, family);
 }
 
@@ -104,7 +110,7 @@ function familyOf(c: Fields): Family {
   return family;
 }
 
-function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe'>): ModelConfig {
+function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe' | 'bert' | 'bert-classifier'>): ModelConfig {
   const hiddenSize = c.count('hidden_size');
   const { numHeads, numKvHeads } = attentionHeads(c);
   const headDim = c.count('head_dim', () => c.whole('hidden_size', hiddenSize / numHeads));

@@ -8,6 +8,7 @@ import { ggmlTypeOf, openSafetensorsModel } from './safetensors.js';
 import type { SafetensorsModel } from './safetensors.js';
 import { qwen35HFNames, qwen35Transform } from './hf-qwen35.js';
 import { gptOssTensorSource } from './hf-gptoss.js';
+import { bertHFNames } from './hf-bert.js';
 import type { ArchName, ModelConfig, TensorSource } from './weights.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 
@@ -90,6 +91,10 @@ export function hfLocation(arch: ArchName, numLayers: number, canonical: string)
     const names = qwen35HFNames(numLayers, canonical);
     return names ? { names, conv: false } : undefined;
   }
+  if (arch === 'bert') {
+    const names = bertHFNames(numLayers, canonical);
+    return names ? { names, conv: false } : undefined;
+  }
   const expert = arch === 'qwen3moe' ? EXPERT_NAME.exec(canonical) : null;
   if (expert) {
     return Number(expert[1]) < numLayers ? { names: [`model.layers.${expert[1]}.mlp.experts.${expert[3]}.${expert[2]}_proj.weight`], conv: false } : undefined;
@@ -127,7 +132,8 @@ export function hfTensorSource(dir: string, config: ModelConfig): HFTensorSource
     const hfName = loc?.names.find((n) => model.has(n));
     return loc && hfName ? { hfName, conv: loc.conv } : undefined;
   };
-  if (!config.tiedEmbeddings && !locate('output.weight')) {
+  // a pooling model (an encoder, an embedding model) has no output projection
+  if (!config.tiedEmbeddings && !config.pooling && !locate('output.weight')) {
     throw new ModelFormatError(dir, 'config.json says tie_word_embeddings is false but there is no lm_head.weight');
   }
   return {

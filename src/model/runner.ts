@@ -17,4 +17,11 @@ export class ModelRunner {
     assertValidBatch(batch);
     return this.arch.forward(batch, this.kv, this.kernels);
   }
+
+  /** a pooling model's last hidden states [numTokens, hiddenSize] */
+  hiddenStates(batch: ForwardBatch): Float32Array {
+    assertValidBatch(batch);
+    if (!this.arch.hiddenStates) throw new Error(`${this.arch.config.arch} cannot pool its hidden states`);
+    return this.arch.hiddenStates(batch, this.kv, this.kernels);
+  }
 }

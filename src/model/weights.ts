@@ -1,7 +1,7 @@
 import type { ModelRopeScaling } from '../tensor/rope-scaling.js';
 import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss';
+export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss' | 'bert' | 'nomic-bert';
 
 /** Everything the forward pass needs to know about a model's shape. */
 export interface ModelConfig {
@@ -39,6 +39,29 @@ export interface ModelConfig {
   readonly gemma4?: Gemma4Params;
   /** routed mixture-of-experts FFNs in every layer (Qwen3-MoE, Qwen3.5-MoE; see arch/moe.ts); absent = dense FFNs */
   readonly moe?: MoeParams;
+  /** a pooling model (embeddings, reranking): how a sequence's hidden states become its one
+   *  output vector; absent = a generative model */
+  readonly pooling?: PoolingConfig;
+  /** every token attends to its whole sequence, both ways (encoders: BERT); absent = causal */
+  readonly bidirectional?: boolean;
+}
+
+/** llama.cpp's pooling types (LLAMA_POOLING_TYPE_*, the GGUF key `<arch>.pooling_type` 0..4). */
+export type PoolingType = 'none' | 'mean' | 'cls' | 'last' | 'rank';
+export const POOLING_TYPES: readonly PoolingType[] = ['none', 'mean', 'cls', 'last', 'rank'];
+
+export interface PoolingConfig {
+  readonly type: PoolingType;
+  /** the pooled vector is L2-normalized unless a request says otherwise (HF folders: a
+   *  sentence-transformers Normalize module; GGUF: llama-server's default, on) */
+  readonly normalize: boolean;
+  /** the classifier's output labels (rank pooling; llama.cpp's classifier.output_labels) */
+  readonly labels?: readonly string[];
+  /** widths the model was trained to be cut to (Matryoshka, config.json matryoshka_dimensions);
+   *  absent = a request may not ask for fewer dimensions */
+  readonly matryoshkaDimensions?: readonly number[];
+  /** a reranker's prompt with {query} and {document} (GGUF tokenizer.chat_template.rerank: Qwen3-Reranker) */
+  readonly rerankTemplate?: string;
 }
 
 /** A routed MoE FFN: softmax over numExperts router logits, the top numExpertsUsed experts'

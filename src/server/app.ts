@@ -20,6 +20,7 @@ import { miscRoutes } from './routes/misc.js';
 import { ollamaRoutes } from './routes/ollama.js';
 import { responsesRoute } from './routes/responses.js';
 import { webuiRoute } from './routes/webui.js';
+import { embeddingsRoutes } from './routes/embeddings.js';
 
 export interface AppParts {
   readonly engine: EngineClient;
@@ -68,6 +69,7 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
   responsesRoute(app, ctx);
   generateRoute(app, ctx);
   miscRoutes(app, ctx);
+  embeddingsRoutes(app, ctx);
   ollamaRoutes(app, ctx);
   messagesRoutes(app, ctx);
   if (options.webui) webuiRoute(app);

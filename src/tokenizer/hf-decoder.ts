@@ -2,6 +2,8 @@
 //   ByteLevel (GPT-2, Llama 3, Qwen): token chars → bytes through GPT-2's table
 //   Sequence[Replace ▁→" ", ByteFallback, Fuse, Strip " " start 1] (converted Llama/SPM)
 //   Metaspace (▁ → space, the first token's space dropped)
+//   WordPiece (BERT: "##" pieces continue a word, others start one after a space; the
+//   first token's space dropped; tokenizers' cleanup of spaces before punctuation is not done)
 // Anything else is refused by name rather than decoded wrongly.
 import { UnsupportedModelError } from '../errors.js';
 import { UNICODE_TO_BYTE } from './bpe.js';
@@ -27,6 +29,7 @@ function flatten(d: unknown): Json[] {
 export function pieceDecoderFor(file: string, decoder: unknown): PieceDecoder {
   const steps = flatten(decoder);
   if (steps.length === 0) throw new UnsupportedModelError(file, 'tokenizer.json has no decoder');
+  if (steps.length === 1 && steps[0]!.type === 'WordPiece') return wordPieceDecoder(typeof steps[0]!.prefix === 'string' ? steps[0]!.prefix : '##');
   let byteLevel = false;
   let byteFallback = false;
   let strip = false;
@@ -87,6 +90,16 @@ export function pieceDecoderFor(file: string, decoder: unknown): PieceDecoder {
       let t = text;
       for (const [from, to] of replaces) t = t.replaceAll(from, to);
       return utf8(t);
+    },
+  };
+}
+
+function wordPieceDecoder(prefix: string): PieceDecoder {
+  return {
+    stripLeadingSpace: true,
+    bytes(text, added) {
+      if (added) return utf8(` ${text}`);
+      return utf8(text.startsWith(prefix) ? text.slice(prefix.length) : ` ${text}`);
     },
   };
 }

@@ -12,6 +12,9 @@ export interface Architecture {
   /** writes the batch's k/v into the cache and returns logits [batch.logitIndices.length, vocabSize],
    *  a view valid until the next forward */
   forward(batch: ForwardBatch, kv: KvCache, kernels: Kernels): Float32Array;
+  /** pooling models: writes the batch's k/v into the cache and returns the last layer's hidden
+   *  states [numTokens, hiddenSize] (llama.cpp's t_embd), a view valid until the next call */
+  hiddenStates?(batch: ForwardBatch, kv: KvCache, kernels: Kernels): Float32Array;
   /** mixture-of-experts families: per layer, the tokens routed to each expert so far ([numExperts] each) */
   readonly expertLoad?: readonly Float64Array[];
 }

@@ -1,5 +1,6 @@
 import type { ModelConfig, TensorSource } from '../weights.js';
 import type { Architecture } from './architecture.js';
+import { BertArchitecture } from './bert.js';
 import { Gpt2Architecture } from './gpt2.js';
 import { GemmaArchitecture } from './gemma.js';
 import { Gemma4Architecture } from './gemma4.js';
@@ -33,5 +34,8 @@ export function createArchitecture(config: ModelConfig, tensors: TensorSource, c
       return new Qwen3MoeArchitecture(config, tensors, contextLength);
     case 'gpt-oss':
       return new GptOssArchitecture(config, tensors, contextLength);
+    case 'bert':
+    case 'nomic-bert':
+      return new BertArchitecture(config, tensors);
   }
 }

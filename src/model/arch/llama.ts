@@ -72,6 +72,20 @@ export class LlamaArchitecture implements Architecture {
   }
 
   forward(batch: ForwardBatch, kv: KvCache, k: Kernels): Float32Array {
+    const x = this.trunk(batch, kv, k);
+    return rmsNormLogits(x, batch.logitIndices, this.outputNorm, this.output, this.config, this.scratch, k);
+  }
+
+  /** as an embedding model (Qwen3-Embedding): every row after the final RMSNorm (llama.cpp's result_norm) */
+  hiddenStates(batch: ForwardBatch, kv: KvCache, k: Kernels): Float32Array {
+    const c = this.config;
+    const x = this.trunk(batch, kv, k);
+    k.rmsNorm(x, x, this.outputNorm, batch.tokenIds.length, c.hiddenSize, c.normEps);
+    return x;
+  }
+
+  /** the decoder layers: the residual stream [numTokens, hidden] after the last one */
+  private trunk(batch: ForwardBatch, kv: KvCache, k: Kernels): Float32Array {
     const c = this.config;
     const n = batch.tokenIds.length;
     const qWidth = c.numHeads * c.headDim;
@@ -123,8 +137,7 @@ export class LlamaArchitecture implements Architecture {
       k.matmul(h, gate, layer.down, n);
       k.add(x, x, h, n * c.hiddenSize);
     });
-
-    return rmsNormLogits(x, batch.logitIndices, this.outputNorm, this.output, c, this.scratch, k);
+    return x;
   }
 }
 

@@ -14,6 +14,7 @@ import type { RequestSpec, ResolvedRequest } from '../../pipeline/request.js';
 import { ClientGoneError, SseWriter, disconnectSignal } from '../sse.js';
 import { admit } from './admission.js';
 import { newSummary, runPrompt } from './run.js';
+import { ollamaEmbedRoutes } from './ollama-embed.js';
 
 const DONE_REASON: Record<string, string> = { stop: 'stop', length: 'length', abort: 'stop' };
 
@@ -164,7 +165,7 @@ export function ollamaRoutes(app: FastifyInstance, ctx: ServerContext): void {
             [`${arch}.vocab_size`]: c.vocabSize,
           }),
         },
-        capabilities: ['completion'],
+        capabilities: ctx.engine.info.pooling ? ['embedding'] : ['completion'],
         modified_at: (d?.modifiedAt ?? new Date()).toISOString(),
       };
     });
@@ -188,5 +189,7 @@ export function ollamaRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const r = await resolveRequest(ctx, spec);
       return answer(ctx, reply, r, req.body.stream ?? true, model, shape);
     });
+
+    ollamaEmbedRoutes(api, ctx, (model) => checkModelName(ctx, model));
   });
 }
