@@ -37,6 +37,10 @@ export interface EngineOptions {
   /** speculative decoding as vLLM's --speculative-config: JSON text or the object, e.g.
    *  {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4} */
   readonly speculativeConfig?: string | SpeculativeConfigInput;
+  /** map the model file and use its tensors in place (default true); false reads them into memory (--no-mmap) */
+  readonly mmap?: boolean;
+  /** lock the weights in RAM (--mlock); when the system refuses, a warning */
+  readonly mlock?: boolean;
 }
 
 export const ENGINE_DEFAULTS = {

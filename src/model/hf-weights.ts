@@ -9,6 +9,7 @@ import type { SafetensorsModel } from './safetensors.js';
 import { qwen35HFNames, qwen35Transform } from './hf-qwen35.js';
 import type { ArchName, ModelConfig, TensorSource } from './weights.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
+import type { InPlaceBytes } from './model-memory.js';
 
 /** A TensorSource that also reports how much it has read from disk. */
 export interface HFTensorSource extends TensorSource {
@@ -112,9 +113,11 @@ export function hfLocation(arch: ArchName, numLayers: number, canonical: string)
   return { names: withPrefixes(`h.${layer}.${block.path}.${m![3]}`), conv: block.conv && m![3] === 'weight' };
 }
 
-/** Opens the folder's safetensors weights and serves them by canonical name, reading lazily. */
-export function hfTensorSource(dir: string, config: ModelConfig): HFTensorSource {
-  const model = openSafetensorsModel(dir);
+/** Opens the folder's safetensors weights and serves them by canonical name, lazily: in place
+ *  where `inPlace` maps them and no conversion is needed (F32, F16 and BF16 are computed with
+ *  as they are; GPT-2's Conv1D weights and Qwen3.5's reordered ones are copies). */
+export function hfTensorSource(dir: string, config: ModelConfig, inPlace?: InPlaceBytes): HFTensorSource {
+  const model = openSafetensorsModel(dir, inPlace);
   const cache = new Map<string, WeightTensor>();
   const locate = (name: string): { hfName: string; conv: boolean } | undefined => {
     if (name === 'output.weight' && config.tiedEmbeddings) return undefined;
