@@ -5,7 +5,7 @@
 //   const { text } = await llm.generate('Once upon a time', { maxTokens: 32 });
 //   for await (const piece of llm.stream('Hello', { signal })) process.stdout.write(piece.text);
 import { InProcessEngineClient } from './engine/in-process-client.js';
-import { createEngineCore } from './engine/create.js';
+import { createEngineCore, loadOptions } from './engine/create.js';
 import type { EngineClient } from './engine/client.js';
 import type { EngineOptions } from './engine/options.js';
 import type { SamplingParamsInput } from './engine/sampling-params.js';
@@ -73,7 +73,7 @@ export class LLM {
     const { chatTemplate: templateArg, ...rest } = opts;
     const chatTemplate = templateArg === undefined ? undefined : loadChatTemplate(templateArg, 'chatTemplate');
     const { path } = await resolveModelArg(model, { offline: offlineFromEnv() });
-    const loaded = loadModel(path);
+    const loaded = loadModel(path, loadOptions(rest));
     const engineOptions: EngineOptions = { ...rest, model: path };
     const engine = opts.worker === false ? new InProcessEngineClient(createEngineCore(engineOptions, loaded)) : await WorkerEngineClient.start(engineOptions);
     return new LLM(engine, loaded, chatTemplate);
@@ -147,7 +147,9 @@ export class LLM {
     return this.complete({ messages }, opts);
   }
 
-  close(): Promise<void> {
-    return this.engine.close();
+  /** Stops the engine and unmaps the model's files (its weights are gone afterwards). */
+  async close(): Promise<void> {
+    await this.engine.close();
+    this.model.dispose();
   }
 }

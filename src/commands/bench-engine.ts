@@ -7,8 +7,10 @@ import { runEngineBench } from '../bench/engine.js';
 import type { BenchMode } from '../bench/engine.js';
 import { formatEngineReport } from '../bench/engine-report.js';
 import { intArg, numberArg } from './bench-args.js';
+import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import type { LoadFlags } from './load-flags.js';
 
-interface EngineFlags {
+interface EngineFlags extends LoadFlags {
   model: string;
   mode: BenchMode;
   numRequests: number;
@@ -37,7 +39,7 @@ const rate = (value: string): number => {
 };
 
 export function benchEngineCommand(): Command {
-  return new Command('engine')
+  const cmd = new Command('engine')
     .description(
       'throughput and latency of the engine behind its worker boundary on random prompts (uniform, seeded, from the ' +
         "model's non-special vocabulary); every request is greedy with ignore_eos and max_tokens = its output length. " +
@@ -81,9 +83,11 @@ export function benchEngineCommand(): Command {
           ...(f.maxNumSeqs !== undefined && { maxNumSeqs: f.maxNumSeqs }),
           ...(f.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: f.maxNumBatchedTokens }),
           ...(f.kvCacheMemory !== undefined && { kvCacheMemory: f.kvCacheMemory }),
+          load: loadOptionsOf(f),
         },
         f.json ? undefined : (line) => process.stderr.write(line + '\n'),
       );
       process.stdout.write((f.json ? JSON.stringify(report) : formatEngineReport(report)) + '\n');
     });
+  return addLoadFlags(cmd);
 }

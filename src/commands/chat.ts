@@ -8,8 +8,10 @@ import { offlineFromEnv } from '../model/hub.js';
 import { resolveModelArg } from '../model/model-arg.js';
 import { ChatSession } from './chat-session.js';
 import { numberOption } from './parse.js';
+import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import type { LoadFlags } from './load-flags.js';
 
-interface ChatFlags {
+interface ChatFlags extends LoadFlags {
   model?: string;
   system?: string;
   maxTokens?: number;
@@ -32,7 +34,7 @@ const HELP = `commands: /exit (or Ctrl-D) leaves, /clear forgets the conversatio
 
 export function chatCommand(): Command {
   const n = numberOption;
-  return new Command('chat')
+  const cmd = new Command('chat')
     .description('chat with a model in the terminal (streamed replies, history kept)')
     .option('-m, --model <path>', "GGUF file, Hugging Face folder, hf:ORG/REPO[:FILE], or a cached model's name (default: the built-in stories260K)")
     .option('--system <text>', 'system prompt')
@@ -50,6 +52,7 @@ export function chatCommand(): Command {
     .option('--offline', 'never contact the Hub (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'model cache (default: $LOOM_CACHE or ~/.cache/loom)')
     .action((flags: ChatFlags) => runChat(flags));
+  return addLoadFlags(cmd);
 }
 
 async function runChat(flags: ChatFlags): Promise<void> {
@@ -59,6 +62,7 @@ async function runChat(flags: ChatFlags): Promise<void> {
     ...(flags.threads !== undefined && { threads: flags.threads }),
     ...(flags.ctxSize !== undefined && { maxModelLen: flags.ctxSize }),
     maxNumSeqs: 1, // one conversation: the KV cache holds one context, no more
+    ...loadOptionsOf(flags),
   });
   const templated = (llm.model.tokenizer.chatTemplate ?? '').trim() !== '';
   const session = new ChatSession(llm, templated, flags.system);

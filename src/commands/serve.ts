@@ -29,8 +29,10 @@ import { REASONING_PARSERS } from '../pipeline/reasoning/parser.js';
 import type { ReasoningParserName } from '../pipeline/reasoning/parser.js';
 import { TOOL_CALL_PARSERS } from '../pipeline/tools/parsers.js';
 import type { ToolCallParserName } from '../pipeline/tools/parsers.js';
+import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import type { LoadFlags } from './load-flags.js';
 
-interface ServeFlags {
+interface ServeFlags extends LoadFlags {
   model?: string;
   host: string;
   port: number;
@@ -145,14 +147,14 @@ export function serveCommand(): Command {
     .addOption(new Option('--reasoning-parser <name>', 'return <think>…</think> text as reasoning_content').choices([...REASONING_PARSERS]))
     .addOption(new Option('--tool-call-parser <name>', "how the model writes tool calls (default: from its chat template)").choices([...TOOL_CALL_PARSERS]))
     .action((flags: ServeFlags) => runServe(flags));
-  return withEnvAndConfig(cmd);
+  return withEnvAndConfig(addLoadFlags(cmd));
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
   if (flags.tokenizerPoolSize < 0 || flags.tokenizerPoolSize > 64) throw new InvalidArgumentError(`--tokenizer-pool-size expects 0 to 64 workers, got ${flags.tokenizerPoolSize}`);
   const resolved = await resolveModelArg(flags.model, { offline: flags.offline ?? offlineFromEnv(), cacheDir: flags.cacheDir });
   const path = resolved.path;
-  const model = loadModel(path);
+  const model = loadModel(path, loadOptionsOf(flags));
   // a bad template is a startup error, not a 400 on every chat
   const chatTemplate = flags.chatTemplate === undefined ? undefined : loadChatTemplate(flags.chatTemplate);
   const engineOptions: EngineOptions = {
@@ -170,6 +172,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
     ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
+    ...loadOptionsOf(flags),
   };
   if ((flags.sslKeyfile === undefined) !== (flags.sslCertfile === undefined)) throw new InvalidArgumentError('--ssl-keyfile and --ssl-certfile go together');
   const tls = flags.sslKeyfile && flags.sslCertfile ? { key: readPem(flags.sslKeyfile, 'ssl-keyfile'), cert: readPem(flags.sslCertfile, 'ssl-certfile') } : undefined;
