@@ -307,11 +307,12 @@ export class GGUFFile implements TensorSource {
     // so each expert's bytes stay one interleaved matrix (arch/moe.ts views them so)
     const matrices = info.dims.length === 3 ? info.dims[2]! : 1;
     const r16 = this.interleaveR16 ? r16TypeFor(type, matrices > 1 ? info.dims.slice(0, 2) : info.dims) : undefined;
-    // a tensor rewritten into a load-time layout needs bytes of its own; any other may stay in place
-    const mapped = r16 === undefined ? this.inPlace?.({ path: this.path, fd: this.fd, fileSize: this.fileSize, name, offset: info.offset, length: info.byteLength }) : undefined;
+    // a tensor rewritten into a load-time layout needs bytes of its own, unless it is served in
+    // place anyway (one read by rows): then it keeps the file's layout
+    const mapped = this.inPlace?.({ path: this.path, fd: this.fd, fileSize: this.fileSize, name, offset: info.offset, length: info.byteLength, relayout: r16 !== undefined });
     const data = mapped ?? this.read(name, info);
     if (mapped) this.inPlaceBytes += mapped.length;
-    if (r16 !== undefined) {
+    if (r16 !== undefined && !mapped) {
       const bytes = data.length / matrices;
       for (let m = 0; m < matrices; m++) this.interleaveR16!(r16, data.subarray(m * bytes, (m + 1) * bytes), info.dims[0]!, info.dims[1]!);
       type = r16;

@@ -28,6 +28,8 @@ export interface TensorRange {
   readonly name: string;
   readonly offset: number;
   readonly length: number;
+  /** the reader would rewrite it into a load-time layout (the 16-row ones) given bytes of its own */
+  readonly relayout?: boolean;
 }
 
 /** A view of the tensor's bytes in place, or undefined when they are to be read into memory. */
@@ -69,7 +71,8 @@ export class ModelMemory {
   /** the format readers' hook: a tensor's bytes in place where the options allow it */
   inPlace: InPlaceBytes = (r) => {
     const rows = READ_BY_ROWS.has(r.name);
-    if (this.released || !this.mapper || (!rows && this.opts.mmap === false)) return undefined;
+    // a measured layout pays for its copy, except where a token reads one row of the tensor
+    if (this.released || !this.mapper || (!rows && (this.opts.mmap === false || r.relayout === true))) return undefined;
     // the readers checked every range against the file's size at open; a file cut shorter
     // since would fault (SIGBUS) on its first missing page instead of failing here
     const size = fstatSync(r.fd).size;

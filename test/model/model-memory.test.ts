@@ -4,7 +4,7 @@
 // the file shrinks after it was opened), and --mlock refused by the system is a warning.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -12,7 +12,9 @@ import { ModelFormatError } from '../../src/errors.js';
 import { loadNativeKernels, mappingStats } from '../../src/kernels/native.js';
 import { createArchitecture } from '../../src/model/arch/index.js';
 import { buildBatch } from '../../src/model/batch.js';
+import { openGGUF } from '../../src/model/gguf.js';
 import type { GGUFFile } from '../../src/model/gguf.js';
+import { ModelMemory } from '../../src/model/model-memory.js';
 import { KvCache } from '../../src/model/kv-cache.js';
 import { loadModel } from '../../src/model/load.js';
 import type { LoadedModel, LoadOptions } from '../../src/model/load.js';
@@ -88,6 +90,30 @@ describe('memory-mapped loading', { skip: kernels === undefined && 'the native c
       assert.ok(file.bytesRead > 0);
     } finally {
       model.dispose();
+    }
+  });
+
+  it('a tensor read by rows stays in place, in the file layout, where others of its type get a 16-row copy', () => {
+    const path = gguf('llama-q8_0');
+    const probe = openGGUF(path);
+    const info = probe.tensorInfos.get('blk.0.attn_q.weight')!;
+    const fd = openSync(path, 'r');
+    const memory = new ModelMemory();
+    try {
+      const range = { path, fd, fileSize: probe.fileSize, offset: info.offset, length: info.byteLength, relayout: true };
+      assert.equal(memory.inPlace({ ...range, name: info.name }), undefined, 'a matrix with a measured layout is copied');
+      const rows = memory.inPlace({ ...range, name: 'per_layer_token_embd.weight' });
+      assert.deepEqual(rows, new Uint8Array(readFileSync(path).subarray(info.offset, info.offset + info.byteLength)));
+      // and the reader keeps the file's type for a tensor served in place, whatever layout it would get
+      const file = openGGUF(path, undefined, (type, data) => data.fill(type), (r) => (r.name === info.name ? rows : undefined));
+      assert.equal(file.tensor(info.name).type, info.type);
+      assert.equal(file.tensor(info.name).data, rows);
+      assert.notEqual(file.tensor('blk.0.attn_k.weight').type, info.type, 'the others are rewritten');
+      file.close();
+    } finally {
+      memory.release();
+      closeSync(fd);
+      probe.close();
     }
   });
 
