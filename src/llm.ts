@@ -73,7 +73,8 @@ export class LLM {
     const { chatTemplate: templateArg, ...rest } = opts;
     const chatTemplate = templateArg === undefined ? undefined : loadChatTemplate(templateArg, 'chatTemplate');
     const { path } = await resolveModelArg(model, { offline: offlineFromEnv() });
-    const loaded = loadModel(path, loadOptions(rest));
+    // with a worker, this thread's copy serves the config and tokenizer: the worker locks the weights
+    const loaded = loadModel(path, { ...loadOptions(rest), ...(opts.worker !== false && { mlock: false }) });
     const engineOptions: EngineOptions = { ...rest, model: path };
     const engine = opts.worker === false ? new InProcessEngineClient(createEngineCore(engineOptions, loaded)) : await WorkerEngineClient.start(engineOptions);
     return new LLM(engine, loaded, chatTemplate);

@@ -154,7 +154,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
   if (flags.tokenizerPoolSize < 0 || flags.tokenizerPoolSize > 64) throw new InvalidArgumentError(`--tokenizer-pool-size expects 0 to 64 workers, got ${flags.tokenizerPoolSize}`);
   const resolved = await resolveModelArg(flags.model, { offline: flags.offline ?? offlineFromEnv(), cacheDir: flags.cacheDir });
   const path = resolved.path;
-  const model = loadModel(path, loadOptionsOf(flags));
+  // this thread's copy serves the config and tokenizer; the engine's worker loads (and locks) the weights
+  const model = loadModel(path, { ...loadOptionsOf(flags), mlock: false });
   // a bad template is a startup error, not a 400 on every chat
   const chatTemplate = flags.chatTemplate === undefined ? undefined : loadChatTemplate(flags.chatTemplate);
   const engineOptions: EngineOptions = {

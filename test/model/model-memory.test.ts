@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ModelFormatError } from '../../src/errors.js';
+import { LLM } from '../../src/llm.js';
 import { loadNativeKernels, mappingStats } from '../../src/kernels/native.js';
 import { createArchitecture } from '../../src/model/arch/index.js';
 import { buildBatch } from '../../src/model/batch.js';
@@ -131,6 +132,20 @@ describe('memory-mapped loading', { skip: kernels === undefined && 'the native c
     assert.throws(() => kernels!.matmul(new Float32Array(w.dims[1]!), new Float32Array(w.dims[0]!), w, 1), RangeError);
     const shown = readFileSync('/proc/self/maps', 'utf8');
     assert.ok(!shown.includes(gguf('llama-q4_k_m')), '/proc/self/maps no longer lists the file');
+  });
+
+  it('the library takes mmap: false and mlock, and close() unmaps what it mapped', async () => {
+    const before = mappingStats().count;
+    const read = await LLM.load(gguf('llama-q4_k_m'), { worker: false, mmap: false, kvCacheMemory: '16MiB' });
+    const a = await read.generate('Once', { maxTokens: 4, temperature: 0 });
+    assert.equal(mappingStats().count, before, 'mmap: false maps nothing');
+    await read.close();
+    const mapped = await LLM.load(gguf('llama-q4_k_m'), { worker: false, mlock: true, kvCacheMemory: '16MiB' });
+    const b = await mapped.generate('Once', { maxTokens: 4, temperature: 0 });
+    assert.equal(mappingStats().count, before + 1);
+    await mapped.close();
+    assert.equal(mappingStats().count, before, 'close() unmapped the file');
+    assert.deepEqual(b.tokenIds, a.tokenIds);
   });
 
   describe('a truncated file is one error naming it', () => {
