@@ -8,6 +8,8 @@ import { closeSync, copyFileSync, mkdtempSync, openSync, readFileSync, rmSync, s
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { Worker } from 'node:worker_threads';
+import type { WorkerOptions } from 'node:worker_threads';
 import { ModelFormatError } from '../../src/errors.js';
 import { LLM } from '../../src/llm.js';
 import { loadNativeKernels, mappingStats } from '../../src/kernels/native.js';
@@ -132,6 +134,23 @@ describe('memory-mapped loading', { skip: kernels === undefined && 'the native c
     assert.throws(() => kernels!.matmul(new Float32Array(w.dims[1]!), new Float32Array(w.dims[0]!), w, 1), RangeError);
     const shown = readFileSync('/proc/self/maps', 'utf8');
     assert.ok(!shown.includes(gguf('llama-q4_k_m')), '/proc/self/maps no longer lists the file');
+  });
+
+  it("an engine worker's mappings go when it exits (a supervisor's restart leaks none)", async () => {
+    const before = mappingStats().count;
+    const dist = join(PROJECT_ROOT, 'dist', 'src');
+    const code = `
+      const { loadModel } = await import(${JSON.stringify(join(dist, 'model', 'load.js'))});
+      const { createArchitecture } = await import(${JSON.stringify(join(dist, 'model', 'arch', 'index.js'))});
+      const { mappingStats } = await import(${JSON.stringify(join(dist, 'kernels', 'native.js'))});
+      const m = loadModel(${JSON.stringify(gguf('llama-q4_k_m'))});
+      createArchitecture(m.config, m.tensors);
+      (await import('node:worker_threads')).parentPort.postMessage(mappingStats().count);`;
+    const w = new Worker(code, { eval: true, type: 'module' } as WorkerOptions);
+    const inWorker = await new Promise<number>((resolve, reject) => w.once('message', resolve).once('error', reject));
+    await new Promise((resolve) => w.once('exit', resolve));
+    assert.equal(inWorker, before + 1, 'the worker mapped the file (the counter is process-wide)');
+    assert.equal(mappingStats().count, before);
   });
 
   it('the library takes mmap: false and mlock, and close() unmaps what it mapped', async () => {
