@@ -81,7 +81,13 @@ export class ModelMemory {
     }
     let m = this.mappings.get(r.path);
     if (!m) {
-      m = { mapping: this.mapper.map(r.fd, r.fileSize), views: [] };
+      let mapping: object;
+      try {
+        mapping = this.mapper.map(r.fd, r.fileSize);
+      } catch (e) {
+        throw new ModelFormatError(r.path, `cannot map the file (${e instanceof Error ? e.message : String(e)}); --no-mmap reads it instead`);
+      }
+      m = { mapping, views: [] };
       this.mappings.set(r.path, m);
     }
     const buf = this.mapper.view(m.mapping, r.offset, r.length);
