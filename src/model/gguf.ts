@@ -288,7 +288,7 @@ export class GGUFFile implements TensorSource {
     return this.tensor(name);
   }
 
-  /** the tensor's exact bytes, read on first use and cached */
+  /** the tensor's exact bytes, served on first use (in place or read) and cached */
   tensor(name: string): WeightTensor {
     const cached = this.cache.get(name);
     if (cached) return cached;
