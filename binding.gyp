@@ -24,6 +24,8 @@
         'native/recurrent.cc',
         'native/probe.cc',
         'native/huge-pages.cc',
+        'native/mapped-file.cc',
+        'native/napi-mapping.cc',
         'native/matmul.cc',
         'native/quant.cc',
         'native/weight-types.cc',

@@ -54,6 +54,12 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("embedRows", Napi::Function::New(env, EmbedRows, "embedRows"));
   exports.Set("interleaveR16", Napi::Function::New(env, InterleaveR16, "interleaveR16"));
   exports.Set("kernelInfo", Napi::Function::New(env, KernelInfo, "kernelInfo"));
+  exports.Set("mapFile", Napi::Function::New(env, MapFile, "mapFile"));
+  exports.Set("mappedView", Napi::Function::New(env, MappedView, "mappedView"));
+  exports.Set("unmapFile", Napi::Function::New(env, UnmapFile, "unmapFile"));
+  exports.Set("adviseMemory", Napi::Function::New(env, AdviseMemory, "adviseMemory"));
+  exports.Set("lockMemory", Napi::Function::New(env, LockMemory, "lockMemory"));
+  exports.Set("mappingStats", Napi::Function::New(env, MappingStatsOf, "mappingStats"));
   return exports;
 }
 

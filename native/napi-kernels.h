@@ -40,4 +40,11 @@ Napi::Value EmbedRows(const Napi::CallbackInfo& info);
 Napi::Value InterleaveR16(const Napi::CallbackInfo& info);
 Napi::Value KernelInfo(const Napi::CallbackInfo& info);
 
+Napi::Value MapFile(const Napi::CallbackInfo& info);
+Napi::Value MappedView(const Napi::CallbackInfo& info);
+Napi::Value UnmapFile(const Napi::CallbackInfo& info);
+Napi::Value AdviseMemory(const Napi::CallbackInfo& info);
+Napi::Value LockMemory(const Napi::CallbackInfo& info);
+Napi::Value MappingStatsOf(const Napi::CallbackInfo& info);
+
 }  // namespace loom::napi

@@ -6,7 +6,7 @@
 //   for await (const piece of llm.stream('Hello', { signal })) process.stdout.write(piece.text);
 //   const vectors = await (await LLM.load('bge-small.gguf')).embed(['a text', 'another']);
 import { InProcessEngineClient } from './engine/in-process-client.js';
-import { createEngineCore } from './engine/create.js';
+import { createEngineCore, loadOptions } from './engine/create.js';
 import type { EngineClient } from './engine/client.js';
 import type { EngineOptions } from './engine/options.js';
 import type { SamplingParamsInput } from './engine/sampling-params.js';
@@ -76,7 +76,8 @@ export class LLM {
     const { chatTemplate: templateArg, ...rest } = opts;
     const chatTemplate = templateArg === undefined ? undefined : loadChatTemplate(templateArg, 'chatTemplate');
     const { path } = await resolveModelArg(model, { offline: offlineFromEnv() });
-    const loaded = loadModel(path);
+    // with a worker, this thread's copy serves the config and tokenizer: the worker locks the weights
+    const loaded = loadModel(path, { ...loadOptions(rest), ...(opts.worker !== false && { mlock: false }) });
     const engineOptions: EngineOptions = { ...rest, model: path };
     const engine = opts.worker === false ? new InProcessEngineClient(createEngineCore(engineOptions, loaded)) : await WorkerEngineClient.start(engineOptions);
     return new LLM(engine, loaded, chatTemplate);
@@ -165,7 +166,9 @@ export class LLM {
     return (await rerank(this.pipeline, query, documents, opts)).results;
   }
 
-  close(): Promise<void> {
-    return this.engine.close();
+  /** Stops the engine and unmaps the model's files (its weights are gone afterwards). */
+  async close(): Promise<void> {
+    await this.engine.close();
+    this.model.dispose();
   }
 }

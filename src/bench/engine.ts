@@ -10,7 +10,8 @@ import type { Backend, EngineOptions, KvCacheDtypeOption } from '../engine/optio
 import type { StepStats } from '../engine/protocol.js';
 import type { RequestStream } from '../engine/request-stream.js';
 import { WorkerEngineClient } from '../engine/worker-client.js';
-import { loadModel } from '../model/load.js';
+import { loadTokenizer } from '../model/load.js';
+import type { LoadOptions } from '../model/load.js';
 import { poissonOffsets, randomRequests, vocabularyIds } from './datasets.js';
 import type { BenchRequest } from './datasets.js';
 import { spread, summarize } from './stats.js';
@@ -21,6 +22,8 @@ export type BenchMode = 'offline' | 'online';
 
 export interface EngineBenchOptions {
   readonly model: string;
+  /** --no-mmap, --mlock */
+  readonly load?: LoadOptions;
   readonly mode: BenchMode;
   readonly numRequests: number;
   readonly inputLen: number;
@@ -184,12 +187,13 @@ export function engineOptions(o: EngineBenchOptions): EngineOptions {
     ...(o.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: o.maxNumBatchedTokens }),
     ...(o.kvCacheMemory !== undefined && { kvCacheMemory: o.kvCacheMemory }),
     ...(o.kvCacheDtype !== undefined && { kvCacheDtype: o.kvCacheDtype }),
+    ...o.load,
   };
 }
 
 export async function runEngineBench(o: EngineBenchOptions, log: (line: string) => void = () => {}): Promise<EngineReport> {
   if (o.mode === 'online' && !Number.isFinite(o.requestRate)) throw new InvalidArgumentError('--mode online needs a finite --request-rate');
-  const tokenizer = loadModel(o.model).tokenizer;
+  const tokenizer = loadTokenizer(o.model);
   const client = await WorkerEngineClient.start(engineOptions(o));
   try {
     if (o.inputLen + o.outputLen > client.info.maxModelLen) {

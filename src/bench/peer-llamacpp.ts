@@ -12,6 +12,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { PeerSide, TimedTokens } from './peer-types.js';
+import type { LoadOptions } from '../model/load.js';
 
 /** The slice of node-llama-cpp 3.22's API used here. */
 interface NextOutput {
@@ -105,9 +106,9 @@ export class LlamaCppSide implements PeerSide {
     private readonly threads: number,
   ) {}
 
-  static async open(nlc: NodeLlamaCpp, path: string, threads: number): Promise<LlamaCppSide> {
+  static async open(nlc: NodeLlamaCpp, path: string, threads: number, load: LoadOptions = {}): Promise<LlamaCppSide> {
     const llama = await nlc.getLlama({ gpu: false, build: 'never', logLevel: 'error', maxThreads: threads });
-    const model = await llama.loadModel({ modelPath: path, gpuLayers: 0 });
+    const model = await llama.loadModel({ modelPath: path, gpuLayers: 0, useMmap: load.mmap !== false, useMlock: load.mlock === true });
     return new LlamaCppSide(llama, model, threads);
   }
 

@@ -8,6 +8,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { InvalidArgumentError } from '../errors.js';
 import { loadModel } from '../model/load.js';
+import type { LoadOptions } from '../model/load.js';
 import { Rng } from '../engine/rng.js';
 import { vocabularyIds } from './datasets.js';
 import { BENCH_MODELS_DIR, ensureBenchModel } from './make-model.js';
@@ -32,6 +33,8 @@ export interface PeerBenchOptions {
   readonly warmup: number;
   readonly repeat: number;
   readonly seed: number;
+  /** --no-mmap, --mlock: how both sides hold the weights */
+  readonly load?: LoadOptions;
 }
 
 export interface Measure {
@@ -139,7 +142,7 @@ export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => v
   const path = resolvePeerModel(o, log);
   const loadBefore = loadavg()[0]!;
   const threads = o.threads ?? availableParallelism();
-  const model = loadModel(path);
+  const model = loadModel(path, o.load);
   const vocab = vocabularyIds(model.tokenizer, model.config.vocabSize);
   const rng = new Rng(o.seed);
   const prompt = randomPrompt(vocab, o.promptLen, rng);
@@ -150,7 +153,7 @@ export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => v
 
   log(`loading ${path} for loom (native, ${threads} threads) and llama.cpp (${threads} threads)…`);
   const nlc = await importNodeLlamaCpp(fileURLToPath(new URL('../../../', import.meta.url)));
-  const sides: PeerSide[] = [new LoomSide(model, threads, maxSeqs, perSeq), await LlamaCppSide.open(nlc, path, threads)];
+  const sides: PeerSide[] = [new LoomSide(model, threads, maxSeqs, perSeq), await LlamaCppSide.open(nlc, path, threads, o.load)];
   const all = cases(o, prompt, (n) => shortPrompts.slice(0, n));
   const results = sides.map(() => all.map(() => [] as TimedTokens[]));
   const weightBytes = decodeWeightBytes(model);

@@ -18,11 +18,14 @@ import type { SpeculativeConfigInput } from '../engine/spec/config.js';
 import { buildBatch } from '../model/batch.js';
 import type { SequenceChunk } from '../model/batch.js';
 import { loadModel } from '../model/load.js';
+import type { LoadOptions } from '../model/load.js';
 import { mean } from './stats.js';
 import { resolveSamplingParams } from '../engine/sampling-params.js';
 
 export interface SpecBenchOptions {
   readonly model: string;
+  /** --no-mmap, --mlock (the models this benchmark loads) */
+  readonly load?: LoadOptions;
   /** the bandwidth-bound model whose verify cost is measured (none: part 2 is skipped; with a draft model, -m is timed) */
   readonly verifyModel?: string;
   /** a draft model with the model's vocabulary (method "draft_model"); none: prompt lookup */
@@ -87,7 +90,7 @@ export interface SpecReport {
 export const ACCEPTANCE_RATES = [0.5, 0.7, 0.9] as const;
 
 export function runSpecBench(opts: SpecBenchOptions, log: (line: string) => void = () => {}): SpecReport {
-  const model = loadModel(opts.model);
+  const model = loadModel(opts.model, opts.load);
   const spec: SpeculativeConfigInput = opts.draftModel
     ? { method: 'draft_model', model: opts.draftModel, num_speculative_tokens: opts.numSpeculativeTokens }
     : {
@@ -98,7 +101,7 @@ export function runSpecBench(opts: SpecBenchOptions, log: (line: string) => void
       };
   // one sequence: a context of 2048 at most keeps the cache small for any model
   const maxModelLen = Math.min(model.config.contextLength, 2048);
-  const base = { model: opts.model, backend: opts.backend, kvCacheMemory: '512MiB', maxModelLen, maxNumSeqs: 1, enablePrefixCaching: false, ...(opts.threads !== undefined && { threads: opts.threads }) };
+  const base = { model: opts.model, backend: opts.backend, kvCacheMemory: '512MiB', maxModelLen, maxNumSeqs: 1, enablePrefixCaching: false, ...(opts.threads !== undefined && { threads: opts.threads }), ...opts.load };
   const plain = createEngineCore(base, model);
   const specEngine = createEngineCore({ ...base, speculativeConfig: spec }, model);
   const prompts: PromptResult[] = [];
@@ -203,6 +206,7 @@ function measureForward(model: string, what: string, maxTokens: number, opts: Sp
     kvCacheMemory: '4GiB',
     enablePrefixCaching: false,
     ...(opts.threads !== undefined && { threads: opts.threads }),
+    ...opts.load,
   });
   const bs = engine.config.blockSize;
   const blocksPerSeq = Math.ceil((opts.context + k + 1) / bs);

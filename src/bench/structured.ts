@@ -11,6 +11,7 @@ import { validateGrammarSpec } from '../engine/grammar/spec.js';
 import { loadXGrammar } from '../engine/grammar/xgrammar-binding.js';
 import type { SamplingParamsInput } from '../engine/sampling-params.js';
 import { loadModel } from '../model/load.js';
+import type { LoadOptions } from '../model/load.js';
 import { randomRequests, vocabularyIds } from './datasets.js';
 import { summarize } from './stats.js';
 import type { Summary } from './stats.js';
@@ -18,6 +19,8 @@ import { resolveSamplingParams } from '../engine/sampling-params.js';
 
 export interface StructuredBenchOptions {
   readonly model: string;
+  /** --no-mmap, --mlock */
+  readonly load?: LoadOptions;
   readonly streams: number;
   readonly inputLen: number;
   readonly outputLen: number;
@@ -85,9 +88,9 @@ export const DEFAULT_BENCH_SCHEMA = {
 };
 
 export async function runStructuredBench(opts: StructuredBenchOptions, log: (line: string) => void = () => {}): Promise<StructuredReport> {
-  const model = loadModel(opts.model);
+  const model = loadModel(opts.model, opts.load);
   const engine = createEngineCore(
-    { model: opts.model, backend: opts.backend, maxNumSeqs: opts.streams, kvCacheMemory: '1GiB', ...(opts.threads !== undefined && { threads: opts.threads }) },
+    { model: opts.model, backend: opts.backend, maxNumSeqs: opts.streams, kvCacheMemory: '1GiB', ...(opts.threads !== undefined && { threads: opts.threads }), ...opts.load },
     model,
   );
   let t = performance.now();

@@ -9,8 +9,10 @@ import { formatEngineReport } from '../bench/engine-report.js';
 import { intArg, numberArg } from './bench-args.js';
 import { kvCacheDtypeOption } from './parse.js';
 import type { KvCacheDtypeOption } from './parse.js';
+import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import type { LoadFlags } from './load-flags.js';
 
-interface EngineFlags {
+interface EngineFlags extends LoadFlags {
   model: string;
   mode: BenchMode;
   numRequests: number;
@@ -40,7 +42,7 @@ const rate = (value: string): number => {
 };
 
 export function benchEngineCommand(): Command {
-  return new Command('engine')
+  const cmd = new Command('engine')
     .description(
       'throughput and latency of the engine behind its worker boundary on random prompts (uniform, seeded, from the ' +
         "model's non-special vocabulary); every request is greedy with ignore_eos and max_tokens = its output length. " +
@@ -86,9 +88,11 @@ export function benchEngineCommand(): Command {
           ...(f.maxNumBatchedTokens !== undefined && { maxNumBatchedTokens: f.maxNumBatchedTokens }),
           ...(f.kvCacheMemory !== undefined && { kvCacheMemory: f.kvCacheMemory }),
           kvCacheDtype: f.kvCacheDtype,
+          load: loadOptionsOf(f),
         },
         f.json ? undefined : (line) => process.stderr.write(line + '\n'),
       );
       process.stdout.write((f.json ? JSON.stringify(report) : formatEngineReport(report)) + '\n');
     });
+  return addLoadFlags(cmd);
 }

@@ -5,8 +5,10 @@ import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
 import { runPeerBench } from '../bench/peer.js';
 import { formatPeerReport } from '../bench/peer-report.js';
 import { intArg, intListArg } from './bench-args.js';
+import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import type { LoadFlags } from './load-flags.js';
 
-interface PeerFlags {
+interface PeerFlags extends LoadFlags {
   model?: string;
   makeModel?: BenchShapeName;
   type: BenchWeightType;
@@ -22,7 +24,7 @@ interface PeerFlags {
 }
 
 export function benchPeerCommand(): Command {
-  return new Command('peer')
+  const cmd = new Command('peer')
     .description(
       'loom and llama.cpp (node-llama-cpp, installed into oracle/ by `npm run bench:peer`) on the same GGUF file with the ' +
         'same threads, one after the other: prefill tokens/s of one prompt, decode tokens/s of one sequence, and ' +
@@ -53,9 +55,11 @@ export function benchPeerCommand(): Command {
           warmup: f.warmup,
           repeat: f.repeat,
           seed: f.seed,
+          load: loadOptionsOf(f),
         },
         f.json ? undefined : (line) => process.stderr.write(line + '\n'),
       );
       process.stdout.write((f.json ? JSON.stringify(report) : formatPeerReport(report)) + '\n');
     });
+  return addLoadFlags(cmd);
 }

@@ -4,9 +4,11 @@ import { ENGINE_DEFAULTS } from '../engine/options.js';
 import type { Backend } from '../engine/options.js';
 import { DEFAULT_MODEL_PATH } from '../model/model-arg.js';
 import { formatSpecReport, runSpecBench } from '../bench/spec.js';
+import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import type { LoadFlags } from './load-flags.js';
 import { intArg, intListArg } from './bench-args.js';
 
-interface SpecFlags {
+interface SpecFlags extends LoadFlags {
   model: string;
   verifyModel?: string;
   draftModel?: string;
@@ -23,7 +25,7 @@ interface SpecFlags {
 }
 
 export function benchSpecCommand(): Command {
-  return new Command('spec')
+  const cmd = new Command('spec')
     .description(
       'speculative decoding (ngram prompt lookup, or --draft-model) for one greedy stream: acceptance and tokens/s with and without it on ' +
         'prompts that invite copying (retell, continue a list, edit a passage); with --verify-model, the forward cost of ' +
@@ -57,9 +59,11 @@ export function benchSpecCommand(): Command {
           context: f.context,
           backend: f.backend,
           ...(f.threads !== undefined && { threads: f.threads }),
+          load: loadOptionsOf(f),
         },
         f.json ? undefined : (line) => process.stderr.write(line + '\n'),
       );
       process.stdout.write((f.json ? JSON.stringify(report) : formatSpecReport(report)) + '\n');
     });
+  return addLoadFlags(cmd);
 }

@@ -4,9 +4,11 @@ import { Command, Option } from 'commander';
 import { ENGINE_DEFAULTS } from '../engine/options.js';
 import type { Backend } from '../engine/options.js';
 import { formatStructuredReport, runStructuredBench } from '../bench/structured.js';
+import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import type { LoadFlags } from './load-flags.js';
 import { intArg } from './bench-args.js';
 
-interface StructuredFlags {
+interface StructuredFlags extends LoadFlags {
   model: string;
   streams: number;
   inputLen: number;
@@ -20,7 +22,7 @@ interface StructuredFlags {
 }
 
 export function benchStructuredCommand(): Command {
-  return new Command('structured')
+  const cmd = new Command('structured')
     .description(
       'TPOT of concurrent greedy streams with a JSON schema against the same streams without one (alternating runs, ' +
         'in-process engine), and the schema compile time, first and cached',
@@ -46,10 +48,12 @@ export function benchStructuredCommand(): Command {
           backend: f.backend,
           seed: f.seed,
           ...(f.threads !== undefined && { threads: f.threads }),
+          load: loadOptionsOf(f),
           ...(f.schema !== undefined && { schema: JSON.parse(readFileSync(f.schema, 'utf8')) as unknown }),
         },
         f.json ? undefined : (line) => process.stderr.write(line + '\n'),
       );
       process.stdout.write((f.json ? JSON.stringify(report) : formatStructuredReport(report)) + '\n');
     });
+  return addLoadFlags(cmd);
 }

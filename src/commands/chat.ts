@@ -9,8 +9,10 @@ import { resolveModelArg } from '../model/model-arg.js';
 import { ChatSession } from './chat-session.js';
 import { kvCacheDtypeOption, numberOption } from './parse.js';
 import type { KvCacheDtypeOption } from './parse.js';
+import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import type { LoadFlags } from './load-flags.js';
 
-interface ChatFlags {
+interface ChatFlags extends LoadFlags {
   model?: string;
   system?: string;
   maxTokens?: number;
@@ -34,7 +36,7 @@ const HELP = `commands: /exit (or Ctrl-D) leaves, /clear forgets the conversatio
 
 export function chatCommand(): Command {
   const n = numberOption;
-  return new Command('chat')
+  const cmd = new Command('chat')
     .description('chat with a model in the terminal (streamed replies, history kept)')
     .option('-m, --model <path>', "GGUF file, Hugging Face folder, hf:ORG/REPO[:FILE], or a cached model's name (default: the built-in stories260K)")
     .option('--system <text>', 'system prompt')
@@ -53,6 +55,7 @@ export function chatCommand(): Command {
     .option('--offline', 'never contact the Hub (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'model cache (default: $LOOM_CACHE or ~/.cache/loom)')
     .action((flags: ChatFlags) => runChat(flags));
+  return addLoadFlags(cmd);
 }
 
 async function runChat(flags: ChatFlags): Promise<void> {
@@ -63,6 +66,7 @@ async function runChat(flags: ChatFlags): Promise<void> {
     ...(flags.ctxSize !== undefined && { maxModelLen: flags.ctxSize }),
     kvCacheDtype: flags.kvCacheDtype,
     maxNumSeqs: 1, // one conversation: the KV cache holds one context, no more
+    ...loadOptionsOf(flags),
   });
   const templated = (llm.model.tokenizer.chatTemplate ?? '').trim() !== '';
   const session = new ChatSession(llm, templated, flags.system);

@@ -4,6 +4,8 @@
 import { Command, Option } from 'commander';
 import { kvCacheDtypeOption, numberOption } from './parse.js';
 import type { KvCacheDtypeOption } from './parse.js';
+import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import type { LoadFlags } from './load-flags.js';
 import { InvalidArgumentError } from '../errors.js';
 import { createEngineCore } from '../engine/create.js';
 import { InProcessEngineClient } from '../engine/in-process-client.js';
@@ -17,7 +19,7 @@ import { renderChatPrompt } from '../pipeline/prompt.js';
 import { resolveRequest } from '../pipeline/request.js';
 import { loadChatTemplate } from '../tokenizer/chat-template.js';
 
-interface GenerateFlags {
+interface GenerateFlags extends LoadFlags {
   model?: string;
   prompt: string;
   maxTokens: number;
@@ -42,7 +44,7 @@ interface GenerateFlags {
 const number = numberOption;
 
 export function generateCommand(): Command {
-  return new Command('generate')
+  const cmd = new Command('generate')
     .description('generate a completion for one prompt, printed as it is produced')
     .option('-m, --model <path>', "GGUF file, Hugging Face model folder, hf:ORG/REPO[:FILE] from the Hub, or a cached model's name (default: the built-in stories260K)")
     .requiredOption('-p, --prompt <text>', 'the prompt')
@@ -64,6 +66,7 @@ export function generateCommand(): Command {
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
     .option('--speculative-config <json>', 'speculative decoding as vLLM\'s, e.g. \'{"method": "ngram", "num_speculative_tokens": 4}\'')
     .action((flags: GenerateFlags) => runGenerate(flags));
+  return addLoadFlags(cmd);
 }
 
 /** the prompt's ids, before the engine exists (its context is sized by them) */
@@ -78,7 +81,7 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
   if (flags.maxTokens < 1) throw new InvalidArgumentError(`--max-tokens must be at least 1, got ${flags.maxTokens}`);
   if (flags.threads !== undefined && flags.threads < 1) throw new InvalidArgumentError(`--threads must be at least 1, got ${flags.threads}`);
   const { path } = await resolveModelArg(flags.model, { offline: flags.offline ?? offlineFromEnv(), cacheDir: flags.cacheDir });
-  const model = loadModel(path);
+  const model = loadModel(path, loadOptionsOf(flags));
   const { config, tokenizer } = model;
   const contextLength = Math.min(flags.ctxSize ?? config.contextLength, config.contextLength);
   const template = flags.chat && flags.chatTemplate !== undefined ? loadChatTemplate(flags.chatTemplate) : undefined;
@@ -101,6 +104,7 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
         maxNumBatchedTokens: Math.max(2048, promptIds.length),
         enablePrefixCaching: false,
         ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
+        ...loadOptionsOf(flags),
       },
       model,
     ),

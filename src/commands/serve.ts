@@ -34,8 +34,10 @@ import { TOOL_CALL_PARSERS } from '../pipeline/tools/parsers.js';
 import type { ToolCallParserName } from '../pipeline/tools/parsers.js';
 import { RUNNER_KINDS } from '../model/pooling.js';
 import type { RunnerKind } from '../model/pooling.js';
+import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import type { LoadFlags } from './load-flags.js';
 
-interface ServeFlags {
+interface ServeFlags extends LoadFlags {
   model?: string;
   host: string;
   port: number;
@@ -160,14 +162,15 @@ export function serveCommand(): Command {
     .addOption(new Option('--reasoning-parser <name>', 'return the reasoning (<think>…</think>; gemma4: the thought channel; openai_gptoss: the analysis channel) as reasoning_content; structured output starts after it [openai_gptoss for a harmony template]').choices([...REASONING_PARSERS]))
     .addOption(new Option('--tool-call-parser <name>', "how the model writes tool calls (default: from its chat template)").choices([...TOOL_CALL_PARSERS]))
     .action((flags: ServeFlags) => runServe(flags));
-  return withEnvAndConfig(cmd);
+  return withEnvAndConfig(addLoadFlags(cmd));
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
   if (flags.tokenizerPoolSize < 0 || flags.tokenizerPoolSize > 64) throw new InvalidArgumentError(`--tokenizer-pool-size expects 0 to 64 workers, got ${flags.tokenizerPoolSize}`);
   const resolved = await resolveModelArg(flags.model, { offline: flags.offline ?? offlineFromEnv(), cacheDir: flags.cacheDir });
   const path = resolved.path;
-  const model = loadModel(path);
+  // this thread's copy serves the config and tokenizer; the engine's worker loads (and locks) the weights
+  const model = loadModel(path, { ...loadOptionsOf(flags), mlock: false });
   // a bad template is a startup error, not a 400 on every chat
   const chatTemplate = flags.chatTemplate === undefined ? undefined : loadChatTemplate(flags.chatTemplate);
   const engineOptions: EngineOptions = {
@@ -187,6 +190,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
     ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
+    ...loadOptionsOf(flags),
   };
   if ((flags.sslKeyfile === undefined) !== (flags.sslCertfile === undefined)) throw new InvalidArgumentError('--ssl-keyfile and --ssl-certfile go together');
   const tls = flags.sslKeyfile && flags.sslCertfile ? { key: readPem(flags.sslKeyfile, 'ssl-keyfile'), cert: readPem(flags.sslCertfile, 'ssl-certfile') } : undefined;

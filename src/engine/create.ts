@@ -2,7 +2,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import { selectKernels } from '../kernels/select.js';
 import { loadModel } from '../model/load.js';
-import type { LoadedModel } from '../model/load.js';
+import type { LoadedModel, LoadOptions } from '../model/load.js';
 import type { EngineInfo } from './client.js';
 import { EngineCore } from './engine.js';
 import { draftModelLines, recurrentStateLine, resolveEngineConfig } from './options.js';
@@ -12,19 +12,24 @@ import { checkDraftVocabulary } from './spec/draft-vocab.js';
 import type { PoolingInfo } from './protocol.js';
 import { configForRunner } from '../model/pooling.js';
 
-export function createEngineCore(opts: EngineOptions, loaded: LoadedModel = loadModel(opts.model), draftModel?: LoadedModel): EngineCore {
+export function createEngineCore(opts: EngineOptions, loaded: LoadedModel = loadModel(opts.model, loadOptions(opts)), draftModel?: LoadedModel): EngineCore {
   const model = opts.runner && opts.runner !== 'auto' ? { ...loaded, config: configForRunner(loaded.config, opts.runner) } : loaded;
   const spec = opts.speculativeConfig !== undefined ? parseSpeculativeConfig(opts.speculativeConfig) : undefined;
-  const draft = spec?.method === 'draft_model' ? (draftModel ?? loadDraft(spec.model)) : undefined;
+  const draft = spec?.method === 'draft_model' ? (draftModel ?? loadDraft(spec.model, loadOptions(opts))) : undefined;
   if (draft) checkDraftVocabulary(model, draft);
   const config = resolveEngineConfig(opts, model.config, [...model.tokenizer.stopIds], draft?.config);
   return new EngineCore(model, selectKernels(opts.backend ?? 'auto', opts.threads), config, draft);
 }
 
+/** how the engine's options say weights are held (--no-mmap, --mlock) */
+export function loadOptions(opts: Pick<EngineOptions, 'mmap' | 'mlock'>): LoadOptions {
+  return { ...(opts.mmap !== undefined && { mmap: opts.mmap }), ...(opts.mlock !== undefined && { mlock: opts.mlock }) };
+}
+
 /** the draft model, its load errors naming the option they came from */
-function loadDraft(path: string): LoadedModel {
+function loadDraft(path: string, load: LoadOptions): LoadedModel {
   try {
-    return loadModel(path);
+    return loadModel(path, load);
   } catch (err) {
     throw new InvalidArgumentError(`--speculative-config: draft model ${err instanceof Error ? err.message : String(err)}`);
   }

@@ -48,6 +48,10 @@ export interface EngineOptions {
   readonly speculativeConfig?: string | SpeculativeConfigInput;
   /** vLLM's --runner: pool (embeddings, rerank) or generate; auto = what the model file says */
   readonly runner?: RunnerKind;
+  /** map the model file and use its tensors in place (default true); false reads them into memory (--no-mmap) */
+  readonly mmap?: boolean;
+  /** lock the weights in RAM (--mlock); when the system refuses, a warning */
+  readonly mlock?: boolean;
 }
 
 export type KvCacheDtypeOption = 'auto' | KvDtype;

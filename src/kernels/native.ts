@@ -91,6 +91,13 @@ interface NativeAddon {
   interleaveR16?(data: Uint8Array, type: number, K: number, N: number): void;
   /** absent in older builds */
   kernelInfo?(type: number): NativeKernelInfo | undefined;
+  /** memory-mapped files (native/napi-mapping.cc); absent in older builds */
+  mapFile?(fd: number, bytes: number): object;
+  mappedView?(mapping: object, offset: number, length: number): ArrayBuffer;
+  unmapFile?(mapping: object, views: ArrayBuffer[]): void;
+  adviseMemory?(bytes: Uint8Array, advice: number): boolean;
+  lockMemory?(bytes: Uint8Array): string;
+  mappingStats?(): { count: number; bytes: number };
   /** absent when the addon was built without native/recurrent.cc */
   convSilu?(out: F32, x: F32, weight: F32, state: F32, slots: Int32Array, seqStarts: Int32Array, channels: number, kernel: number): void;
   gatedDeltaRule?(out: F32, q: F32, k: F32, v: F32, g: F32, beta: F32, state: F32, slots: Int32Array, seqStarts: Int32Array,
@@ -204,6 +211,46 @@ export function nativeR16Interleaver(): R16Interleaver | undefined {
   const f = addon.features();
   if (!addon.interleaveR16 || f.kernels !== 'avx512' || !f.avx512vnni) return undefined;
   return (type, data, K, N) => addon.interleaveR16!(data, type, K, N);
+}
+
+/** How a mapped range will be read (madvise): random rows (a token table) or front to back. */
+export type MemoryAdvice = 'normal' | 'random' | 'sequential' | 'willneed';
+const ADVICE: Record<MemoryAdvice, number> = { normal: 0, random: 1, sequential: 2, willneed: 3 };
+
+/**
+ * Read-only mappings of files through the native core (native/mapped-file.h): `map` maps the
+ * open file `fd` over its first `bytes`; `view` is an ArrayBuffer over a range of it that
+ * keeps the mapping alive while it lives; `unmap` detaches the views given (they read as
+ * empty afterwards) and unmaps now. `lock` mlocks the pages under a view ('' or why not).
+ */
+export interface FileMapper {
+  map(fd: number, bytes: number): object;
+  view(mapping: object, offset: number, length: number): ArrayBuffer;
+  unmap(mapping: object, views: ArrayBuffer[]): void;
+  advise(bytes: Uint8Array, advice: MemoryAdvice): boolean;
+  lock(bytes: Uint8Array): string;
+}
+
+/** The native file mapper, or undefined (no addon, or one built before mappings). */
+export function nativeFileMapper(): FileMapper | undefined {
+  const s = load();
+  if (!('addon' in s)) return undefined;
+  const a = s.addon;
+  const { mapFile, mappedView, unmapFile, adviseMemory, lockMemory } = a;
+  if (!mapFile || !mappedView || !unmapFile || !adviseMemory || !lockMemory) return undefined;
+  return {
+    map: (fd, bytes) => mapFile(fd, bytes),
+    view: (mapping, offset, length) => mappedView(mapping, offset, length),
+    unmap: (mapping, views) => unmapFile(mapping, views),
+    advise: (bytes, advice) => adviseMemory(bytes, ADVICE[advice]),
+    lock: (bytes) => lockMemory(bytes),
+  };
+}
+
+/** Live file mappings of this process and their bytes (0 without the addon). */
+export function mappingStats(): { count: number; bytes: number } {
+  const s = load();
+  return ('addon' in s && s.addon.mappingStats?.()) || { count: 0, bytes: 0 };
 }
 
 /** The kernels the native matmul picks for `type` here, or undefined (no addon, an older

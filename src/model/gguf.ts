@@ -5,9 +5,11 @@
 //   padding to `general.alignment` (default 32), then the data section; each tensor's offset
 //   is relative to the data section and a multiple of the alignment.
 //   string = u64 byteLength + UTF-8 bytes; array = u32 itemType, u64 count, items.
-// The header is read progressively from a file descriptor (files may exceed Buffer limits);
-// a tensor's bytes are read once, when first asked for, into their own ArrayBuffer (offset 0,
-// so typed-array views of them are aligned).
+// The header is read progressively from a file descriptor (files may exceed Buffer limits),
+// and every tensor's range is checked against the file's size before any is used, so a file
+// truncated beyond what its header promises is one error naming it, never a fault on a
+// mapped page. A tensor's bytes are served when first asked for: in place (a view of the
+// mapped file, when `inPlace` offers one) or read once into bytes of their own.
 import { constants as bufferConstants } from 'node:buffer';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
@@ -16,6 +18,7 @@ import { r16TypeFor } from '../tensor/quant/r16.js';
 import type { R16Interleaver } from '../tensor/quant/r16.js';
 import type { GGUFValue } from './gguf-metadata.js';
 import type { TensorSource } from './weights.js';
+import type { InPlaceBytes } from './model-memory.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 
 export enum GGUFValueType {
@@ -156,6 +159,7 @@ export class GGUFFile implements TensorSource {
   private fd: number | undefined;
   private readonly cache = new Map<string, WeightTensor>();
   private tensorBytes = 0;
+  private inPlaceBytes = 0;
 
   /** use openGGUF */
   constructor(
@@ -166,6 +170,8 @@ export class GGUFFile implements TensorSource {
     /** given: Q4_0 and Q8_0 matrices of whole groups of 16 rows are read into their layouts
      *  interleaved by 16 rows with it */
     private readonly interleaveR16?: R16Interleaver,
+    /** given: tensors are used where they lie in the file when it offers a view (a mapping) */
+    private readonly inPlace?: InPlaceBytes,
   ) {
     this.fd = fd;
     const fail = (problem: string): never => {
@@ -264,9 +270,14 @@ export class GGUFFile implements TensorSource {
     return bytes;
   }
 
-  /** tensor bytes read from disk so far (each tensor is read at most once) */
+  /** tensor bytes read from disk into memory so far (each tensor is read at most once) */
   get bytesRead(): number {
     return this.tensorBytes;
+  }
+
+  /** tensor bytes served in place (views of the mapped file) so far */
+  get bytesInPlace(): number {
+    return this.inPlaceBytes;
   }
 
   has(name: string): boolean {
@@ -277,7 +288,7 @@ export class GGUFFile implements TensorSource {
     return this.tensor(name);
   }
 
-  /** the tensor's exact bytes, read on first use and cached */
+  /** the tensor's exact bytes, served on first use (in place or read) and cached */
   tensor(name: string): WeightTensor {
     const cached = this.cache.get(name);
     if (cached) return cached;
@@ -291,22 +302,17 @@ export class GGUFFile implements TensorSource {
     if (info.byteLength > bufferConstants.MAX_LENGTH) {
       throw new UnsupportedModelError(this.path, `tensor ${name} is ${info.byteLength} bytes, more than one buffer can hold`);
     }
-    const data = this.allocate(info.byteLength);
-    let got = 0;
-    while (got < data.length) {
-      const r = readSync(this.fd, data, got, Math.min(data.length - got, 1 << 30), info.offset + got);
-      if (r === 0) {
-        throw new ModelFormatError(this.path, `file is truncated: tensor ${name} needs bytes ${info.offset}..${info.offset + info.byteLength} but reading stopped at ${info.offset + got}`);
-      }
-      got += r;
-    }
-    this.tensorBytes += got;
     let type = info.type;
     // a 3-D tensor (a MoE layer's experts, [K, N, experts]) is interleaved matrix by matrix,
     // so each expert's bytes stay one interleaved matrix (arch/moe.ts views them so)
     const matrices = info.dims.length === 3 ? info.dims[2]! : 1;
     const r16 = this.interleaveR16 ? r16TypeFor(type, matrices > 1 ? info.dims.slice(0, 2) : info.dims) : undefined;
-    if (r16 !== undefined) {
+    // a tensor rewritten into a load-time layout needs bytes of its own, unless it is served in
+    // place anyway (one read by rows): then it keeps the file's layout
+    const mapped = this.inPlace?.({ path: this.path, fd: this.fd, fileSize: this.fileSize, name, offset: info.offset, length: info.byteLength, relayout: r16 !== undefined });
+    const data = mapped ?? this.read(name, info);
+    if (mapped) this.inPlaceBytes += mapped.length;
+    if (r16 !== undefined && !mapped) {
       const bytes = data.length / matrices;
       for (let m = 0; m < matrices; m++) this.interleaveR16!(r16, data.subarray(m * bytes, (m + 1) * bytes), info.dims[0]!, info.dims[1]!);
       type = r16;
@@ -316,16 +322,31 @@ export class GGUFFile implements TensorSource {
     return t;
   }
 
+  private read(name: string, info: GGUFTensorInfo): Uint8Array {
+    const fd = this.fd!;
+    const data = this.allocate(info.byteLength);
+    let got = 0;
+    while (got < data.length) {
+      const r = readSync(fd, data, got, Math.min(data.length - got, 1 << 30), info.offset + got);
+      if (r === 0) {
+        throw new ModelFormatError(this.path, `file is truncated: tensor ${name} needs bytes ${info.offset}..${info.offset + info.byteLength} but reading stopped at ${info.offset + got}`);
+      }
+      got += r;
+    }
+    this.tensorBytes += got;
+    return data;
+  }
+
   close(): void {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
   }
 }
 
-/** Opens and parses the header of a GGUF file; tensors are read lazily (into `allocate`'s
- *  bytes), Q4_0 and Q8_0 matrices into their layouts interleaved by 16 rows when
- *  `interleaveR16` is given. */
-export function openGGUF(path: string, allocate?: (bytes: number) => Uint8Array, interleaveR16?: R16Interleaver): GGUFFile {
+/** Opens and parses the header of a GGUF file; tensors are served lazily: in place where
+ *  `inPlace` offers a view of them, else read into `allocate`'s bytes; Q4_0 and Q8_0 matrices
+ *  are read into their layouts interleaved by 16 rows when `interleaveR16` is given. */
+export function openGGUF(path: string, allocate?: (bytes: number) => Uint8Array, interleaveR16?: R16Interleaver, inPlace?: InPlaceBytes): GGUFFile {
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -335,7 +356,7 @@ export function openGGUF(path: string, allocate?: (bytes: number) => Uint8Array,
     throw new ModelFormatError(path, `cannot open: ${(e as Error).message}`);
   }
   try {
-    return new GGUFFile(path, fd, allocate, interleaveR16);
+    return new GGUFFile(path, fd, allocate, interleaveR16, inPlace);
   } catch (e) {
     closeSync(fd);
     throw e;

@@ -11,6 +11,7 @@ import { gptOssTensorSource } from './hf-gptoss.js';
 import { bertHFNames } from './hf-bert.js';
 import type { ArchName, ModelConfig, TensorSource } from './weights.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
+import type { InPlaceBytes } from './model-memory.js';
 
 /** A TensorSource that also reports how much it has read from disk. */
 export interface HFTensorSource extends TensorSource {
@@ -118,9 +119,11 @@ export function hfLocation(arch: ArchName, numLayers: number, canonical: string)
   return { names: withPrefixes(`h.${layer}.${block.path}.${m![3]}`), conv: block.conv && m![3] === 'weight' };
 }
 
-/** Opens the folder's safetensors weights and serves them by canonical name, reading lazily. */
-export function hfTensorSource(dir: string, config: ModelConfig): HFTensorSource {
-  const model = openSafetensorsModel(dir);
+/** Opens the folder's safetensors weights and serves them by canonical name, lazily: in place
+ *  where `inPlace` maps them and no conversion is needed (F32, F16 and BF16 are computed with
+ *  as they are; GPT-2's Conv1D weights and Qwen3.5's reordered ones are copies). */
+export function hfTensorSource(dir: string, config: ModelConfig, inPlace?: InPlaceBytes): HFTensorSource {
+  const model = openSafetensorsModel(dir, inPlace);
   if (config.arch === 'gpt-oss') {
     const source = gptOssTensorSource(dir, model, config);
     return { dir, get bytesRead() { return model.bytesRead; }, has: source.has, get: source.get, dimsOf: source.dimsOf };

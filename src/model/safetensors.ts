@@ -1,12 +1,15 @@
 // Safetensors reader. File layout: [u64 LE header length N][N bytes of JSON header][data].
 // The header maps tensor names to {dtype, shape (row-major, outermost first), data_offsets
 // [begin, end) relative to the start of data}; `__metadata__` is an optional string map.
-// Only the header is read at open; each tensor's bytes are read when first asked for.
+// Only the header is read at open (every tensor's range checked against the file's size);
+// each tensor's bytes are served when first asked for: in place where `inPlace` offers a view
+// of the mapped file, else read.
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { GGMLType } from '../tensor/weight-types.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
+import type { InPlaceBytes } from './model-memory.js';
 
 /** dtypes loom computes with, and their ggml types */
 const GGML_OF: Readonly<Record<string, GGMLType>> = { F32: GGMLType.F32, F16: GGMLType.F16, BF16: GGMLType.BF16 };
@@ -49,14 +52,14 @@ export interface SafetensorsFile {
   names(): string[];
   has(name: string): boolean;
   entry(name: string): SafetensorsEntry | undefined;
-  /** the tensor's raw bytes (an owned, 8-byte aligned buffer); throws if absent */
+  /** the tensor's raw bytes (a view of the mapped file, or an owned, 8-byte aligned buffer); throws if absent */
   read(name: string, options?: ReadOptions): Uint8Array;
   /** the tensor as loom sees it: ggml dims (shape reversed), bytes in the file's dtype */
   tensor(name: string, options?: ReadOptions): WeightTensor;
 }
 
-export function openSafetensors(path: string): SafetensorsFile {
-  return SafetensorsReader.open(path);
+export function openSafetensors(path: string, inPlace?: InPlaceBytes): SafetensorsFile {
+  return SafetensorsReader.open(path, inPlace);
 }
 
 /** ggml type of a safetensors dtype loom can compute with; UnsupportedModelError otherwise */
@@ -80,11 +83,13 @@ class SafetensorsReader implements SafetensorsFile {
     readonly metadata: Readonly<Record<string, string>>,
     private readonly entries: ReadonlyMap<string, SafetensorsEntry>,
     headerBytes: number,
+    private readonly fileSize: number,
+    private readonly inPlace: InPlaceBytes | undefined,
   ) {
     this.readRaw = headerBytes;
   }
 
-  static open(path: string): SafetensorsReader {
+  static open(path: string, inPlace?: InPlaceBytes): SafetensorsReader {
     const fd = openFile(path);
     try {
       const fileSize = fstatSync(fd).size;
@@ -106,7 +111,7 @@ class SafetensorsReader implements SafetensorsFile {
         throw new ModelFormatError(path, `header is not valid JSON (${(e as Error).message})`);
       }
       const { metadata, entries } = parseHeader(path, json, 8 + n, fileSize);
-      return new SafetensorsReader(path, metadata, entries, 8 + n);
+      return new SafetensorsReader(path, metadata, entries, 8 + n, fileSize, inPlace);
     } finally {
       closeSync(fd);
     }
@@ -137,11 +142,12 @@ class SafetensorsReader implements SafetensorsFile {
     const fd = openFile(this.path);
     let bytes: Uint8Array;
     try {
-      bytes = readExactly(fd, this.path, e.begin, e.end - e.begin, name);
+      const mapped = this.inPlace?.({ path: this.path, fd, fileSize: this.fileSize, name, offset: e.begin, length: e.end - e.begin });
+      bytes = mapped ?? readExactly(fd, this.path, e.begin, e.end - e.begin, name);
+      if (!mapped) this.readRaw += bytes.length;
     } finally {
       closeSync(fd);
     }
-    this.readRaw += bytes.length;
     if (options?.cache ?? true) this.cache.set(name, bytes);
     return bytes;
   }
@@ -255,9 +261,9 @@ export interface SafetensorsModel {
 export const SINGLE_FILE = 'model.safetensors';
 export const INDEX_FILE = 'model.safetensors.index.json';
 
-export function openSafetensorsModel(dir: string): SafetensorsModel {
+export function openSafetensorsModel(dir: string, inPlace?: InPlaceBytes): SafetensorsModel {
   const single = join(dir, SINGLE_FILE);
-  if (existsSync(single)) return folderModel(dir, [openSafetensors(single)], undefined);
+  if (existsSync(single)) return folderModel(dir, [openSafetensors(single, inPlace)], undefined);
   const indexPath = join(dir, INDEX_FILE);
   if (!existsSync(indexPath)) {
     if (!existsSync(dir)) throw new ModelFormatError(dir, 'no such folder');
@@ -272,7 +278,7 @@ export function openSafetensorsModel(dir: string): SafetensorsModel {
     if (!file) {
       const shardPath = join(dir, shard);
       if (!existsSync(shardPath)) throw new ModelFormatError(shardPath, `missing shard (listed in ${indexPath})`);
-      file = openSafetensors(shardPath);
+      file = openSafetensors(shardPath, inPlace);
       byShard.set(shard, file);
     }
     if (!file.has(name)) throw new ModelFormatError(file.path, `has no tensor ${name}, which ${indexPath} places there`);

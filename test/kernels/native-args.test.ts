@@ -4,6 +4,7 @@
 // the kernels. Each export's valid call runs first, so every failure below is the check's.
 // Under `npm run test:sanitize` this runs against the ASan+UBSan build.
 import assert from 'node:assert/strict';
+import { openSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -27,6 +28,10 @@ interface Case {
   /** calls that must throw, with the error class and a message pattern */
   bad: [unknown[], typeof TypeError | typeof RangeError, RegExp][];
 }
+
+// a file to map (package.json: a few KB), two mappings of it: one viewed, one unmapped
+const fd = skip ? -1 : openSync(join(PROJECT_ROOT, 'package.json'), 'r');
+const [viewed, unmapped] = skip ? [] : [addon!.mapFile!(fd, 64), addon!.mapFile!(fd, 64)];
 
 // f16 cache of 2 blocks × 4 tokens × 1 head × 8 dims
 const cache = () => [new Uint16Array(64), new Uint16Array(64), 'f16', 2, 4, 1, 8] as unknown[];
@@ -191,6 +196,30 @@ const CASES: Record<string, Case> = {
       [[new Float32Array(16 * 9), Q4_0_R16, 64, 16], TypeError, /data must be a Uint8Array/],
     ],
   },
+  // fd, bytes → a read-only mapping of the file
+  mapFile: {
+    ok: [fd, 64],
+    bad: [[['3', 64], TypeError, /fd must be a number/], [[fd, -1], RangeError, /bytes must be an integer/], [[fd, 2 ** 51], RangeError, /bytes must be an integer/]],
+  },
+  // mapping, offset, length → an ArrayBuffer over those bytes of the file
+  mappedView: {
+    ok: [viewed, 8, 56],
+    bad: [
+      [[viewed, 8, 57], RangeError, /bytes 8\.\.65 lie beyond the mapping's 64/],
+      [[viewed, -1, 8], RangeError, /offset must be an integer/],
+      [[{}, 0, 8], TypeError, /mapping must be a value mapFile returned/],
+      [[new Uint8Array(8), 0, 8], TypeError, /mapping must be a value mapFile returned/],
+    ],
+  },
+  // mapping, views → the views detached, the file unmapped
+  unmapFile: {
+    ok: [unmapped, []],
+    bad: [[[unmapped, [new Uint8Array(4)]], TypeError, /views must be an array of ArrayBuffers/], [[unmapped, null], TypeError, /views must be an array/], [[null, []], TypeError, /mapping must be/]],
+  },
+  // bytes, advice (0 normal … 3 willneed) → whether madvise took it
+  adviseMemory: { ok: [new Uint8Array(4096), 0], bad: [[[new Uint8Array(8), 4], RangeError, /advice must be an integer/], [[new Float32Array(8), 0], TypeError, /bytes must be a Uint8Array/]] },
+  // bytes → '' when mlocked, else why not
+  lockMemory: { ok: [new Uint8Array(8)], bad: [[[new Float32Array(8)], TypeError, /bytes must be a Uint8Array/]] },
   // type → the kernels matmul runs for it (undefined for a type it does not compute with)
   kernelInfo: {
     ok: [Q8_0],
@@ -200,14 +229,14 @@ const CASES: Record<string, Case> = {
 
 describe('native addon: every N-API input is checked', { skip }, () => {
   it('has a case for every export', () => {
-    const untested = Object.keys(addon!).filter((name) => !(name in CASES) && !['features', 'threads'].includes(name));
+    const untested = Object.keys(addon!).filter((name) => !(name in CASES) && !['features', 'threads', 'mappingStats'].includes(name));
     assert.deepEqual(untested, [], 'exports without argument checks in this test');
   });
   for (const [name, c] of Object.entries(CASES)) {
     it(name, { skip: addon && typeof addon[name] !== 'function' ? `${name} is not in this build` : false }, () => {
       const fn = addon![name]!;
       fn(...c.ok);
-      for (const [args, type, message] of c.bad) assert.throws(() => fn(...args), (err: Error) => err instanceof type && message.test(err.message), `${name}(${args.map((a) => (ArrayBuffer.isView(a) ? `${a.constructor.name}(${(a as Float32Array).length})` : String(a))).join(', ')})`);
+      for (const [args, type, message] of c.bad) assert.throws(() => fn(...args), (err: Error) => err instanceof type && message.test(err.message), `${name}(${args.map((a) => (ArrayBuffer.isView(a) ? `${a.constructor.name}(${(a as Float32Array).length})` : typeof a === 'object' && a !== null ? Object.prototype.toString.call(a) : String(a))).join(', ')})`);
       if (name !== 'setThreads') assert.throws(() => fn(), TypeError, 'no arguments');
     });
   }
