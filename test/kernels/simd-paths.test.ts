@@ -21,7 +21,7 @@ const GENERATION = ['native-generate.test.js', 'native-logits.test.js'].map((f) 
 const GENERATION_FIXTURES = [
   'llama-f32', 'qwen3-f16', 'gpt2-bf16', 'qwen2-q8_0', 'gemma3-q4_0', 'llama-q4_k', 'qwen2-q6_k', 'smollm3-q4_k_m',
   ...MORE_WEIGHT_TYPES.map((t) => `llama-${t.toLowerCase()}`),
-  'phi3-q8_0', 'llama-rope-yarn-q8_0', 'gemma2-q4_k_m', 'gemma4-q8_0', 'qwen35-q4_k_m',
+  'phi3-q8_0', 'llama-rope-yarn-q8_0', 'gemma2-q4_k_m', 'gemma4-q8_0', 'qwen35-q4_k_m', 'gptoss-mxfp4',
 ];
 const GENERATION_PATTERNS = [`^(${GENERATION_FIXTURES.join('|')})$`, 'native vs reference'];
 const skip = nativeSkip();
