@@ -22,7 +22,7 @@ import { probeReadBandwidth } from '../kernels/native.js';
 
 export interface PeerBenchOptions {
   readonly model?: string;
-  readonly makeModel?: { readonly shape: BenchShapeName; readonly type: BenchWeightType };
+  readonly makeModel?: { readonly shape: BenchShapeName; readonly type: BenchWeightType; readonly layers?: number };
   readonly threads?: number;
   readonly promptLen: number;
   readonly decodeTokens: number;

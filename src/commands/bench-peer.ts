@@ -12,6 +12,7 @@ interface PeerFlags extends LoadFlags {
   model?: string;
   makeModel?: BenchShapeName;
   type: BenchWeightType;
+  layers?: number;
   threads?: number;
   promptLen: number;
   decodeTokens: number;
@@ -33,6 +34,7 @@ export function benchPeerCommand(): Command {
     .option('-m, --model <file>', 'GGUF file')
     .addOption(new Option('--make-model <shape>', 'measure a random-weight GGUF of this shape (made once, cached in dist/bench-models/)').choices(Object.keys(BENCH_SHAPES)))
     .addOption(new Option('--type <type>', 'weight type of --make-model').choices([...BENCH_TYPES]).default('q8_0'))
+    .addOption(new Option('--layers <n>', "--make-model with fewer layers than the shape's own (a token's cost is linear in them)").argParser(intArg('layers')))
     .addOption(new Option('--threads <n>', 'compute threads of both (default: hardware threads)').argParser(intArg('threads')))
     .addOption(new Option('--prompt-len <n>', 'prompt tokens of the prefill and single-decode cases').default(512).argParser(intArg('prompt-len', 2)))
     .addOption(new Option('--decode-tokens <n>', 'measured decode steps per case').default(64).argParser(intArg('decode-tokens')))
@@ -46,7 +48,7 @@ export function benchPeerCommand(): Command {
       const report = await runPeerBench(
         {
           ...(f.model !== undefined && { model: f.model }),
-          ...(f.makeModel !== undefined && { makeModel: { shape: f.makeModel, type: f.type } }),
+          ...(f.makeModel !== undefined && { makeModel: { shape: f.makeModel, type: f.type, ...(f.layers !== undefined && { layers: f.layers }) } }),
           ...(f.threads !== undefined && { threads: f.threads }),
           promptLen: f.promptLen,
           decodeTokens: f.decodeTokens,
