@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import { beforeEach, describe, it } from 'node:test';
 import { EngineCore } from '../../src/engine/engine.js';
 import type { EngineConfig } from '../../src/engine/engine.js';
-import type { RequestDelta } from '../../src/engine/protocol.js';
-import { resolveSamplingParams } from '../../src/engine/sampling-params.js';
 import type { Kernels } from '../../src/kernels/index.js';
 import { referenceKernels } from '../../src/kernels/reference.js';
 import { testKernels } from '../fixtures/native.js';
 import { fixtureModel } from '../fixtures/engine-run.js';
 import { LLAMA_CPP_TOLERANCE } from '../fixtures/tolerance.js';
+import { assertSameRun as assertSame, base, pressurePrompts, rowError, run, runTwoAtATime, tail } from '../fixtures/prefix-hit.js';
+import type { Run } from '../fixtures/prefix-hit.js';
 
 let kernels: Kernels = referenceKernels;
 /** how far a hit's logits rows may be from the reference's (relative to the row's largest), by kernels */
@@ -30,73 +30,12 @@ function engine(fixture: string, opts: Partial<EngineConfig> = {}): EngineCore {
   });
 }
 
-interface Run {
-  tokens: number[];
-  logprobs: number[];
-  topLogprobs: number[];
-  /** the logits row of every sampled token */
-  rows: Float32Array[];
-  cached: number;
-}
-
-let nextId = 0;
-/** Runs requests (all added at once) to the end; each's tokens, logprobs, logits rows and cached prompt tokens. */
-function run(e: EngineCore, prompts: readonly (readonly number[])[], maxTokens: number, afterStep?: () => void): Run[] {
-  const runs = new Map<string, Run>();
-  const ids = prompts.map((p) => {
-    const id = `r${nextId++}`;
-    runs.set(id, { tokens: [], logprobs: [], topLogprobs: [], rows: [], cached: -1 });
-    const params = resolveSamplingParams({ temperature: 0, maxTokens, ignoreEos: true, logprobs: 3 });
-    const refused = e.add({ type: 'add', id, promptIds: Int32Array.from(p), params, arrivalTime: 0 });
-    assert.equal(refused, undefined, refused?.error);
-    return id;
-  });
-  e.logitsTap = (id, _index, row) => runs.get(id)!.rows.push(row.slice());
-  const record = (d: RequestDelta) => {
-    const r = runs.get(d.id)!;
-    r.tokens.push(...d.tokenIds);
-    r.logprobs.push(...(d.logprobs ?? []));
-    r.topLogprobs.push(...(d.topLogprobs ?? []));
-    if (d.cachedPromptTokens !== undefined) r.cached = d.cachedPromptTokens;
-  };
-  for (let step = 0; e.hasWork; step++) {
-    e.step()?.deltas.forEach(record);
-    afterStep?.();
-    assert.ok(step < 5000, 'the engine keeps making progress');
-  }
-  return ids.map((id) => runs.get(id)!);
-}
-
 /** the same request on an engine without a prefix cache */
 function reference(fixture: string, prompt: readonly number[], maxTokens: number): Run {
   return run(engine(fixture, { enablePrefixCaching: false, stateCheckpoints: 0 }), [prompt], maxTokens)[0]!;
 }
 
-/** largest difference between the runs' logits rows, relative to the row's largest magnitude */
-function rowError(a: Run, b: Run): number {
-  assert.equal(a.rows.length, b.rows.length);
-  let worst = 0;
-  a.rows.forEach((row, i) => {
-    const scale = Math.max(...b.rows[i]!.map(Math.abs));
-    for (let j = 0; j < row.length; j++) worst = Math.max(worst, Math.abs(row[j]! - b.rows[i]![j]!) / scale);
-  });
-  return worst;
-}
-
-function assertSameRun(got: Run, want: Run, what: string): void {
-  assert.deepEqual(got.tokens, want.tokens, `${what}: tokens`);
-  const error = rowError(got, want);
-  assert.ok(error <= TOLERANCE, `${what}: logits differ by ${error.toExponential(2)}`);
-  if (TOLERANCE === 0) {
-    assert.deepEqual(got.logprobs, want.logprobs, `${what}: logprobs`);
-    assert.deepEqual(got.topLogprobs, want.topLogprobs, `${what}: top logprobs`);
-  }
-}
-
-/** token ids the fixtures continue with strong margins (they learned successor runs) */
-const base = Array.from({ length: 120 }, (_, i) => 40 + ((i * 37) % 250));
-/** n tokens unlike base's, different for each `from` */
-const tail = (n: number, from: number) => Array.from({ length: n }, (_, i) => 300 + ((from * 29 + i * 7) % 250));
+const assertSameRun = (got: Run, want: Run, what: string) => assertSame(got, want, what, TOLERANCE);
 
 for (const fixture of FIXTURES) {
   describe(`sliding-window prefix caching (${fixture})`, () => {
@@ -168,25 +107,11 @@ describe('sliding-window prefix caching under memory pressure (gemma3-q8_0)', ()
         kernels = native ? testKernels() : referenceKernels;
         TOLERANCE = native ? LLAMA_CPP_TOLERANCE.Q8_0 : 0;
         const e = engine(fixture, { numBlocks: c.numBlocks, swaBlocks: c.swaBlocks, maxModelLen: 96, stateCheckpoints: c.stateCheckpoints });
-        const prompts: number[][] = [];
-        for (let round = 0; round < 4; round++) {
-          for (let k = 1; k <= 4; k++) prompts.push([...base.slice(0, k * BS + round), ...tail(3 + round, k + 10 * round)]);
-        }
-        const want = new Map<string, Run>();
-        const key = (p: readonly number[]) => p.join(',');
-        let hits = 0;
-        for (let i = 0; i < prompts.length; i += 2) {
-          const batch = prompts.slice(i, i + 2);
-          const got = run(e, batch, 12, () => {
-            e.blocks.assertConsistent();
-            e.swaBlocks!.manager.assertConsistent();
-          });
-          batch.forEach((p, j) => {
-            if (!want.has(key(p))) want.set(key(p), reference(fixture, p, 12));
-            assertSameRun(got[j]!, want.get(key(p))!, `prompt ${i + j} (${got[j]!.cached} cached)`);
-            if (got[j]!.cached > 0) hits++;
-          });
-        }
+        const ref = (p: readonly number[]) => reference(fixture, p, 12);
+        const hits = runTwoAtATime(e, pressurePrompts(BS), 12, ref, TOLERANCE, () => {
+          e.blocks.assertConsistent();
+          e.swaBlocks!.manager.assertConsistent();
+        });
         const s = e.windowCheckpoints!.stats;
         assert.ok(hits > 0 && s.restored > 0, `some requests hit (${hits})`);
         assert.ok(s[c.gone] > 0, `pinned windows went (${JSON.stringify(s)})`);

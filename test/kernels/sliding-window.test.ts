@@ -1,15 +1,15 @@
 // Sliding-window attention, attention-logit soft-capping, GELU·up and the logit soft-cap
-// (Gemma 2/3), on both kernel implementations: the reference against plain math written
-// here (softmax over the window, llama.cpp's LLAMA_SWA_TYPE_STANDARD mask: a query at p
+// (Gemma 2/3), on both kernel implementations: the reference against plain math
+// (fixtures/plain-attention.ts: softmax over the window, llama.cpp's LLAMA_SWA_TYPE_STANDARD mask: a query at p
 // sees keys p - window + 1 .. p), the native core against the reference. Blocks wholly
 // before every window are -1 in the tables, as a sliding-window pool leaves them.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { AttentionShape, Kernels } from '../../src/kernels/index.js';
 import { nativeSkip, requireNative } from '../fixtures/native.js';
 import { referenceKernels as ref } from '../../src/kernels/reference.js';
 import { attentionCase, relError, rngFor, RUN_SEED } from '../fixtures/kernel-cases.js';
 import type { AttentionCase, SeqPlan } from '../fixtures/kernel-cases.js';
+import { plainAttention, runAttention as run } from '../fixtures/plain-attention.js';
 
 const seedNote = `(LOOM_TEST_SEED=${RUN_SEED})`;
 
@@ -25,43 +25,6 @@ function dropOutsideWindow(c: AttentionCase, window: number): AttentionCase {
   return { ...c, batch: { ...c.batch, blockTables: tables } };
 }
 
-/** softmax(cap·tanh(scale·q·k / cap)) · v over the window, in f64 from an f32 cache */
-function plainAttention(c: AttentionCase, shape: AttentionShape): Float32Array {
-  const { numHeads, numKvHeads, headDim: d, scale } = shape;
-  const out = new Float32Array(c.numTokens * numHeads * d);
-  const k = c.layer.k as Float32Array;
-  const v = c.layer.v as Float32Array;
-  const m = c.batch.maxBlocksPerSeq;
-  const bs = c.cache.blockSize;
-  for (let s = 0; s + 1 < c.batch.seqStarts.length; s++) {
-    for (let t = c.batch.seqStarts[s]!; t < c.batch.seqStarts[s + 1]!; t++) {
-      const pos = c.batch.positions[t]!;
-      const keys: number[] = [];
-      for (let p = 0; p <= pos; p++) if (!shape.window || pos - p < shape.window) keys.push(p);
-      // the row of KV head kv at position p: a block holds each KV head's bs rows together
-      const row = (p: number, kv: number): number => ((c.batch.blockTables[s * m + Math.floor(p / bs)]! * numKvHeads + kv) * bs + (p % bs)) * d;
-      for (let h = 0; h < numHeads; h++) {
-        const kvHead = Math.floor(h / (numHeads / numKvHeads));
-        const scores = keys.map((p) => {
-          let dot = 0;
-          for (let i = 0; i < d; i++) dot += c.q[(t * numHeads + h) * d + i]! * k[row(p, kvHead) + i]!;
-          const x = dot * scale;
-          return shape.softcap ? shape.softcap * Math.tanh(x / shape.softcap) : x;
-        });
-        const max = Math.max(...scores);
-        const w = scores.map((x) => Math.exp(x - max));
-        const sum = w.reduce((a, b) => a + b, 0);
-        for (let i = 0; i < d; i++) {
-          let acc = 0;
-          keys.forEach((p, j) => (acc += (w[j]! / sum) * v[row(p, kvHead) + i]!));
-          out[(t * numHeads + h) * d + i] = acc;
-        }
-      }
-    }
-  }
-  return out;
-}
-
 const CASES: { plan: SeqPlan[]; window: number; softcap?: number; blockSize: number }[] = [
   // decode tokens far past the window, a prefill chunk that crosses it, a sequence shorter than it
   { plan: [{ cached: 100, chunk: 1 }, { cached: 20, chunk: 30 }, { cached: 0, chunk: 5 }], window: 12, blockSize: 16 },
@@ -71,12 +34,6 @@ const CASES: { plan: SeqPlan[]; window: number; softcap?: number; blockSize: num
   { plan: [{ cached: 3000, chunk: 1 }, { cached: 1500, chunk: 20 }], window: 2100, softcap: 2, blockSize: 16 },
 ];
 const HEADS = { numHeads: 8, numKvHeads: 2, headDim: 64 };
-
-function run(k: Kernels, c: AttentionCase, shape: AttentionShape): Float32Array {
-  const out = new Float32Array(c.numTokens * shape.numHeads * shape.headDim);
-  k.attention(out, c.q, c.layer, c.cache, c.batch, shape);
-  return out;
-}
 
 describe('sliding-window attention', () => {
   it('the reference attends over exactly the window (with soft-capping) on an f32 cache', () => {

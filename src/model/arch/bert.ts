@@ -12,14 +12,11 @@ import type { ModelConfig, TensorSource } from '../weights.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, loadVector, optionalVector } from './architecture.js';
+import { loadQkv, projectQkv } from './qkv-projection.js';
+import type { QkvProjection } from './qkv-projection.js';
 
 interface BertLayer {
-  /** q, k, v projections, or one fused [hidden] → [q | k | v] */
-  qkv: { wq: WeightTensor; wk: WeightTensor; wv: WeightTensor } | { fused: WeightTensor };
-  bq: Float32Array | undefined;
-  bk: Float32Array | undefined;
-  bv: Float32Array | undefined;
-  bqkv: Float32Array | undefined;
+  qkv: QkvProjection;
   wo: WeightTensor;
   bo: Float32Array | undefined;
   attnOutNorm: Float32Array;
@@ -58,13 +55,7 @@ export class BertArchitecture implements Architecture {
     this.layers = Array.from({ length: config.numLayers }, (_, i) => {
       const p = `blk.${i}.`;
       return {
-        qkv: tensors.has(`${p}attn_qkv.weight`)
-          ? { fused: tensors.get(`${p}attn_qkv.weight`) }
-          : { wq: tensors.get(`${p}attn_q.weight`), wk: tensors.get(`${p}attn_k.weight`), wv: tensors.get(`${p}attn_v.weight`) },
-        bq: optionalVector(tensors, `${p}attn_q.bias`),
-        bk: optionalVector(tensors, `${p}attn_k.bias`),
-        bv: optionalVector(tensors, `${p}attn_v.bias`),
-        bqkv: optionalVector(tensors, `${p}attn_qkv.bias`),
+        qkv: loadQkv(tensors, p, true),
         wo: tensors.get(`${p}attn_output.weight`),
         bo: optionalVector(tensors, `${p}attn_output.bias`),
         attnOutNorm: loadVector(tensors, `${p}attn_output_norm.weight`),
@@ -109,17 +100,7 @@ export class BertArchitecture implements Architecture {
     }
     k.layerNorm(x, x, this.embedNorm, this.embedNormBias, n, d, c.normEps);
     this.layers.forEach((layer, li) => {
-      if ('fused' in layer.qkv) {
-        const qkv = this.scratch.take('qkv', n * (qWidth + 2 * kvWidth));
-        k.matmul(qkv, x, layer.qkv.fused, n);
-        if (layer.bqkv) k.addBias(qkv, layer.bqkv, n);
-        splitRows(qkv, n, [q, qWidth], [kk, kvWidth], [v, kvWidth]);
-      } else {
-        k.matmulSet(x, n, [{ out: q, w: layer.qkv.wq }, { out: kk, w: layer.qkv.wk }, { out: v, w: layer.qkv.wv }]);
-      }
-      if (layer.bq) k.addBias(q, layer.bq, n);
-      if (layer.bk) k.addBias(kk, layer.bk, n);
-      if (layer.bv) k.addBias(v, layer.bv, n);
+      projectQkv(k, this.scratch, layer.qkv, x, n, q, kk, v, qWidth, kvWidth);
       if (!this.positionEmbedding) {
         k.rope(q, batch.positions, c.numHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle);
         k.rope(kk, batch.positions, c.numKvHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle);
@@ -167,16 +148,4 @@ export function wholeSequenceAttention(batch: ForwardBatch): AttentionBatch {
     positions.fill(end > start ? batch.positions[end - 1]! : 0, start, end);
   }
   return { seqStarts: batch.seqStarts, positions, blockTables: batch.blockTables, maxBlocksPerSeq: batch.maxBlocksPerSeq };
-}
-
-/** Splits each of n rows of `fused` into consecutive parts, part j going to row t of its own array. */
-function splitRows(fused: Float32Array, n: number, ...parts: [Float32Array, number][]): void {
-  const width = parts.reduce((w, [, pw]) => w + pw, 0);
-  for (let t = 0; t < n; t++) {
-    let at = t * width;
-    for (const [out, pw] of parts) {
-      out.set(fused.subarray(at, at + pw), t * pw);
-      at += pw;
-    }
-  }
 }

@@ -8,16 +8,15 @@ import type { ModelConfig, TensorSource } from '../weights.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, optionalVector, outputWeight } from './architecture.js';
+import { loadQkv, projectQkv, splitRows } from './qkv-projection.js';
+import type { QkvProjection } from './qkv-projection.js';
 import { ropeScalingAt } from '../../tensor/rope-scaling.js';
 import type { RopeScaling } from '../../tensor/rope-scaling.js';
 
 interface LlamaLayer {
   attnNorm: Float32Array;
-  /** q, k, v projections, or one fused [hidden] → [q | k | v] (Phi-3) */
-  qkv: { wq: WeightTensor; wk: WeightTensor; wv: WeightTensor } | { fused: WeightTensor };
-  bq: Float32Array | undefined;
-  bk: Float32Array | undefined;
-  bv: Float32Array | undefined;
+  /** q, k, v projections (fused in Phi-3) */
+  qkv: QkvProjection;
   qNorm: Float32Array | undefined; // [headDim]
   kNorm: Float32Array | undefined;
   wo: WeightTensor;
@@ -53,12 +52,7 @@ export class LlamaArchitecture implements Architecture {
       const p = `blk.${i}.`;
       return {
         attnNorm: loadVector(tensors, `${p}attn_norm.weight`),
-        qkv: tensors.has(`${p}attn_qkv.weight`)
-          ? { fused: tensors.get(`${p}attn_qkv.weight`) }
-          : { wq: tensors.get(`${p}attn_q.weight`), wk: tensors.get(`${p}attn_k.weight`), wv: tensors.get(`${p}attn_v.weight`) },
-        bq: optionalVector(tensors, `${p}attn_q.bias`),
-        bk: optionalVector(tensors, `${p}attn_k.bias`),
-        bv: optionalVector(tensors, `${p}attn_v.bias`),
+        qkv: loadQkv(tensors, p, false),
         qNorm: optionalVector(tensors, `${p}attn_q_norm.weight`),
         kNorm: optionalVector(tensors, `${p}attn_k_norm.weight`),
         wo: tensors.get(`${p}attn_output.weight`),
@@ -103,16 +97,7 @@ export class LlamaArchitecture implements Architecture {
     k.embedRows(x, this.embedding, batch.tokenIds);
     this.layers.forEach((layer, li) => {
       k.rmsNorm(h, x, layer.attnNorm, n, c.hiddenSize, c.normEps);
-      if ('fused' in layer.qkv) {
-        const qkv = this.scratch.take('qkv', n * (qWidth + 2 * kvWidth));
-        k.matmul(qkv, h, layer.qkv.fused, n);
-        splitRows(qkv, n, [q, qWidth], [kk, kvWidth], [v, kvWidth]);
-      } else {
-        k.matmulSet(h, n, [{ out: q, w: layer.qkv.wq }, { out: kk, w: layer.qkv.wk }, { out: v, w: layer.qkv.wv }]);
-      }
-      if (layer.bq) k.addBias(q, layer.bq, n);
-      if (layer.bk) k.addBias(kk, layer.bk, n);
-      if (layer.bv) k.addBias(v, layer.bv, n);
+      projectQkv(k, this.scratch, layer.qkv, h, n, q, kk, v, qWidth, kvWidth);
       if (layer.qNorm) k.rmsNorm(q, q, layer.qNorm, n * c.numHeads, c.headDim, c.normEps);
       if (layer.kNorm) k.rmsNorm(kk, kk, layer.kNorm, n * c.numKvHeads, c.headDim, c.normEps);
       if (layer.rope) {
@@ -138,17 +123,5 @@ export class LlamaArchitecture implements Architecture {
       k.add(x, x, h, n * c.hiddenSize);
     });
     return x;
-  }
-}
-
-/** Splits each of n rows of `fused` into consecutive parts, part j going to row t of its own array. */
-function splitRows(fused: Float32Array, n: number, ...parts: [Float32Array, number][]): void {
-  const width = parts.reduce((w, [, pw]) => w + pw, 0);
-  for (let t = 0; t < n; t++) {
-    let at = t * width;
-    for (const [out, pw] of parts) {
-      out.set(fused.subarray(at, at + pw), t * pw);
-      at += pw;
-    }
   }
 }

@@ -19,6 +19,7 @@ import type { Scratch } from './architecture.js';
 import { loadVector } from './architecture.js';
 import { GGMLType } from '../../tensor/weight-types.js';
 import { routeTopKSoftmax, swigluOai } from './oai-moe.js';
+import { topKOfRow } from './top-k.js';
 
 /**
  * The 2-D [dims[0], dims[1]] matrices of a 3-D expert tensor [dims[0], dims[1], numExperts]:
@@ -70,18 +71,8 @@ export function routeTopK(probs: Float32Array, T: number, p: MoeParams, out: Rou
     const row = probs.subarray(t * E, (t + 1) * E);
     const ids = out.experts.subarray(t * k, (t + 1) * k);
     const w = out.weights.subarray(t * k, (t + 1) * k);
-    for (let j = 0; j <= k && j < E; j++) {
-      let best = -1;
-      for (let e = 0; e < E; e++) if (taken[e] === 0 && (best < 0 || row[e]! > row[best]!)) best = e;
-      if (j === k) {
-        minGap = Math.min(minGap, Math.log(row[ids[k - 1]!]! / row[best]!));
-        break;
-      }
-      taken[best] = 1;
-      ids[j] = best;
-      w[j] = row[best]!;
-    }
-    for (let j = 0; j < k; j++) taken[ids[j]!] = 0;
+    const next = topKOfRow(row, ids, w, taken);
+    if (next >= 0) minGap = Math.min(minGap, Math.log(row[ids[k - 1]!]! / row[next]!));
     if (p.normTopK) {
       let sum = 0;
       for (let j = 0; j < k; j++) sum += w[j]!;

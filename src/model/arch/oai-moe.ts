@@ -4,6 +4,7 @@
 // logits alone; the experts' gated activation is OpenAI's clamped SwiGLU.
 import type { MoeParams } from '../weights.js';
 import type { Routing } from './moe.js';
+import { topKOfRow } from './top-k.js';
 
 /** ggml_swiglu_oai's constants as llama.cpp's openai-moe graph passes them */
 export const SWIGLU_OAI_ALPHA = 1.702;
@@ -38,18 +39,8 @@ export function routeTopKSoftmax(logits: Float32Array, T: number, p: MoeParams, 
     const row = logits.subarray(t * E, (t + 1) * E);
     const ids = out.experts.subarray(t * k, (t + 1) * k);
     const w = out.weights.subarray(t * k, (t + 1) * k);
-    for (let j = 0; j <= k && j < E; j++) {
-      let best = -1;
-      for (let e = 0; e < E; e++) if (taken[e] === 0 && (best < 0 || row[e]! > row[best]!)) best = e;
-      if (j === k) {
-        minGap = Math.min(minGap, row[ids[k - 1]!]! - row[best]!);
-        break;
-      }
-      taken[best] = 1;
-      ids[j] = best;
-      w[j] = row[best]!;
-    }
-    for (let j = 0; j < k; j++) taken[ids[j]!] = 0;
+    const next = topKOfRow(row, ids, w, taken);
+    if (next >= 0) minGap = Math.min(minGap, row[ids[k - 1]!]! - row[next]!);
     const max = w[0]!; // the first chosen is the largest
     let sum = 0;
     for (let j = 0; j < k; j++) {
