@@ -47,7 +47,7 @@ export function encodeBlockFile(key: KvBlockKey, hash: string, payload: readonly
     out.set(p, at);
     at += p.byteLength;
   }
-  out.writeUInt32LE(crc32(out.subarray(PREFIX)), 16);
+  out.writeUInt32LE(checksum(out), 16);
   return out;
 }
 
@@ -58,7 +58,7 @@ export function decodeBlockFile(file: Buffer, key: KvBlockKey, hash: string): { 
   if (version !== KV_BLOCK_FORMAT) return { refused: `format version ${version}, this loom writes ${KV_BLOCK_FORMAT}` };
   const headerLength = file.readUInt32LE(12);
   if (PREFIX + headerLength > file.length) return { refused: 'truncated header' };
-  if (crc32(file.subarray(PREFIX)) !== file.readUInt32LE(16)) return { refused: 'checksum mismatch (partial or corrupt)' };
+  if (checksum(file) !== file.readUInt32LE(16)) return { refused: 'checksum mismatch (partial or corrupt)' };
   let header: Record<string, unknown>;
   try {
     header = JSON.parse(file.subarray(PREFIX, PREFIX + headerLength).toString('utf8')) as Record<string, unknown>;
@@ -72,6 +72,11 @@ export function decodeBlockFile(file: Buffer, key: KvBlockKey, hash: string): { 
   const payload = file.subarray(PREFIX + headerLength);
   if (payload.length !== header.payloadBytes) return { refused: `payload of ${payload.length} bytes, header says ${String(header.payloadBytes)}` };
   return { payload };
+}
+
+/** crc32 of everything but the magic and the checksum itself: version, header length, header, payload */
+function checksum(file: Buffer): number {
+  return crc32(file.subarray(PREFIX), crc32(file.subarray(MAGIC.length, MAGIC.length + 8)));
 }
 
 const IDENTITY_BYTES = 1 << 20;

@@ -44,9 +44,9 @@ function engine(opts: Partial<EngineOptions>, edit: (c: EngineConfig) => EngineC
 interface Run { tokens: number[]; logprobs: number[]; cached: number }
 
 let nextId = 0;
-function run(e: EngineCore, prompt: readonly number[], maxTokens = 6): Run {
+function run(e: EngineCore, prompt: readonly number[], maxTokens = 6, cacheSalt?: string): Run {
   const id = `r${nextId++}`;
-  const params = resolveSamplingParams({ temperature: 0, maxTokens, ignoreEos: true, logprobs: 0 });
+  const params = resolveSamplingParams({ temperature: 0, maxTokens, ignoreEos: true, logprobs: 0, ...(cacheSalt !== undefined && { cacheSalt }) });
   assert.equal(e.add({ type: 'add', id, promptIds: Int32Array.from(prompt), params, arrivalTime: 0 }), undefined);
   const out: Run = { tokens: [], logprobs: [], cached: -1 };
   while (e.hasWork) {
@@ -101,6 +101,16 @@ describe('--kv-cache-dir', () => {
     const without = run(engine({}).core, P);
     assert.deepEqual(without.tokens, r.tokens);
     assert.equal(without.cached, 0);
+  });
+
+  it('a cache salt names blocks of its own: another salt, or none, never loads them', () => {
+    const d = tempDir();
+    run(engine({ kvCacheDir: d }).core, P, 6, 'tenant-a');
+    assert.equal(run(engine({ kvCacheDir: d }).core, P).cached, 0);
+    assert.equal(run(engine({ kvCacheDir: d }).core, P, 6, 'tenant-b').cached, 0);
+    const same = run(engine({ kvCacheDir: d }).core, P, 6, 'tenant-a');
+    assert.equal(same.cached, 6 * BS);
+    assert.deepEqual(same.tokens, cold.tokens);
   });
 
   for (const [what, spoil] of [
