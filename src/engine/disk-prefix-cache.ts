@@ -38,6 +38,7 @@ export interface DiskCacheStats {
 
 /** a file used again sooner than this keeps its mtime (its place in memory moves at once) */
 const TOUCH_INTERVAL_MS = 60_000;
+const STALE_TMP_MS = 3_600_000;
 
 export class DiskPrefixCache {
   readonly stats: DiskCacheStats = { blocksLoaded: 0, blocksWritten: 0, filesRefused: 0, filesEvicted: 0, readMs: 0, writeMs: 0 };
@@ -193,10 +194,13 @@ export class DiskPrefixCache {
       if (!ns.isDirectory()) continue;
       const dir = join(this.config.path, ns.name);
       for (const name of readdirSync(dir)) {
-        if (!name.endsWith('.kv')) continue;
+        const tmp = name.endsWith('.tmp');
+        if (!tmp && !name.endsWith('.kv')) continue;
         try {
           const s = statSync(join(dir, name));
-          if (s.isFile()) found.push({ path: join(dir, name), size: s.size, mtime: s.mtimeMs });
+          // a temporary file an hour old was left by a killed writer, not one still writing
+          if (tmp && Date.now() - s.mtimeMs > STALE_TMP_MS) unlinkSync(join(dir, name));
+          else if (!tmp && s.isFile()) found.push({ path: join(dir, name), size: s.size, mtime: s.mtimeMs });
         } catch { /* removed meanwhile */ }
       }
     }

@@ -172,8 +172,27 @@ describe('--kv-cache-dir', () => {
     assert.equal(smaller.core.diskCache!.stats.filesEvicted, 3);
   });
 
+  it('removes temporary files a killed writer left, not ones being written', () => {
+    const d = tempDir();
+    const nsd = engine({ kvCacheDir: d }).core.diskCache!.dir;
+    const stale = join(nsd, 'abc.kv.1-0.tmp'), fresh = join(nsd, 'def.kv.2-0.tmp');
+    writeFileSync(stale, 'partial');
+    writeFileSync(fresh, 'partial');
+    utimesSync(stale, Date.now() / 1000 - 7200, Date.now() / 1000 - 7200);
+    const e = engine({ kvCacheDir: d });
+    assert.deepEqual(readdirSync(nsd).sort(), ['def.kv.2-0.tmp']);
+    assert.equal(e.core.diskCache!.bytes, 0, 'temporary files are not blocks');
+  });
+
   it('is refused for models whose prefix caching it cannot serve', () => {
     assert.throws(() => engine({ kvCacheDir: dir, enablePrefixCaching: false }), /--kv-cache-dir/);
     assert.throws(() => engine({ kvCacheDir: dir, kvCacheDirSize: '0.5' }), /--kv-cache-dir-size/);
+    for (const [fixture, why] of [['qwen35-q8_0', /not a hybrid model/], ['gemma3-q8_0', /not a sliding-window pool/]] as const) {
+      const m = fixtureModel(fixture);
+      assert.throws(() => resolveEngineConfig({ model: PATH, kvCacheMemory: '16MiB', maxNumSeqs: 4, kvCacheDir: dir }, m.config, [...m.tokenizer.stopIds]), why);
+    }
+    // with its sliding layers in the global blocks, a Gemma model's whole state is in them
+    const g = fixtureModel('gemma3-q8_0');
+    assert.ok(resolveEngineConfig({ model: PATH, kvCacheMemory: '16MiB', kvCacheDir: dir, swaPool: false }, g.config, [...g.tokenizer.stopIds]).kvCacheDir);
   });
 });
