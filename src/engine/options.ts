@@ -1,4 +1,5 @@
 // Engine options as users give them (CLI/serve flags), resolved against the model and machine.
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { freemem } from 'node:os';
 import { InvalidArgumentError } from '../errors.js';
 import { KV_DTYPES, KV_Q8_BLOCK } from '../kernels/index.js';
@@ -89,6 +90,17 @@ export function parseDiskSize(value: string | number): number {
   const bytes = m && unit !== undefined ? Number(m[1]) * unit : NaN;
   if (!(bytes >= 1)) throw new InvalidArgumentError(`--kv-cache-dir-size: cannot read "${value}" (try 8GiB or 500MB)`);
   return Math.floor(bytes);
+}
+
+/** --kv-cache-dir, made if missing and checked writable: a start-up error naming the flag, not a failing engine */
+function usableDir(path: string): string {
+  try {
+    mkdirSync(path, { recursive: true });
+    accessSync(path, constants.W_OK);
+  } catch (err) {
+    throw new InvalidArgumentError(`--kv-cache-dir ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return path;
 }
 
 /** "4GiB" → bytes; a number or numeric string ≤ 1 is a fraction of free memory */
@@ -207,7 +219,7 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     );
   }
   const kvCacheDir = opts.kvCacheDir !== undefined
-    ? { path: opts.kvCacheDir, maxBytes: parseDiskSize(opts.kvCacheDirSize ?? ENGINE_DEFAULTS.kvCacheDirSize), modelId: modelIdentity(opts.model) }
+    ? { path: usableDir(opts.kvCacheDir), maxBytes: parseDiskSize(opts.kvCacheDirSize ?? ENGINE_DEFAULTS.kvCacheDirSize), modelId: modelIdentity(opts.model) }
     : undefined;
   const logprobsMode = opts.logprobsMode ?? ENGINE_DEFAULTS.logprobsMode;
   if (!LOGPROBS_MODES.includes(logprobsMode)) throw new InvalidArgumentError(`--logprobs-mode must be one of ${LOGPROBS_MODES.join(', ')}`);

@@ -187,6 +187,8 @@ describe('--kv-cache-dir', () => {
   it('is refused for models whose prefix caching it cannot serve', () => {
     assert.throws(() => engine({ kvCacheDir: dir, enablePrefixCaching: false }), /--kv-cache-dir/);
     assert.throws(() => engine({ kvCacheDir: dir, kvCacheDirSize: '0.5' }), /--kv-cache-dir-size/);
+    writeFileSync(join(dir, 'a-file'), '');
+    assert.throws(() => engine({ kvCacheDir: join(dir, 'a-file', 'sub') }), /--kv-cache-dir .*a-file\/sub: ENOTDIR/);
     for (const [fixture, why] of [['qwen35-q8_0', /not a hybrid model/], ['gemma3-q8_0', /not a sliding-window pool/]] as const) {
       const m = fixtureModel(fixture);
       assert.throws(() => resolveEngineConfig({ model: PATH, kvCacheMemory: '16MiB', maxNumSeqs: 4, kvCacheDir: dir }, m.config, [...m.tokenizer.stopIds]), why);
