@@ -9,13 +9,13 @@
 // out first, by mtime (set on write and on every load; atime is unreliable under noatime).
 // Synchronous fs on the engine thread: a block is a few hundred KiB at most and goes to the page
 // cache (no fsync: a torn file after a power loss fails its checksum and is skipped).
-import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writevSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { threadId } from 'node:worker_threads';
 import type { KvCache } from '../model/kv-cache.js';
 import type { BlockManager } from './block-manager.js';
-import { chainHash, decodeBlockFile, encodeBlockFile, KV_BLOCK_FORMAT } from './kv-block-file.js';
+import { chainHash, decodeBlockFile, encodeBlockHeader, KV_BLOCK_FORMAT } from './kv-block-file.js';
 import type { KvBlockKey } from './kv-block-file.js';
 
 export interface KvCacheDirConfig {
@@ -81,10 +81,19 @@ export class DiskPrefixCache {
     const path = this.pathOf(hash);
     if (this.files.has(path)) return;
     const t0 = performance.now();
-    const bytes = encodeBlockFile(this.key, hash, this.kv.blockBytes(block));
+    const payload = this.kv.blockBytes(block);
+    const parts = [encodeBlockHeader(this.key, hash, payload), ...payload];
+    const bytes = parts.reduce((n, p) => n + p.byteLength, 0);
     const tmp = `${path}.${process.pid}-${threadId}.tmp`; // replicas may be threads of one process
     try {
-      writeFileSync(tmp, bytes);
+      const fd = openSync(tmp, 'w');
+      try {
+        // from the cache's arrays as they lie; a regular file takes a writev whole
+        const written = writevSync(fd, parts);
+        if (written !== bytes) throw new Error(`wrote ${written} of ${bytes} bytes`);
+      } finally {
+        closeSync(fd);
+      }
       renameSync(tmp, path);
     } catch (err) {
       try { unlinkSync(tmp); } catch { /* never written */ }
@@ -92,7 +101,7 @@ export class DiskPrefixCache {
       this.writeFailed = true;
       return;
     }
-    this.add(path, bytes.length);
+    this.add(path, bytes);
     this.stats.blocksWritten++;
     this.stats.writeMs += performance.now() - t0;
     this.trim();

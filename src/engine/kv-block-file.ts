@@ -33,22 +33,25 @@ export function chainHash(parent: string | number, tokens: ArrayLike<number>, st
   return h.update(new Uint8Array(ids.buffer)).digest('hex').slice(0, 32);
 }
 
-/** the file's bytes: prefix, header JSON, then the arrays' bytes in order */
-export function encodeBlockFile(key: KvBlockKey, hash: string, payload: readonly Uint8Array[]): Buffer {
+/** The file's first bytes (prefix and header JSON, its checksum covering `payload` too): the file
+ *  is these, then the payload arrays' bytes in order, written from where they lie (no copy). */
+export function encodeBlockHeader(key: KvBlockKey, hash: string, payload: readonly Uint8Array[]): Buffer {
   const payloadBytes = payload.reduce((n, p) => n + p.byteLength, 0);
   const header = Buffer.from(JSON.stringify({ ...key, hash, payloadBytes }), 'utf8');
-  const out = Buffer.allocUnsafe(PREFIX + header.length + payloadBytes);
+  const out = Buffer.allocUnsafe(PREFIX + header.length);
   MAGIC.copy(out, 0);
   out.writeUInt32LE(KV_BLOCK_FORMAT, 8);
   out.writeUInt32LE(header.length, 12);
   header.copy(out, PREFIX);
-  let at = PREFIX + header.length;
-  for (const p of payload) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  out.writeUInt32LE(checksum(out), 16);
+  let crc = crc32(out.subarray(PREFIX), crc32(out.subarray(MAGIC.length, MAGIC.length + 8)));
+  for (const p of payload) crc = crc32(p, crc);
+  out.writeUInt32LE(crc, 16);
   return out;
+}
+
+/** the whole file in one buffer */
+export function encodeBlockFile(key: KvBlockKey, hash: string, payload: readonly Uint8Array[]): Buffer {
+  return Buffer.concat([encodeBlockHeader(key, hash, payload), ...payload]);
 }
 
 /** The payload of a file, or why it must not be loaded (a partial, corrupt or foreign file). */
