@@ -54,6 +54,8 @@ interface ServeFlags extends LoadFlags {
   runner: RunnerKind;
   stepTimeFactor: number;
   enablePrefixCaching: boolean;
+  kvCacheDir?: string;
+  kvCacheDirSize: string;
   stateCheckpoints?: number;
   logprobsMode: LogprobsMode;
   maxPendingRequests: number;
@@ -113,6 +115,8 @@ export function serveCommand(): Command {
         .argParser(n('step-time-factor', false)),
     )
     .option('--no-enable-prefix-caching', 'turn automatic prefix caching off')
+    .option('--kv-cache-dir <dir>', 'keep prefix-cache blocks on disk too, so a restarted server finds them (checksummed files keyed by the model file, dtype and block hashes)')
+    .option('--kv-cache-dir-size <size>', 'bytes the --kv-cache-dir files may take (8GiB, 500MB); least recently used out first', ENGINE_DEFAULTS.kvCacheDirSize)
     .addOption(
       new Option(
         '--state-checkpoints <n>',
@@ -186,6 +190,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     stepTimeFactor: flags.stepTimeFactor,
     ...(flags.maxModelLen !== undefined && { maxModelLen: flags.maxModelLen }),
     enablePrefixCaching: flags.enablePrefixCaching,
+    ...(flags.kvCacheDir !== undefined && { kvCacheDir: flags.kvCacheDir, kvCacheDirSize: flags.kvCacheDirSize }),
     ...(flags.stateCheckpoints !== undefined && { stateCheckpoints: flags.stateCheckpoints }),
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),

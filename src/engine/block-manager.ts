@@ -40,6 +40,8 @@ export function saltRoot(salt: string | undefined): number {
 }
 /** copy-on-write: copy KV block src → dst (all layers) before writing dst */
 export interface CopyOp { readonly src: number; readonly dst: number }
+/** a full block entered the prefix cache (or was named after an identical one): block ids, the chain's root, its tokens at start */
+export type RegisterHook = (block: number, parentBlock: number, root: number, tokens: ArrayLike<number>, start: number) => void;
 /** in tokens */
 export interface PrefixCacheStats { queries: number; hits: number }
 
@@ -69,10 +71,12 @@ export class BlockManager {
   private readonly events: KvEventRecorder | undefined;
   /** told when a block leaves the prefix cache (evicted, or the cache reset), if set */
   private readonly uncached: ((block: number) => void) | undefined;
+  /** told when a block is registered: its parent block (-1: first), the chain's root, its tokens (disk prefix cache) */
+  private readonly onRegister: RegisterHook | undefined;
 
   constructor(opts: {
     numBlocks: number; blockSize: number; enablePrefixCaching: boolean; hash?: BlockHashFn; events?: KvEventRecorder;
-    uncached?: (block: number) => void;
+    uncached?: (block: number) => void; onRegister?: RegisterHook;
   }) {
     const { numBlocks, blockSize } = opts;
     if (!(Number.isInteger(numBlocks) && numBlocks > 0)) throw new RangeError(`numBlocks must be a positive integer, got ${numBlocks}`);
@@ -83,6 +87,7 @@ export class BlockManager {
     this.hash = opts.hash ?? hashBlock;
     this.events = opts.events;
     this.uncached = opts.uncached;
+    this.onRegister = opts.onRegister;
     this.refCount = new Int32Array(numBlocks);
     this.fill = new Int32Array(numBlocks);
     this.freeBlocks = new FreeBlocks(numBlocks); // block 0 is taken first
@@ -113,6 +118,16 @@ export class BlockManager {
    *  not yet taken (pass them to canAllocate/allocate before any other allocate can evict them).
    *  `usable`: only a prefix whose last block passes it counts (a hybrid model's: one with a state checkpoint). */
   findCachedPrefix(tokens: ArrayLike<number>, root = 0, usable?: (block: number) => boolean): number[] {
+    const found = this.cachedPrefix(tokens, root);
+    if (!this.enablePrefixCaching) return found;
+    if (usable) while (found.length > 0 && !usable(found[found.length - 1]!)) found.pop();
+    this.stats.queries += tokens.length;
+    this.stats.hits += found.length * this.blockSize;
+    return found;
+  }
+
+  /** The longest prefix of `tokens` in cached full blocks, leaving ≥ 1 token to compute (a peek: no stats). */
+  cachedPrefix(tokens: ArrayLike<number>, root = 0): number[] {
     const found: number[] = [];
     if (!this.enablePrefixCaching) return found;
     const bs = this.blockSize;
@@ -123,9 +138,6 @@ export class BlockManager {
       found.push(b);
       parent = this.cid[b]!;
     }
-    if (usable) while (found.length > 0 && !usable(found[found.length - 1]!)) found.pop();
-    this.stats.queries += tokens.length;
-    this.stats.hits += found.length * bs;
     return found;
   }
 
@@ -198,6 +210,7 @@ export class BlockManager {
         this.cid[b] = this.nextCid++; // hash collision: named (children can be cached) but unmapped
       }
       this.events?.registered(b, i === 0 ? -1 : table[i - 1]!, tokens, start, entersCache);
+      this.onRegister?.(b, i === 0 ? -1 : table[i - 1]!, owner.prefixRoot ?? 0, tokens, start);
       parent = this.cid[b]!;
     }
   }

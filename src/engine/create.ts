@@ -55,6 +55,9 @@ export function engineInfo(engine: EngineCore): EngineInfo {
       ? [`prefix caching pins up to ${engine.windowCheckpoints.numCheckpoints} windows in the sliding-window pool (${c.swaBlocks} blocks of ${c.blockSize} tokens)`]
       : []),
     ...(c.contextNote !== undefined ? [c.contextNote] : []),
+    ...(engine.diskCache
+      ? [`prefix blocks kept on disk in ${engine.diskCache.dir} (${(engine.diskCache.bytes / 2 ** 20).toFixed(1)} MiB of --kv-cache-dir-size ${(engine.diskCache.config.maxBytes / 2 ** 30).toFixed(2)} GiB used)`]
+      : []),
     ...draftModelLines(c, engine.drafter?.model.config),
   ];
   return {

@@ -23,6 +23,8 @@ import { CheckpointPolicy } from './checkpoint-policy.js';
 import { WindowCheckpoints } from './window-checkpoints.js';
 import type { SchedulerConfig, ScheduledChunk } from './scheduler.js';
 import { Sequence } from './sequence.js';
+import { DiskPrefixCache } from './disk-prefix-cache.js';
+import type { KvCacheDirConfig } from './disk-prefix-cache.js';
 import { RequestState } from './request-state.js';
 import type { LogprobsMode } from './logprobs.js';
 import { GrammarCompiler } from './grammar/compiler.js';
@@ -50,6 +52,8 @@ export interface EngineConfig extends SchedulerConfig {
   readonly kvEvents?: { readonly hashSeed: string };
   /** speculative decoding (prompt lookup or a draft model), when on */
   readonly speculative?: SpeculativeConfig;
+  /** prefix blocks kept on disk across restarts (--kv-cache-dir); models whose prefix caching needs checkpoints get none */
+  readonly kvCacheDir?: KvCacheDirConfig;
   /** set when the context was lowered to fit the KV cache (no --max-model-len given): the start-up line saying so */
   readonly contextNote?: string;
 }
@@ -74,6 +78,8 @@ export class EngineCore {
   private readonly speculator: Speculator | undefined;
   /** the draft model and its cache (speculative method "draft_model") */
   readonly drafter: DraftModelDrafter | undefined;
+  /** prefix blocks on disk (--kv-cache-dir), when on */
+  readonly diskCache: DiskPrefixCache | undefined;
   /** a pooling model's requests (embeddings, rerank); undefined when the model generates */
   readonly pooling: PoolingRequests | undefined;
   /**
@@ -110,8 +116,13 @@ export class EngineCore {
       : undefined);
     this.swaBlocks = swaBlocks > 0 ? new SwaBlocks(swaBlocks, config.blockSize, window!) : undefined;
     const windows = (this.windowCheckpoints = this.swaBlocks && numCheckpoints > 0 ? new WindowCheckpoints(numCheckpoints, this.swaBlocks) : undefined);
+    if (config.kvCacheDir && (!config.enablePrefixCaching || hybrid || swaBlocks > 0 || model.config.pooling)) {
+      throw new Error('--kv-cache-dir keeps prefix-cache blocks: it needs prefix caching on a model whose whole state is its KV blocks (not a hybrid model, a sliding-window pool or a pooling model)');
+    }
+    const disk = (this.diskCache = config.kvCacheDir ? new DiskPrefixCache(config.kvCacheDir, kv, config.blockSize) : undefined);
     this.blocks = new BlockManager({
       numBlocks: config.numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching, events: this.kvEvents,
+      ...(disk && { onRegister: disk.registered.bind(disk) }),
       ...((checkpoints || windows) && { uncached: (b: number) => { checkpoints?.blockUncached(b); windows?.blockUncached(b); } }),
     });
     this.states = recurrent ? new StateSlots(config.maxNumSeqs, (src, dst) => recurrent.copy(src, dst)) : undefined;
@@ -123,7 +134,8 @@ export class EngineCore {
       : undefined);
     this.speculator = spec ? new Speculator(spec, drafter) : undefined;
     const policy = checkpoints || windows ? new CheckpointPolicy(this.blocks, checkpoints, windows) : undefined;
-    this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks, this.states, this.speculator, policy);
+    const loader = disk && ((tokens: readonly number[], root: number) => disk.fill(this.blocks, tokens, root));
+    this.scheduler = new Scheduler(config, this.blocks, this.swaBlocks, this.states, this.speculator, policy, loader);
     if (model.config.pooling && !config.wholeSequences) throw new Error('a pooling model computes every sequence whole (wholeSequences)');
     this.pooling = model.config.pooling ? new PoolingRequests(new Pooler(model.config, model.tensors), this.scheduler) : undefined;
     this.stopConfig = { ...config, samplingKernels: kernels };

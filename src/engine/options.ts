@@ -1,10 +1,12 @@
 // Engine options as users give them (CLI/serve flags), resolved against the model and machine.
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { freemem } from 'node:os';
 import { InvalidArgumentError } from '../errors.js';
 import { KV_DTYPES, KV_Q8_BLOCK } from '../kernels/index.js';
 import type { KvDtype } from '../kernels/index.js';
 import { KvCache } from '../model/kv-cache.js';
 import { SwaBlocks } from './swa-blocks.js';
+import { modelIdentity } from './kv-block-file.js';
 import { layerAttention, ownsKv, recurrentStateBytes } from '../model/weights.js';
 import type { ModelConfig } from '../model/weights.js';
 import type { EngineConfig } from './engine.js';
@@ -52,6 +54,10 @@ export interface EngineOptions {
   readonly mmap?: boolean;
   /** lock the weights in RAM (--mlock); when the system refuses, a warning */
   readonly mlock?: boolean;
+  /** keep prefix-cache blocks in this directory too, so a restarted engine finds them (--kv-cache-dir) */
+  readonly kvCacheDir?: string;
+  /** bytes the directory's block files may take ("8GiB"), least recently used out first (--kv-cache-dir-size) */
+  readonly kvCacheDirSize?: string | number;
 }
 
 export type KvCacheDtypeOption = 'auto' | KvDtype;
@@ -69,12 +75,33 @@ export const ENGINE_DEFAULTS = {
   stepTimeFactor: 2,
   enablePrefixCaching: true,
   logprobsMode: 'raw_logprobs',
+  kvCacheDirSize: '8GiB',
 } as const;
 
 /** without --max-model-len the context is lowered to fit the KV cache, but never below this (or the model's own) */
 export const MIN_FITTED_CONTEXT = 4096;
 
 const UNITS: Record<string, number> = { '': 1, b: 1, kb: 1e3, mb: 1e6, gb: 1e9, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30 };
+
+/** --kv-cache-dir-size: "8GiB", "500MB" or a byte count (no fraction: the disk is not memory) */
+export function parseDiskSize(value: string | number): number {
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/.exec(String(value).trim().toLowerCase());
+  const unit = m ? UNITS[m[2]!] : undefined;
+  const bytes = m && unit !== undefined ? Number(m[1]) * unit : NaN;
+  if (!(bytes >= 1)) throw new InvalidArgumentError(`--kv-cache-dir-size: cannot read "${value}" (try 8GiB or 500MB)`);
+  return Math.floor(bytes);
+}
+
+/** --kv-cache-dir, made if missing and checked writable: a start-up error naming the flag, not a failing engine */
+function usableDir(path: string): string {
+  try {
+    mkdirSync(path, { recursive: true });
+    accessSync(path, constants.W_OK);
+  } catch (err) {
+    throw new InvalidArgumentError(`--kv-cache-dir ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return path;
+}
 
 /** "4GiB" → bytes; a number or numeric string ≤ 1 is a fraction of free memory */
 export function parseMemory(value: string | number): number {
@@ -185,6 +212,15 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
   }
   // a recurrent state has no positions to roll rejected drafts back to
   if (speculative && model.linearAttention) throw new InvalidArgumentError('--speculative-config: not available for hybrid models with recurrent (linear-attention) layers');
+  const enablePrefixCaching = wantsPrefixCaching && (perState === 0 || stateCheckpoints > 0) && (!pooled || windowCheckpoints > 0);
+  if (opts.kvCacheDir !== undefined && !(enablePrefixCaching && perState === 0 && !pooled)) {
+    throw new InvalidArgumentError(
+      `--kv-cache-dir keeps prefix-cache blocks, which restore the whole state only of a model with prefix caching on and every layer in the global KV blocks (${pooling ? 'a pooling model caches no prefixes' : perState > 0 ? 'not a hybrid model: its recurrent state is not in them' : pooled ? 'not a sliding-window pool: library option swaPool: false keeps those layers in the global blocks' : 'prefix caching is off'})`,
+    );
+  }
+  const kvCacheDir = opts.kvCacheDir !== undefined
+    ? { path: usableDir(opts.kvCacheDir), maxBytes: parseDiskSize(opts.kvCacheDirSize ?? ENGINE_DEFAULTS.kvCacheDirSize), modelId: modelIdentity(opts.model) }
+    : undefined;
   const logprobsMode = opts.logprobsMode ?? ENGINE_DEFAULTS.logprobsMode;
   if (!LOGPROBS_MODES.includes(logprobsMode)) throw new InvalidArgumentError(`--logprobs-mode must be one of ${LOGPROBS_MODES.join(', ')}`);
   return {
@@ -200,13 +236,14 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
     // a hybrid model's needs the recurrent state after it: from a state checkpoint;
     // pooling models: every input is computed whole, its blocks freed at once
     ...(pooling && { wholeSequences: true }),
-    enablePrefixCaching: wantsPrefixCaching && (perState === 0 || stateCheckpoints > 0) && (!pooled || windowCheckpoints > 0),
+    enablePrefixCaching,
     ...(stateCheckpoints + windowCheckpoints > 0 && { stateCheckpoints: stateCheckpoints + windowCheckpoints }),
     logprobsMode,
     eosTokenIds,
     ...(opts.kvEvents ? { kvEvents: opts.kvEvents } : {}),
     ...(speculative ? { speculative } : {}),
     ...(contextNote !== undefined && { contextNote }),
+    ...(kvCacheDir && { kvCacheDir }),
   };
 }
 

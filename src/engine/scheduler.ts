@@ -78,6 +78,8 @@ export class Scheduler {
     readonly speculator?: Speculator,
     /** where checkpoints go (recurrent state, sliding windows), when such a model caches prefixes */
     readonly checkpoints?: CheckpointPolicy,
+    /** brings a waiting sequence's prefix blocks in from elsewhere (disk) before its lookup */
+    readonly prefixLoader?: (tokens: readonly number[], root: number) => void,
   ) {
     // rejected drafts are rolled back by position: a sliding-window pool or a recurrent state cannot be
     assert(!((swa || states) && speculator), 'speculative decoding runs without a sliding-window pool or recurrent state');
@@ -234,7 +236,9 @@ export class Scheduler {
       }
       // an n > 1 request starts only when all n completions fit under --max-num-seqs
       if (this.numRunningLive + seq.slots > this.config.maxNumSeqs) break;
-      const cached = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0
+      const lookup = this.config.enablePrefixCaching && !seq.noPrefixCache && seq.blockTable.length === 0;
+      if (lookup) this.prefixLoader?.(seq.tokens, seq.prefixRoot);
+      const cached = lookup
         ? this.blocks.findCachedPrefix(seq.tokens, seq.prefixRoot, this.checkpoints?.usable)
         : [];
       const numComputed = cached.length * this.blocks.blockSize;

@@ -98,6 +98,19 @@ export class KvCache {
     });
   }
 
+  /** Views of block b's bytes in the global pool: k then v of every layer keeping its own, in layer
+   *  order (what a saved prefix block holds; writing into them restores it). */
+  blockBytes(b: number): Uint8Array[] {
+    const views: Uint8Array[] = [];
+    this.layers.forEach((layer, li) => {
+      if (!this.owned[li] || this.inSwaPool[li]) return;
+      const s = this.shapes[li]!;
+      const bytes = kvBytes(s.dtype, s.blockSize * s.numKvHeads * s.headDim);
+      for (const cache of [layer.k, layer.v]) views.push(new Uint8Array(cache.buffer, cache.byteOffset + b * bytes, bytes));
+    });
+    return views;
+  }
+
   /** bytes the KV arrays take (every layer that keeps its own, both pools; not the recurrent state) */
   get bytes(): number {
     return this.layers.reduce((sum, layer, li) => sum + (this.owned[li] ? layer.k.byteLength + layer.v.byteLength : 0), 0);

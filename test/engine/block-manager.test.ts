@@ -459,3 +459,22 @@ describe('BlockManager: placement (a sequence\'s blocks next to each other)', ()
     assert.throws(() => pool.release([...free][0]!), /already free/);
   });
 });
+
+describe('BlockManager: hooks for a prefix cache kept elsewhere (disk)', () => {
+  it('onRegister names each registered block once, with its parent and chain root; cachedPrefix peeks without stats', () => {
+    const seen: [number, number, number, number][] = [];
+    const bm = new BlockManager({ numBlocks: 8, blockSize: 4, enablePrefixCaching: true, onRegister: (b, parent, root, _t, start) => seen.push([b, parent, root, start]) });
+    const tokens = range(10);
+    const a: BlockOwner = { blockTable: [], prefixRoot: 7 };
+    bm.allocate(a, 10);
+    bm.cacheFullBlocks(a, tokens, 6);
+    bm.cacheFullBlocks(a, tokens, 10);
+    assert.deepEqual(seen, [[a.blockTable[0], -1, 7, 0], [a.blockTable[1], a.blockTable[0], 7, 4]]);
+    bm.free(a);
+    assert.deepEqual(bm.cachedPrefix(tokens, 7), [seen[0]![0], seen[1]![0]]);
+    assert.deepEqual(bm.cachedPrefix(tokens, 0), [], 'another root, another chain');
+    assert.deepEqual(bm.stats, { queries: 0, hits: 0 });
+    assert.equal(bm.findCachedPrefix(tokens, 7).length, 2);
+    assert.deepEqual(bm.stats, { queries: 10, hits: 8 });
+  });
+});
