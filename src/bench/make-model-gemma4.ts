@@ -3,6 +3,7 @@
 // weights at the scales of the other bench shapes.
 import type { StreamEntry } from './gguf-stream.js';
 import { entry as kv } from './gguf-stream.js';
+import type { BenchShapeCore, Matrix, Vector } from './bench-writers.js';
 
 export interface Gemma4BenchShape {
   /** head size and KV heads of the sliding-window layers (the shape's headDim/kvHeads are the global layers') */
@@ -23,22 +24,10 @@ export interface Gemma4BenchShape {
   readonly globalKEqV?: boolean;
 }
 
-/** the part of BenchShape these need */
-interface Shape {
-  readonly hidden: number;
-  readonly layers: number;
-  readonly heads: number;
-  readonly kvHeads: number;
-  readonly headDim: number;
-  readonly ffn: number;
-  readonly vocab: number;
-}
 
-type Matrix = (name: string, inF: number, outF: number, std: number) => void;
-type Vector = (name: string, n: number, std: number, mean: number) => void;
 type F32 = (name: string, values: Float32Array) => void;
 
-function layout(s: Shape, g: Gemma4BenchShape): { sliding: boolean[]; firstShared: number; ffn: number[] } {
+function layout(s: BenchShapeCore, g: Gemma4BenchShape): { sliding: boolean[]; firstShared: number; ffn: number[] } {
   const sliding = Array.from({ length: s.layers }, (_, il) => il % g.globalEvery !== g.globalEvery - 1);
   const firstShared = s.layers - g.sharedKvLayers;
   const ffn = sliding.map((_, il) => (g.doubleWideMlp && il >= firstShared ? 2 * s.ffn : s.ffn));
@@ -46,7 +35,7 @@ function layout(s: Shape, g: Gemma4BenchShape): { sliding: boolean[]; firstShare
 }
 
 /** `experts(p)` writes layer p's routed experts (26B-A4B), beside its dense MLP */
-export function gemma4BenchTensors(s: Shape, g: Gemma4BenchShape, matrix: Matrix, vector: Vector, f32: F32, experts?: (p: string) => void): void {
+export function gemma4BenchTensors(s: BenchShapeCore, g: Gemma4BenchShape, matrix: Matrix, vector: Vector, f32: F32, experts?: (p: string) => void): void {
   const d = s.hidden;
   const hidden = 1 / Math.sqrt(d);
   const pl = g.perLayerInput;
@@ -92,7 +81,7 @@ export function gemma4BenchTensors(s: Shape, g: Gemma4BenchShape, matrix: Matrix
 }
 
 /** The gemma4.* keys beyond the common ones (per-layer arrays, the sliding layers' sizes, sharing). */
-export function gemma4BenchMetadata(s: Shape, g: Gemma4BenchShape): StreamEntry[] {
+export function gemma4BenchMetadata(s: BenchShapeCore, g: Gemma4BenchShape): StreamEntry[] {
   const a = 'gemma4';
   const { sliding, ffn } = layout(s, g);
   return [

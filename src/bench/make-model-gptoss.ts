@@ -5,6 +5,7 @@
 // stays F32 (llama-quantize never quantizes ffn_gate_inp), as do norms, biases and sinks.
 import type { StreamEntry } from './gguf-stream.js';
 import { entry as kv } from './gguf-stream.js';
+import type { BenchShapeCore, Matrix, Vector } from './bench-writers.js';
 
 export interface GptOssBenchShape {
   readonly experts: number;
@@ -16,24 +17,12 @@ export interface GptOssBenchShape {
   readonly yarnOrigContext: number;
 }
 
-/** the part of BenchShape these need (ffn: each expert's width) */
-interface Shape {
-  readonly hidden: number;
-  readonly layers: number;
-  readonly heads: number;
-  readonly kvHeads: number;
-  readonly headDim: number;
-  readonly ffn: number;
-  readonly vocab: number;
-}
 
-type Matrix = (name: string, inF: number, outF: number, std: number) => void;
 type Experts = (name: string, inF: number, outF: number, experts: number, std: number) => void;
-type Vector = (name: string, n: number, std: number, mean: number) => void;
 /** a matrix kept in F32 whatever the type (the router; the experts' biases [width, experts] with std 0.1) */
 type F32Matrix = (name: string, inF: number, outF: number, std: number) => void;
 
-export function gptOssBenchTensors(s: Shape, g: GptOssBenchShape, t: { matrix: Matrix; experts: Experts; vector: Vector; f32Matrix: F32Matrix }): void {
+export function gptOssBenchTensors(s: BenchShapeCore, g: GptOssBenchShape, t: { matrix: Matrix; experts: Experts; vector: Vector; f32Matrix: F32Matrix }): void {
   const d = s.hidden;
   const q = s.heads * s.headDim;
   const kvw = s.kvHeads * s.headDim;
@@ -66,7 +55,7 @@ export function gptOssBenchTensors(s: Shape, g: GptOssBenchShape, t: { matrix: M
 }
 
 /** The gpt-oss.* keys beyond the common ones. */
-export function gptOssBenchMetadata(s: Shape, g: GptOssBenchShape): StreamEntry[] {
+export function gptOssBenchMetadata(s: BenchShapeCore, g: GptOssBenchShape): StreamEntry[] {
   const a = 'gpt-oss';
   return [
     kv.u32(`${a}.attention.key_length`, s.headDim),

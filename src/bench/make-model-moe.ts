@@ -5,6 +5,7 @@
 // so a batch's tokens spread over the experts about evenly, as a trained model's do.
 import type { StreamEntry } from './gguf-stream.js';
 import { entry as kv } from './gguf-stream.js';
+import type { Matrix, Vector } from './bench-writers.js';
 
 export interface MoeBenchShape {
   readonly experts: number;
@@ -17,9 +18,6 @@ export interface MoeBenchShape {
   readonly gemma4?: boolean;
 }
 
-/** [in, out] matrix, or [in, out, n] experts when n is given */
-export type Matrix = (name: string, inF: number, outF: number, std: number, experts?: number) => void;
-export type Vector = (name: string, n: number, std: number, mean: number) => void;
 /** an F32 matrix (the router) */
 export type F32Matrix = (name: string, inF: number, outF: number, std: number) => void;
 
