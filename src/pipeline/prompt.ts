@@ -4,6 +4,7 @@
 import { InvalidArgumentError } from '../errors.js';
 import type { ChatMessage } from '../tokenizer/chat-template.js';
 import type { TextCodec } from './context.js';
+import type { ImageInput } from './image-input.js';
 
 export interface ChatPrompt {
   readonly messages: readonly ChatMessage[];
@@ -13,12 +14,24 @@ export interface ChatPrompt {
   readonly continueFinalMessage?: boolean;
   /** extra template variables (tools, chat_template_kwargs) */
   readonly templateVars?: Readonly<Record<string, unknown>>;
+  /** the images of the messages, in the order of their IMAGE_MARKERs in the contents (image-input.ts) */
+  readonly images?: readonly ImageInput[];
 }
 
-export type PromptInput = string | readonly number[] | ChatPrompt;
+/** A text prompt with images at its IMAGE_MARKERs (Ollama's generate `images`). */
+export interface TextImagesPrompt {
+  readonly text: string;
+  readonly images: readonly ImageInput[];
+}
+
+export type PromptInput = string | readonly number[] | ChatPrompt | TextImagesPrompt;
 
 export function isChatPrompt(p: PromptInput): p is ChatPrompt {
   return typeof p === 'object' && !Array.isArray(p) && 'messages' in p;
+}
+
+export function isTextImagesPrompt(p: PromptInput): p is TextImagesPrompt {
+  return typeof p === 'object' && !Array.isArray(p) && 'text' in p && 'images' in p;
 }
 
 /** The chat rendered by the model's template, as text (tokenized with parseSpecial). */

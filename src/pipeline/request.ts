@@ -13,7 +13,7 @@ import type { SamplingParams, SamplingParamsInput } from '../engine/sampling-par
 import type { PipelineContext } from './context.js';
 import { checkLimits } from './limits.js';
 import { checkPromptBytes } from './prompt-bytes.js';
-import { isChatPrompt, renderChatPrompt } from './prompt.js';
+import { isChatPrompt, isTextImagesPrompt, renderChatPrompt } from './prompt.js';
 import type { PromptInput } from './prompt.js';
 import { Slicer } from './slicer.js';
 import { reasoningParserForTemplate } from './reasoning/formats.js';
@@ -113,7 +113,11 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
     await slicer.tick();
     const chat = isChatPrompt(p);
     let text: string | readonly number[];
-    if (isChatPrompt(p)) {
+    if ((isChatPrompt(p) || isTextImagesPrompt(p)) && (p.images?.length ?? 0) > 0) {
+      throw new InvalidArgumentError('This model cannot read images: start loom with a vision projector (--mmproj)', spec.promptParam);
+    }
+    if (isTextImagesPrompt(p)) text = p.text;
+    else if (isChatPrompt(p)) {
       // the generic tool format is told to the model in the system message
       const q = tools?.forced?.tools.kind === 'generic' ? { ...p, messages: withGenericToolsInstruction(p.messages, spec.tools?.tools ?? []) } : p;
       text = await renderChatPrompt(ctx.text, tools ? { ...q, templateVars: { ...tools.templateVars, ...q.templateVars } } : q);
