@@ -14,7 +14,8 @@ export type StreamEntry =
   | { readonly key: string; readonly type: GGUFValueType.STRING; readonly value: string }
   | { readonly key: string; readonly type: GGUFValueType.ARRAY; readonly itemType: GGUFValueType.STRING; readonly value: readonly string[] }
   | { readonly key: string; readonly type: GGUFValueType.ARRAY; readonly itemType: GGUFValueType.INT32; readonly value: readonly number[] }
-  | { readonly key: string; readonly type: GGUFValueType.ARRAY; readonly itemType: GGUFValueType.BOOL; readonly value: readonly boolean[] };
+  | { readonly key: string; readonly type: GGUFValueType.ARRAY; readonly itemType: GGUFValueType.BOOL; readonly value: readonly boolean[] }
+  | { readonly key: string; readonly type: GGUFValueType.ARRAY; readonly itemType: GGUFValueType.FLOAT32; readonly value: readonly number[] };
 
 export const entry = {
   u32: (key: string, value: number): StreamEntry => ({ key, type: GGUFValueType.UINT32, value }),
@@ -24,6 +25,7 @@ export const entry = {
   strings: (key: string, value: readonly string[]): StreamEntry => ({ key, type: GGUFValueType.ARRAY, itemType: GGUFValueType.STRING, value }),
   i32s: (key: string, value: readonly number[]): StreamEntry => ({ key, type: GGUFValueType.ARRAY, itemType: GGUFValueType.INT32, value }),
   bools: (key: string, value: readonly boolean[]): StreamEntry => ({ key, type: GGUFValueType.ARRAY, itemType: GGUFValueType.BOOL, value }),
+  f32s: (key: string, value: readonly number[]): StreamEntry => ({ key, type: GGUFValueType.ARRAY, itemType: GGUFValueType.FLOAT32, value }),
 };
 
 export interface StreamTensor {
@@ -75,6 +77,7 @@ function header(metadata: readonly StreamEntry[], tensors: readonly StreamTensor
         c.u64(e.value.length);
         if (e.itemType === GGUFValueType.STRING) for (const s of e.value) c.str(s);
         else if (e.itemType === GGUFValueType.BOOL) for (const v of e.value) c.u8(v ? 1 : 0);
+        else if (e.itemType === GGUFValueType.FLOAT32) for (const v of e.value) c.f32(v);
         else for (const v of e.value) c.i32(v);
         break;
     }

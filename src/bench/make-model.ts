@@ -101,6 +101,13 @@ export const BENCH_SHAPES = {
     vocab: 262144, context: 32768, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'smollm',
     slidingWindow: { size: 512, ropeBase: 10000 },
   },
+  // Gemma 3 4B's text decoder (the vision benchmark's Gemma 3 shape; its SigLIP projector is
+  // make-mmproj.ts's gemma3-4b); its global layers' linear RoPE scaling is left out (no cost)
+  'gemma3-4b': {
+    arch: 'gemma3', name: 'Gemma-3-4B', hidden: 2560, layers: 34, heads: 8, kvHeads: 4, headDim: 256, ffn: 10240,
+    vocab: 262144, context: 131072, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'smollm',
+    slidingWindow: { size: 1024, ropeBase: 10000 },
+  },
   // Qwen3.5-2B's shape as llama.cpp's 24-layer, 2048-wide qwen35 case: 18 Gated DeltaNet layers
   // (16 key and 16 value heads of 128) and 6 gated attention layers (8 heads of 256, a quarter
   // rotated), tied embeddings; a qwen2 BPE vocabulary of its size stands in for its own
@@ -380,7 +387,7 @@ const PHI_ORIG_CONTEXT = 4096;
  * million values at a time (Gemma 4's per-layer embedding has 2.3G): the values are those of
  * one pass over the seeded stream, since every chunk holds an even number of them.
  */
-function quantizedRows(type: GGMLType, inF: number, outF: number, std: number, seed: number): Uint8Array {
+export function quantizedRows(type: GGMLType, inF: number, outF: number, std: number, seed: number): Uint8Array {
   const rng = new Rng(seed);
   const row = rowBytes(type, inF)!;
   const out = new Uint8Array(row * outF);
@@ -394,7 +401,7 @@ function quantizedRows(type: GGMLType, inF: number, outF: number, std: number, s
 const CHUNK_VALUES = 1 << 22;
 
 /** n samples of mean + std·N(0, 1) (Box–Muller over sfc32), as f32 */
-function gaussian(n: number, std: number, mean: number, rng: Rng): Float32Array {
+export function gaussian(n: number, std: number, mean: number, rng: Rng): Float32Array {
   const out = new Float32Array(n);
   for (let i = 0; i < n; i += 2) {
     const r = std * Math.sqrt(-2 * Math.log(1 - rng.next()));

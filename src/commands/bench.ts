@@ -5,6 +5,8 @@ import { benchGrammarCommand } from './bench-grammar.js';
 import { benchKernelsCommand } from './bench-kernels.js';
 import { benchLivenessCommand } from './bench-liveness.js';
 import { benchMakeModelCommand } from './bench-make-model.js';
+import { benchMakeMmprojCommand } from './bench-make-mmproj.js';
+import { benchVisionPeerCommand } from './bench-vision-peer.js';
 import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
 import { benchChatTurnsCommand } from './bench-chat-turns.js';
@@ -25,6 +27,8 @@ export function benchCommand(): Command {
     .addCommand(benchKernelsCommand())
     .addCommand(benchPeerCommand())
     .addCommand(benchMakeModelCommand())
+    .addCommand(benchMakeMmprojCommand())
+    .addCommand(benchVisionPeerCommand())
     .addCommand(benchServeCommand())
     .addCommand(benchServePeerCommand())
     .addCommand(benchStandardCommand())
