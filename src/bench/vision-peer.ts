@@ -75,10 +75,15 @@ interface Streamed {
 }
 
 /** One streamed chat request with an image; time to the first content token, and the usage. */
-async function streamImageChat(url: string, png: Buffer, maxTokens: number): Promise<Streamed> {
+function streamImageChat(url: string, png: Buffer, maxTokens: number): Promise<Streamed> {
+  const image = { type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } };
+  return streamChat(url, [image, { type: 'text', text: 'Describe this image.' }], maxTokens);
+}
+
+async function streamChat(url: string, content: readonly object[], maxTokens: number): Promise<Streamed> {
   const body = {
     model: 'm',
-    messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${png.toString('base64')}` } }, { type: 'text', text: 'Describe this image.' }] }],
+    messages: [{ role: 'user', content }],
     max_tokens: maxTokens,
     temperature: 0,
     stream: true,
@@ -116,7 +121,7 @@ function loggedEncodeMs(log: string, from: number): number | undefined {
 
 export async function runVisionPeer(o: VisionPeerOptions, log: (line: string) => void): Promise<VisionPeerReport> {
   const build = await ensureLlamaServer(log);
-  const images = await Promise.all(Array.from({ length: o.requests + 1 }, (_, i) => benchImage(o.imageSize, o.seed * 1000 + i)));
+  const images = await Promise.all(Array.from({ length: o.requests }, (_, i) => benchImage(o.imageSize, o.seed * 1000 + i)));
   const servers: { side: VisionRequest['side']; server: RunningServer }[] = [];
   try {
     servers.push({ side: 'loom', server: await startLoomServer(o.model, ['--mmproj', o.mmproj, '--threads', String(o.threads), '--max-num-seqs', '1'], log) });
@@ -124,8 +129,9 @@ export async function runVisionPeer(o: VisionPeerOptions, log: (line: string) =>
       side: 'llama.cpp',
       server: await startLlamaServer(build.binary, o.model, { threads: o.threads, parallel: 1, slotContext: 8192, extraArgs: ['--mmproj', o.mmproj, '--cache-ram', '0'] }, log),
     });
-    // a first request each, not measured: page in the weights, start the thread pools
-    for (const { server } of servers) await streamImageChat(server.url, images[o.requests]!, 1);
+    // a first, text-only request each, not measured: page in the text weights, start the thread
+    // pools (an image here would cost a whole encoder run a side)
+    for (const { server } of servers) await streamChat(server.url, [{ type: 'text', text: 'Hello.' }], 1);
     const requests: VisionRequest[] = [];
     for (let r = 0; r < o.requests; r++) {
       // alternate which side goes first, so a drifting machine load falls on both
