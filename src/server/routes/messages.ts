@@ -6,7 +6,7 @@
 // usage splits the prompt as Anthropic does: cache_read_input_tokens (the engine's prefix-cache
 // hits), cache_creation_input_tokens (the full blocks it newly cached), input_tokens the rest.
 import type { FastifyInstance } from 'fastify';
-import { ContextLengthExceededError } from '../../errors.js';
+import { ContextLengthExceededError, InvalidArgumentError } from '../../errors.js';
 import { ChatOutput } from '../../pipeline/chat-output.js';
 import type { ChatDelta, ToolCallDelta } from '../../pipeline/chat-output.js';
 import type { CompletionEvent, GenerationSummary } from '../../pipeline/generate.js';
@@ -137,7 +137,7 @@ async function stream(ctx: ServerContext, sse: SseWriter, body: AnthropicBody, r
  * and the cut shows as stop_reason model_context_window_exceeded.
  */
 async function resolveMessages(ctx: ServerContext, body: AnthropicBody): Promise<{ r: ResolvedRequest; clamped: boolean }> {
-  const spec = messagesSpec(ctx, body);
+  const spec = await messagesSpec(ctx, body);
   try {
     return { r: await resolveRequest(ctx, spec), clamped: false };
   } catch (err) {
@@ -212,7 +212,10 @@ export function messagesRoutes(app: FastifyInstance, ctx: ServerContext): void {
     api.post<{ Body: AnthropicBody }>('/v1/messages/count_tokens', { schema: { body: countTokensBody } }, async (req) => {
       const body = req.body;
       checkModel(ctx, body.model);
-      const p = anthropicPrompt(ctx, body);
+      const p = await anthropicPrompt(ctx, body);
+      // an image's tokens are the projector's to count (the engine path, #43); until it
+      // exists a request with images is refused here as /v1/messages refuses it
+      if ((p.images?.length ?? 0) > 0) throw new InvalidArgumentError('This model cannot read images: start loom with a vision projector (--mmproj)', 'messages');
       const text = await renderChatPrompt(ctx.text, { ...p, templateVars: { ...countTokensVars(body), ...p.templateVars } });
       const ids = await ctx.text.encode(text, { addSpecial: false, parseSpecial: true });
       return { input_tokens: ids.length };
