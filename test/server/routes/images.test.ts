@@ -138,6 +138,23 @@ describe('images through every API (qwen3 fixture without a projector)', () => {
       (e: unknown) => e instanceof Anthropic.BadRequestError && /not allowed/.test(e.message),
     );
     assert.equal(fetched, before);
+    // the same two through raw requests on every API that takes URLs, in each one's shape
+    for (const [url, message] of [['data:text/plain;base64,aGVsbG8=', /"text\/plain" is not an image/], [disallowed, /fetching images from localhost is not allowed/]] as const) {
+      const chat = await s.post('/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: url }] }] });
+      assert.equal(chat.status, 400);
+      assert.match(((await chat.json()) as { error: { message: string } }).error.message, message);
+      const resp = await s.post('/v1/responses', { model: MODEL, input: [{ role: 'user', content: [{ type: 'input_image', image_url: url }] }] });
+      assert.equal(resp.status, 400);
+      assert.match(((await resp.json()) as { error: { message: string } }).error.message, message);
+      if (url.startsWith('http')) {
+        const msg = await s.post('/v1/messages', { model: MODEL, max_tokens: 1, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url } }] }] });
+        assert.equal(msg.status, 400);
+        const a = (await msg.json()) as { type: string; error: { type: string; message: string } };
+        assert.deepEqual([a.type, a.error.type], ['error', 'invalid_request_error']);
+        assert.match(a.error.message, message);
+      }
+    }
+    assert.equal(fetched, before);
     // audio: refused by name
     await assert.rejects(
       openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'AAAA', format: 'wav' } }] }] }),
