@@ -278,8 +278,13 @@ export async function anthropicPrompt(ctx: ServerContext, body: AnthropicBody): 
 
 export async function messagesSpec(ctx: ServerContext, body: AnthropicBody): Promise<RequestSpec> {
   checkModel(ctx, body.model);
+  return messagesSpecOf(body, await anthropicPrompt(ctx, body));
+}
+
+/** The request around its prompt (already parsed, its images decoded or fetched). */
+export function messagesSpecOf(body: AnthropicBody, prompt: ChatPrompt): RequestSpec {
   return {
-    prompts: [await anthropicPrompt(ctx, body)],
+    prompts: [prompt],
     promptParam: 'messages',
     addSpecialTokens: false,
     parseSpecial: true,

@@ -6,7 +6,7 @@
 // usage splits the prompt as Anthropic does: cache_read_input_tokens (the engine's prefix-cache
 // hits), cache_creation_input_tokens (the full blocks it newly cached), input_tokens the rest.
 import type { FastifyInstance } from 'fastify';
-import { ContextLengthExceededError, InvalidArgumentError } from '../../errors.js';
+import { ContextLengthExceededError } from '../../errors.js';
 import { ChatOutput } from '../../pipeline/chat-output.js';
 import type { ChatDelta, ToolCallDelta } from '../../pipeline/chat-output.js';
 import type { CompletionEvent, GenerationSummary } from '../../pipeline/generate.js';
@@ -16,7 +16,7 @@ import type { ResolvedRequest } from '../../pipeline/request.js';
 import type { ServerContext } from '../context.js';
 import { checkModel } from '../context.js';
 import { toAnthropicError } from '../errors.js';
-import { anthropicPrompt, countTokensBody, countTokensVars, messagesBody, messagesOutputConfig, messagesSpec } from '../anthropic-request.js';
+import { anthropicPrompt, countTokensBody, countTokensVars, messagesBody, messagesOutputConfig, messagesSpec, messagesSpecOf } from '../anthropic-request.js';
 import type { AnthropicBody } from '../anthropic-request.js';
 import { ClientGoneError, SseWriter, disconnectSignal } from '../sse.js';
 import { admit } from './admission.js';
@@ -213,9 +213,12 @@ export function messagesRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const body = req.body;
       checkModel(ctx, body.model);
       const p = await anthropicPrompt(ctx, body);
-      // an image's tokens are the projector's to count (the engine path, #43); until it
-      // exists a request with images is refused here as /v1/messages refuses it
-      if ((p.images?.length ?? 0) > 0) throw new InvalidArgumentError('This model cannot read images: start loom with a vision projector (--mmproj)', 'messages');
+      // an image's tokens are the projector's to count: a prompt with images is resolved as
+      // /v1/messages resolves it (which refuses it when the model reads no images)
+      if ((p.images?.length ?? 0) > 0) {
+        const r = await resolveRequest(ctx, { ...messagesSpecOf(body, p), maxTokens: null });
+        return { input_tokens: r.prompts[0]!.ids.length };
+      }
       const text = await renderChatPrompt(ctx.text, { ...p, templateVars: { ...countTokensVars(body), ...p.templateVars } });
       const ids = await ctx.text.encode(text, { addSpecial: false, parseSpecial: true });
       return { input_tokens: ids.length };
