@@ -5,7 +5,7 @@
 // a request's fetches together). Redirects are followed by hand, at most 3, each hop's host
 // checked against the same list. Fetching is asynchronous I/O; nothing blocks the thread.
 import { HttpError } from './errors.js';
-import { DEFAULT_MAX_IMAGE_BYTES, checkedImage, dataUrlImage } from './image-data.js';
+import { DEFAULT_MAX_IMAGE_BYTES, base64Image, checkedImage, dataUrlImage } from './image-data.js';
 import type { ImageInput } from '../pipeline/image-input.js';
 
 export interface ImageOptions {
@@ -92,9 +92,13 @@ export async function fetchImage(url: string, param: string, opts: ImageOptions,
   }
 }
 
-/** A data URL decoded now, or an http(s) URL to fetch later (a thunk, so nothing starts before the request is parsed). */
+/**
+ * A data URL (or, as llama-server takes, bare base64: no scheme) decoded now, or an http(s)
+ * URL to fetch later (a thunk, so nothing starts before the request is parsed).
+ */
 export function imageOfUrl(url: string, param: string, opts: ImageOptions): ImageInput | ((signal: AbortSignal) => Promise<ImageInput>) {
   if (/^data:/i.test(url)) return dataUrlImage(url, param, opts.maxImageBytes);
+  if (!url.includes(':')) return base64Image(url, param, opts.maxImageBytes);
   allowedUrl(url, param, opts.allowedMediaDomains);
   return (signal) => fetchImage(url, param, opts, signal);
 }

@@ -44,11 +44,13 @@ describe('OpenAI chat: image_url parts', () => {
         { role: 'user', content: [{ type: 'text', text: 'Compare ' }, { type: 'image_url', image_url: { url: pngDataUrl, detail: 'high' } }, { type: 'text', text: ' with ' }, { type: 'image_url', image_url: gifDataUrl }] },
         { role: 'assistant', content: 'Done.' },
         { role: 'user', content: [{ type: 'image_url', image_url: { url: gifDataUrl } }, { type: 'text', text: 'And this?' }] },
+        // bare base64, as llama-server takes it
+        { role: 'user', content: [{ type: 'image_url', image_url: { url: PNG_1X1 } }] },
       ],
     };
     const p = chatOf((await chatSpec(fakeCtx(), body)).spec.prompts[0]);
-    assert.deepEqual(p.messages.map((m) => m.content), ['Be brief.', `Compare ${M} with ${M}`, 'Done.', `${M}And this?`]);
-    assertImages(p.images, [[PNG_1X1, 'messages[1].content[1].image_url'], [GIF_1X1, 'messages[1].content[3].image_url'], [GIF_1X1, 'messages[3].content[0].image_url']]);
+    assert.deepEqual(p.messages.map((m) => m.content), ['Be brief.', `Compare ${M} with ${M}`, 'Done.', `${M}And this?`, M]);
+    assertImages(p.images, [[PNG_1X1, 'messages[1].content[1].image_url'], [GIF_1X1, 'messages[1].content[3].image_url'], [GIF_1X1, 'messages[3].content[0].image_url'], [PNG_1X1, 'messages[4].content[0].image_url']]);
   });
 
   it('a text-only chat carries no images field', async () => {
