@@ -2,13 +2,13 @@
 // the model's chat template (or continue the transcript as plain text when it has none);
 // Ctrl-C stops the reply under way (at an empty prompt it leaves); /exit, /clear, /system;
 // /image PATH (and --image PATH) attaches an image file to the next message.
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Command, Option } from 'commander';
 import { LoomError } from '../errors.js';
 import { LLM } from '../llm.js';
 import type { ImageInput } from '../pipeline/image-input.js';
-import { imageFormat } from '../server/image-data.js';
+import { DEFAULT_MAX_IMAGE_BYTES, imageFormat } from '../server/image-data.js';
 import { offlineFromEnv } from '../model/hub.js';
 import { resolveModelArg } from '../model/model-arg.js';
 import { ChatSession } from './chat-session.js';
@@ -45,8 +45,11 @@ Ctrl-C stops a reply`;
 export async function readImageFile(path: string): Promise<ImageInput> {
   let bytes: Uint8Array;
   try {
+    const size = (await stat(path)).size;
+    if (size > DEFAULT_MAX_IMAGE_BYTES) throw new LoomError(`${path} is ${size} bytes, over the ${DEFAULT_MAX_IMAGE_BYTES} an image may have`);
     bytes = await readFile(path);
   } catch (err) {
+    if (err instanceof LoomError) throw err;
     throw new LoomError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   if (imageFormat(bytes) === undefined) throw new LoomError(`${path} is not a PNG, JPEG, GIF or WebP file`);
