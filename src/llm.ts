@@ -83,8 +83,8 @@ export class LLM {
     return new LLM(engine, loaded, chatTemplate);
   }
 
-  /** Streams the completion of a prompt (text, or token ids). */
-  stream(prompt: string | readonly number[], opts: GenerateOptions = {}): AsyncGenerator<StreamPiece> {
+  /** Streams the completion of a prompt (text, token ids, or a chat the model's template renders, with its images). */
+  stream(prompt: PromptInput, opts: GenerateOptions = {}): AsyncGenerator<StreamPiece> {
     return this.run(prompt, opts, newSummary());
   }
 

@@ -1,13 +1,29 @@
-// A terminal conversation's state: the system prompt and the turns so far, turned into the
-// next prompt's ids. A model with a chat template gets messages through it; one without gets
-// the transcript as plain text to continue. The oldest turns go first when the context fills.
+// A terminal conversation's state: the system prompt and the turns so far (with the images
+// attached to each user message), turned into the next prompt. A model with a chat template
+// gets messages through it; one without gets the transcript as plain text to continue. The
+// oldest turns go first when the context fills. Images go before their message's text (as
+// Ollama places a message's images), one IMAGE_MARKER each; a prompt with images is handed to
+// the pipeline unrendered (it places the images), one without as token ids.
 import type { LLM } from '../llm.js';
+import { IMAGE_MARKER } from '../pipeline/image-input.js';
+import type { ImageInput } from '../pipeline/image-input.js';
+import type { PromptInput } from '../pipeline/prompt.js';
 import type { ChatMessage } from '../tokenizer/chat-template.js';
 
 interface Turn {
   readonly user: string;
+  readonly images: readonly ImageInput[];
   readonly reply: string;
 }
+
+/** the next prompt, and its text tokens (an image's tokens are the projector's to count) */
+export interface SessionPrompt {
+  readonly prompt: PromptInput;
+  readonly textTokens: number;
+  readonly images: number;
+}
+
+const withMarkers = (t: { user: string; images: readonly ImageInput[] }): string => IMAGE_MARKER.repeat(t.images.length) + t.user;
 
 export class ChatSession {
   system: string | undefined;
@@ -30,35 +46,48 @@ export class ChatSession {
     return this.turns.length;
   }
 
-  record(user: string, reply: string): void {
-    this.turns.push({ user, reply });
+  record(user: string, reply: string, images: readonly ImageInput[] = []): void {
+    this.turns.push({ user, images, reply });
   }
 
   /**
-   * The ids of the prompt for `user` after the kept turns, dropping the oldest turns until
+   * The prompt for `user` (with `images`) after the kept turns, dropping the oldest turns until
    * `room` tokens are left for the reply; undefined when even the message alone does not fit.
+   * With images the fit is judged on the text's tokens (the pipeline refuses what still overflows).
    */
-  promptIds(user: string, room: number): number[] | undefined {
+  prompt(user: string, images: readonly ImageInput[], room: number): SessionPrompt | undefined {
     const limit = this.llm.engine.info.maxModelLen - room;
+    const next = { user, images, reply: '' };
     for (let keep = this.turns.length; keep >= 0; keep--) {
-      const ids = this.render(this.turns.slice(this.turns.length - keep), user);
-      if (ids.length <= limit) {
-        this.turns = this.turns.slice(this.turns.length - keep);
-        return ids;
-      }
+      const kept = this.turns.slice(this.turns.length - keep);
+      const ids = this.render(kept, next);
+      if (ids.length > limit) continue;
+      this.turns = kept;
+      const all = [...kept.flatMap((t) => t.images), ...images];
+      if (all.length === 0) return { prompt: ids, textTokens: ids.length, images: 0 };
+      return { prompt: this.withImages(kept, next, all), textTokens: ids.length, images: all.length };
     }
     return undefined;
   }
 
-  private render(turns: readonly Turn[], user: string): number[] {
-    const tokenizer = this.llm.model.tokenizer;
-    if (!this.templated) {
-      const text = [this.system, ...turns.map((t) => t.user + t.reply), user].filter((t) => t).join('\n');
-      return tokenizer.encode(text, { addSpecial: true });
-    }
+  private messages(turns: readonly Turn[], next: Turn): ChatMessage[] {
     const messages: ChatMessage[] = this.system ? [{ role: 'system', content: this.system }] : [];
-    for (const t of turns) messages.push({ role: 'user', content: t.user }, { role: 'assistant', content: t.reply });
-    messages.push({ role: 'user', content: user });
-    return this.llm.chatPromptIds(messages);
+    for (const t of turns) messages.push({ role: 'user', content: withMarkers(t) }, { role: 'assistant', content: t.reply });
+    messages.push({ role: 'user', content: withMarkers(next) });
+    return messages;
+  }
+
+  private transcript(turns: readonly Turn[], next: Turn): string {
+    return [this.system, ...turns.map((t) => withMarkers(t) + t.reply), withMarkers(next)].filter((t) => t).join('\n');
+  }
+
+  private render(turns: readonly Turn[], next: Turn): number[] {
+    if (!this.templated) return this.llm.model.tokenizer.encode(this.transcript(turns, next), { addSpecial: true });
+    return this.llm.chatPromptIds(this.messages(turns, next));
+  }
+
+  private withImages(turns: readonly Turn[], next: Turn, images: readonly ImageInput[]): PromptInput {
+    if (!this.templated) return { text: this.transcript(turns, next), images };
+    return { messages: this.messages(turns, next), addGenerationPrompt: true, images };
   }
 }

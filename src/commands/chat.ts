@@ -1,9 +1,14 @@
 // `loom chat`: talk to a model in the terminal, as `ollama run` does. Replies stream through
 // the model's chat template (or continue the transcript as plain text when it has none);
-// Ctrl-C stops the reply under way (at an empty prompt it leaves); /exit, /clear, /system.
+// Ctrl-C stops the reply under way (at an empty prompt it leaves); /exit, /clear, /system;
+// /image PATH (and --image PATH) attaches an image file to the next message.
+import { readFile, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { Command, Option } from 'commander';
+import { LoomError } from '../errors.js';
 import { LLM } from '../llm.js';
+import type { ImageInput } from '../pipeline/image-input.js';
+import { DEFAULT_MAX_IMAGE_BYTES, imageFormat } from '../server/image-data.js';
 import { offlineFromEnv } from '../model/hub.js';
 import { resolveModelArg } from '../model/model-arg.js';
 import { ChatSession } from './chat-session.js';
@@ -29,10 +34,27 @@ interface ChatFlags extends LoadFlags {
   offline?: boolean;
   cacheDir?: string;
   kvCacheDtype: KvCacheDtypeOption;
+  image: string[];
 }
 
 const HELP = `commands: /exit (or Ctrl-D) leaves, /clear forgets the conversation, /system TEXT sets the system prompt
-(/system alone removes it), /help shows this; Ctrl-C stops a reply`;
+(/system alone removes it), /image PATH attaches an image (PNG, JPEG, GIF, WebP) to your next message, /help shows this;
+Ctrl-C stops a reply`;
+
+/** An image file read and checked to be one the pipeline decodes; the reason as an error otherwise. */
+export async function readImageFile(path: string): Promise<ImageInput> {
+  let bytes: Uint8Array;
+  try {
+    const size = (await stat(path)).size;
+    if (size > DEFAULT_MAX_IMAGE_BYTES) throw new LoomError(`${path} is ${size} bytes, over the ${DEFAULT_MAX_IMAGE_BYTES} an image may have`);
+    bytes = await readFile(path);
+  } catch (err) {
+    if (err instanceof LoomError) throw err;
+    throw new LoomError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  if (imageFormat(bytes) === undefined) throw new LoomError(`${path} is not a PNG, JPEG, GIF or WebP file`);
+  return { bytes, param: path };
+}
 
 export function chatCommand(): Command {
   const n = numberOption;
@@ -54,6 +76,7 @@ export function chatCommand(): Command {
     .addOption(kvCacheDtypeOption())
     .option('--offline', 'never contact the Hub (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'model cache (default: $LOOM_CACHE or ~/.cache/loom)')
+    .option('--image <path>', 'attach an image file to the first message (repeat for more; in the chat: /image PATH)', (v: string, all: string[]) => [...all, v], [] as string[])
     .action((flags: ChatFlags) => runChat(flags));
   return addLoadFlags(cmd);
 }
@@ -72,6 +95,13 @@ async function runChat(flags: ChatFlags): Promise<void> {
   const session = new ChatSession(llm, templated, flags.system);
   const tty = process.stdin.isTTY === true;
   const log = (line: string): void => void process.stderr.write(line + '\n');
+  /** images attached to the next message */
+  let pending: ImageInput[] = [];
+  const attach = async (path: string): Promise<void> => {
+    pending.push(await readImageFile(path));
+    log(`loom: ${path} attached to your next message (${pending.length} image${pending.length > 1 ? 's' : ''})`);
+  };
+  for (const path of flags.image) await attach(path);
   log(`loom: chatting with ${name} (context ${llm.engine.info.maxModelLen} tokens); /help for commands`);
   if (!templated) log(`loom: ${name} has no chat template: each message continues the conversation as plain text`);
 
@@ -105,6 +135,10 @@ async function runChat(flags: ChatFlags): Promise<void> {
         if (command === '/clear') {
           session.clear();
           log('loom: conversation cleared');
+        } else if (command === '/image') {
+          const path = line.slice('/image'.length).trim();
+          if (path === '') log('loom: /image PATH attaches an image file to your next message');
+          else await attach(path).catch((err: unknown) => log(`loom: ${(err as Error).message}`));
         } else if (command === '/system') {
           session.system = rest.length > 0 ? line.slice('/system'.length).trim() : undefined;
           log(session.system ? 'loom: system prompt set' : 'loom: system prompt removed');
@@ -115,7 +149,15 @@ async function runChat(flags: ChatFlags): Promise<void> {
         continue;
       }
       reply = new AbortController();
-      await answer(llm, session, line, flags, reply.signal);
+      const images = pending;
+      pending = [];
+      try {
+        await answer(llm, session, line, images, flags, reply.signal);
+      } catch (err) {
+        // a refused message (an image the model cannot read, a prompt too long) leaves the chat as it was
+        if (!(err instanceof LoomError)) throw err;
+        log(`loom: ${err.message}`);
+      }
       reply = undefined;
       prompt();
     }
@@ -126,12 +168,12 @@ async function runChat(flags: ChatFlags): Promise<void> {
   }
 }
 
-async function answer(llm: LLM, session: ChatSession, user: string, flags: ChatFlags, signal: AbortSignal): Promise<void> {
+async function answer(llm: LLM, session: ChatSession, user: string, images: readonly ImageInput[], flags: ChatFlags, signal: AbortSignal): Promise<void> {
   // room kept for the reply when old turns must go: what was asked for, else a quarter of the context
   const context = llm.engine.info.maxModelLen;
   const room = Math.max(1, Math.min(flags.maxTokens ?? Math.ceil(context / 4), context - 1));
-  const ids = session.promptIds(user, room);
-  if (!ids) {
+  const next = session.prompt(user, images, room);
+  if (!next) {
     process.stderr.write(`loom: that message does not fit the context of ${llm.engine.info.maxModelLen} tokens\n`);
     return;
   }
@@ -143,7 +185,7 @@ async function answer(llm: LLM, session: ChatSession, user: string, flags: ChatF
   let finish: string | undefined;
   const { maxTokens, temperature, topK, topP, minP, seed, ignoreEos } = flags;
   const sampling = { temperature, topK, topP, minP, ignoreEos: ignoreEos ?? false, ...(seed !== undefined && { seed }), ...(maxTokens !== undefined && { maxTokens }) };
-  for await (const piece of llm.stream(ids, { ...sampling, signal })) {
+  for await (const piece of llm.stream(next.prompt, { ...sampling, signal })) {
     if (firstAt === undefined) {
       firstAt = performance.now();
       firstTokens = piece.tokenIds.length;
@@ -154,13 +196,14 @@ async function answer(llm: LLM, session: ChatSession, user: string, flags: ChatF
     finish = piece.finishReason ?? finish;
   }
   process.stdout.write(text.endsWith('\n') ? '' : '\n');
-  session.record(user, text);
+  session.record(user, text, images);
   if (finish === 'abort') process.stderr.write('loom: stopped\n');
   if (flags.verbose) {
     const end = performance.now();
     const decodeS = (end - (firstAt ?? end)) / 1000;
     // the tokens after the first piece, over the time after it (the prompt's time excluded)
     const rate = tokens > firstTokens && decodeS > 0 ? ((tokens - firstTokens) / decodeS).toFixed(1) : '-';
-    process.stderr.write(`loom: prompt ${ids.length} tokens, reply ${tokens} tokens in ${((end - started) / 1000).toFixed(2)} s (${rate} tokens/s), ${finish ?? 'done'}\n`);
+    const prompt = next.images > 0 ? `${next.textTokens} text tokens and ${next.images} image${next.images > 1 ? 's' : ''}` : `${next.textTokens} tokens`;
+    process.stderr.write(`loom: prompt ${prompt}, reply ${tokens} tokens in ${((end - started) / 1000).toFixed(2)} s (${rate} tokens/s), ${finish ?? 'done'}\n`);
   }
 }

@@ -36,8 +36,10 @@ import { RUNNER_KINDS } from '../model/pooling.js';
 import type { RunnerKind } from '../model/pooling.js';
 import { addLoadFlags, loadOptionsOf } from './load-flags.js';
 import type { LoadFlags } from './load-flags.js';
+import { addImageFlags, bodyLimitFor, imageOptionsOf } from './image-flags.js';
+import type { ImageFlags } from './image-flags.js';
 
-interface ServeFlags extends LoadFlags {
+interface ServeFlags extends LoadFlags, ImageFlags {
   model?: string;
   host: string;
   port: number;
@@ -166,7 +168,7 @@ export function serveCommand(): Command {
     .addOption(new Option('--reasoning-parser <name>', 'return the reasoning (<think>…</think>; gemma4: the thought channel; openai_gptoss: the analysis channel) as reasoning_content; structured output starts after it [openai_gptoss for a harmony template]').choices([...REASONING_PARSERS]))
     .addOption(new Option('--tool-call-parser <name>', "how the model writes tool calls (default: from its chat template)").choices([...TOOL_CALL_PARSERS]))
     .action((flags: ServeFlags) => runServe(flags));
-  return withEnvAndConfig(addLoadFlags(cmd));
+  return withEnvAndConfig(addLoadFlags(addImageFlags(cmd)));
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
@@ -198,6 +200,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     ...loadOptionsOf(flags),
   };
   if ((flags.sslKeyfile === undefined) !== (flags.sslCertfile === undefined)) throw new InvalidArgumentError('--ssl-keyfile and --ssl-certfile go together');
+  const images = imageOptionsOf(flags);
   const tls = flags.sslKeyfile && flags.sslCertfile ? { key: readPem(flags.sslKeyfile, 'ssl-keyfile'), cert: readPem(flags.sslCertfile, 'ssl-certfile') } : undefined;
   const log = (line: string): void => console.error(`loom: ${line}`);
   let app: { close(): Promise<unknown> } | undefined;
@@ -231,7 +234,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
       apiKey: flags.apiKey,
       maxPendingRequests: flags.maxPendingRequests,
       slowClientTimeoutMs: 30_000,
-      bodyLimitBytes: 8 * 2 ** 20,
+      bodyLimitBytes: bodyLimitFor(images),
+      images,
       webui: flags.webui,
       description: describeModel(model),
       network: { tls, headersTimeoutMs: flags.headerTimeout * 1000, requestTimeoutMs: flags.requestTimeout * 1000, maxHeaderBytes: flags.maxHeaderSize },

@@ -19,8 +19,9 @@ import { reasoningParserOf } from '../pipeline/request.js';
 import type { RequestSpec, ResolvedRequest } from '../pipeline/request.js';
 import type { ChatTool, ToolChoice, ToolFields } from '../pipeline/tools/request.js';
 import type { ServerContext } from './context.js';
-import { checkModel } from './context.js';
+import { checkModel, imageList } from './context.js';
 import { HttpError } from './errors.js';
+import type { ImageList } from './image-list.js';
 
 export interface AnthropicTextBlock {
   type: 'text';
@@ -38,6 +39,8 @@ export interface AnthropicBlock {
   content?: string | AnthropicBlock[];
   is_error?: boolean;
   thinking?: string;
+  /** image: base64 data with its media type, or a URL */
+  source?: { type: string; media_type?: string; data?: string; url?: string };
 }
 
 export interface AnthropicMessage {
@@ -133,15 +136,39 @@ function systemParts(system: AnthropicBody['system']): { stable: string; late: s
 }
 
 const unsupported = (where: string, type: string): HttpError =>
-  new HttpError(400, `${where}: ${type} blocks are not supported: this server's model reads text only`, 'invalid_request_error', 'messages');
+  new HttpError(400, `${where}: ${type} blocks are not supported: loom reads text and image blocks`, 'invalid_request_error', 'messages');
 
-/** a tool_result's content as text (text blocks joined) */
-function resultText(content: AnthropicBlock['content'], where: string): string {
+/** Anthropic's image media types (its API refuses others) */
+const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'];
+
+/** An image block as IMAGE_MARKER, its image added to `images` (base64 or URL source; Files API ids are not loom's). */
+function imageMarker(b: AnthropicBlock, where: string, images: ImageList | undefined): string {
+  if (!images) throw new HttpError(400, `${where}: image blocks are not accepted here`, 'invalid_request_error', 'messages');
+  const src = b.source;
+  const param = `${where}.source`;
+  if (src?.type === 'base64') {
+    if (typeof src.media_type !== 'string' || !IMAGE_TYPES.includes(src.media_type)) {
+      throw new HttpError(400, `${param}.media_type: Input should be ${IMAGE_TYPES.map((t) => `'${t}'`).join(', ')}`, 'invalid_request_error', 'messages');
+    }
+    if (typeof src.data !== 'string') throw new HttpError(400, `${param}.data: Field required`, 'invalid_request_error', 'messages');
+    return images.addBase64(src.data, param);
+  }
+  if (src?.type === 'url') {
+    if (typeof src.url !== 'string') throw new HttpError(400, `${param}.url: Field required`, 'invalid_request_error', 'messages');
+    return images.addUrl(src.url, param);
+  }
+  if (src?.type === 'file') throw new HttpError(400, `${param}: file sources (the Files API) are not supported: send the image as base64 or a URL`, 'invalid_request_error', 'messages');
+  throw new HttpError(400, `${param}: an image source is {"type": "base64", "media_type", "data"} or {"type": "url", "url"}`, 'invalid_request_error', 'messages');
+}
+
+/** a tool_result's content as text (text blocks joined, images as markers) */
+function resultText(content: AnthropicBlock['content'], where: string, images: ImageList | undefined): string {
   if (content === undefined) return '';
   if (typeof content === 'string') return content;
   return content
     .map((b, i) => {
       if (b.type === 'text') return b.text ?? '';
+      if (b.type === 'image') return imageMarker(b, `${where}.content.${i}`, images);
       throw unsupported(`${where}.content.${i}`, b.type);
     })
     .join('');
@@ -158,8 +185,8 @@ export function errorMarked(text: string, isError: boolean): string {
   return `Error: ${text}`;
 }
 
-/** The conversation as chat messages, as /v1/chat/completions would hand them to the template. */
-export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages'>): ChatMessage[] {
+/** The conversation as chat messages, as /v1/chat/completions would hand them to the template (images as markers, into `images`). */
+export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages'>, images?: ImageList): ChatMessage[] {
   const out: ChatMessage[] = [];
   const system = systemParts(body.system);
   if (system.stable) out.push({ role: 'system', content: system.stable });
@@ -176,13 +203,16 @@ export function anthropicMessages(body: Pick<AnthropicBody, 'system' | 'messages
         case 'text':
           text += b.text ?? '';
           break;
+        case 'image':
+          text += imageMarker(b, where, images);
+          break;
         case 'tool_use':
           if (m.role !== 'assistant') throw new HttpError(400, `${where}: tool_use blocks belong to assistant messages`, 'invalid_request_error', 'messages');
           calls.push({ id: b.id ?? '', type: 'function', function: { name: b.name ?? '', arguments: canonicalJsonValue(b.input ?? {}) } });
           break;
         case 'tool_result':
           if (m.role !== 'user') throw new HttpError(400, `${where}: tool_result blocks belong to user messages`, 'invalid_request_error', 'messages');
-          out.push({ role: 'tool', content: errorMarked(resultText(b.content, where), b.is_error === true), tool_call_id: b.tool_use_id ?? '' });
+          out.push({ role: 'tool', content: errorMarked(resultText(b.content, where, images), b.is_error === true), tool_call_id: b.tool_use_id ?? '' });
           break;
         case 'thinking':
         case 'redacted_thinking':
@@ -238,15 +268,23 @@ function outputGrammar(body: AnthropicBody): GrammarSpec | null {
   return { type: 'json_schema', schema: format.schema };
 }
 
-/** The chat prompt of a Messages request (rendered by the pipeline with the tools' variables). */
-export function anthropicPrompt(ctx: ServerContext, body: AnthropicBody): ChatPrompt {
-  return { messages: anthropicMessages(body), addGenerationPrompt: true, continueFinalMessage: false, templateVars: thinkingVars(ctx, body) };
+/** The chat prompt of a Messages request (rendered by the pipeline with the tools' variables), its images decoded or fetched. */
+export async function anthropicPrompt(ctx: ServerContext, body: AnthropicBody): Promise<ChatPrompt> {
+  const list = imageList(ctx);
+  const messages = anthropicMessages(body, list);
+  const images = await list.forMessages(messages, 'messages');
+  return { messages, addGenerationPrompt: true, continueFinalMessage: false, templateVars: thinkingVars(ctx, body), ...(images && { images }) };
 }
 
-export function messagesSpec(ctx: ServerContext, body: AnthropicBody): RequestSpec {
+export async function messagesSpec(ctx: ServerContext, body: AnthropicBody): Promise<RequestSpec> {
   checkModel(ctx, body.model);
+  return messagesSpecOf(body, await anthropicPrompt(ctx, body));
+}
+
+/** The request around its prompt (already parsed, its images decoded or fetched). */
+export function messagesSpecOf(body: AnthropicBody, prompt: ChatPrompt): RequestSpec {
   return {
-    prompts: [anthropicPrompt(ctx, body)],
+    prompts: [prompt],
     promptParam: 'messages',
     addSpecialTokens: false,
     parseSpecial: true,

@@ -8,6 +8,9 @@ import type { PipelineContext, PipelineOptions } from '../pipeline/context.js';
 import type { RequestLimits } from '../pipeline/limits.js';
 import type { NetworkOptions } from './network.js';
 import type { TextWork } from './text-work.js';
+import { IMAGE_DEFAULTS } from './image-fetch.js';
+import type { ImageOptions } from './image-fetch.js';
+import { ImageList } from './image-list.js';
 
 export interface ServerOptions extends PipelineOptions {
   /** the name clients use in `model` */
@@ -33,6 +36,8 @@ export interface ServerOptions extends PipelineOptions {
   readonly logRequests?: boolean | undefined;
   /** n, stop strings, logit_bias entries per request (limits.ts) */
   readonly limits?: Partial<RequestLimits> | undefined;
+  /** images: the byte bound a image, which hosts image URLs are fetched from, the fetch deadline */
+  readonly images?: ImageOptions | undefined;
   /** where notices go (a request field loom ignores, once per name); default stderr */
   readonly log?: (line: string) => void;
 }
@@ -76,3 +81,8 @@ export function checkModel(ctx: ServerContext, model: string | undefined): void 
   }
 }
 
+
+/** An empty list for a request's images, under the server's image options. */
+export function imageList(ctx: ServerContext): ImageList {
+  return new ImageList(ctx.options.images ?? IMAGE_DEFAULTS);
+}

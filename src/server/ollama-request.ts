@@ -1,15 +1,20 @@
 // Ollama's /api/generate and /api/chat bodies (ollama/ollama api/types.go GenerateRequest,
 // ChatRequest, Options; defaults from DefaultOptions: temperature 0.8, top_k 40, top_p 0.9,
 // num_predict -1 = until the context is full) as a RequestSpec for the one pipeline.
-// Fields loom cannot honour (images, tools, format, suffix, template) are refused by name;
+// `images` (base64 files) go where Ollama's chatPrompt puts them: each at an "[img]" of the
+// message's text, in order, the rest before the text. Fields loom cannot honour (tools, format,
+// suffix, template) are refused by name;
 // runner options that only matter to llama.cpp's loader (num_ctx, num_gpu, …) are ignored,
 // as Ollama ignores options it does not know.
-import type { ServerContext } from './context.js';
 import { HttpError } from './errors.js';
 import { chatPrompt } from './openai-request.js';
 import { checkPromptBytes } from '../pipeline/prompt-bytes.js';
 import { contextLimit } from '../pipeline/request.js';
 import type { RequestSpec } from '../pipeline/request.js';
+import type { ChatMessage } from '../tokenizer/chat-template.js';
+import type { ServerContext } from './context.js';
+import { imageList } from './context.js';
+import type { ImageList } from './image-list.js';
 
 export interface OllamaOptions {
   num_predict?: number;
@@ -109,6 +114,24 @@ function samplingOf(options: OllamaOptions | null | undefined): Pick<RequestSpec
   };
 }
 
+/** Ollama's placeholder a message's text may hold where its next image goes */
+const IMG = '[img]';
+
+/** The message's text with its images' markers placed as Ollama's chatPrompt places its [img-N] tags. */
+function withImages(text: string, images: unknown, param: string, list: ImageList): string {
+  if (images == null) return text;
+  if (!Array.isArray(images)) bad(`${param} must be a list of base64 strings`, param);
+  let prefix = '';
+  let out = text;
+  (images as unknown[]).forEach((img, k) => {
+    if (typeof img !== 'string') bad(`${param}[${k}] must be a base64 string`, param);
+    const marker = list.addBase64(img as string, `${param}[${k}]`);
+    if (out.includes(IMG)) out = out.replace(IMG, marker);
+    else prefix += marker;
+  });
+  return prefix + out;
+}
+
 /** the --chat-template given, else the model's own */
 function hasTemplate(ctx: ServerContext): boolean {
   return (ctx.options.chatTemplate ?? ctx.tokenizer.chatTemplate ?? '').trim() !== '';
@@ -119,8 +142,7 @@ function hasTemplate(ctx: ServerContext): boolean {
  * as Ollama does, unless `raw` or the model has no template; `context` (a previous
  * response's token ids) goes first. Undefined when there is nothing to run (Ollama's "load").
  */
-export async function ollamaGenerateSpec(ctx: ServerContext, body: OllamaGenerateBody): Promise<{ spec: RequestSpec; templated: boolean } | undefined> {
-  if (body.images != null && body.images.length > 0) bad('images are not supported: loom serves text-only models', 'images');
+export async function ollamaGenerateSpec(ctx: ServerContext, body: OllamaGenerateBody): Promise<{ spec: RequestSpec; templated: boolean; images?: boolean } | undefined> {
   if (body.suffix) bad('suffix (fill-in-the-middle) is not supported by loom', 'suffix');
   if (body.template) bad('template: loom renders the model\'s own chat template and takes no Go template', 'template');
   if (body.prompt != null && typeof body.prompt !== 'string') bad('prompt must be a string', 'prompt');
@@ -128,8 +150,10 @@ export async function ollamaGenerateSpec(ctx: ServerContext, body: OllamaGenerat
   const context = body.context ?? [];
   if (!Array.isArray(context) || !context.every((id) => Number.isInteger(id))) bad('context must be a list of token ids', 'context');
   const prompt = body.prompt ?? '';
-  if (prompt === '' && context.length === 0) return undefined;
+  const hasImages = Array.isArray(body.images) && body.images.length > 0;
+  if (prompt === '' && context.length === 0 && !hasImages) return undefined;
   const templated = !body.raw && hasTemplate(ctx);
+  if (hasImages || (body.images != null && !Array.isArray(body.images))) return { templated, images: true, spec: await generateImagesSpec(ctx, body, prompt, templated, context) };
   let text = prompt;
   if (templated) {
     const messages = [...(body.system ? [{ role: 'system', content: body.system }] : []), { role: 'user', content: prompt }];
@@ -151,6 +175,19 @@ export async function ollamaGenerateSpec(ctx: ServerContext, body: OllamaGenerat
   };
 }
 
+/** /api/generate with images: a chat prompt (or, raw, a text prompt) the pipeline renders and places the images in. */
+async function generateImagesSpec(ctx: ServerContext, body: OllamaGenerateBody, prompt: string, templated: boolean, context: readonly number[]): Promise<RequestSpec> {
+  if (context.length > 0) bad('context (a previous response\'s tokens) cannot be continued with images: send the conversation to /api/chat', 'context');
+  const list = imageList(ctx);
+  const user = { role: 'user', content: withImages(prompt, body.images, 'images', list) };
+  const system = body.system ? [{ role: 'system', content: body.system }] : [];
+  const images = (await list.forMessages([...system, user], 'images'))!;
+  const common = { ...samplingOf(body.options), promptParam: 'prompt', idPrefix: 'ollama-generate' };
+  if (templated) return { ...common, prompts: [{ messages: [...system, user], addGenerationPrompt: true, images }], addSpecialTokens: false, parseSpecial: true };
+  const text = body.system && !body.raw ? `${body.system}\n\n${user.content}` : user.content;
+  return { ...common, prompts: [{ text, images }], addSpecialTokens: true, parseSpecial: false };
+}
+
 /** /api/chat: the messages through the model's chat template. Undefined for no messages ("load"). */
 export async function ollamaChatSpec(ctx: ServerContext, body: OllamaChatBody): Promise<RequestSpec | undefined> {
   if (body.tools != null && body.tools.length > 0) bad('tools are not supported by loom yet', 'tools');
@@ -158,14 +195,16 @@ export async function ollamaChatSpec(ctx: ServerContext, body: OllamaChatBody): 
   if (!Array.isArray(messages)) bad('messages must be a list', 'messages');
   for (const [i, m] of messages.entries()) {
     if (!isObject(m) || typeof m.role !== 'string' || typeof (m.content ?? '') !== 'string') bad(`messages[${i}] needs a role and a string content`, `messages[${i}]`);
-    if (m.images != null && m.images.length > 0) bad('images are not supported: loom serves text-only models', `messages[${i}].images`);
   }
   if (messages.length === 0) return undefined;
+  const list = imageList(ctx);
+  const chat = messages.map((m, i) => ({ role: m.role, content: withImages(m.content ?? '', m.images, `messages[${i}].images`, list) }));
+  const images = await list.forMessages(chat, 'messages');
   if (!hasTemplate(ctx)) {
     // as Ollama's default template and `loom chat` do for a model without one: the transcript continued as plain text
     return {
       ...samplingOf(body.options),
-      prompts: [messages.map((m) => m.content ?? '').filter((t) => t !== '').join('\n')],
+      prompts: [images ? { text: joined(chat), images } : joined(chat)],
       promptParam: 'messages',
       addSpecialTokens: true,
       parseSpecial: false,
@@ -175,10 +214,13 @@ export async function ollamaChatSpec(ctx: ServerContext, body: OllamaChatBody): 
   return {
     ...samplingOf(body.options),
     // rendered by the pipeline
-    prompts: [{ messages: messages.map((m) => ({ role: m.role, content: m.content ?? '' })), addGenerationPrompt: true }],
+    prompts: [{ messages: chat, addGenerationPrompt: true, ...(images && { images }) }],
     promptParam: 'messages',
     addSpecialTokens: false, // the template carries its own BOS
     parseSpecial: true,
     idPrefix: 'ollama-chat',
   };
 }
+
+/** a conversation as plain text, for a model without a template */
+const joined = (messages: readonly ChatMessage[]): string => messages.map((m) => m.content).filter((t) => t !== '').join('\n');

@@ -6,7 +6,7 @@ import type { ChatMessage } from '../tokenizer/chat-template.js';
 import { canonicalJsonValue } from '../pipeline/canonical-json.js';
 import { renderChatPrompt } from '../pipeline/prompt.js';
 import type { ServerContext } from './context.js';
-import { checkModel, noteIgnoredFields } from './context.js';
+import { checkModel, imageList, noteIgnoredFields } from './context.js';
 import { HttpError } from './errors.js';
 import type { RequestSpec } from '../pipeline/request.js';
 import { chatBody, completionsBody } from './schemas.js';
@@ -15,6 +15,7 @@ import type { StructuredOutputFields } from './structured-output.js';
 import type { ChatOutputConfig } from '../pipeline/chat-output.js';
 import type { ResolvedRequest } from '../pipeline/request.js';
 import type { ToolFields } from '../pipeline/tools/request.js';
+import type { ImageList } from './image-list.js';
 
 /** Sampling and request fields both endpoints share (OpenAI + vLLM). */
 export interface OpenAISampling extends StructuredOutputFields {
@@ -61,10 +62,17 @@ export interface CompletionsBody extends OpenAISampling {
 /** A message of a chat request: assistant turns may carry tool calls, `tool` turns answer one. */
 export interface ChatBodyMessage {
   role: string;
-  content?: string | { type: 'text'; text: string }[] | null;
+  content?: string | ChatContentPart[] | null;
   name?: string;
   tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] | null;
   tool_call_id?: string;
+}
+
+/** a content part: `text`, or `image_url` (an object with `url` and `detail`, or the URL alone as vLLM accepts) */
+export interface ChatContentPart {
+  type: string;
+  text?: string;
+  image_url?: string | { url?: string; detail?: string };
 }
 
 export interface ChatBody extends OpenAISampling, ToolFields {
@@ -179,7 +187,9 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
   const common = commonSpec(body, logprobs, body.prompt_logprobs ?? null);
   const tools: ToolFields = { tools: body.tools ?? null, tool_choice: body.tool_choice ?? null, parallel_tool_calls: body.parallel_tool_calls ?? null };
   const kwargs = chatTemplateVars(body);
-  const messages = chatMessages(body.messages);
+  const list = imageList(ctx);
+  const messages = chatMessages(body.messages, list);
+  const images = await list.forMessages(messages, 'messages');
   const last = messages.at(-1);
   const echoText = body.echo && last?.role === 'assistant' ? last.content : '';
   return {
@@ -187,7 +197,7 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
       ...common,
       // rendered by the pipeline, with the tools' template variables; reasoning_effort reaches the
       // template as vLLM passes it, chat_template_kwargs win over it (chatTemplateVars)
-      prompts: [{ messages, addGenerationPrompt: body.add_generation_prompt ?? true, continueFinalMessage: body.continue_final_message ?? false, templateVars: { ...kwargs } }],
+      prompts: [{ messages, addGenerationPrompt: body.add_generation_prompt ?? true, continueFinalMessage: body.continue_final_message ?? false, templateVars: { ...kwargs }, ...(images && { images }) }],
       tools,
       promptParam: 'messages',
       // the rendered template carries its own BOS where the model wants one (vLLM: add_special_tokens false for chat)
@@ -203,10 +213,38 @@ export async function chatSpec(ctx: ServerContext, body: ChatBody): Promise<Chat
   };
 }
 
-/** Messages as templates read them: text content, tool-call arguments as objects (as vLLM passes them), their keys sorted so a resent call renders the same. */
-export function chatMessages(messages: ChatBody['messages']): ChatMessage[] {
+/** kinds of content part other APIs send that loom does not read, named in the refusal */
+const NOT_READ = new Set(['input_audio', 'audio_url', 'video_url', 'input_video', 'file']);
+
+/**
+ * A message's content parts as one text: text parts joined as they come, each image_url part
+ * an IMAGE_MARKER where it was (its image added to `images`; without a list, images are
+ * refused: the route has no way to pass them on).
+ */
+function partsText(parts: readonly ChatContentPart[], where: string, images: ImageList | undefined): string {
+  return parts
+    .map((p, j) => {
+      const at = `${where}.content[${j}]`;
+      if (p.type === 'text') {
+        if (typeof p.text !== 'string') throw new HttpError(400, `${at}: a text part needs a string \`text\``, 'invalid_request_error', 'messages');
+        return p.text;
+      }
+      if (p.type === 'image_url') {
+        const url = typeof p.image_url === 'string' ? p.image_url : p.image_url?.url;
+        if (typeof url !== 'string' || url === '') throw new HttpError(400, `${at}: an image_url part needs image_url.url (a data URL or an http(s) URL)`, 'invalid_request_error', 'messages');
+        if (!images) throw new HttpError(400, `${at}: image parts are not accepted here`, 'invalid_request_error', 'messages');
+        return images.addUrl(url, `${at}.image_url`);
+      }
+      if (NOT_READ.has(p.type)) throw new HttpError(400, `${at}: ${p.type} parts are not supported: loom reads text and images (image_url)`, 'invalid_request_error', 'messages');
+      throw new HttpError(400, `${at}: content parts of type ${JSON.stringify(p.type)} are not supported (text, image_url)`, 'invalid_request_error', 'messages');
+    })
+    .join('');
+}
+
+/** Messages as templates read them: text content (images as markers, into `images`), tool-call arguments as objects (as vLLM passes them), their keys sorted so a resent call renders the same. */
+export function chatMessages(messages: ChatBody['messages'], images?: ImageList): ChatMessage[] {
   return messages.map((m, i) => {
-    const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : m.content.map((p) => p.text).join('');
+    const content = m.content == null ? '' : typeof m.content === 'string' ? m.content : partsText(m.content, `messages[${i}]`, images);
     const out: ChatMessage = { role: m.role, content };
     if (m.name !== undefined) out.name = m.name;
     if (m.tool_call_id !== undefined) out.tool_call_id = m.tool_call_id;

@@ -11,8 +11,9 @@ import type { RequestSpec } from '../pipeline/request.js';
 import type { ToolFields } from '../pipeline/tools/request.js';
 import type { ChatMessage } from '../tokenizer/chat-template.js';
 import type { ServerContext } from './context.js';
-import { checkModel, noteIgnoredFields } from './context.js';
+import { checkModel, imageList, noteIgnoredFields } from './context.js';
 import { HttpError } from './errors.js';
+import type { ImageList } from './image-list.js';
 import { DEFAULT_COMPACTION_TOKENS, compactionMessage, compactionRequest, compactionSummary } from './responses-compaction.js';
 import { CUSTOM_INPUT, responsesTools, toolChoice } from './responses-tools.js';
 import type { ResponsesTool, ResponsesToolChoice, ToolKinds } from './responses-tools.js';
@@ -42,6 +43,10 @@ export interface InputItem {
 export interface ContentPart {
   type: string;
   text?: string;
+  /** input_image: a data URL or an http(s) URL (file_id is refused); detail is accepted and not used */
+  image_url?: string | null;
+  file_id?: string | null;
+  detail?: string;
 }
 
 export interface ResponsesBody {
@@ -92,14 +97,24 @@ const KNOWN = new Set([
 /** A conversation so far: the items the template renders (a stored response's input and output). */
 export type Conversation = readonly InputItem[];
 
-const text = (parts: string | ContentPart[] | null | undefined, where: string): string => {
+/** An input_image part as IMAGE_MARKER, its image added to `images`. */
+function imageMarker(p: ContentPart, where: string, images: ImageList | undefined): string {
+  if (p.file_id != null) throw new HttpError(400, `${where}: input_image by file_id is not supported (loom has no Files API): send image_url, a data URL or an http(s) URL`, 'invalid_request_error', 'input');
+  if (typeof p.image_url !== 'string' || p.image_url === '') throw new HttpError(400, `${where}: an input_image needs image_url (a data URL or an http(s) URL)`, 'invalid_request_error', 'input');
+  if (!images) throw new HttpError(400, `${where}: images are not accepted here`, 'invalid_request_error', 'input');
+  return images.addUrl(p.image_url, `${where}.image_url`);
+}
+
+/** Content parts as one text, joined as they come; images as markers (into `images`). */
+const text = (parts: string | ContentPart[] | null | undefined, where: string, images: ImageList | undefined): string => {
   if (parts == null) return '';
   if (typeof parts === 'string') return parts;
   return parts
-    .map((p) => {
+    .map((p, j) => {
       if (p.type === 'input_text' || p.type === 'output_text' || p.type === 'text' || p.type === 'summary_text' || p.type === 'reasoning_text') return p.text ?? '';
       if (p.type === 'refusal') return (p as { refusal?: string }).refusal ?? '';
-      throw new HttpError(400, `${where}: content of type ${JSON.stringify(p.type)} is not supported (text only)`, 'invalid_request_error', 'input');
+      if (p.type === 'input_image') return imageMarker(p, `${where}.content[${j}]`, images);
+      throw new HttpError(400, `${where}: content of type ${JSON.stringify(p.type)} is not supported (text and input_image)`, 'invalid_request_error', 'input');
     })
     .join('');
 };
@@ -119,7 +134,7 @@ export function inputItems(input: ResponsesBody['input']): InputItem[] {
  * message. The system text before the first other message (instructions first) is one
  * system message; later system text stays where it was sent, so earlier turns render the same.
  */
-export function itemsToMessages(instructions: string | null | undefined, items: Conversation): ChatMessage[] {
+export function itemsToMessages(instructions: string | null | undefined, items: Conversation, images?: ImageList): ChatMessage[] {
   const out: ChatMessage[] = [];
   const lead: string[] = instructions ? [instructions] : [];
   let leading = true;
@@ -146,7 +161,7 @@ export function itemsToMessages(instructions: string | null | undefined, items: 
         if (role !== 'user' && role !== 'system' && role !== 'assistant') {
           throw new HttpError(400, `${where}: role ${JSON.stringify(item.role)} is not one of user, system, developer, assistant`, 'invalid_request_error', 'input');
         }
-        const content = text(item.content, where);
+        const content = text(item.content, where, images);
         if (role === 'system' && leading) {
           lead.push(content);
           return;
@@ -187,7 +202,7 @@ export function itemsToMessages(instructions: string | null | undefined, items: 
       case 'custom_tool_call_output': {
         if (typeof item.call_id !== 'string') throw new HttpError(400, `${where}: a ${type} needs call_id`, 'invalid_request_error', 'input');
         turn = undefined;
-        push({ role: 'tool', tool_call_id: item.call_id, content: text(item.output, where) });
+        push({ role: 'tool', tool_call_id: item.call_id, content: text(item.output, where, images) });
         return;
       }
       case 'compaction':
@@ -242,15 +257,17 @@ function logprobsOf(body: ResponsesBody): number | null {
 }
 
 /** The body (after a previous response's conversation, `history`) as the pipeline's chat request. */
-export function responsesSpec(ctx: ServerContext, body: ResponsesBody, history: Conversation, where = '/v1/responses'): ResponsesPlan {
+export async function responsesSpec(ctx: ServerContext, body: ResponsesBody, history: Conversation, where = '/v1/responses'): Promise<ResponsesPlan> {
   checkModel(ctx, body.model);
   noteIgnoredFields(ctx, body, KNOWN, where);
   if (body.background) throw new HttpError(400, 'background responses are not supported', 'invalid_request_error', 'background');
   const given = inputItems(body.input);
   const compaction = given.at(-1)?.type === 'compaction_trigger';
   const items = compaction ? given.slice(0, -1) : given;
-  const messages = itemsToMessages(body.instructions, [...history, ...items]);
+  const list = imageList(ctx);
+  const messages = itemsToMessages(body.instructions, [...history, ...items], list);
   if (messages.length === 0) throw new HttpError(400, 'input must not be empty', 'invalid_request_error', 'input');
+  const images = await list.forMessages(messages, 'input');
   // compacting: the tools stay in the prompt (its prefix is the cached conversation's), none is called
   if (compaction) messages.push(compactionRequest());
   const { chat: fns, custom, namespaces } = responsesTools(body.tools);
@@ -266,7 +283,7 @@ export function responsesSpec(ctx: ServerContext, body: ResponsesBody, history: 
     toolKinds: { custom, namespaces },
     compaction,
     spec: {
-      prompts: [{ messages, addGenerationPrompt: true, templateVars }],
+      prompts: [{ messages, addGenerationPrompt: true, templateVars, ...(images && { images }) }],
       tools,
       promptParam: 'input',
       addSpecialTokens: false,

@@ -74,11 +74,11 @@ export const completionsBody = {
   },
 } as const;
 
+/** a content part: text or image_url (openai-request.ts checks each kind's fields and refuses the rest by name) */
 const contentPart = {
   type: 'object',
-  required: ['type', 'text'],
-  additionalProperties: false,
-  properties: { type: { const: 'text' }, text: { type: 'string' } },
+  required: ['type'],
+  properties: { type: { type: 'string' }, text: { type: 'string' } },
 } as const;
 
 /** OpenAI's function tool (ChatCompletionTool) */

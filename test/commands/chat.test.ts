@@ -4,8 +4,11 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { PNG_1X1, bytesOf } from '../fixtures/api-images.js';
 import { PROJECT_ROOT, ggufFixturePath } from '../fixtures/index.js';
 import { GGUF_FIXTURES } from '../fixtures/recipe.js';
 
@@ -51,6 +54,29 @@ describe('loom chat', () => {
     assert.ok(out.stdout.length >= 4, 'the replies are printed');
     assert.match(out.stderr, /conversation cleared/);
     assert.doesNotMatch(out.stderr, /no chat template/);
+  });
+
+  it('attaches images (--image, /image) to the next message; a model without a projector refuses it and the chat goes on', async () => {
+    const model = ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'qwen2-f32')!);
+    const dir = mkdtempSync(join(tmpdir(), 'loom-chat-image-'));
+    const png = join(dir, 'dot.png');
+    const text = join(dir, 'notes.txt');
+    writeFileSync(png, bytesOf(PNG_1X1));
+    writeFileSync(text, 'not an image');
+    const { child, out } = chat(['--model', model, '--backend', 'reference', '--temperature', '0', '-n', '2', '--ignore-eos', '--image', png]);
+    child.stdin.end(`what is this?\n/image ${join(dir, 'missing.png')}\n/image ${text}\n/image ${png}\n/image ${png}\nand these?\nhi\n/exit\n`);
+    const [code] = (await once(child, 'exit')) as [number];
+    assert.equal(code, 0, out.stderr);
+    assert.match(out.stderr, /dot\.png attached to your next message \(1 image\)/);
+    assert.match(out.stderr, /dot\.png attached to your next message \(2 images\)/);
+    assert.match(out.stderr, /cannot read .*missing\.png: ENOENT/);
+    assert.match(out.stderr, /notes\.txt is not a PNG, JPEG, GIF or WebP file/);
+    // both messages with images reach the pipeline, which has no projector to read them
+    assert.equal(out.stderr.match(/This model cannot read images: start loom with a vision projector \(--mmproj\)/g)?.length, 2, out.stderr);
+    // the refused messages are not in the history: "hi" is the first turn
+    const t = turns(out.stderr);
+    assert.equal(t.length, 1, out.stderr);
+    assert.equal(t[0]!.replyTokens, 2);
   });
 
   it('continues a model without a template as plain text; Ctrl-C stops the reply, not the program', async () => {

@@ -31,8 +31,8 @@ describe('anthropicMessages', () => {
     assert.deepEqual(Object.keys(messages[3]!.tool_calls![0]!.function.arguments as object), ['command', 'description']); // sorted
   });
 
-  it('an image or a document block is a clear 400', () => {
-    for (const type of ['image', 'document']) {
+  it('a document block is a clear 400 (image blocks: test/server/image-requests.test.ts)', () => {
+    for (const type of ['document']) {
       assert.throws(() => anthropicMessages({ messages: [{ role: 'user', content: [{ type }] }] }), (e: Error & { status?: number }) => e.status === 400 && new RegExp(`${type} blocks are not supported`).test(e.message));
     }
   });

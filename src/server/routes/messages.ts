@@ -16,7 +16,7 @@ import type { ResolvedRequest } from '../../pipeline/request.js';
 import type { ServerContext } from '../context.js';
 import { checkModel } from '../context.js';
 import { toAnthropicError } from '../errors.js';
-import { anthropicPrompt, countTokensBody, countTokensVars, messagesBody, messagesOutputConfig, messagesSpec } from '../anthropic-request.js';
+import { anthropicPrompt, countTokensBody, countTokensVars, messagesBody, messagesOutputConfig, messagesSpec, messagesSpecOf } from '../anthropic-request.js';
 import type { AnthropicBody } from '../anthropic-request.js';
 import { ClientGoneError, SseWriter, disconnectSignal } from '../sse.js';
 import { admit } from './admission.js';
@@ -137,7 +137,7 @@ async function stream(ctx: ServerContext, sse: SseWriter, body: AnthropicBody, r
  * and the cut shows as stop_reason model_context_window_exceeded.
  */
 async function resolveMessages(ctx: ServerContext, body: AnthropicBody): Promise<{ r: ResolvedRequest; clamped: boolean }> {
-  const spec = messagesSpec(ctx, body);
+  const spec = await messagesSpec(ctx, body);
   try {
     return { r: await resolveRequest(ctx, spec), clamped: false };
   } catch (err) {
@@ -212,7 +212,13 @@ export function messagesRoutes(app: FastifyInstance, ctx: ServerContext): void {
     api.post<{ Body: AnthropicBody }>('/v1/messages/count_tokens', { schema: { body: countTokensBody } }, async (req) => {
       const body = req.body;
       checkModel(ctx, body.model);
-      const p = anthropicPrompt(ctx, body);
+      const p = await anthropicPrompt(ctx, body);
+      // an image's tokens are the projector's to count: a prompt with images is resolved as
+      // /v1/messages resolves it (which refuses it when the model reads no images)
+      if ((p.images?.length ?? 0) > 0) {
+        const r = await resolveRequest(ctx, { ...messagesSpecOf(body, p), maxTokens: null });
+        return { input_tokens: r.prompts[0]!.ids.length };
+      }
       const text = await renderChatPrompt(ctx.text, { ...p, templateVars: { ...countTokensVars(body), ...p.templateVars } });
       const ids = await ctx.text.encode(text, { addSpecial: false, parseSpecial: true });
       return { input_tokens: ids.length };

@@ -177,7 +177,8 @@ export function ollamaRoutes(app: FastifyInstance, ctx: ServerContext): void {
       const made = await ollamaGenerateSpec(ctx, req.body);
       if (!made) return loaded(model, shape);
       const r = await resolveRequest(ctx, made.spec);
-      return answer(ctx, reply, r, req.body.stream ?? true, model, shape, req.body.raw ? undefined : r.prompts[0]!.ids);
+      // a prompt with images has no context to hand back: its image tokens cannot be sent again as ids
+      return answer(ctx, reply, r, req.body.stream ?? true, model, shape, req.body.raw || made.images ? undefined : r.prompts[0]!.ids);
     });
 
     api.post<{ Body: OllamaChatBody }>('/api/chat', async (req, reply) => {

@@ -47,7 +47,7 @@ export function responsesRoute(app: FastifyInstance, ctx: ServerContext, store =
   app.post<{ Body: ResponsesBody }>('/v1/responses', { schema: { body } }, async (req, reply) => {
     const b = req.body;
     const history = previous(store, b.previous_response_id);
-    const plan = responsesSpec(ctx, b, history);
+    const plan = await responsesSpec(ctx, b, history);
     const r = await resolveResponses(ctx, plan, b);
     const chat = new ChatOutput(outputConfig(ctx, r, plan));
     const logprobs = (e: CompletionEvent): OutputLogprob[] => (r.prompts[0]!.params.logprobs !== null && e.logprobs ? chatLogprobs(ctx.tokenizer, e.logprobs) : []);
@@ -126,7 +126,7 @@ export function responsesRoute(app: FastifyInstance, ctx: ServerContext, store =
     const given = inputItems(b.input);
     // what else the conversation was run with (tools, reasoning: Codex's CompactionInput sends them) renders as it did, so its prefix is cached
     const body: ResponsesBody = { ...b, input: [...given, { type: 'compaction_trigger' }], previous_response_id: null, stream: false, store: false };
-    const plan = responsesSpec(ctx, body, history, '/v1/responses/compact');
+    const plan = await responsesSpec(ctx, body, history, '/v1/responses/compact');
     const r = await resolveResponses(ctx, plan, body);
     const chat = new ChatOutput(outputConfig(ctx, r, plan));
     const release = admit(ctx, reply, r.prompts);
@@ -151,7 +151,7 @@ export function responsesRoute(app: FastifyInstance, ctx: ServerContext, store =
 
   app.post<{ Body: ResponsesBody }>('/v1/responses/input_tokens', async (req) => {
     const b = { ...req.body, model: req.body.model ?? ctx.options.servedModelName };
-    const plan = responsesSpec(ctx, b, previous(store, b.previous_response_id), '/v1/responses/input_tokens');
+    const plan = await responsesSpec(ctx, b, previous(store, b.previous_response_id), '/v1/responses/input_tokens');
     const r = await resolveRequest(ctx, { ...plan.spec, maxTokens: null });
     return { object: 'response.input_tokens', input_tokens: r.prompts[0]!.ids.length };
   });

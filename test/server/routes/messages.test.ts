@@ -9,6 +9,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import Anthropic from '@anthropic-ai/sdk';
 import { generateText, streamText, tool } from 'ai';
 import { z } from 'zod';
+import { PNG_1X1 } from '../../fixtures/api-images.js';
 import { HERMES_CHATML_TEMPLATE as HERMES_TEMPLATE } from '../../fixtures/hermes-template.js';
 import { MODEL, fixtureBy, startTestServer } from '../../fixtures/server.js';
 import type { TestServer } from '../../fixtures/server.js';
@@ -148,11 +149,11 @@ describe('Anthropic Messages API (qwen3 fixture, a Hermes ChatML template)', () 
     assert.equal(promptOf(m.usage), chat.prompt_token_ids.length);
   });
 
-  it('errors in Anthropic\'s shape: a missing max_tokens, an unknown model, an image block', async () => {
+  it('errors in Anthropic\'s shape: a missing max_tokens, an unknown model, an image block without a vision projector', async () => {
     const cases: [object, number, string, RegExp][] = [
       [{ model: MODEL, messages: ask }, 400, 'invalid_request_error', /max_tokens/],
       [{ model: 'nope', max_tokens: 1, messages: ask }, 404, 'not_found_error', /nope/],
-      [{ model: MODEL, max_tokens: 1, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] }] }, 400, 'invalid_request_error', /image blocks are not supported/],
+      [{ model: MODEL, max_tokens: 1, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_1X1 } }] }] }, 400, 'invalid_request_error', /vision projector \(--mmproj\)/],
     ];
     for (const [body, status, type, message] of cases) {
       const res = await s.post('/v1/messages', body);

@@ -201,7 +201,8 @@ describe('/v1/responses (openai client, hf-qwen3 fixture, Hermes template)', () 
 
   it('refusals are 400s naming the field: an unsupported item or content, a bad tool_choice, a context overflow', async () => {
     const cases: [object, string][] = [
-      [{ input: [{ type: 'message', role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input'],
+      [{ input: [{ type: 'message', role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input[0].content[0].image_url'],
+      [{ input: [{ type: 'message', role: 'user', content: [{ type: 'input_file', file_id: 'x' }] }] }, 'input'],
       [{ input: [{ type: 'item_reference', id: 'x' }] }, 'input'],
       [{ input: 'x', tools, tool_choice: { type: 'function', name: 'nope' } }, 'tool_choice'],
       [{ input: 'x', max_output_tokens: 100_000 }, 'max_output_tokens'],

@@ -3,7 +3,9 @@
 // to plain completion for stories260K, which has no chat template), stops it with the Stop
 // button, and keeps the conversation across a reload. Skips when no browser is installed.
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import puppeteer from 'puppeteer-core';
@@ -13,6 +15,7 @@ import { loadModel } from '../../../src/model/load.js';
 import { DEFAULT_MODEL_PATH } from '../../../src/model/model-arg.js';
 import { buildApp } from '../../../src/server/app.js';
 import type { ServerOptions } from '../../../src/server/context.js';
+import { PNG_1X1, bytesOf, pngDataUrl } from '../../fixtures/api-images.js';
 import { ggufFixturePath } from '../../fixtures/index.js';
 import { GGUF_FIXTURES } from '../../fixtures/recipe.js';
 
@@ -121,6 +124,48 @@ describe('web chat page', { skip: noBrowser }, () => {
       // a browser context of its own: closing it closes the sockets Chromium opened ahead
       // (a socket without a request would hold the server's close for its 60 s headers timeout)
       await context.close();
+      await other.close();
+    }
+  });
+});
+
+describe('web chat page: images', { skip: noBrowser }, () => {
+  it('attaches an image (file input) sent as an image_url data URL before the text; a refusal drops the message and the chat goes on', async () => {
+    const other = await startServer(true, ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === 'qwen3-q8_0')!), 'fixture', null);
+    const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    const dir = mkdtempSync(join(tmpdir(), 'loom-webui-'));
+    const png = join(dir, 'dot.png');
+    const txt = join(dir, 'notes.txt');
+    writeFileSync(png, bytesOf(PNG_1X1));
+    writeFileSync(txt, 'not an image');
+    try {
+      const page = await browser.newPage();
+      const chats: string[] = [];
+      page.on('request', (r) => void (r.url().endsWith('/v1/chat/completions') && chats.push(r.postData() ?? '')));
+      await page.goto(`${other.url}/`);
+      await page.waitForFunction(`document.getElementById('model').textContent === 'fixture'`, { timeout: 5000 });
+      const input = (await page.$('#file'))!;
+      await input.uploadFile(txt);
+      await page.waitForFunction(`/notes\.txt is not a PNG, JPEG, GIF or WebP image/.test(document.querySelector('.note')?.textContent ?? '')`);
+      await input.uploadFile(png);
+      await page.waitForFunction(`document.querySelectorAll('#attachments img').length === 1`);
+      await page.type('#input', 'What is this?');
+      await page.keyboard.press('Enter');
+      // no projector on this server: the pipeline's refusal, shown; the message leaves the conversation
+      await page.waitForFunction(`/vision projector/.test([...document.querySelectorAll('.note')].map((n) => n.textContent).join(' '))`, { timeout: 30_000 });
+      assert.equal(chats.length, 1);
+      const sent = (JSON.parse(chats[0]!) as { messages: unknown[] }).messages;
+      assert.deepEqual(sent, [{ role: 'user', content: [{ type: 'image_url', image_url: { url: pngDataUrl } }, { type: 'text', text: 'What is this?' }] }]);
+      assert.equal(await page.$$eval('.msg.user.failed img', (n) => n.length), 1, 'the refused message is shown with its image, faded');
+      assert.equal(await page.$$eval('#attachments img', (n) => n.length), 0, 'the attachment went with the message');
+      await page.type('#input', 'Hello');
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(`(document.querySelector('.assistant')?.textContent ?? '').length > 0`, { timeout: 60_000 });
+      await page.click('#stop');
+      await page.waitForFunction(`/stopped/.test(document.querySelector('.assistant .stats')?.textContent ?? '')`, { timeout: 10_000 });
+      assert.deepEqual((JSON.parse(chats[1]!) as { messages: unknown[] }).messages, [{ role: 'user', content: 'Hello' }]);
+    } finally {
+      await browser.close();
       await other.close();
     }
   });
