@@ -9,10 +9,10 @@
 //   node scripts/vision-goldens.mjs [LLAMA_CPP_DIR]      (after `npx tsc -p .`; default /work/llama.cpp)
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECTOR_FIXTURES, projectorFixturePath } from '../dist/test/fixtures/mmproj-fixture.js';
-import { TEST_IMAGES, writeTestImages } from '../dist/test/fixtures/test-images.js';
+import { RESIZE_CASES, TEST_IMAGES, readTestImage, writeTestImages } from '../dist/test/fixtures/test-images.js';
 import { FIXTURE_DIR, ggufFixturePath } from '../dist/test/fixtures/index.js';
 
 const llama = process.argv[2] ?? '/work/llama.cpp';
@@ -22,14 +22,20 @@ mkdirSync(out, { recursive: true });
 await writeTestImages();
 
 mkdirSync(FIXTURE_DIR, { recursive: true });
-const dumper = join(FIXTURE_DIR, 'mtmd-embeddings');
 const lib = join(llama, 'build/bin');
-const build = spawnSync('g++', [
-  '-std=c++17', '-O1', join(root, 'scripts/mtmd-embeddings.cpp'),
-  `-I${llama}/tools/mtmd`, `-I${llama}/include`, `-I${llama}/ggml/include`,
-  `-L${lib}`, '-lmtmd', '-lllama', '-lggml', '-lggml-base', `-Wl,-rpath,${lib}`, '-o', dumper,
-], { encoding: 'utf8' });
-if (build.status !== 0) throw new Error(`building the dumper failed:\n${build.stderr}`);
+/** builds scripts/NAME.cpp against the llama.cpp build; returns the program's path */
+function build(name) {
+  const exe = join(FIXTURE_DIR, name);
+  const r = spawnSync('g++', [
+    '-std=c++17', '-O1', join(root, `scripts/${name}.cpp`),
+    `-I${llama}/tools/mtmd`, `-I${llama}/include`, `-I${llama}/ggml/include`,
+    `-L${lib}`, '-lmtmd', '-lllama', '-lggml', '-lggml-base', `-Wl,-rpath,${lib}`, '-o', exe,
+  ], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`building ${name} failed:\n${r.stderr}`);
+  return exe;
+}
+const dumper = build('mtmd-embeddings');
+const resizer = build('mtmd-resize');
 
 const commit = spawnSync('git', ['-C', llama, 'log', '-1', '--format=%h'], { encoding: 'utf8' }).stdout.trim();
 for (const f of PROJECTOR_FIXTURES) {
@@ -70,4 +76,23 @@ for (const f of PROJECTOR_FIXTURES) {
   };
   writeFileSync(join(out, `${f.name}.json`), JSON.stringify(golden, null, 1) + '\n');
 }
-if (!existsSync(dumper)) throw new Error('unreachable');
+
+// llama.cpp's resize of each test image in each case: the sha256 of its RGB bytes
+const resize = {};
+for (const img of TEST_IMAGES) {
+  const rgb = await readTestImage(img.file);
+  const input = join(FIXTURE_DIR, `${img.file}.rgb`);
+  writeFileSync(input, rgb.data);
+  for (const c of RESIZE_CASES) {
+    const output = join(FIXTURE_DIR, `${img.file}.resized.rgb`);
+    const r = spawnSync(resizer, [input, rgb.width, rgb.height, output, c.width, c.height, c.algo, c.pad, ...(c.color ?? [])].map(String), { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`mtmd-resize ${img.file} ${JSON.stringify(c)}: ${r.stderr}`);
+    const bytes = readFileSync(output);
+    if (bytes.length !== c.width * c.height * 3) throw new Error(`mtmd-resize wrote ${bytes.length} bytes`);
+    resize[`${img.file} ${c.name}`] = createHash('sha256').update(bytes).digest('hex');
+    rmSync(output);
+  }
+  rmSync(input);
+}
+writeFileSync(join(out, 'resize.json'), JSON.stringify({ source: `scripts/mtmd-resize.cpp against llama.cpp ${commit} (img_tool::resize); sha256 of the RGB bytes`, resize }, null, 1) + '\n');
+console.log(`resize.json: ${Object.keys(resize).length} cases`);

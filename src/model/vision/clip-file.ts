@@ -49,6 +49,7 @@ export class ClipFile {
 
   /** an f32 copy of a vector (or any tensor read flat) of exactly n values when n is given */
   vector(name: string, n?: number): Float32Array {
+    if (!this.gguf.has(name)) this.refuse(`no tensor ${name}`);
     const v = loadVector(this.gguf, name);
     if (n !== undefined && v.length !== n) this.refuse(`tensor ${name} has ${v.length} values, not ${n}`);
     return v;
