@@ -16,6 +16,8 @@ import { RESIZE_CASES, TEST_IMAGES, readTestImage, writeTestImages } from '../di
 import { FIXTURE_DIR, ggufFixturePath } from '../dist/test/fixtures/index.js';
 
 const llama = process.argv[2] ?? '/work/llama.cpp';
+/** the prompt of the generation goldens: BOS, text, the image, text */
+const GENERATION_PROMPT = 'Look: <__media__> What is it?';
 const root = new URL('..', import.meta.url).pathname;
 const out = join(root, 'test/fixtures/goldens/vision');
 mkdirSync(out, { recursive: true });
@@ -44,9 +46,9 @@ for (const f of PROJECTOR_FIXTURES) {
   const images = {};
   for (const img of TEST_IMAGES) {
     const path = join(root, 'test/fixtures/images', img.file);
-    const run = (fa) => {
+    const run = (fa, ...more) => {
       const file = join(FIXTURE_DIR, `${f.name}-${img.file}-${fa}.json`);
-      const r = spawnSync(dumper, [text, mmproj, path, file, '--threads', '2', '--flash-attn', fa], { encoding: 'utf8' });
+      const r = spawnSync(dumper, [text, mmproj, path, file, '--threads', '2', '--flash-attn', fa, ...more], { encoding: 'utf8' });
       if (r.status !== 0) throw new Error(`mtmd-embeddings ${f.name} ${img.file}: ${r.stderr.slice(-2000)}`);
       const j = JSON.parse(readFileSync(file, 'utf8'));
       rmSync(file);
@@ -57,12 +59,16 @@ for (const f of PROJECTOR_FIXTURES) {
     const imageChunks = auto.chunks.filter((c) => c.type === 'image');
     if (imageChunks.length !== 1) throw new Error(`${f.name} ${img.file}: ${imageChunks.length} image chunks`);
     const px = auto.pixels?.[0];
+    // the whole path: a prompt around the image, evaluated as llama-mtmd-cli does, its last
+    // logits and greedy tokens (the fixture's successor head decides those; the logits carry the image)
+    const gen = run('auto', '--no-pixels', '--prompt', GENERATION_PROMPT, '--generate', '8');
     images[img.file] = {
       chunks: auto.chunks.map((c) => (c.type === 'text' ? c : { type: 'image', n_tokens: c.n_tokens, nx: c.nx, ny: c.ny, n_pos: c.n_pos })),
       non_causal: auto.non_causal,
       // llama-mtmd-cli's default (flash attention "auto": on, on a CPU)
       embeddings: imageChunks[0].embeddings,
       embeddings_no_flash_attn: off.chunks.find((c) => c.type === 'image').embeddings,
+      generation: { prompt: GENERATION_PROMPT, chunks: gen.chunks.map((c) => (c.type === 'text' ? c : { type: 'image', n_tokens: c.n_tokens })), n_past: gen.n_past, logits: gen.logits, tokens: gen.tokens },
       ...(px ? { pixels: { nx: px.nx, ny: px.ny, sha256: createHash('sha256').update(Buffer.from(px.data, 'base64')).digest('hex'), head: [...new Float32Array(Buffer.from(px.data, 'base64').buffer.slice(0, 4 * 24))] } } : {}),
     };
     console.log(`${f.name} ${img.file}: ${imageChunks[0].n_tokens} tokens of ${auto.n_embd}`);
