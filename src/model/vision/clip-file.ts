@@ -147,7 +147,7 @@ export function loadVit(file: ClipFile): { shape: VitShape; weights: VitWeights 
  * (f32 for a BF16 kernel) and the kernel is the product's second operand, so it is rounded to
  * that type too: an F16 matrix (F32 for BF16), whatever the file's type. [inF, hidden].
  */
-function patchMatrix(file: ClipFile, inF: number, hidden: number): WeightTensor {
+export function patchMatrix(file: ClipFile, inF: number, hidden: number): WeightTensor {
   const t = file.tensor('v.patch_embd.weight');
   const values = file.vector('v.patch_embd.weight', inF * hidden);
   if (t.type === GGMLType.BF16) return { name: t.name, type: GGMLType.F32, dims: [inF, hidden], data: new Uint8Array(values.buffer) };
