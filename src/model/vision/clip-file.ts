@@ -42,6 +42,13 @@ export class ClipFile {
     return this.gguf.has(name);
   }
 
+  /** Refuses a file holding any of these tensors: ones llama.cpp's graph would apply but the
+   *  encoder reading this file does not (a wrong answer is worse than a refusal). */
+  refuseAny(names: readonly string[], encoder: string): void {
+    const found = names.find((n) => this.gguf.has(n));
+    if (found !== undefined) this.refuse(`tensor ${found} is part of the encoder in llama.cpp, but loom's ${encoder} encoder has no place for it`);
+  }
+
   tensor(name: string): WeightTensor {
     if (!this.gguf.has(name)) this.refuse(`no tensor ${name}`);
     return this.gguf.tensor(name);
@@ -105,8 +112,11 @@ export function loadVit(file: ClipFile): { shape: VitShape; weights: VitWeights 
   const patch: Linear = { w: patchMatrix(file, patchIn, hidden), ...(patchBias ? { b: patchBias } : {}) };
 
   const vitLayers: VitLayer[] = [];
+  file.refuseAny(['v.class_embd', 'v.norm_embd.weight', 'v.patch_embd.weight.1'], 'SigLIP');
   for (let l = 0; l < layers; l++) {
     const p = `v.blk.${l}`;
+    // what clip.cpp's build_vit applies when present, and a SigLIP layer never has
+    file.refuseAny(['attn_q_norm.weight', 'attn_k_norm.weight', 'ls1.weight', 'ls2.weight', 'out_scale.weight', 'attn_post_norm.weight', 'ffn_post_norm.weight', 'ffn_gate.weight', 'ffn_gate_exps.weight'].map((t) => `${p}.${t}`), 'SigLIP');
     let up = file.linear(`${p}.ffn_up`);
     let down = file.linear(`${p}.ffn_down`);
     // old conversions named fc1 ffn_down (clip.cpp's is_ffn_swapped): the one reading the

@@ -14,6 +14,7 @@ import type { ModelConfig } from '../../../src/model/weights.js';
 import { GGUF_FIXTURES } from '../../fixtures/recipe.js';
 import { ggufFixturePath } from '../../fixtures/index.js';
 import { PROJECTOR_FIXTURES, projectorFixturePath, writeProjectorGGUF } from '../../fixtures/mmproj-fixture.js';
+import type { ProjectorTensor } from '../../fixtures/mmproj-fixture.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'loom-mmproj-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -24,7 +25,7 @@ const gemma3: ModelConfig = text.config;
 text.dispose();
 
 /** a variant of the fixture with its metadata (and tensors) edited */
-function variant(name: string, edit: (meta: GGUFEntry[], tensors: { name: string; dims: readonly number[] }[]) => void): string {
+function variant(name: string, edit: (meta: GGUFEntry[], tensors: ProjectorTensor[]) => void): string {
   const path = join(dir, `${name}.gguf`);
   writeProjectorGGUF(path, fixture, (tensors, meta) => edit(meta, tensors));
   return path;
@@ -86,6 +87,11 @@ describe('loadProjector refuses', () => {
   it('an encoder MLP other than GELU', () => {
     const path = variant('quick-gelu', (meta) => setKey(meta, kv.bool('clip.use_gelu', false)));
     refused(() => loadProjector(path, gemma3), path, 'quick GELU');
+  });
+
+  it('a tensor llama.cpp would apply that the encoder has no place for, by name', () => {
+    const path = variant('layer-scale', (_meta, tensors) => tensors.push({ name: 'v.blk.1.ls1.weight', dims: [64], values: new Float32Array(64).fill(1), matrix: false }));
+    refused(() => loadProjector(path, gemma3), path, 'tensor v.blk.1.ls1.weight is part of the encoder in llama.cpp', 'SigLIP');
   });
 
   it('a missing tensor, by name', () => {
