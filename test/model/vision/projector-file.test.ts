@@ -110,4 +110,18 @@ describe('loadProjector reads', () => {
     assert.equal(p.kind, 'gemma3');
     p.dispose();
   });
+
+  it("Gemma 4's images as causal for E2B and E4B (text widths 1536 and 2560) only, as mtmd_decode_use_non_causal", () => {
+    const g4 = PROJECTOR_FIXTURES.find((f) => f.kind === 'gemma4v')!;
+    const model = loadModel(ggufFixturePath(g4.text));
+    const config = model.config;
+    model.dispose();
+    for (const width of [1536, 2560, 2048]) {
+      const path = join(dir, `gemma4v-${width}.gguf`);
+      writeProjectorGGUF(path, { ...g4, shape: { ...g4.shape, projection: width } });
+      const p = loadProjector(path, { ...config, hiddenSize: width });
+      assert.equal(p.nonCausalImage, width === 2048, `text width ${width}`);
+      p.dispose();
+    }
+  });
 });
