@@ -83,6 +83,15 @@ export class ClipFile {
   }
 }
 
+/** Tensors clip.cpp's build_vit applies when a file has them and loadVit's layers do not: a
+ *  family on loadVit refuses the ones it does not handle itself (refuseAny). */
+export function vitExtras(layers: number): string[] {
+  const perLayer = ['attn_q_norm.weight', 'attn_k_norm.weight', 'ls1.weight', 'ls2.weight', 'out_scale.weight', 'attn_post_norm.weight', 'ffn_post_norm.weight', 'ffn_gate.weight', 'ffn_gate_exps.weight'];
+  const out = ['v.class_embd', 'v.norm_embd.weight', 'v.patch_embd.weight.1'];
+  for (let l = 0; l < layers; l++) out.push(...perLayer.map((t) => `v.blk.${l}.${t}`));
+  return out;
+}
+
 /** The encoder's shape and weights (clip.cpp's load_hparams and load_tensors for build_vit). */
 export function loadVit(file: ClipFile): { shape: VitShape; weights: VitWeights } {
   const hidden = file.u32('clip.vision.embedding_length');
@@ -112,11 +121,8 @@ export function loadVit(file: ClipFile): { shape: VitShape; weights: VitWeights 
   const patch: Linear = { w: patchMatrix(file, patchIn, hidden), ...(patchBias ? { b: patchBias } : {}) };
 
   const vitLayers: VitLayer[] = [];
-  file.refuseAny(['v.class_embd', 'v.norm_embd.weight', 'v.patch_embd.weight.1'], 'SigLIP');
   for (let l = 0; l < layers; l++) {
     const p = `v.blk.${l}`;
-    // what clip.cpp's build_vit applies when present, and a SigLIP layer never has
-    file.refuseAny(['attn_q_norm.weight', 'attn_k_norm.weight', 'ls1.weight', 'ls2.weight', 'out_scale.weight', 'attn_post_norm.weight', 'ffn_post_norm.weight', 'ffn_gate.weight', 'ffn_gate_exps.weight'].map((t) => `${p}.${t}`), 'SigLIP');
     let up = file.linear(`${p}.ffn_up`);
     let down = file.linear(`${p}.ffn_down`);
     // old conversions named fc1 ffn_down (clip.cpp's is_ffn_swapped): the one reading the
