@@ -76,7 +76,9 @@ for (const f of PROJECTOR_FIXTURES) {
   const golden = {
     source: `scripts/mtmd-embeddings.cpp against llama.cpp ${commit} (libmtmd: mtmd_tokenize, mtmd_encode_chunk; pixels: its preprocessor); floats are base64 of little-endian f32`,
     projector: f.name,
+    projector_sha256: createHash('sha256').update(readFileSync(mmproj)).digest('hex'),
     text: f.text.name,
+    text_sha256: createHash('sha256').update(readFileSync(text)).digest('hex'),
     n_embd: f.shape.projection,
     images,
   };

@@ -12,7 +12,7 @@ import type { Kernels } from '../../../src/kernels/index.js';
 import { loadModel } from '../../../src/model/load.js';
 import { loadProjector } from '../../../src/model/vision/projector-file.js';
 import type { LoadedProjector } from '../../../src/model/vision/projector-file.js';
-import { GOLDEN_DIR, ggufFixturePath } from '../../fixtures/index.js';
+import { GOLDEN_DIR, ggufFixturePath, sha256File } from '../../fixtures/index.js';
 import { PROJECTOR_FIXTURES, projectorFixturePath } from '../../fixtures/mmproj-fixture.js';
 import { requireNative, nativeSkip } from '../../fixtures/native.js';
 import { TEST_IMAGES, readTestImage } from '../../fixtures/test-images.js';
@@ -25,6 +25,8 @@ interface GoldenImage {
   readonly pixels: { nx: number; ny: number; sha256: string; head: number[] };
 }
 interface Golden {
+  readonly projector_sha256: string;
+  readonly text_sha256: string;
   readonly n_embd: number;
   readonly images: Record<string, GoldenImage>;
 }
@@ -89,6 +91,12 @@ for (const f of PROJECTOR_FIXTURES) {
     after(() => {
       projector.dispose();
       text.dispose();
+    });
+
+    it('has goldens of these very files', () => {
+      const rerun = 'the fixture changed: run `npx tsc -p . && node scripts/vision-goldens.mjs` again';
+      assert.equal(sha256File(projectorFixturePath(f)), golden.projector_sha256, rerun);
+      assert.equal(sha256File(ggufFixturePath(f.text)), golden.text_sha256, rerun);
     });
 
     it('states the layout llama.cpp uses', () => {
