@@ -69,9 +69,16 @@ export function ensureMmproj(dir: string, o: MakeMmprojOptions, log?: (line: str
   rmSync(tmp, { force: true });
   const s: MmprojShape = MMPROJ_SHAPES[o.shape];
   log?.(`make-mmproj: writing a ${s.name}-shaped ${o.type} projector, seed ${o.seed} …`);
-  writeGGUFStream(tmp, mmprojMetadata(s), mmprojTensors(s, o));
+  const { metadata, tensors } = mmprojContents(o);
+  writeGGUFStream(tmp, metadata, tensors);
   renameSync(tmp, path);
   return { path, made: true };
+}
+
+/** The projector's keys and tensors (each tensor's bytes made only when asked for). */
+export function mmprojContents(o: MakeMmprojOptions): { metadata: StreamEntry[]; tensors: StreamTensor[] } {
+  const s: MmprojShape = MMPROJ_SHAPES[o.shape];
+  return { metadata: mmprojMetadata(s), tensors: mmprojTensors(s, o) };
 }
 
 function mmprojMetadata(s: MmprojShape): StreamEntry[] {
