@@ -164,6 +164,12 @@ const QWEN35_GLOBAL: Readonly<Record<string, string>> = {
 
 /** The HF names a canonical Qwen3.5 tensor may have (first found wins), or undefined when there is none. */
 export function qwen35HFNames(numLayers: number, canonical: string): string[] | undefined {
+  const names = qwen35CausalLMNames(numLayers, canonical);
+  // Qwen3_5ForConditionalGeneration keeps the text model under model.language_model
+  return names?.flatMap((n) => (n.startsWith('model.') ? [n, `model.language_model.${n.slice('model.'.length)}`] : [n]));
+}
+
+function qwen35CausalLMNames(numLayers: number, canonical: string): string[] | undefined {
   const global = QWEN35_GLOBAL[canonical];
   if (global) return [global];
   const m = /^blk\.(\d+)\.(.+)$/.exec(canonical);
