@@ -4,12 +4,19 @@
 // the encoder ran on). loom's vision goldens come from it (scripts/vision-goldens.mjs builds and
 // runs it).
 //
-//   mtmd-embeddings TEXT.gguf MMPROJ.gguf IMAGE OUT.json [--threads N] [--flash-attn on|off|auto] [--no-pixels]
+//   mtmd-embeddings TEXT.gguf MMPROJ.gguf IMAGE OUT.json [--threads N] [--flash-attn on|off|auto]
+//                   [--no-pixels] [--prompt TEXT] [--generate N]
 //
 // OUT.json: { n_embd, non_causal, chunks: [{ type: "text", tokens } | { type: "image", n_tokens,
 // nx, ny, n_pos, embeddings }], pixels: [{ nx, ny, data }] }, every float array the base64 of its
 // little-endian f32 bytes. Pixels are dumped for the projector types whose preprocessor this
-// file knows (preprocessor_for below; others leave "pixels" out).
+// file knows (preprocessor_for below; others leave "pixels" out). The prompt is the media marker
+// alone unless --prompt gives a text holding it (tokenized with special tokens: BOS, and the
+// marker's begin/end text parsed as special tokens). With --generate N the prompt is evaluated
+// as llama-mtmd-cli does (mtmd_helper_eval_chunks: the image's tokens non-causal where the
+// model wants it) and OUT.json adds "n_past", the last prompt position's "logits" and N greedy
+// "tokens" (argmax, no sampler).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -54,6 +61,7 @@ std::unique_ptr<mtmd_image_preprocessor> preprocessor_for(clip_ctx* ctx) {
   switch (clip_get_projector_type(ctx)) {
     case PROJECTOR_TYPE_GEMMA3:
       return std::make_unique<mtmd_image_preprocessor_fixed_size>(ctx);
+    case PROJECTOR_TYPE_GEMMA4V:
     case PROJECTOR_TYPE_QWEN2VL:
     case PROJECTOR_TYPE_QWEN25VL:
     case PROJECTOR_TYPE_QWEN3VL:
@@ -74,6 +82,9 @@ int main(int argc, char** argv) {
   int threads = 2;
   llama_flash_attn_type fa = LLAMA_FLASH_ATTN_TYPE_AUTO;
   bool pixels = true;
+  std::string prompt = mtmd_default_marker();
+  bool custom_prompt = false;
+  int generate = 0;
   for (int i = 5; i < argc; i++) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -81,6 +92,8 @@ int main(int argc, char** argv) {
       const std::string v = argv[++i];
       fa = v == "on" ? LLAMA_FLASH_ATTN_TYPE_ENABLED : v == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED : LLAMA_FLASH_ATTN_TYPE_AUTO;
     } else if (a == "--no-pixels") pixels = false;
+    else if (a == "--prompt" && i + 1 < argc) prompt = argv[++i], custom_prompt = true;
+    else if (a == "--generate" && i + 1 < argc) generate = std::atoi(argv[++i]);
     else die("unknown argument " + a);
   }
 
@@ -103,8 +116,7 @@ int main(int argc, char** argv) {
   if (!bitmap) die(std::string("cannot read the image ") + image_path);
 
   mtmd_input_chunks* chunks = mtmd_input_chunks_init();
-  const std::string prompt = mtmd_default_marker();
-  const mtmd_input_text text{prompt.c_str(), prompt.size(), false, true};
+  const mtmd_input_text text{prompt.c_str(), prompt.size(), custom_prompt, true};
   const mtmd_bitmap* bitmaps[] = {bitmap};
   if (mtmd_tokenize(ctx, chunks, &text, bitmaps, 1) != 0) die("mtmd_tokenize failed");
 
@@ -124,7 +136,10 @@ int main(int argc, char** argv) {
     }
     const mtmd_image_tokens* image = mtmd_input_chunk_get_tokens_image(chunk);
     non_causal = non_causal || mtmd_decode_use_non_causal(ctx, chunk);
+    const auto t0 = std::chrono::steady_clock::now();
     if (mtmd_encode_chunk(ctx, chunk) != 0) die("mtmd_encode_chunk failed");
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "mtmd-embeddings: image encoded in %.0f ms\n", ms);
     const size_t n_tokens = mtmd_input_chunk_get_n_tokens(chunk);
     // the token grid (deprecated getters, but the only ones for every position type)
     const size_t grid_x = mtmd_image_tokens_get_nx(image), grid_y = mtmd_image_tokens_get_ny(image);
@@ -136,6 +151,30 @@ int main(int argc, char** argv) {
   }
   json += "],\"non_causal\":";
   json += non_causal ? "true" : "false";
+
+  if (generate > 0) {
+    llama_context_params lp = llama_context_default_params();
+    lp.n_ctx = 512;
+    lp.n_batch = 512;
+    lp.n_threads = lp.n_threads_batch = threads;
+    llama_context* lctx = llama_init_from_model(model, lp);
+    if (!lctx) die("cannot create a llama context");
+    llama_pos n_past = 0;
+    if (mtmd_helper_eval_chunks(ctx, lctx, chunks, 0, 0, lp.n_batch, true, &n_past) != 0) die("mtmd_helper_eval_chunks failed");
+    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    const float* logits = llama_get_logits_ith(lctx, -1);
+    json += ",\"n_past\":" + std::to_string(n_past) + ",\"logits\":\"" + base64(logits, (size_t)n_vocab * sizeof(float)) + "\",\"tokens\":[";
+    for (int g = 0; g < generate; g++) {
+      logits = llama_get_logits_ith(lctx, -1);
+      llama_token best = 0;
+      for (int v = 1; v < n_vocab; v++) if (logits[v] > logits[best]) best = v;
+      json += (g ? "," : "") + std::to_string(best);
+      llama_batch b = llama_batch_get_one(&best, 1);
+      if (llama_decode(lctx, b) != 0) die("llama_decode failed");
+    }
+    json += "]";
+    llama_free(lctx);
+  }
 
   if (pixels) {
     // a second clip context of the same file, for its preprocessor (mtmd keeps its own private)

@@ -9,28 +9,36 @@
 //   node scripts/vision-goldens.mjs [LLAMA_CPP_DIR]      (after `npx tsc -p .`; default /work/llama.cpp)
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECTOR_FIXTURES, projectorFixturePath } from '../dist/test/fixtures/mmproj-fixture.js';
 import { QWEN3VL_PROJECTOR_FIXTURES, qwen3vlFixturePath } from '../dist/test/fixtures/mmproj-qwen3vl.js';
-import { TEST_IMAGES, writeTestImages } from '../dist/test/fixtures/test-images.js';
+import { DYN_SIZE_CASES, RESIZE_CASES, TEST_IMAGES, readTestImage, writeTestImages } from '../dist/test/fixtures/test-images.js';
 import { FIXTURE_DIR, ggufFixturePath } from '../dist/test/fixtures/index.js';
 
 const llama = process.argv[2] ?? '/work/llama.cpp';
+/** the prompt of the generation goldens: BOS, text, the image, text */
+const GENERATION_PROMPT = 'Look: <__media__> What is it?';
 const root = new URL('..', import.meta.url).pathname;
 const out = join(root, 'test/fixtures/goldens/vision');
 mkdirSync(out, { recursive: true });
 await writeTestImages();
 
 mkdirSync(FIXTURE_DIR, { recursive: true });
-const dumper = join(FIXTURE_DIR, 'mtmd-embeddings');
 const lib = join(llama, 'build/bin');
-const build = spawnSync('g++', [
-  '-std=c++17', '-O1', join(root, 'scripts/mtmd-embeddings.cpp'),
-  `-I${llama}/tools/mtmd`, `-I${llama}/include`, `-I${llama}/ggml/include`,
-  `-L${lib}`, '-lmtmd', '-lllama', '-lggml', '-lggml-base', `-Wl,-rpath,${lib}`, '-o', dumper,
-], { encoding: 'utf8' });
-if (build.status !== 0) throw new Error(`building the dumper failed:\n${build.stderr}`);
+/** builds scripts/NAME.cpp against the llama.cpp build; returns the program's path */
+function build(name) {
+  const exe = join(FIXTURE_DIR, name);
+  const r = spawnSync('g++', [
+    '-std=c++17', '-O1', join(root, `scripts/${name}.cpp`),
+    `-I${llama}/tools/mtmd`, `-I${llama}/include`, `-I${llama}/ggml/include`,
+    `-L${lib}`, '-lmtmd', '-lllama', '-lggml', '-lggml-base', `-Wl,-rpath,${lib}`, '-o', exe,
+  ], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`building ${name} failed:\n${r.stderr}`);
+  return exe;
+}
+const dumper = build('mtmd-embeddings');
+const resizer = build('mtmd-resize');
 
 const commit = spawnSync('git', ['-C', llama, 'log', '-1', '--format=%h'], { encoding: 'utf8' }).stdout.trim();
 // every family's fixtures with their writers; ONLY=<prefix> regenerates those whose name starts with it
@@ -44,9 +52,9 @@ for (const [f, fixturePath] of FIXTURES) {
   const images = {};
   for (const img of TEST_IMAGES) {
     const path = join(root, 'test/fixtures/images', img.file);
-    const run = (fa) => {
+    const run = (fa, ...more) => {
       const file = join(FIXTURE_DIR, `${f.name}-${img.file}-${fa}.json`);
-      const r = spawnSync(dumper, [text, mmproj, path, file, '--threads', '2', '--flash-attn', fa], { encoding: 'utf8' });
+      const r = spawnSync(dumper, [text, mmproj, path, file, '--threads', '2', '--flash-attn', fa, ...more], { encoding: 'utf8' });
       if (r.status !== 0) throw new Error(`mtmd-embeddings ${f.name} ${img.file}: ${r.stderr.slice(-2000)}`);
       const j = JSON.parse(readFileSync(file, 'utf8'));
       rmSync(file);
@@ -57,12 +65,16 @@ for (const [f, fixturePath] of FIXTURES) {
     const imageChunks = auto.chunks.filter((c) => c.type === 'image');
     if (imageChunks.length !== 1) throw new Error(`${f.name} ${img.file}: ${imageChunks.length} image chunks`);
     const px = auto.pixels?.[0];
+    // the whole path: a prompt around the image, evaluated as llama-mtmd-cli does, its last
+    // logits and greedy tokens (the fixture's successor head decides those; the logits carry the image)
+    const gen = run('auto', '--no-pixels', '--prompt', GENERATION_PROMPT, '--generate', '8');
     images[img.file] = {
       chunks: auto.chunks.map((c) => (c.type === 'text' ? c : { type: 'image', n_tokens: c.n_tokens, nx: c.nx, ny: c.ny, n_pos: c.n_pos })),
       non_causal: auto.non_causal,
       // llama-mtmd-cli's default (flash attention "auto": on, on a CPU)
       embeddings: imageChunks[0].embeddings,
       embeddings_no_flash_attn: off.chunks.find((c) => c.type === 'image').embeddings,
+      generation: { prompt: GENERATION_PROMPT, chunks: gen.chunks.map((c) => (c.type === 'text' ? c : { type: 'image', n_tokens: c.n_tokens })), n_past: gen.n_past, logits: gen.logits, tokens: gen.tokens },
       ...(px ? { pixels: { nx: px.nx, ny: px.ny, sha256: createHash('sha256').update(Buffer.from(px.data, 'base64')).digest('hex'), head: [...new Float32Array(Buffer.from(px.data, 'base64').buffer.slice(0, 4 * 24))] } } : {}),
     };
     console.log(`${f.name} ${img.file}: ${imageChunks[0].n_tokens} tokens of ${auto.n_embd}`);
@@ -76,4 +88,31 @@ for (const [f, fixturePath] of FIXTURES) {
   };
   writeFileSync(join(out, `${f.name}.json`), JSON.stringify(golden, null, 1) + '\n');
 }
-if (!existsSync(dumper)) throw new Error('unreachable');
+
+// llama.cpp's resize of each test image in each case: the sha256 of its RGB bytes
+const resize = {};
+for (const img of TEST_IMAGES) {
+  const rgb = await readTestImage(img.file);
+  const input = join(FIXTURE_DIR, `${img.file}.rgb`);
+  writeFileSync(input, rgb.data);
+  for (const c of RESIZE_CASES) {
+    const output = join(FIXTURE_DIR, `${img.file}.resized.rgb`);
+    const r = spawnSync(resizer, [input, rgb.width, rgb.height, output, c.width, c.height, c.algo, c.pad, ...(c.color ?? [])].map(String), { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`mtmd-resize ${img.file} ${JSON.stringify(c)}: ${r.stderr}`);
+    const bytes = readFileSync(output);
+    if (bytes.length !== c.width * c.height * 3) throw new Error(`mtmd-resize wrote ${bytes.length} bytes`);
+    resize[`${img.file} ${c.name}`] = createHash('sha256').update(bytes).digest('hex');
+    rmSync(output);
+  }
+  rmSync(input);
+}
+// the dyn-size preprocessor's choice of size (Gemma 4's limits: 70..1120 tokens of 24 × 24 pixels)
+const gemma4v = PROJECTOR_FIXTURES.find((f) => f.kind === 'gemma4v');
+const sizesIn = DYN_SIZE_CASES.flat();
+const dyn = spawnSync(resizer, ['--dyn-size', projectorFixturePath(gemma4v), ...sizesIn.map(String)], { encoding: 'utf8' });
+if (dyn.status !== 0) throw new Error(`mtmd-resize --dyn-size: ${dyn.stderr.slice(-1000)}`);
+const dynSizes = dyn.stdout.trim().split('\n').map((l) => l.split(' ').map(Number));
+if (dynSizes.length !== DYN_SIZE_CASES.length) throw new Error(`mtmd-resize --dyn-size gave ${dynSizes.length} sizes`);
+const dynamic = { projector: gemma4v.name, sizes: DYN_SIZE_CASES.map(([w, h], i) => ({ in: [w, h], out: dynSizes[i] })) };
+writeFileSync(join(out, 'resize.json'), JSON.stringify({ source: `scripts/mtmd-resize.cpp against llama.cpp ${commit} (img_tool::resize; sha256 of the RGB bytes; mtmd_image_preprocessor_dyn_size's sizes)`, resize, dynamic }, null, 1) + '\n');
+console.log(`resize.json: ${Object.keys(resize).length} cases`);

@@ -53,6 +53,7 @@ export class ClipFile {
 
   /** an f32 copy of a vector (or any tensor read flat) of exactly n values when n is given */
   vector(name: string, n?: number): Float32Array {
+    if (!this.gguf.has(name)) this.refuse(`no tensor ${name}`);
     const v = loadVector(this.gguf, name);
     if (n !== undefined && v.length !== n) this.refuse(`tensor ${name} has ${v.length} values, not ${n}`);
     return v;
@@ -150,7 +151,7 @@ export function loadVit(file: ClipFile): { shape: VitShape; weights: VitWeights 
  * (f32 for a BF16 kernel) and the kernel is the product's second operand, so it is rounded to
  * that type too: an F16 matrix (F32 for BF16), whatever the file's type. [inF, hidden].
  */
-function patchMatrix(file: ClipFile, inF: number, hidden: number): WeightTensor {
+export function patchMatrix(file: ClipFile, inF: number, hidden: number): WeightTensor {
   const t = file.tensor('v.patch_embd.weight');
   const values = file.vector('v.patch_embd.weight', inF * hidden);
   if (t.type === GGMLType.BF16) return { name: t.name, type: GGMLType.F32, dims: [inF, hidden], data: new Uint8Array(values.buffer) };

@@ -126,18 +126,23 @@ export function resizePillow(img: RgbImage, width: number, height: number, algo:
   return { width, height, data: data === img.data ? data.slice() : data };
 }
 
-/** img_tool::resize with PAD_CEIL: the image scaled to fit (sides rounded up, at most the
- *  target), centred on a canvas of `pad` colour; a same-size image is copied as it is. */
-export function resizeLetterbox(img: RgbImage, width: number, height: number, algo: ResizeAlgo, pad: readonly [number, number, number] = [0, 0, 0]): RgbImage {
+/** img_tool::resize's padding: PAD_CEIL (sides rounded up, offsets down) or PAD_NEAREST (both rounded) */
+export type LetterboxRounding = 'ceil' | 'nearest';
+
+/** img_tool::resize with padding: the image scaled to fit (at most the target), centred on a
+ *  canvas of `pad` colour; a same-size image is copied as it is. */
+export function resizeLetterbox(img: RgbImage, width: number, height: number, algo: ResizeAlgo, pad: readonly [number, number, number] = [0, 0, 0], rounding: LetterboxRounding = 'ceil'): RgbImage {
   if (img.width === width && img.height === height) return { width, height, data: img.data.slice() };
   const scale = Math.min(Math.fround(width / img.width), Math.fround(height / img.height));
-  // float products as the C++ computes them (float · int in float)
-  const newW = Math.min(Math.ceil(Math.fround(img.width * scale)), width);
-  const newH = Math.min(Math.ceil(Math.fround(img.height * scale)), height);
+  // float products as the C++ computes them (float · int in float); std::round is half away from zero
+  const side = (n: number, max: number): number => Math.min(rounding === 'ceil' ? Math.ceil(Math.fround(n * scale)) : Math.round(Math.fround(n * scale)), max);
+  const newW = side(img.width, width);
+  const newH = side(img.height, height);
   const resized = resizePillow(img, newW, newH, algo);
   const data = new Uint8Array(width * height * 3);
   for (let i = 0; i < width * height; i++) data.set(pad, i * 3);
-  const ox = Math.trunc((width - newW) / 2), oy = Math.trunc((height - newH) / 2);
+  const offset = (room: number): number => (rounding === 'ceil' ? Math.trunc(room / 2) : Math.round(Math.fround(room / 2)));
+  const ox = offset(width - newW), oy = offset(height - newH);
   for (let y = 0; y < newH; y++) data.set(resized.data.subarray(y * newW * 3, (y + 1) * newW * 3), ((oy + y) * width + ox) * 3);
   return { width, height, data };
 }
@@ -151,4 +156,36 @@ export function normalizeImage(img: RgbImage, mean: Float32Array, std: Float32Ar
     out[i] = f(f(f(img.data[i]! / 255) - mean[c]!) / std[c]!);
   }
   return out;
+}
+
+export interface DynamicSizeLimits {
+  /** both sides become multiples of it (patch · merge) */
+  readonly align: number;
+  /** 0: no bound */
+  readonly minPixels: number;
+  readonly maxPixels: number;
+}
+
+/**
+ * img_tool::calc_size_preserved_ratio without a longest edge (the dyn-size preprocessor of
+ * Gemma 4 and Qwen-VL): each side rounded to the alignment, then scaled down into maxPixels or
+ * up to minPixels with the aspect kept, in the C++'s float arithmetic. Returns [width, height].
+ */
+export function dynamicSize(width: number, height: number, limits: DynamicSizeLimits): [number, number] {
+  const f = Math.fround;
+  const a = limits.align;
+  const by = (x: number, round: (v: number) => number): number => round(f(f(x) / a)) * a;
+  // std::round: half away from zero (the values are positive)
+  let w = Math.max(a, by(width, Math.round));
+  let h = Math.max(a, by(height, Math.round));
+  if (limits.maxPixels > 0 && h * w > limits.maxPixels) {
+    const beta = f(Math.sqrt(f(f(height * width) / limits.maxPixels)));
+    h = Math.max(a, by(f(height / beta), Math.floor));
+    w = Math.max(a, by(f(width / beta), Math.floor));
+  } else if (limits.minPixels > 0 && h * w < limits.minPixels) {
+    const beta = f(Math.sqrt(f(limits.minPixels / f(height * width))));
+    h = by(f(height * beta), Math.ceil);
+    w = by(f(width * beta), Math.ceil);
+  }
+  return [w, h];
 }

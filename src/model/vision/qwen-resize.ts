@@ -4,7 +4,7 @@
 // patch · merge, and the area is brought within the token bounds clip.cpp sets for these
 // projectors (8 to 4096 merged tokens: set_limit_image_tokens(8, 4096)); then a bicubic resize
 // letterboxed on black (PAD_CEIL, the default pad) and clip_image_f32's normalization.
-import { normalizeImage, resizeLetterbox } from './preprocess.js';
+import { dynamicSize, normalizeImage, resizeLetterbox } from './preprocess.js';
 import type { PreparedImage, RgbImage } from './projector.js';
 
 /** clip.cpp's bounds for QWEN2VL / QWEN25VL / QWEN3VL, in merged tokens */
@@ -21,33 +21,16 @@ export interface QwenResizeParams {
   readonly maxTokens?: number;
 }
 
-const f = Math.fround;
-
 /**
- * img_tool::calc_size_preserved_ratio without longest_edge, in its f32 arithmetic: round each
- * side to the alignment (at least one step), then if the area passes max_pixels scale both
- * sides down by √(area / max) and floor to the alignment, else if it is under min_pixels scale
- * them up by √(min / area) and round up.
+ * img_tool::calc_size_preserved_ratio without longest_edge (preprocess.ts dynamicSize) with the
+ * Qwen projectors' alignment (patch · merge) and token bounds: each side rounded to the
+ * alignment, then scaled down under the ceiling or up to the floor with the aspect kept.
  */
 export function qwenTargetSize(width: number, height: number, p: QwenResizeParams): { width: number; height: number } {
   if (!(width > 0 && height > 0)) return { width: 0, height: 0 };
   const align = p.patchSize * p.mergeSize;
   const area = align * align;
-  const minPixels = (p.minTokens ?? QWEN_MIN_TOKENS) * area;
-  const maxPixels = (p.maxTokens ?? QWEN_MAX_TOKENS) * area;
-  const byFactor = (x: number, round: (v: number) => number): number => round(f(x / align)) * align;
-  // std::round on a positive float: half away from zero, as Math.round for positive values
-  let w = Math.max(align, byFactor(width, Math.round));
-  let h = Math.max(align, byFactor(height, Math.round));
-  if (w * h > maxPixels) {
-    const beta = f(Math.sqrt(f(f(f(height) * width) / maxPixels)));
-    h = Math.max(align, byFactor(f(height / beta), Math.floor));
-    w = Math.max(align, byFactor(f(width / beta), Math.floor));
-  } else if (w * h < minPixels) {
-    const beta = f(Math.sqrt(f(minPixels / f(f(height) * width))));
-    h = byFactor(f(height * beta), Math.ceil);
-    w = byFactor(f(width * beta), Math.ceil);
-  }
+  const [w, h] = dynamicSize(width, height, { align, minPixels: (p.minTokens ?? QWEN_MIN_TOKENS) * area, maxPixels: (p.maxTokens ?? QWEN_MAX_TOKENS) * area });
   return { width: w, height: h };
 }
 
