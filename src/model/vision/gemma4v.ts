@@ -109,8 +109,11 @@ export class Gemma4VisionProjector implements VisionProjector {
     const width = this.heads * this.headDim;
     const layerCount = file.u32('clip.vision.block_count');
     const ffn = file.u32('clip.vision.feed_forward_length');
+    // what clip.cpp's build_vit applies when present, and Gemma 4's files do not have
+    file.refuseAny(['v.pre_ln.weight', 'v.post_ln.weight'], 'Gemma 4');
     for (let l = 0; l < layerCount; l++) {
       const p = `v.blk.${l}`;
+      file.refuseAny(['ln1.bias', 'ln2.bias', 'attn_q.bias', 'attn_k.bias', 'attn_v.bias', 'attn_out.bias', 'attn_qkv.weight', 'ffn_up.bias', 'ffn_gate.bias', 'ffn_down.bias', 'ls1.weight', 'ls2.weight'].map((t) => `${p}.${t}`), 'Gemma 4');
       this.layers.push({
         ln1: file.vector(`${p}.ln1.weight`, d),
         q: clamped(`${p}.attn_q`, d, width),
