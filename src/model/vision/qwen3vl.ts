@@ -60,6 +60,8 @@ export class Qwen3vlProjector implements VisionProjector {
     if ((Array.isArray(deepstack) && deepstack.some((x) => x === true || x === 1)) || file.has('v.deepstack.0.norm.weight')) {
       file.refuse('Qwen3-VL deepstack layers are not supported (loom runs the projector of Qwen3.5, which has none)');
     }
+    // what qwen3vl.cpp's graph would apply beyond loadVit's layers: a gated MLP; it asserts no class embedding
+    file.refuseAny(['v.class_embd', ...Array.from({ length: weights.layers.length }, (_, l) => `v.blk.${l}.ffn_gate.weight`)], 'Qwen3-VL');
     if (shape.headDim % 4 !== 0) file.refuse(`head size ${shape.headDim} does not split into the four rotary sections`);
     const bias = weights.patch.b;
     if (!bias) file.refuse('no tensor v.patch_embd.bias (qwen3vl_merger adds it to the patch embeddings)');

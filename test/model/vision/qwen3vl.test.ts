@@ -154,6 +154,10 @@ describe('qwen3vl_merger files loom cannot run are refused by name', () => {
   refused('no second frame kernel', (t) => {
     t.splice(t.findIndex((x) => x.name === 'v.patch_embd.weight.1'), 1);
   }, /v\.patch_embd\.weight\.1/);
+  refused('a gated MLP (not in qwen3vl.cpp)', (t) => {
+    const up = t.find((x) => x.name === 'v.blk.1.ffn_up.weight')!;
+    t.push({ ...up, name: 'v.blk.1.ffn_gate.weight' });
+  }, /v\.blk\.1\.ffn_gate\.weight/);
   refused('no position embedding', (t) => {
     t.splice(t.findIndex((x) => x.name === 'v.position_embd.weight'), 1);
   }, /v\.position_embd\.weight/);
