@@ -77,6 +77,6 @@ describe('qwen35: M-RoPE sections and positions', () => {
     const model = fixtureModel('qwen35-f16');
     const runner = new ModelRunner(createArchitecture(model.config, model.tensors), KvCache.forModel(model.config, 1, BLOCK), referenceKernels);
     const batch = buildBatch([{ tokenIds: [1, 2], startPos: 0, blockTable: [0], stateSlot: 0, wantLogits: true }], BLOCK);
-    assert.throws(() => runner.execute({ ...batch, ropePositions: new Int32Array(6) }), /ropePositions must be \[4 \* numTokens\]/);
+    assert.throws(() => runner.execute({ ...batch, ropePositions: new Int32Array(6) }), /ropePositions must be \[4/);
   });
 });
