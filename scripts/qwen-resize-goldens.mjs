@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Builds scripts/qwen-resize-sizes.cpp against a llama.cpp build (its libmtmd) and asks it what
-// size mtmd resizes images of many sizes to for a Qwen-VL projector, at patch 16 (Qwen3-VL,
+// Builds scripts/mtmd-resize.cpp against a llama.cpp build (its libmtmd) and asks it (--dyn-size)
+// what size mtmd resizes images of many sizes to for a Qwen-VL projector, at patch 16 (Qwen3-VL,
 // Qwen3.5) and 14 (Qwen2-VL, Qwen2.5-VL), both merged 2×2: small images pushed up to the 8-token
 // floor, large ones brought under the 4096-token ceiling, extreme aspect ratios, halves that
 // round. Writes test/fixtures/goldens/vision/qwen-resize-sizes.json, which
@@ -15,10 +15,10 @@ import { FIXTURE_DIR } from '../dist/test/fixtures/index.js';
 const llama = process.argv[2] ?? '/work/llama.cpp';
 const root = new URL('..', import.meta.url).pathname;
 mkdirSync(FIXTURE_DIR, { recursive: true });
-const tool = join(FIXTURE_DIR, 'qwen-resize-sizes');
+const tool = join(FIXTURE_DIR, 'mtmd-resize');
 const lib = join(llama, 'build/bin');
 const build = spawnSync('g++', [
-  '-std=c++17', '-O1', join(root, 'scripts/qwen-resize-sizes.cpp'),
+  '-std=c++17', '-O1', join(root, 'scripts/mtmd-resize.cpp'),
   `-I${llama}/tools/mtmd`, `-I${llama}/include`, `-I${llama}/ggml/include`,
   `-L${lib}`, '-lmtmd', '-lllama', '-lggml', '-lggml-base', `-Wl,-rpath,${lib}`, '-o', tool,
 ], { encoding: 'utf8' });
@@ -35,13 +35,17 @@ for (const patchSize of [16, 14]) {
   const f = { ...base, name: `mmproj-qwen3vl-p${patchSize}-sizes`, shape: { ...base.shape, patchSize, imageSize: 4 * patchSize } };
   const path = join(FIXTURE_DIR, `${f.name}.gguf`);
   writeQwen3vlGGUF(path, f);
-  const r = spawnSync(tool, [path, ...SIZES.map(([w, h]) => `${w}x${h}`)], { encoding: 'utf8', maxBuffer: 1 << 24 });
-  if (r.status !== 0) throw new Error(`qwen-resize-sizes: ${r.stderr.slice(-2000)}`);
-  cases.push({ patchSize, mergeSize: 2, sizes: JSON.parse(r.stdout) });
+  const r = spawnSync(tool, ['--dyn-size', path, ...SIZES.flat().map(String)], { encoding: 'utf8', maxBuffer: 1 << 24 });
+  if (r.status !== 0) throw new Error(`mtmd-resize --dyn-size: ${r.stderr.slice(-2000)}`);
+  const out = r.stdout.trim().split('\n').map((l) => l.split(' ').map(Number));
+  if (out.length !== SIZES.length) throw new Error(`mtmd-resize --dyn-size gave ${out.length} sizes for ${SIZES.length}`);
+  // the token grid: sides in merged patches (clip_n_output_tokens_x/_y for these projectors)
+  const align = 2 * patchSize;
+  cases.push({ patchSize, mergeSize: 2, sizes: SIZES.map((s, i) => ({ in: s, out: out[i], grid: [out[i][0] / align, out[i][1] / align], tokens: (out[i][0] / align) * (out[i][1] / align) })) });
   console.log(`patch ${patchSize}: ${SIZES.length} sizes`);
 }
 const commit = spawnSync('git', ['-C', llama, 'log', '-1', '--format=%h'], { encoding: 'utf8' }).stdout.trim();
 // one size a line
 const lines = cases.map((c) => `  {"patchSize": ${c.patchSize}, "mergeSize": ${c.mergeSize}, "sizes": [\n${c.sizes.map((x) => `   ${JSON.stringify(x)}`).join(',\n')}\n  ]}`);
-const source = `scripts/qwen-resize-sizes.cpp against llama.cpp ${commit} (mtmd_image_preprocessor_dyn_size; clip_n_output_tokens_x/_y)`;
+const source = `scripts/mtmd-resize.cpp --dyn-size against llama.cpp ${commit} (mtmd_image_preprocessor_dyn_size's sizes; grid = sides / (patch · 2))`;
 writeFileSync(join(root, 'test/fixtures/goldens/vision/qwen-resize-sizes.json'), `{\n "source": ${JSON.stringify(source)},\n "cases": [\n${lines.join(',\n')}\n ]\n}\n`);
