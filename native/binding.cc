@@ -33,6 +33,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));
   exports.Set("layerNorm", Napi::Function::New(env, LayerNorm, "layerNorm"));
   exports.Set("rope", Napi::Function::New(env, Rope, "rope"));
+  exports.Set("ropeMulti", Napi::Function::New(env, RopeMulti, "ropeMulti"));
   exports.Set("siluMul", Napi::Function::New(env, SiluMul, "siluMul"));
   exports.Set("gelu", Napi::Function::New(env, Gelu, "gelu"));
   exports.Set("geluMul", Napi::Function::New(env, GeluMul, "geluMul"));

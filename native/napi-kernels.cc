@@ -106,6 +106,52 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// (x, positions [4 · n], numHeads, headDim, ropeDim, base, sections: Int32Array [4], mode: 1 mrope | 2 imrope | 3 vision
+//  [, scaling, freqFactors: Float32Array [pairs] | null]) as Rope's
+Napi::Value RopeMulti(const Napi::CallbackInfo& info) {
+  auto x = f32_array(info, 0, "x");
+  auto positions = i32_array(info, 1, "positions");
+  const int64_t heads = integer(info, 2, "numHeads", 1);
+  const int64_t head_dim = integer(info, 3, "headDim", 1);
+  const int64_t mode = integer(info, 7, "mode", 1, 3);
+  const bool vision = mode == static_cast<int64_t>(MropeMode::vision);
+  // vision rotates 2·ropeDim dims (pairs i, i + ropeDim); the others ropeDim (pairs i, i + ropeDim/2)
+  const int64_t rope_dim = integer(info, 4, "ropeDim", 0, vision ? head_dim / 2 : head_dim);
+  const double base = number(info, 5, "base");
+  auto sections = i32_array(info, 6, "sections");
+  need(info, sections.length, 4, "sections");
+  if (!vision && rope_dim % 2 != 0) throw Napi::RangeError::New(info.Env(), "ropeDim must be even");
+  if (base <= 0) throw Napi::RangeError::New(info.Env(), "base must be > 0");
+  int64_t sect_dims = 0;
+  for (size_t i = 0; i < 4; i++) {
+    if (sections.data[i] < 0) throw Napi::RangeError::New(info.Env(), "sections must be >= 0");
+    sect_dims += sections.data[i];
+  }
+  if (sect_dims <= 0 || sect_dims > head_dim) throw Napi::RangeError::New(info.Env(), "sections must sum to 1..headDim");
+  if (positions.length % 4 != 0) throw Napi::RangeError::New(info.Env(), "positions must hold 4 per token");
+  const int64_t n = static_cast<int64_t>(positions.length / 4);
+  need(info, x.length, product(info, {n, heads, head_dim}, "x"), "x");
+  RopeScaling scaling;
+  if (info.Length() > 8 && !info[8].IsUndefined()) {
+    auto p = f64_array(info, 8, "scaling");
+    need(info, p.length, 5, "scaling");
+    scaling.freq_scale = static_cast<float>(p.data[0]);
+    scaling.ext_factor = static_cast<float>(p.data[1]);
+    scaling.attn_factor = static_cast<float>(p.data[2]);
+    scaling.corr_low = static_cast<float>(p.data[3]);
+    scaling.corr_high = static_cast<float>(p.data[4]);
+    if (!(scaling.freq_scale > 0)) throw Napi::RangeError::New(info.Env(), "scaling freqScale must be > 0");
+  }
+  if (info.Length() > 9 && !info[9].IsNull() && !info[9].IsUndefined()) {
+    auto f = f32_array(info, 9, "freqFactors");
+    need(info, f.length, vision ? rope_dim : rope_dim / 2, "freqFactors");
+    scaling.freq_factors = f.data;
+  }
+  rope_multi(x.data, positions.data, n, static_cast<int>(heads), static_cast<int>(head_dim), static_cast<int>(rope_dim), base,
+             sections.data, static_cast<MropeMode>(mode), scaling);
+  return info.Env().Undefined();
+}
+
 namespace {
 
 // (out, a, b, n): out[i] = op(a[i], b[i]) over three f32 arrays of n elements

@@ -15,6 +15,7 @@ Napi::Value LargeBuffer(const Napi::CallbackInfo& info);
 Napi::Value RmsNorm(const Napi::CallbackInfo& info);
 Napi::Value LayerNorm(const Napi::CallbackInfo& info);
 Napi::Value Rope(const Napi::CallbackInfo& info);
+Napi::Value RopeMulti(const Napi::CallbackInfo& info);
 Napi::Value SiluMul(const Napi::CallbackInfo& info);
 Napi::Value Gelu(const Napi::CallbackInfo& info);
 Napi::Value GeluMul(const Napi::CallbackInfo& info);

@@ -62,6 +62,9 @@ std::unique_ptr<mtmd_image_preprocessor> preprocessor_for(clip_ctx* ctx) {
     case PROJECTOR_TYPE_GEMMA3:
       return std::make_unique<mtmd_image_preprocessor_fixed_size>(ctx);
     case PROJECTOR_TYPE_GEMMA4V:
+    case PROJECTOR_TYPE_QWEN2VL:
+    case PROJECTOR_TYPE_QWEN25VL:
+    case PROJECTOR_TYPE_QWEN3VL:
       return std::make_unique<mtmd_image_preprocessor_dyn_size>(ctx);
     default:
       return nullptr;

@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECTOR_FIXTURES, projectorFixturePath } from '../dist/test/fixtures/mmproj-fixture.js';
+import { QWEN3VL_PROJECTOR_FIXTURES, qwen3vlFixturePath } from '../dist/test/fixtures/mmproj-qwen3vl.js';
 import { DYN_SIZE_CASES, RESIZE_CASES, TEST_IMAGES, readTestImage, writeTestImages } from '../dist/test/fixtures/test-images.js';
 import { FIXTURE_DIR, ggufFixturePath } from '../dist/test/fixtures/index.js';
 
@@ -40,8 +41,13 @@ const dumper = build('mtmd-embeddings');
 const resizer = build('mtmd-resize');
 
 const commit = spawnSync('git', ['-C', llama, 'log', '-1', '--format=%h'], { encoding: 'utf8' }).stdout.trim();
-for (const f of PROJECTOR_FIXTURES) {
-  const mmproj = projectorFixturePath(f);
+// every family's fixtures with their writers; ONLY=<prefix> regenerates those whose name starts with it
+const FIXTURES = [
+  ...PROJECTOR_FIXTURES.map((f) => [f, projectorFixturePath]),
+  ...QWEN3VL_PROJECTOR_FIXTURES.map((f) => [f, qwen3vlFixturePath]),
+].filter(([f]) => f.name.startsWith(process.env.ONLY ?? ''));
+for (const [f, fixturePath] of FIXTURES) {
+  const mmproj = fixturePath(f);
   const text = ggufFixturePath(f.text);
   const images = {};
   for (const img of TEST_IMAGES) {

@@ -77,6 +77,7 @@ class KernelClock {
       convSilu: timed(k.convSilu, 'recurrence'),
       gatedDeltaRule: timed(k.gatedDeltaRule, 'recurrence'),
       rope: timed(k.rope, 'other kernels'),
+      ropeMulti: timed(k.ropeMulti, 'other kernels'),
       siluMul: timed(k.siluMul, 'other kernels'),
       gelu: timed(k.gelu, 'other kernels'),
       geluMul: timed(k.geluMul, 'other kernels'),

@@ -4,6 +4,12 @@
 import type { WeightTensor, RopeStyle } from '../tensor/weight-tensor.js';
 import type { RopeScaling } from '../tensor/rope-scaling.js';
 
+/** ggml_rope_multi's modes: 'mrope' (Qwen2-VL: consecutive sections), 'imrope' (Qwen3-VL and
+ *  Qwen3.5: sections interleaved t, h, w), 'vision' (the Qwen-VL encoders' 2-D rotary) */
+export type MropeMode = 'mrope' | 'imrope' | 'vision';
+/** rotary pairs given to each position component (t, h, w, e): rope.dimension_sections */
+export type RopeSections = readonly [number, number, number, number];
+
 /** A KV cache's element type: f16 (IEEE half bits in a Uint16Array), f32, q8_0 (ggml's
  *  block_q8_0, as llama.cpp's `-ctk/-ctv q8_0` cache: per 32 values of a row an f16 scale d and
  *  32 int8 q, value d·q, 34 bytes in a Uint8Array) or q4_0 (block_q4_0: f16 d and 16 bytes of
@@ -128,6 +134,24 @@ export interface Kernels {
     ropeDim: number,
     base: number,
     style: RopeStyle,
+    scaling?: RopeScaling,
+  ): void;
+
+  /** ggml_rope_multi, in place on x: [positions.length / 4, numHeads * headDim]; positions are
+   *  section-major (t of every token, then h, then w, then e). 'mrope' / 'imrope': NeoX pairs
+   *  (i, i + ropeDim/2) of the first ropeDim dims, pair i rotated by pos·base^(−2i/ropeDim) with
+   *  the position of its section (sections consecutive / interleaved t, h, w); 'vision': pairs
+   *  (i, i + ropeDim) over 2·ropeDim dims, each section's angles restarting at its first pair.
+   *  Four equal positions give exactly rope(…, 'neox') for 'mrope' and 'imrope'. */
+  ropeMulti(
+    x: Float32Array,
+    positions: Int32Array,
+    numHeads: number,
+    headDim: number,
+    ropeDim: number,
+    base: number,
+    sections: RopeSections,
+    mode: MropeMode,
     scaling?: RopeScaling,
   ): void;
 

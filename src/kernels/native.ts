@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AttentionBatch, AttentionShape, DeltaRuleShape, KvCacheShape, KvDtype, KvLayer, Kernels, MatmulTarget } from './index.js';
+import type { AttentionBatch, AttentionShape, DeltaRuleShape, KvCacheShape, KvDtype, KvLayer, Kernels, MatmulTarget, MropeMode, RopeSections } from './index.js';
 import { referenceKernels } from './reference.js';
 import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
 import type { RopeScaling } from '../tensor/rope-scaling.js';
@@ -64,6 +64,9 @@ interface NativeAddon {
   rmsNorm(out: F32, x: F32, weight: F32, rows: number, dim: number, eps: number): void;
   layerNorm(out: F32, x: F32, weight: F32, bias: F32, rows: number, dim: number, eps: number): void;
   rope(x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, neox: boolean,
+    scaling?: Float64Array, freqFactors?: F32 | null): void;
+  /** absent in builds before M-RoPE; mode 1 mrope, 2 imrope, 3 vision */
+  ropeMulti?(x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, sections: Int32Array, mode: number,
     scaling?: Float64Array, freqFactors?: F32 | null): void;
   siluMul(out: F32, gate: F32, up: F32, n: number): void;
   gelu(out: F32, x: F32, n: number): void;
@@ -315,6 +318,12 @@ function wrap(a: NativeAddon): Kernels {
       s
         ? a.rope(x, positions, numHeads, headDim, ropeDim, base, style === 'neox', ropeScalingArgs(s), s.freqFactors ?? null)
         : a.rope(x, positions, numHeads, headDim, ropeDim, base, style === 'neox'),
+    ropeMulti: a.ropeMulti
+      ? (x: F32, positions: Int32Array, numHeads: number, headDim: number, ropeDim: number, base: number, sections: RopeSections, mode: MropeMode, s?: RopeScaling) =>
+          s
+            ? a.ropeMulti!(x, positions, numHeads, headDim, ropeDim, base, Int32Array.from(sections), MROPE_MODES[mode], ropeScalingArgs(s), s.freqFactors ?? null)
+            : a.ropeMulti!(x, positions, numHeads, headDim, ropeDim, base, Int32Array.from(sections), MROPE_MODES[mode])
+      : referenceKernels.ropeMulti,
     siluMul: a.siluMul,
     gelu: a.gelu,
     geluMul: a.geluMul,
@@ -338,6 +347,9 @@ function wrap(a: NativeAddon): Kernels {
     },
   };
 }
+
+/** the addon's numbers for ggml_rope_multi's modes (native/rope.h MropeMode) */
+const MROPE_MODES: Record<MropeMode, number> = { mrope: 1, imrope: 2, vision: 3 };
 
 /** The scalars of a RopeScaling as the addon takes them, built once per scaling object. */
 const scalingArgs = new WeakMap<RopeScaling, Float64Array>();

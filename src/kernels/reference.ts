@@ -5,9 +5,8 @@
 import { convSilu, gatedDeltaRule } from './reference-recurrent.js';
 import { attention, capScore, softmax, writeKv } from './reference-attention.js';
 import type { Kernels, MatmulTarget } from './index.js';
-import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
-import type { RopeScaling } from '../tensor/rope-scaling.js';
-import { NO_SCALING } from '../tensor/rope-scaling.js';
+import type { WeightTensor } from '../tensor/weight-tensor.js';
+import { rope, ropeMulti } from './reference-rope.js';
 import { dequantizeTensorRow } from '../tensor/quant/dequantize.js';
 import { roundActivations } from '../tensor/quant/q8-activations.js';
 import { roundToF16 } from '../tensor/half.js';
@@ -79,56 +78,6 @@ function layerNorm(
     variance /= dim;
     const scale = 1 / Math.sqrt(variance + eps);
     for (let i = 0; i < dim; i++) out[base + i] = Math.fround((x[base + i]! - mean) * scale) * weight[i]! + bias[i]!;
-  }
-}
-
-function rope(
-  x: Float32Array,
-  positions: Int32Array,
-  numHeads: number,
-  headDim: number,
-  ropeDim: number,
-  base: number,
-  style: RopeStyle,
-  scaling: RopeScaling = NO_SCALING,
-): void {
-  const half = ropeDim / 2;
-  // (first, second) element offsets of rotation pair i within a head
-  const pair = (i: number): [number, number] => (style === 'normal' ? [2 * i, 2 * i + 1] : [i, i + half]);
-  // ggml_rope_cache_init / rope_yarn: f32 parameters, every step rounded to f32 as ggml computes it
-  const f = Math.fround;
-  const { freqFactors } = scaling;
-  const [freqScale, extFactor, attnFactor, low, high] = [scaling.freqScale, scaling.extFactor, scaling.attnFactor, ...scaling.corrDims].map(f) as [number, number, number, number, number];
-  const yarnMscale = extFactor !== 0 ? f(attnFactor * f(1 + 0.1 * Math.log(1 / freqScale))) : attnFactor;
-  const thetaScale = Math.fround(Math.pow(base, -2 / ropeDim));
-  const cos = new Float64Array(half);
-  const sin = new Float64Array(half);
-  for (let t = 0; t < positions.length; t++) {
-    // ggml builds the angles in f32 by repeated multiplication; doing the same keeps
-    // long positions within f32 rounding of llama.cpp.
-    let theta = Math.fround(positions[t]!);
-    for (let i = 0; i < half; i++) {
-      const extrap = freqFactors ? f(theta / freqFactors[i]!) : theta;
-      let angle = f(freqScale * extrap);
-      if (extFactor !== 0) {
-        const y = f(f(i - low) / Math.max(0.001, f(high - low)));
-        const mix = f(f(1 - Math.min(1, Math.max(0, y))) * extFactor);
-        angle = f(f(angle * f(1 - mix)) + f(extrap * mix));
-      }
-      cos[i] = f(f(Math.cos(angle)) * yarnMscale);
-      sin[i] = f(f(Math.sin(angle)) * yarnMscale);
-      theta = Math.fround(theta * thetaScale);
-    }
-    for (let h = 0; h < numHeads; h++) {
-      const headBase = (t * numHeads + h) * headDim;
-      for (let i = 0; i < half; i++) {
-        const [a, b] = pair(i);
-        const x0 = x[headBase + a]!;
-        const x1 = x[headBase + b]!;
-        x[headBase + a] = x0 * cos[i]! - x1 * sin[i]!;
-        x[headBase + b] = x0 * sin[i]! + x1 * cos[i]!;
-      }
-    }
   }
 }
 
@@ -236,6 +185,7 @@ export const referenceKernels: Kernels = {
   convSilu,
   gatedDeltaRule,
   rope,
+  ropeMulti,
   siluMul,
   gelu,
   geluMul,

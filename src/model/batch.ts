@@ -17,6 +17,10 @@ export interface ForwardBatch extends AttentionBatch {
   /** [numSeqs] each sequence's recurrent-state slot (KvCache.recurrent), for hybrid models; a
    *  sequence whose chunk starts at position 0 starts from a zeroed state */
   readonly stateSlots?: Int32Array;
+  /** [4 * numTokens] M-RoPE positions, section-major as llama.cpp's batch (t of every token, then
+   *  h, w, e): a text token at p is (p, p, p, p), an image's token its (t, row, col) place. Only
+   *  rotary reads them (models with ropeSections); absent = each token's `positions` entry */
+  readonly ropePositions?: Int32Array;
 }
 
 /** Block tables of the sliding-window pool: -1 for blocks wholly outside every window (freed). */
@@ -36,6 +40,7 @@ export function assertValidBatch(batch: ForwardBatch): void {
   if (numSeqs < 0 || batch.seqStarts[0] !== 0 || batch.seqStarts[numSeqs] !== n) throw new Error('seqStarts must run from 0 to numTokens');
   if (batch.blockTables.length !== numSeqs * batch.maxBlocksPerSeq) throw new Error('blockTables must be [numSeqs, maxBlocksPerSeq]');
   for (const i of batch.logitIndices) if (i < 0 || i >= n) throw new Error(`logit index ${i} outside the batch`);
+  if (batch.ropePositions && batch.ropePositions.length !== 4 * n) throw new Error('ropePositions must be [4 * numTokens]');
 }
 
 /** One sequence's part of a step: `tokenIds` continue its context at `startPos`. */

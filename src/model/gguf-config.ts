@@ -9,6 +9,7 @@ import { ggufRopeScaling } from './gguf-rope.js';
 import { ggufMoeParams } from './gguf-config-moe.js';
 import type { ArchName, LinearAttention, ModelConfig, TensorSource } from './weights.js';
 import type { RopeStyle } from '../tensor/weight-tensor.js';
+import type { RopeSections } from '../kernels/index.js';
 
 const ROPE_STYLE: Record<ArchName, RopeStyle> = {
   llama: 'normal', // llama.cpp's converter permutes llama q/k so pairs are adjacent
@@ -64,7 +65,9 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
   const ropeScaling = arch === 'gpt2' ? undefined : ggufRopeScaling(meta, tensors, { arch, ropeDim, ropeBase, contextLength });
   const noRopeLayers =
     arch === 'smollm3' ? Array.from({ length: numLayers }, (_, i) => i).filter((i) => (i + 1) % SMOLLM3_NO_ROPE_STEP === 0) : undefined;
-  const linear = arch === 'qwen35' || arch === 'qwen35moe' ? { linearAttention: linearAttention(meta, arch, numLayers) } : {};
+  const linear = arch === 'qwen35' || arch === 'qwen35moe'
+    ? { linearAttention: linearAttention(meta, arch, numLayers), ...ropeSections(meta, key('rope.dimension_sections'), headDim) }
+    : {};
   const moe = moeArch ? { moe: ggufMoeParams(meta, arch, numLayers, hiddenSize, tensors) } : {};
   // an embedding or rerank model converted from a decoder (Qwen3-Embedding: last; Qwen3-Reranker: rank)
   const poolingType = ggufPoolingType(meta, arch);
@@ -95,6 +98,20 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     ...moe,
     ...pooling,
   };
+}
+
+/** rope.dimension_sections: up to four counts of rotary pairs, the missing ones 0. llama.cpp
+ *  requires the key for qwen35; loom runs text without it (every section then sees the token's
+ *  position) and refuses only M-RoPE positions (images) on a model that lacks it. */
+function ropeSections(meta: MetadataReader, key: string, headDim: number): { ropeSections?: RopeSections } {
+  const v = meta.numbers(key);
+  if (!v) return {};
+  const s = [0, 1, 2, 3].map((i) => v[i] ?? 0);
+  const sum = s.reduce((a, b) => a + b, 0);
+  if (v.length > 4 || s.some((x) => !Number.isInteger(x) || x < 0) || sum <= 0 || sum > headDim) {
+    throw new ModelFormatError(meta.file, `${key} should be up to 4 counts of rotary pairs summing to 1..${headDim}, not [${v.join(', ')}]`);
+  }
+  return { ropeSections: s as unknown as RopeSections };
 }
 
 /** llama_model_qwen35::load_arch_hparams: the ssm.* keys; recurrent layers from

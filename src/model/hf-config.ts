@@ -31,6 +31,10 @@ const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   Qwen3_5ForCausalLM: 'qwen35',
   Qwen3MoeForCausalLM: 'qwen3moe',
   Qwen3_5MoeForCausalLM: 'qwen35moe',
+  // the image-text checkpoints: the text model's config under text_config (its vision tower
+  // is the projector, src/model/vision/hf-qwen3vl.ts)
+  Qwen3_5ForConditionalGeneration: 'qwen35',
+  Qwen3_5MoeForConditionalGeneration: 'qwen35moe',
   BertModel: 'bert',
   BertForMaskedLM: 'bert',
   BertForSequenceClassification: 'bert-classifier',
@@ -77,9 +81,18 @@ export function parseHFConfig(file: string, json: unknown): ModelConfig {
   if (isGptOss(c)) return gptOssConfig(c);
   const family = familyOf(c);
   if (family === 'gemma2' || family === 'gemma3') return gemmaConfig(c, family);
-  if (family === 'qwen35' || family === 'qwen35moe') return qwen35Config(c, family === 'qwen35moe');
+  if (family === 'qwen35' || family === 'qwen35moe') return qwen35Config(textFields(c), family === 'qwen35moe');
   if (family === 'bert' || family === 'bert-classifier') return bertConfig(c, family === 'bert-classifier');
   return family === 'gpt2' ? gpt2Config(c) : llamaLikeConfig(c, family);
+}
+
+/** An image-text config's text_config (tie_word_embeddings from the top level when only there), else the config itself. */
+function textFields(c: Fields): Fields {
+  const text = c.raw('text_config');
+  if (text === undefined) return c;
+  if (typeof text !== 'object' || text === null || Array.isArray(text)) throw c.bad('text_config', 'an object');
+  const t = text as Record<string, unknown>;
+  return new Fields(c.file, { ...t, tie_word_embeddings: t['tie_word_embeddings'] ?? c.raw('tie_word_embeddings') });
 }
 
 /** GptOssForCausalLM (model_type gpt_oss): its own config and tensor layout (hf-gptoss.ts) */

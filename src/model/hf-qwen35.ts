@@ -18,6 +18,7 @@ import { attentionHeads } from './hf-fields.js';
 import type { Fields } from './hf-fields.js';
 import { dequantizeRow } from '../tensor/quant/dequantize.js';
 import type { LinearAttention, ModelConfig, MoeParams } from './weights.js';
+import type { RopeSections } from '../kernels/index.js';
 import { MAX_EXPERTS } from './gguf-config-moe.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 
@@ -67,10 +68,20 @@ export function qwen35Config(c: Fields, moe = false): ModelConfig {
     ropeDim,
     // interleaved MRoPE with text positions: every section sees the same position (NeoX over ropeDim)
     ropeStyle: 'neox',
+    ropeSections: mropeSections(c, rp),
     tiedEmbeddings: c.bool('tie_word_embeddings', false),
     linearAttention: linearAttention(c, numLayers),
     ...(experts ? { moe: experts } : {}),
   };
+}
+
+/** rope_parameters.mrope_section (transformers' default [11, 11, 10]), padded to four as llama.cpp's converter writes it */
+function mropeSections(c: Fields, rp: Record<string, unknown>): RopeSections {
+  const v = rp['mrope_section'] ?? c.raw('mrope_section') ?? [11, 11, 10];
+  if (!Array.isArray(v) || v.length > 4 || !v.every((x) => Number.isInteger(x) && (x as number) >= 0) || !v.some((x) => (x as number) > 0)) {
+    throw c.bad('mrope_section', 'up to 4 counts of rotary pairs');
+  }
+  return [0, 1, 2, 3].map((i) => (v[i] as number | undefined) ?? 0) as unknown as RopeSections;
 }
 
 /** transformers' Qwen3_5MoeTextConfig: num_experts, num_experts_per_tok, moe_intermediate_size, shared_expert_intermediate_size */
@@ -153,6 +164,12 @@ const QWEN35_GLOBAL: Readonly<Record<string, string>> = {
 
 /** The HF names a canonical Qwen3.5 tensor may have (first found wins), or undefined when there is none. */
 export function qwen35HFNames(numLayers: number, canonical: string): string[] | undefined {
+  const names = qwen35CausalLMNames(numLayers, canonical);
+  // Qwen3_5ForConditionalGeneration keeps the text model under model.language_model
+  return names?.flatMap((n) => (n.startsWith('model.') ? [n, `model.language_model.${n.slice('model.'.length)}`] : [n]));
+}
+
+function qwen35CausalLMNames(numLayers: number, canonical: string): string[] | undefined {
   const global = QWEN35_GLOBAL[canonical];
   if (global) return [global];
   const m = /^blk\.(\d+)\.(.+)$/.exec(canonical);

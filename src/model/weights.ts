@@ -1,5 +1,6 @@
 import type { ModelRopeScaling } from '../tensor/rope-scaling.js';
 import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
+import type { RopeSections } from '../kernels/index.js';
 
 export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss' | 'bert' | 'nomic-bert';
 
@@ -24,6 +25,10 @@ export interface ModelConfig {
   readonly tiedEmbeddings: boolean;
   /** RoPE scaling (linear, YaRN, Llama 3 factors, longrope); absent = plain RoPE */
   readonly ropeScaling?: ModelRopeScaling;
+  /** M-RoPE: rotary pairs per position component (t, h, w, e), interleaved as llama.cpp's IMROPE
+   *  (Qwen3.5's rope.dimension_sections); the architecture rotates by batch.ropePositions when a
+   *  batch has them (images), else every section takes the token's position (plain NeoX RoPE) */
+  readonly ropeSections?: RopeSections;
   /** layers that apply no RoPE at all (SmolLM3: every 4th) */
   readonly noRopeLayers?: readonly number[];
   /** sliding-window attention (Gemma 2/3): layers flagged in `layers` attend to the last `size` positions only */

@@ -66,7 +66,10 @@ describe('HF Qwen3.5-MoE config', () => {
   });
 
   it('finds the router, the 3-D experts (or one matrix per expert), the shared expert and its gate', () => {
-    const at = (name: string) => hfLocation('qwen35moe', 40, name)?.names;
+    // Qwen3_5MoeForConditionalGeneration's names (model.language_model.*) follow each CausalLM one
+    const all = (name: string) => hfLocation('qwen35moe', 40, name)?.names;
+    const at = (name: string) => all(name)?.filter((n) => !n.startsWith('model.language_model.'));
+    assert.deepEqual(all('blk.3.ffn_gate_inp.weight'), ['model.layers.3.mlp.gate.weight', 'model.language_model.layers.3.mlp.gate.weight']);
     assert.deepEqual(at('blk.3.ffn_gate_inp.weight'), ['model.layers.3.mlp.gate.weight']);
     assert.deepEqual(at('blk.3.ffn_gate_up_exps.weight'), ['model.layers.3.mlp.experts.gate_up_proj', 'model.layers.3.mlp.experts.gate_up_proj.weight']);
     assert.deepEqual(at('blk.3.ffn_down_exps.weight'), ['model.layers.3.mlp.experts.down_proj', 'model.layers.3.mlp.experts.down_proj.weight']);

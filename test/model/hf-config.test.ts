@@ -257,6 +257,8 @@ describe('readHFConfig: Qwen3.5 (Qwen3_5ForCausalLM)', () => {
     const c = readHFConfig(folder(QWEN35_2B));
     assert.equal(c.arch, 'qwen35');
     assert.deepEqual([c.numHeads, c.numKvHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle, c.tiedEmbeddings], [8, 2, 256, 64, 10000000, 'neox', true]);
+    // mrope_section padded to four, as llama.cpp's converter writes rope.dimension_sections
+    assert.deepEqual(c.ropeSections, [11, 11, 10, 0]);
     assert.deepEqual(c.linearAttention, {
       layers: QWEN35_2B.layer_types.map((t) => t === 'linear_attention'),
       convKernel: 4, headDim: 128, numKHeads: 16, numVHeads: 16,
@@ -275,5 +277,6 @@ describe('readHFConfig: Qwen3.5 (Qwen3_5ForCausalLM)', () => {
     throwsWith(() => readHFConfig(folder({ ...QWEN35_2B, layer_types: ['linear_attention'] })), ModelFormatError, 'layer_types');
     throwsWith(() => readHFConfig(folder({ ...QWEN35_2B, attn_output_gate: false })), UnsupportedModelError, 'attn_output_gate');
     throwsWith(() => readHFConfig(folder({ ...QWEN35_2B, rope_parameters: { rope_type: 'yarn', factor: 4 } })), UnsupportedModelError, 'yarn');
+    throwsWith(() => readHFConfig(folder({ ...QWEN35_2B, rope_parameters: { ...QWEN35_2B.rope_parameters, mrope_section: [11, -1, 10] } })), ModelFormatError, 'mrope_section');
   });
 });

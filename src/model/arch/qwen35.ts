@@ -4,8 +4,9 @@
 // Gated DeltaNet: qkv → causal conv1d + SiLU (per-sequence conv state) → q, k L2-normalized →
 // gated delta rule (per-sequence recurrent state) with g = softplus(alpha + dt_bias)·ssm_a and
 // β = σ(beta) → RMSNorm(out)·SiLU(z) → ssm_out.
-// Full attention: q projection holds [q | gate] per head; q/k RMSNorm; NeoX RoPE over the first
-// ropeDim dims (IMROPE with text positions); attention · σ(gate) → o.
+// Full attention: q projection holds [q | gate] per head; q/k RMSNorm; RoPE over the first ropeDim
+// dims: IMROPE (rope.dimension_sections interleaved t, h, w) by batch.ropePositions when a batch
+// carries images, which for text positions is NeoX RoPE; attention · σ(gate) → o.
 // Qwen3.5-MoE (`qwen35moe`, Qwen3.5/3.6-35B-A3B) is the same hybrid with, in every layer, routed
 // experts plus a shared expert behind its sigmoid gate (shared-expert.ts) instead of the dense FFN.
 // The multi-token-prediction block (nextn) is not run (gguf-config counts the trunk only).
@@ -194,13 +195,25 @@ export class Qwen35Architecture implements Architecture {
     }
     k.rmsNorm(q, q, m.qNorm, n * c.numHeads, hd, c.normEps);
     k.rmsNorm(kk, kk, m.kNorm, n * c.numKvHeads, hd, c.normEps);
-    k.rope(q, batch.positions, c.numHeads, hd, c.ropeDim, c.ropeBase, c.ropeStyle);
-    k.rope(kk, batch.positions, c.numKvHeads, hd, c.ropeDim, c.ropeBase, c.ropeStyle);
+    this.rotate(q, c.numHeads, batch, k);
+    this.rotate(kk, c.numKvHeads, batch, k);
     const cache = kv.layers[li]!;
     k.writeKv(cache, kv.shape, kk, v, batch.slotMapping);
     k.attention(attn, q, cache, kv.shape, batch, { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: hd, scale: 1 / Math.sqrt(hd) });
     for (let i = 0; i < n * qWidth; i++) attn[i] = attn[i]! * sigmoid(g[i]!);
     k.matmul(out, attn, m.wo, n);
+  }
+
+  /** RoPE in place on x [n, heads · headDim]: IMROPE by the batch's M-RoPE positions (images),
+   *  else NeoX by its positions (the same angles when every section holds the text position) */
+  private rotate(x: Float32Array, heads: number, batch: ForwardBatch, k: Kernels): void {
+    const c = this.config;
+    if (!batch.ropePositions) {
+      k.rope(x, batch.positions, heads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle);
+      return;
+    }
+    if (!c.ropeSections) throw new Error(`${c.arch}: the batch has M-RoPE positions but the model no rope sections`);
+    k.ropeMulti(x, batch.ropePositions, heads, c.headDim, c.ropeDim, c.ropeBase, c.ropeSections, 'imrope');
   }
 
   /** out [n, hidden] = Gated DeltaNet of h [n, hidden] (out may alias h), states in place */

@@ -10,10 +10,14 @@ import type { GGUFFile } from '../gguf.js';
 import { MetadataReader } from '../gguf-metadata.js';
 import type { Linear, Norm, VitLayer, VitShape, VitWeights } from './vit.js';
 
+/** What ClipFile reads: an mmproj GGUF, or the same keys and tensors made from a Hugging Face
+ *  folder's vision tower (vision/hf-qwen3vl.ts) */
+export type ClipSource = Pick<GGUFFile, 'path' | 'metadata' | 'has' | 'tensor' | 'get'>;
+
 export class ClipFile {
   readonly meta: MetadataReader;
 
-  constructor(readonly gguf: GGUFFile) {
+  constructor(readonly gguf: ClipSource) {
     this.meta = new MetadataReader(gguf.path, gguf.metadata);
   }
 

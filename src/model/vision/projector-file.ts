@@ -11,6 +11,7 @@ import type { ArchName, ModelConfig } from '../weights.js';
 import { ClipFile } from './clip-file.js';
 import { Gemma3Projector } from './gemma3.js';
 import { Gemma4VisionProjector } from './gemma4v.js';
+import { Qwen3vlProjector } from './qwen3vl.js';
 import type { VisionProjector } from './projector.js';
 
 export interface ProjectorType {
@@ -26,6 +27,7 @@ export interface ProjectorType {
 export const PROJECTOR_TYPES = new Map<string, ProjectorType>([
   ['gemma3', { textArchs: ['gemma3'], family: 'Gemma 3', create: (file) => new Gemma3Projector(file) }],
   ['gemma4v', { textArchs: ['gemma4'], family: 'Gemma 4', create: (file, text) => new Gemma4VisionProjector(file, text) }],
+  ['qwen3vl_merger', { textArchs: ['qwen35', 'qwen35moe'], family: 'Qwen3.5', create: (file, text) => new Qwen3vlProjector(file, text) }],
 ]);
 
 /** A loaded projector; dispose unmaps its file (after which it must not encode). */
