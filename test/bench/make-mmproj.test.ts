@@ -23,7 +23,8 @@ for (const name of Object.keys(MMPROJ_SHAPES) as MmprojShapeName[]) {
     const { metadata, tensors } = mmprojContents({ shape: name, type: 'f16', seed: 0 });
     // the layout only (a sparse file): names, dims, types and keys are what is checked
     writeGGUFStream(path, metadata, tensors, true);
-    const text = { arch: textShape.arch, hiddenSize: textShape.hidden } as ModelConfig;
+    const sections = 'linear' in textShape ? { ropeSections: textShape.linear.ropeSections } : {};
+    const text = { arch: textShape.arch, hiddenSize: textShape.hidden, ...sections } as ModelConfig;
     const projector = loadProjector(path, text);
     try {
       assert.equal(projector.outputSize, shape.textHidden);
