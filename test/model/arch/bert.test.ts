@@ -29,9 +29,10 @@ for (const name of ['bert-mean-f32', 'bert-cls-f16', 'nomic-bert-mean-f16']) {
 }
 
 test('an HF sentence-transformers folder of the same weights gives the same vectors, its pooling and Normalize read from modules.json', () => {
-  for (const name of ['bert-mean-f32', 'bert-cls-f16']) {
+  for (const name of ['bert-mean-f32', 'bert-cls-f16', 'nomic-bert-mean-f16']) {
     const f = bertFixture(name);
     const model = loadModel(bertHFFixturePath(f));
+    assert.equal(model.config.arch, f.arch ?? 'bert');
     assert.equal(model.config.pooling?.type, f.pooling);
     assert.equal(model.config.pooling?.normalize, true);
     const golden = readEmbeddingGolden(name);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { loadModel } from '../../../src/model/load.js';
 import { referenceKernels } from '../../../src/kernels/reference.js';
 import { sha256File } from '../../fixtures/index.js';
-import { EMBEDGEMMA_FIXTURES, EMBEDGEMMA_SHAPE, embedGemmaFixture, embedGemmaFixturePath } from '../../fixtures/embedgemma-fixture.js';
+import { EMBEDGEMMA_FIXTURES, EMBEDGEMMA_SHAPE, embedGemmaFixture, embedGemmaFixturePath, embedGemmaHFFixturePath } from '../../fixtures/embedgemma-fixture.js';
 import { cosine, readEmbeddingGolden } from '../../fixtures/embedding-golden.js';
 import { testKernels } from '../../fixtures/native.js';
 import { embedAll } from '../../fixtures/embed-all.js';
@@ -71,4 +71,22 @@ test('through the engine: every input one prefill-only sequence of one step, its
   const pooled = new Map<string, Float32Array>();
   while (e.hasWork) for (const d of e.step()?.deltas ?? []) if (d.pooled) pooled.set(d.id, d.pooled);
   golden.embeddings.forEach((g, i) => assert.ok(cosine(pooled.get(`r${i}`)!, g.vector) >= 0.9999, JSON.stringify(g.text)));
+});
+
+test('an EmbeddingGemma sentence-transformers folder (Gemma3TextModel, Pooling, Dense, Normalize) gives its GGUF twin\'s vectors', () => {
+  for (const f of EMBEDGEMMA_FIXTURES) {
+    const model = loadModel(embedGemmaHFFixturePath(f));
+    assert.equal(model.config.arch, 'gemma-embedding');
+    assert.deepEqual(model.config.pooling, { type: f.pooling, normalize: true });
+    assert.equal(model.config.gemma?.symmetricWindow?.size, EMBEDGEMMA_SHAPE.slidingWindow);
+    assert.equal(model.tensors.has('dense_2.weight'), f.dense);
+    const golden = readEmbeddingGolden(f.name);
+    const ids = golden.embeddings.map((e) => model.tokenizer.encode(e.text));
+    golden.embeddings.forEach((e, i) => assert.deepEqual(ids[i], e.ids, `${f.name}: tokens of ${JSON.stringify(e.text)}`));
+    const vectors = embedAll(model, ids, testKernels());
+    golden.embeddings.forEach((e, i) => {
+      const c = cosine(vectors[i]!, e.vector);
+      assert.ok(c >= 0.9999, `${f.name} ${JSON.stringify(e.text)}: cosine ${c}`);
+    });
+  }
 });
