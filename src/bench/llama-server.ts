@@ -76,11 +76,13 @@ export interface LlamaServerOptions {
   readonly parallel: number;
   /** tokens per slot: the context is parallel × this */
   readonly slotContext: number;
+  /** more llama-server flags (the embeddings benchmark: --embeddings, -b, -ub) */
+  readonly extraArgs?: readonly string[];
 }
 
 export function llamaServerArgs(model: string, port: number, o: LlamaServerOptions): string[] {
   return ['-m', model, '--host', '127.0.0.1', '--port', String(port), '-np', String(o.parallel), '-cb', '-t', String(o.threads), '-tb', String(o.threads),
-    '-c', String(o.parallel * o.slotContext), '--no-webui', '-ngl', '0'];
+    '-c', String(o.parallel * o.slotContext), '--no-webui', '-ngl', '0', ...(o.extraArgs ?? [])];
 }
 
 async function freePort(): Promise<number> {

@@ -25,10 +25,12 @@ import type { MoeBenchShape } from './make-model-moe.js';
 import { entry as kv, writeGGUFStream } from './gguf-stream.js';
 import type { StreamEntry, StreamTensor } from './gguf-stream.js';
 import { modelVocab } from './model-vocab.js';
+import { BENCH_POOLING, embedBenchMetadata, embedBenchTensors } from './make-model-embed.js';
+import type { BenchPooling } from './make-model-embed.js';
 import type { ModelVocab } from './model-vocab.js';
 
 export interface BenchShape {
-  readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss';
+  readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss' | 'bert' | 'nomic-bert';
   readonly name: string;
   readonly hidden: number;
   readonly layers: number;
@@ -65,6 +67,8 @@ export interface BenchShape {
   readonly moe?: MoeBenchShape;
   /** gpt-oss: routed experts (ffn: each expert's width), the sliding window of every other layer, YaRN */
   readonly gptOss?: GptOssBenchShape;
+  /** an embedding model: the file's pooling_type (bert, nomic-bert: rmsEps is their LayerNorm epsilon) */
+  readonly pooling?: BenchPooling;
 }
 
 export const BENCH_SHAPES = {
@@ -157,6 +161,25 @@ export const BENCH_SHAPES = {
     vocab: 201088, context: 131072, ropeBase: 150000, rmsEps: 1e-5, qkvBias: true, pre: 'llama-bpe',
     gptOss: { experts: 32, expertsUsed: 4, window: 128, yarnFactor: 32, yarnOrigContext: 4096 },
   },
+  // embedding models (issue 39's benchmark): BGE-small and all-MiniLM-L6 (BERT, 384 wide, WordPiece),
+  // nomic-embed-text v1.5 (nomic-bert: RoPE base 1000, SwiGLU, trained context 2048) and
+  // Qwen3-Embedding-0.6B (the Qwen3-0.6B decoder pooling its last token; tied embeddings)
+  'bge-small-en-v1.5': {
+    arch: 'bert', name: 'bge-small-en-v1.5', hidden: 384, layers: 12, heads: 12, kvHeads: 12, headDim: 32, ffn: 1536,
+    vocab: 30522, context: 512, ropeBase: 10000, rmsEps: 1e-12, qkvBias: true, pre: 'smollm', pooling: 'cls',
+  },
+  'all-minilm-l6-v2': {
+    arch: 'bert', name: 'all-MiniLM-L6-v2', hidden: 384, layers: 6, heads: 12, kvHeads: 12, headDim: 32, ffn: 1536,
+    vocab: 30522, context: 512, ropeBase: 10000, rmsEps: 1e-12, qkvBias: true, pre: 'smollm', pooling: 'mean',
+  },
+  'nomic-embed-text-v1.5': {
+    arch: 'nomic-bert', name: 'nomic-embed-text-v1.5', hidden: 768, layers: 12, heads: 12, kvHeads: 12, headDim: 64, ffn: 3072,
+    vocab: 30528, context: 2048, ropeBase: 1000, rmsEps: 1e-12, qkvBias: false, pre: 'smollm', pooling: 'mean',
+  },
+  'qwen3-embedding-0.6b': {
+    arch: 'qwen3', name: 'Qwen3-Embedding-0.6B', hidden: 1024, layers: 28, heads: 16, kvHeads: 8, headDim: 128, ffn: 3072,
+    vocab: 151669, context: 32768, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'qwen2', pooling: 'last',
+  },
 } as const satisfies Record<string, BenchShape>;
 
 export type BenchShapeName = keyof typeof BENCH_SHAPES;
@@ -222,8 +245,13 @@ export function benchModelContents(o: MakeModelOptions): { name: string; metadat
   if (!base) throw new InvalidArgumentError(`unknown shape "${o.shape}" (known: ${Object.keys(BENCH_SHAPES).join(', ')})`);
   if (o.layers !== undefined && base.linear && o.layers % base.linear.interval !== 0) throw new InvalidArgumentError(`--layers of a ${base.name} shape must be a multiple of ${base.linear.interval}`);
   const shape: BenchShape = o.layers !== undefined ? { ...base, layers: o.layers, name: `${base.name} (${o.layers} layers)` } : base;
+  if (isEncoder(shape)) return { name: shape.name, metadata: [...generalMetadata(shape, o), ...embedBenchMetadata(shape)], tensors: benchTensors(shape, o) };
   const vocab = modelVocab(shape.vocab, !/^(qwen2|qwen3|qwen3moe|qwen35moe)$/.test(shape.arch));
   return { name: shape.name, metadata: [...modelMetadata(shape, o), ...tokenizerMetadata(shape, vocab)], tensors: benchTensors(shape, o) };
+}
+
+function isEncoder(s: BenchShape): boolean {
+  return s.arch === 'bert' || s.arch === 'nomic-bert';
 }
 
 function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
@@ -263,6 +291,10 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   };
   if (s.gemma4) {
     gemma4BenchTensors(s, s.gemma4, matrix, vector, f32, s.moe && ((p) => moeBenchTensors(p, s.hidden, s.moe!, matrix, vector, f32Matrix)));
+    return positioned();
+  }
+  if (isEncoder(s)) {
+    embedBenchTensors(s, matrix, vector, f32Matrix);
     return positioned();
   }
   if (s.gptOss) {
@@ -415,13 +447,20 @@ function modelMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
   return [...commonMetadata(s, o), ...experts];
 }
 
-function commonMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
-  const a = s.arch;
+function generalMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
   return [
-    kv.str('general.architecture', a),
+    kv.str('general.architecture', s.arch),
     kv.str('general.name', `${s.name} (random weights, loom bench, seed ${o.seed})`),
     kv.u32('general.file_type', FILE_TYPE[o.type]),
     kv.u32('general.quantization_version', 2),
+  ];
+}
+
+function commonMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
+  const a = s.arch;
+  return [
+    ...generalMetadata(s, o),
+    ...(s.pooling ? [kv.u32(`${a}.pooling_type`, BENCH_POOLING[s.pooling])] : []),
     kv.u32(`${a}.context_length`, s.context),
     kv.u32(`${a}.embedding_length`, s.hidden),
     kv.u32(`${a}.block_count`, s.layers),
