@@ -30,7 +30,7 @@ import type { BenchPooling } from './make-model-embed.js';
 import type { ModelVocab } from './model-vocab.js';
 
 export interface BenchShape {
-  readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss' | 'bert' | 'nomic-bert';
+  readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss' | 'bert' | 'nomic-bert' | 'gemma-embedding';
   readonly name: string;
   readonly hidden: number;
   readonly layers: number;
@@ -69,6 +69,8 @@ export interface BenchShape {
   readonly gptOss?: GptOssBenchShape;
   /** an embedding model: the file's pooling_type (bert, nomic-bert: rmsEps is their LayerNorm epsilon) */
   readonly pooling?: BenchPooling;
+  /** EmbeddingGemma's sentence-transformers Dense modules: hidden → this → hidden after pooling */
+  readonly dense?: number;
 }
 
 export const BENCH_SHAPES = {
@@ -175,6 +177,14 @@ export const BENCH_SHAPES = {
   'nomic-embed-text-v1.5': {
     arch: 'nomic-bert', name: 'nomic-embed-text-v1.5', hidden: 768, layers: 12, heads: 12, kvHeads: 12, headDim: 64, ffn: 3072,
     vocab: 30528, context: 2048, ropeBase: 1000, rmsEps: 1e-12, qkvBias: false, pre: 'smollm', pooling: 'mean',
+  },
+  // EmbeddingGemma-300m: Gemma 3's layers as an encoder (24 layers, 3 heads of 256, 1 KV head,
+  // every 6th layer global, the others a symmetric window of 512), mean pooling, then the Dense
+  // modules 768 → 3072 → 768 (a converter run with --sentence-transformers-dense-modules)
+  'embeddinggemma-300m': {
+    arch: 'gemma-embedding', name: 'EmbeddingGemma-300m', hidden: 768, layers: 24, heads: 3, kvHeads: 1, headDim: 256, ffn: 1152,
+    vocab: 262144, context: 2048, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'smollm',
+    slidingWindow: { size: 512, ropeBase: 10000 }, pooling: 'mean', dense: 3072,
   },
   'qwen3-embedding-0.6b': {
     arch: 'qwen3', name: 'Qwen3-Embedding-0.6B', hidden: 1024, layers: 28, heads: 16, kvHeads: 8, headDim: 128, ffn: 3072,
@@ -314,7 +324,7 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   const q = s.heads * s.headDim;
   const kvw = s.kvHeads * s.headDim;
   const hidden = 1 / Math.sqrt(d);
-  const gemma = s.arch === 'gemma3';
+  const gemma = s.arch === 'gemma3' || s.arch === 'gemma-embedding';
   // Gemma scales embeddings by √hidden: rows of std 1/√hidden keep the stream near unit scale
   matrix('token_embd.weight', d, s.vocab, gemma ? hidden : 1);
   for (let i = 0; i < s.layers; i++) {
@@ -392,6 +402,10 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
     }
   }
   vector('output_norm.weight', d, 0.1, 1);
+  if (s.dense) {
+    matrix('dense_2.weight', d, s.dense, hidden);
+    matrix('dense_3.weight', s.dense, d, 1 / Math.sqrt(s.dense));
+  }
   const ropeDim = s.ropeDim ?? s.headDim;
   if (s.rope === 'llama3') f32('rope_freqs.weight', llama3FreqFactors(ropeDim, s.ropeBase, LLAMA3_1_ROPE));
   if (s.rope === 'longrope') {
@@ -461,6 +475,9 @@ function commonMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
   return [
     ...generalMetadata(s, o),
     ...(s.pooling ? [kv.u32(`${a}.pooling_type`, BENCH_POOLING[s.pooling])] : []),
+    ...(s.dense
+      ? [kv.u32(`${a}.dense_2_feat_in`, s.hidden), kv.u32(`${a}.dense_2_feat_out`, s.dense), kv.u32(`${a}.dense_3_feat_in`, s.dense), kv.u32(`${a}.dense_3_feat_out`, s.hidden)]
+      : []),
     kv.u32(`${a}.context_length`, s.context),
     kv.u32(`${a}.embedding_length`, s.hidden),
     kv.u32(`${a}.block_count`, s.layers),

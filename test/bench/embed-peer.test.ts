@@ -47,6 +47,16 @@ describe('bench make-model: embedding shapes', () => {
     assert.equal(key('qwen3.embedding_length'), 1024);
     assert.equal(key('qwen3.block_count'), 28);
   });
+
+  it('embeddinggemma-300m: gemma-embedding with a window of 512, mean pooling and the Dense modules', () => {
+    const { metadata, tensors } = benchModelContents({ shape: 'embeddinggemma-300m', type: 'f16', seed: 0 });
+    const key = (k: string) => metadata.find((e) => e.key === k)?.value;
+    assert.equal(key('general.architecture'), 'gemma-embedding');
+    assert.equal(key('gemma-embedding.attention.sliding_window'), 512);
+    assert.equal(key('gemma-embedding.pooling_type'), 1);
+    assert.equal(key('gemma-embedding.dense_2_feat_out'), 3072);
+    assert.deepEqual(tensors.find((t) => t.name === 'dense_3.weight')?.dims, [3072, 768]);
+  });
 });
 
 describe('bench embed-peer', () => {
