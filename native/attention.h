@@ -29,10 +29,14 @@ struct AttentionBatchView {
   const int32_t* positions;     // [num_tokens]
   const int32_t* block_tables;  // [num_seqs, max_blocks_per_seq]
   int max_blocks_per_seq;
+  // [num_tokens] or null: the first position each token attends to, raised to the window's
+  // first when that is later (a symmetric window, EmbeddingGemma's: the kernels see p − h .. p + h
+  // as first..positions[t])
+  const int32_t* first_positions = nullptr;
 };
 
 // Why a batch cannot be attended over (nullptr when it can): seq_starts not increasing from 0
-// to n_tokens, a negative position, or a block needed for an attended position (0..p, or the
+// to n_tokens, a negative position, a first position outside 0..position, or a block needed for an attended position (0..p, or the
 // last `window` of them when window > 0) that is missing or outside the cache. Blocks wholly
 // before every token's window may be -1 (freed by a sliding-window pool).
 const char* check_attention_batch(const AttentionBatchView& batch, int64_t n_tokens, int num_blocks, int block_size,
@@ -41,7 +45,7 @@ const char* check_attention_batch(const AttentionBatchView& batch, int64_t n_tok
 // out, q: [n_tokens, num_heads * head_dim]. Token t of sequence s attends to positions
 // first..positions[t] of s (causal; decode tokens and prefill chunks after cached context
 // alike), first = 0, or positions[t] − window + 1 when window > 0 (llama.cpp's standard
-// sliding window); head h reads kv head h / (num_heads / num_kv_heads). softcap > 0 turns
+// sliding window), or first_positions[t] when that is later; head h reads kv head h / (num_heads / num_kv_heads). softcap > 0 turns
 // each score s = scale·q·k into softcap·tanh(s / softcap) (Gemma 2). For an f16 cache q and
 // the softmax weights are rounded to f16, as llama.cpp does; a q8_0 cache's K and V are
 // dequantized in registers (d·q) against f32 q and f32 weights. sinks (null or [num_heads]): per

@@ -76,7 +76,7 @@ export interface LlamaServerOptions {
   readonly parallel: number;
   /** tokens per slot: the context is parallel × this */
   readonly slotContext: number;
-  /** more flags (e.g. --mmproj FILE) */
+  /** more llama-server flags (--mmproj FILE; the embeddings benchmark's --embeddings, -b, -ub) */
   readonly extraArgs?: readonly string[];
 }
 

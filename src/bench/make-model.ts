@@ -25,10 +25,12 @@ import type { MoeBenchShape } from './make-model-moe.js';
 import { entry as kv, writeGGUFStream } from './gguf-stream.js';
 import type { StreamEntry, StreamTensor } from './gguf-stream.js';
 import { modelVocab } from './model-vocab.js';
+import { BENCH_POOLING, embedBenchMetadata, embedBenchTensors } from './make-model-embed.js';
+import type { BenchPooling } from './make-model-embed.js';
 import type { ModelVocab } from './model-vocab.js';
 
 export interface BenchShape {
-  readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss';
+  readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss' | 'bert' | 'nomic-bert' | 'gemma-embedding';
   readonly name: string;
   readonly hidden: number;
   readonly layers: number;
@@ -65,6 +67,10 @@ export interface BenchShape {
   readonly moe?: MoeBenchShape;
   /** gpt-oss: routed experts (ffn: each expert's width), the sliding window of every other layer, YaRN */
   readonly gptOss?: GptOssBenchShape;
+  /** an embedding model: the file's pooling_type (bert, nomic-bert: rmsEps is their LayerNorm epsilon) */
+  readonly pooling?: BenchPooling;
+  /** EmbeddingGemma's sentence-transformers Dense modules: hidden → this → hidden after pooling */
+  readonly dense?: number;
 }
 
 export const BENCH_SHAPES = {
@@ -164,6 +170,33 @@ export const BENCH_SHAPES = {
     vocab: 201088, context: 131072, ropeBase: 150000, rmsEps: 1e-5, qkvBias: true, pre: 'llama-bpe',
     gptOss: { experts: 32, expertsUsed: 4, window: 128, yarnFactor: 32, yarnOrigContext: 4096 },
   },
+  // embedding models (issue 39's benchmark): BGE-small and all-MiniLM-L6 (BERT, 384 wide, WordPiece),
+  // nomic-embed-text v1.5 (nomic-bert: RoPE base 1000, SwiGLU, trained context 2048) and
+  // Qwen3-Embedding-0.6B (the Qwen3-0.6B decoder pooling its last token; tied embeddings)
+  'bge-small-en-v1.5': {
+    arch: 'bert', name: 'bge-small-en-v1.5', hidden: 384, layers: 12, heads: 12, kvHeads: 12, headDim: 32, ffn: 1536,
+    vocab: 30522, context: 512, ropeBase: 10000, rmsEps: 1e-12, qkvBias: true, pre: 'smollm', pooling: 'cls',
+  },
+  'all-minilm-l6-v2': {
+    arch: 'bert', name: 'all-MiniLM-L6-v2', hidden: 384, layers: 6, heads: 12, kvHeads: 12, headDim: 32, ffn: 1536,
+    vocab: 30522, context: 512, ropeBase: 10000, rmsEps: 1e-12, qkvBias: true, pre: 'smollm', pooling: 'mean',
+  },
+  'nomic-embed-text-v1.5': {
+    arch: 'nomic-bert', name: 'nomic-embed-text-v1.5', hidden: 768, layers: 12, heads: 12, kvHeads: 12, headDim: 64, ffn: 3072,
+    vocab: 30528, context: 2048, ropeBase: 1000, rmsEps: 1e-12, qkvBias: false, pre: 'smollm', pooling: 'mean',
+  },
+  // EmbeddingGemma-300m: Gemma 3's layers as an encoder (24 layers, 3 heads of 256, 1 KV head,
+  // every 6th layer global, the others a symmetric window of 512), mean pooling, then the Dense
+  // modules 768 → 3072 → 768 (a converter run with --sentence-transformers-dense-modules)
+  'embeddinggemma-300m': {
+    arch: 'gemma-embedding', name: 'EmbeddingGemma-300m', hidden: 768, layers: 24, heads: 3, kvHeads: 1, headDim: 256, ffn: 1152,
+    vocab: 262144, context: 2048, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'smollm',
+    slidingWindow: { size: 512, ropeBase: 10000 }, pooling: 'mean', dense: 3072,
+  },
+  'qwen3-embedding-0.6b': {
+    arch: 'qwen3', name: 'Qwen3-Embedding-0.6B', hidden: 1024, layers: 28, heads: 16, kvHeads: 8, headDim: 128, ffn: 3072,
+    vocab: 151669, context: 32768, ropeBase: 1000000, rmsEps: 1e-6, qkvBias: false, pre: 'qwen2', pooling: 'last',
+  },
 } as const satisfies Record<string, BenchShape>;
 
 export type BenchShapeName = keyof typeof BENCH_SHAPES;
@@ -229,8 +262,13 @@ export function benchModelContents(o: MakeModelOptions): { name: string; metadat
   if (!base) throw new InvalidArgumentError(`unknown shape "${o.shape}" (known: ${Object.keys(BENCH_SHAPES).join(', ')})`);
   if (o.layers !== undefined && base.linear && o.layers % base.linear.interval !== 0) throw new InvalidArgumentError(`--layers of a ${base.name} shape must be a multiple of ${base.linear.interval}`);
   const shape: BenchShape = o.layers !== undefined ? { ...base, layers: o.layers, name: `${base.name} (${o.layers} layers)` } : base;
+  if (isEncoder(shape)) return { name: shape.name, metadata: [...generalMetadata(shape, o), ...embedBenchMetadata(shape)], tensors: benchTensors(shape, o) };
   const vocab = modelVocab(shape.vocab, !/^(qwen2|qwen3|qwen3moe|qwen35moe)$/.test(shape.arch));
   return { name: shape.name, metadata: [...modelMetadata(shape, o), ...tokenizerMetadata(shape, vocab)], tensors: benchTensors(shape, o) };
+}
+
+function isEncoder(s: BenchShape): boolean {
+  return s.arch === 'bert' || s.arch === 'nomic-bert';
 }
 
 function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
@@ -272,6 +310,10 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
     gemma4BenchTensors(s, s.gemma4, matrix, vector, f32, s.moe && ((p) => moeBenchTensors(p, s.hidden, s.moe!, matrix, vector, f32Matrix)));
     return positioned();
   }
+  if (isEncoder(s)) {
+    embedBenchTensors(s, matrix, vector, f32Matrix);
+    return positioned();
+  }
   if (s.gptOss) {
     const experts = (name: string, inF: number, outF: number, n: number, std: number): void => {
       const type = o.type === 'mxfp4_moe' ? GGMLType.MXFP4 : matrixType(o.type, name, inF, s.layers);
@@ -289,7 +331,7 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   const q = s.heads * s.headDim;
   const kvw = s.kvHeads * s.headDim;
   const hidden = 1 / Math.sqrt(d);
-  const gemma = s.arch === 'gemma3';
+  const gemma = s.arch === 'gemma3' || s.arch === 'gemma-embedding';
   // Gemma scales embeddings by √hidden: rows of std 1/√hidden keep the stream near unit scale
   matrix('token_embd.weight', d, s.vocab, gemma ? hidden : 1);
   for (let i = 0; i < s.layers; i++) {
@@ -367,6 +409,10 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
     }
   }
   vector('output_norm.weight', d, 0.1, 1);
+  if (s.dense) {
+    matrix('dense_2.weight', d, s.dense, hidden);
+    matrix('dense_3.weight', s.dense, d, 1 / Math.sqrt(s.dense));
+  }
   const ropeDim = s.ropeDim ?? s.headDim;
   if (s.rope === 'llama3') f32('rope_freqs.weight', llama3FreqFactors(ropeDim, s.ropeBase, LLAMA3_1_ROPE));
   if (s.rope === 'longrope') {
@@ -422,13 +468,23 @@ function modelMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
   return [...commonMetadata(s, o), ...experts];
 }
 
-function commonMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
-  const a = s.arch;
+function generalMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
   return [
-    kv.str('general.architecture', a),
+    kv.str('general.architecture', s.arch),
     kv.str('general.name', `${s.name} (random weights, loom bench, seed ${o.seed})`),
     kv.u32('general.file_type', FILE_TYPE[o.type]),
     kv.u32('general.quantization_version', 2),
+  ];
+}
+
+function commonMetadata(s: BenchShape, o: MakeModelOptions): StreamEntry[] {
+  const a = s.arch;
+  return [
+    ...generalMetadata(s, o),
+    ...(s.pooling ? [kv.u32(`${a}.pooling_type`, BENCH_POOLING[s.pooling])] : []),
+    ...(s.dense
+      ? [kv.u32(`${a}.dense_2_feat_in`, s.hidden), kv.u32(`${a}.dense_2_feat_out`, s.dense), kv.u32(`${a}.dense_3_feat_in`, s.dense), kv.u32(`${a}.dense_3_feat_out`, s.hidden)]
+      : []),
     kv.u32(`${a}.context_length`, s.context),
     kv.u32(`${a}.embedding_length`, s.hidden),
     kv.u32(`${a}.block_count`, s.layers),

@@ -19,7 +19,7 @@ export function benchMakeModelCommand(): Command {
   return new Command('make-model')
     .description(
       'write a random-weight GGUF of a real model shape (seeded, with a byte-level BPE vocabulary of the full size ' +
-        'that loom and llama.cpp both read) and print its path. Files are cached in dist/bench-models/ by shape, type ' +
+        'that loom and llama.cpp both read; a WordPiece one for the BERT-family embedding shapes) and print its path. Files are cached in dist/bench-models/ by shape, type ' +
         'and seed. q4_k stores matrices whose rows are not a multiple of 256 values (every 576- or 896-wide input) ' +
         'as Q8_0; q4_k_m and q5_k_m mix types as llama-quantize does (Q6_K output and some attn_v/ffn_down, ' +
         'Q5_0/Q5_1/Q8_0 for rows that are not whole 256-blocks); mxfp4_moe is llama-quantize\'s MXFP4_MOE (gpt-oss-20b: ' +

@@ -13,6 +13,7 @@ import { benchChatTurnsCommand } from './bench-chat-turns.js';
 import { benchScaleoutCommand } from './bench-scaleout.js';
 import { benchServeCommand } from './bench-serve.js';
 import { benchServePeerCommand } from './bench-serve-peer.js';
+import { benchEmbedPeerCommand } from './bench-embed-peer.js';
 import { benchSoakCommand } from './bench-soak.js';
 import { benchSpecCommand } from './bench-spec.js';
 import { benchStandardCommand } from './bench-standard.js';
@@ -31,6 +32,7 @@ export function benchCommand(): Command {
     .addCommand(benchVisionPeerCommand())
     .addCommand(benchServeCommand())
     .addCommand(benchServePeerCommand())
+    .addCommand(benchEmbedPeerCommand())
     .addCommand(benchStandardCommand())
     .addCommand(benchSoakCommand())
     .addCommand(benchLivenessCommand())

@@ -64,6 +64,9 @@ export interface AttentionBatch {
   /** [numSeqs, maxBlocksPerSeq] block ids, -1 where unused */
   readonly blockTables: Int32Array;
   readonly maxBlocksPerSeq: number;
+  /** [numTokens] the first position each token attends to, when later than the window's (0..position;
+   *  a symmetric window: EmbeddingGemma's sliding layers); absent = 0, or as the window says */
+  readonly firstPositions?: Int32Array;
 }
 
 export interface AttentionShape {

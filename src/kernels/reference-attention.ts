@@ -129,7 +129,8 @@ export function attention(
     };
     for (let t = batch.seqStarts[s]!; t < batch.seqStarts[s + 1]!; t++) {
       const ctx = batch.positions[t]! + 1; // causal: positions first..p
-      const first = window > 0 ? Math.max(0, ctx - window) : 0;
+      const first = Math.max(window > 0 ? Math.max(0, ctx - window) : 0, batch.firstPositions?.[t] ?? 0);
+      if (first >= ctx || first < 0) throw new RangeError(`attention: firstPositions[${t}] ${batch.firstPositions?.[t]} outside 0..${ctx - 1}`);
       const scores = new Float32Array(ctx - first);
       for (let h = 0; h < numHeads; h++) {
         const qBase = (t * numHeads + h) * headDim;

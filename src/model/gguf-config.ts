@@ -27,9 +27,10 @@ const ROPE_STYLE: Record<ArchName, RopeStyle> = {
   'gpt-oss': 'neox',
   bert: 'normal', // unused: learned positions, no RoPE
   'nomic-bert': 'neox', // llama.cpp's LLAMA_ROPE_TYPE_NEOX for NOMIC_BERT
+  'gemma-embedding': 'neox',
 };
 
-export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'gemma4', 'qwen35', 'qwen3moe', 'qwen35moe', 'gpt-oss', 'bert', 'nomic-bert'];
+export const SUPPORTED_ARCHS: readonly ArchName[] = ['llama', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'gemma4', 'qwen35', 'qwen3moe', 'qwen35moe', 'gpt-oss', 'bert', 'nomic-bert', 'gemma-embedding'];
 
 /** llama.cpp's smollm3: every 4th layer (il + 1 ≡ 0 mod 4) skips RoPE */
 /** the mixture-of-experts architectures (Gemma 4's MoE layers are gemma4's) */
@@ -72,7 +73,9 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
   // an embedding or rerank model converted from a decoder (Qwen3-Embedding: last; Qwen3-Reranker: rank)
   const poolingType = ggufPoolingType(meta, arch);
   const pooling = poolingType !== undefined && poolingType !== 'none' ? { pooling: ggufPooling(meta, arch, poolingType) } : {};
-  const gemma = arch === 'gemma2' || arch === 'gemma3' ? gemmaParams(meta, arch, { hiddenSize, numHeads, headDim, numLayers, ropeBase }) : {};
+  const gemma = arch === 'gemma2' || arch === 'gemma3' || arch === 'gemma-embedding' ? gemmaParams(meta, arch, { hiddenSize, numHeads, headDim, numLayers, ropeBase }) : {};
+  // EmbeddingGemma (llama_model_gemma_embedding): an encoder; its file without pooling_type pools none
+  const encoder = arch === 'gemma-embedding' ? { bidirectional: true, pooling: ggufPooling(meta, arch, 'none') } : {};
   return {
     arch,
     vocabSize: meta.number(key('vocab_size'), embedding.dims[1] ?? 0),
@@ -97,6 +100,7 @@ export function ggufModelConfig(file: string, metadata: GGUFMetadata, tensors: T
     ...linear,
     ...moe,
     ...pooling,
+    ...encoder,
   };
 }
 
@@ -155,12 +159,16 @@ interface GemmaShape {
  * `attention.sliding_window_pattern` says otherwise), the soft-caps (Gemma 2 defaults 50 and
  * 30; Gemma 3 none unless given), the local RoPE base (Gemma 2 = global, Gemma 3 default
  * 10000), and the query scale llama.cpp derives from the layer count (27B: hidden / heads).
+ * EmbeddingGemma (gemma-embedding) reads Gemma 3's keys but requires the window, which its
+ * sliding layers apply both ways (symmetricWindow), and scales q by 1/√head_dim whatever its size.
  */
-function gemmaParams(meta: MetadataReader, arch: 'gemma2' | 'gemma3', s: GemmaShape): Pick<ModelConfig, 'slidingWindow' | 'gemma'> {
+function gemmaParams(meta: MetadataReader, arch: 'gemma2' | 'gemma3' | 'gemma-embedding', s: GemmaShape): Pick<ModelConfig, 'slidingWindow' | 'gemma'> {
   const key = (k: string): string => `${arch}.${k}`;
   const is27B = s.numLayers === (arch === 'gemma2' ? 46 : 62);
-  const queryScale = 1 / Math.sqrt(is27B ? s.hiddenSize / s.numHeads : s.headDim);
-  const window = meta.optionalNumber(key('attention.sliding_window')) ?? (arch === 'gemma2' ? 4096 : 0);
+  // gemma-embedding: f_attention_scale = 1/√head_dim always
+  const queryScale = 1 / Math.sqrt(is27B && arch !== 'gemma-embedding' ? s.hiddenSize / s.numHeads : s.headDim);
+  // gemma-embedding requires the window (ml.get_key without a default)
+  const window = arch === 'gemma-embedding' ? meta.number(key('attention.sliding_window')) : (meta.optionalNumber(key('attention.sliding_window')) ?? (arch === 'gemma2' ? 4096 : 0));
   const pattern = meta.metadata.get(key('attention.sliding_window_pattern'));
   let layers: boolean[];
   if (Array.isArray(pattern)) {
@@ -178,13 +186,15 @@ function gemmaParams(meta: MetadataReader, arch: 'gemma2' | 'gemma3', s: GemmaSh
     window > 0 && layers.some(Boolean)
       ? { size: window, layers, ropeBase: meta.number(key('rope.freq_base_swa'), arch === 'gemma2' ? s.ropeBase : 10000) }
       : undefined;
+  const symmetric = arch === 'gemma-embedding';
   return {
-    ...(slidingWindow ? { slidingWindow } : {}),
+    ...(slidingWindow && !symmetric ? { slidingWindow } : {}),
     gemma: {
       queryScale,
       attnSoftcap: arch === 'gemma2' ? meta.number(key('attn_logit_softcapping'), 50) : 0,
       finalSoftcap: meta.number(key('final_logit_softcapping'), arch === 'gemma2' ? 30 : 0),
       normOffset: 0,
+      ...(slidingWindow && symmetric ? { symmetricWindow: slidingWindow } : {}),
     },
   };
 }

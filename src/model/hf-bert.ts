@@ -1,14 +1,11 @@
 // BERT Hugging Face folders (BertModel, BertForMaskedLM, BertForSequenceClassification) as
 // llama.cpp's converter reads them (conversion/bert.py): config.json for the shape, the
 // weights under BertModel's names (with or without a `bert.` prefix), and the pooling from
-// sentence-transformers' modules.json + <Pooling>/config.json (its Normalize module says
-// whether vectors are L2-normalized). A sequence classifier (a cross-encoder) ranks: its
+// sentence-transformers' modules (hf-sentence-transformers.ts). A sequence classifier (a cross-encoder) ranks: its
 // `classifier` is llama.cpp's cls.output (the converter drops BERT's pooler dense layer).
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { ModelFormatError, UnsupportedModelError } from '../errors.js';
+import { UnsupportedModelError } from '../errors.js';
 import type { Fields } from './hf-fields.js';
-import type { ModelConfig, PoolingConfig, PoolingType } from './weights.js';
+import type { ModelConfig } from './weights.js';
 
 export function bertConfig(c: Fields, classifier: boolean): ModelConfig {
   const hiddenSize = c.count('hidden_size');
@@ -59,46 +56,6 @@ function classifierLabels(c: Fields): string[] | undefined {
   const labels = entries.map(([, v]) => String(v));
   if (labels.length === 2 && labels[0] === 'LABEL_0') return undefined;
   return labels;
-}
-
-interface StModule {
-  readonly type: string;
-  readonly path: string;
-}
-
-/** The pooling sentence-transformers' modules.json (and its Pooling module's config.json) declare, over the config's default. */
-export function withSentenceTransformersPooling(dir: string, config: ModelConfig): ModelConfig {
-  const modulesFile = join(dir, 'modules.json');
-  if (!config.pooling || config.pooling.type === 'rank' || !existsSync(modulesFile)) return config;
-  const modules = readJson(modulesFile);
-  if (!Array.isArray(modules) || !modules.every((m): m is StModule => typeof m?.type === 'string' && typeof m?.path === 'string')) {
-    throw new ModelFormatError(modulesFile, 'should be a list of {type, path} modules');
-  }
-  const pooling = modules.find((m) => m.type.endsWith('Pooling'));
-  const normalize = modules.some((m) => m.type.endsWith('Normalize'));
-  const type = pooling ? stPoolingType(join(dir, pooling.path, 'config.json')) : config.pooling.type;
-  const out: PoolingConfig = { ...config.pooling, type, normalize };
-  return { ...config, pooling: out };
-}
-
-/** conversion/base.py's _try_set_pooling_type: mean, cls or last token */
-function stPoolingType(file: string): PoolingType {
-  const p = readJson(file) as Record<string, unknown>;
-  if (p.pooling_mode_mean_tokens === true) return 'mean';
-  if (p.pooling_mode_cls_token === true) return 'cls';
-  if (p.pooling_mode_lasttoken === true) return 'last';
-  const mode = p.pooling_mode;
-  if (mode === 'mean' || mode === 'cls') return mode;
-  if (mode === 'lasttoken') return 'last';
-  throw new UnsupportedModelError(file, 'only mean, cls and last-token pooling are supported');
-}
-
-function readJson(file: string): unknown {
-  try {
-    return JSON.parse(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new ModelFormatError(file, `cannot read as JSON (${(e as Error).message})`);
-  }
 }
 
 const BERT_GLOBAL: Readonly<Record<string, string>> = {

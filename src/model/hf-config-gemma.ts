@@ -2,6 +2,7 @@
 // ModelConfig, with transformers' Gemma2Config / Gemma3TextConfig defaults. Which layers
 // slide: `layer_types` when given, else Gemma 2 every even layer, Gemma 3 all but every
 // `sliding_window_pattern`-th (6) — the same layers llama.cpp's pattern picks.
+// Gemma3TextModel (EmbeddingGemma) is the same config run as llama.cpp's gemma-embedding.
 import { UnsupportedModelError } from '../errors.js';
 import { attentionHeads } from './hf-fields.js';
 import type { Fields } from './hf-fields.js';
@@ -65,4 +66,21 @@ function slidingLayers(c: Fields, arch: 'gemma2' | 'gemma3', numLayers: number):
   if (arch === 'gemma2') return Array.from({ length: numLayers }, (_, i) => i % 2 === 0);
   const pattern = c.count('sliding_window_pattern', () => 6);
   return Array.from({ length: numLayers }, (_, i) => (i + 1) % pattern !== 0);
+}
+
+/**
+ * Gemma3TextModel (EmbeddingGemma) as llama.cpp's converter takes it: Gemma 3's config run as
+ * an encoder whose sliding layers attend both ways over config.json's sliding_window (the
+ * converter reads the file's value, not the one transformers' Gemma3TextConfig halves);
+ * pooling mean and normalized unless modules.json says otherwise.
+ */
+export function embeddingGemmaConfig(c: Fields): ModelConfig {
+  const { slidingWindow, gemma, ...base } = gemmaConfig(c, 'gemma3');
+  return {
+    ...base,
+    arch: 'gemma-embedding',
+    gemma: { ...gemma!, ...(slidingWindow ? { symmetricWindow: slidingWindow } : {}) },
+    pooling: { type: 'mean', normalize: true },
+    bidirectional: true,
+  };
 }

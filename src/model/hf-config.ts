@@ -6,23 +6,30 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { Fields, attentionHeads } from './hf-fields.js';
-import { gemmaConfig } from './hf-config-gemma.js';
+import { embeddingGemmaConfig, gemmaConfig } from './hf-config-gemma.js';
 import type { ArchName, ModelConfig } from './weights.js';
 import { qwen35Config } from './hf-qwen35.js';
 import { hfRopeScaling } from './hf-rope.js';
 import { hfMoeParams } from './hf-config-moe.js';
 import { gptOssConfig } from './hf-gptoss.js';
-import { bertConfig, withSentenceTransformersPooling } from './hf-bert.js';
+import { bertConfig } from './hf-bert.js';
+import { nomicBertConfig } from './hf-nomic-bert.js';
+import { withSentenceTransformersPooling } from './hf-sentence-transformers.js';
 
 export const CONFIG_FILE = 'config.json';
 
-type Family = 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'bert' | 'bert-classifier';
+type Family =
+  | 'llama' | 'mistral' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen3moe' | 'qwen35moe'
+  | 'bert' | 'bert-classifier' | 'nomic-bert' | 'gemma-embedding';
 
 const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   LlamaForCausalLM: 'llama',
   MistralForCausalLM: 'mistral',
   Qwen2ForCausalLM: 'qwen2',
   Qwen3ForCausalLM: 'qwen3',
+  // the base models sentence-transformers saves (Qwen3-Embedding): no lm_head, names without model.
+  Qwen2Model: 'qwen2',
+  Qwen3Model: 'qwen3',
   GPT2LMHeadModel: 'gpt2',
   Phi3ForCausalLM: 'phi3',
   SmolLM3ForCausalLM: 'smollm3',
@@ -38,10 +45,12 @@ const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   BertModel: 'bert',
   BertForMaskedLM: 'bert',
   BertForSequenceClassification: 'bert-classifier',
+  NomicBertModel: 'nomic-bert',
+  Gemma3TextModel: 'gemma-embedding',
 };
-const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35', 'qwen3moe', 'qwen35moe', 'bert'];
+const FAMILIES: readonly Family[] = ['llama', 'mistral', 'qwen2', 'qwen3', 'gpt2', 'phi3', 'smollm3', 'gemma2', 'gemma3', 'qwen35', 'qwen3moe', 'qwen35moe', 'bert', 'nomic-bert'];
 /** Mistral runs as llama (llama.cpp converts it to a llama GGUF and attends to the whole context) */
-const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe' | 'bert' | 'bert-classifier'>, ArchName>> = {
+const ARCH_OF: Readonly<Record<Exclude<Family, 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe' | 'bert' | 'bert-classifier' | 'nomic-bert' | 'gemma-embedding'>, ArchName>> = {
   llama: 'llama',
   mistral: 'llama',
   qwen2: 'qwen2',
@@ -68,8 +77,7 @@ export function readHFConfig(dir: string): ModelConfig {
   } catch (e) {
     throw new ModelFormatError(file, `not valid JSON (${(e as Error).message})`);
   }
-  const config = parseHFConfig(file, json);
-  return config.arch === 'bert' ? withSentenceTransformersPooling(dir, config) : config;
+  return withSentenceTransformersPooling(dir, parseHFConfig(file, json));
 }
 
 /** Maps a parsed config.json (`file` names it in errors). */
@@ -83,6 +91,8 @@ export function parseHFConfig(file: string, json: unknown): ModelConfig {
   if (family === 'gemma2' || family === 'gemma3') return gemmaConfig(c, family);
   if (family === 'qwen35' || family === 'qwen35moe') return qwen35Config(textFields(c), family === 'qwen35moe');
   if (family === 'bert' || family === 'bert-classifier') return bertConfig(c, family === 'bert-classifier');
+  if (family === 'nomic-bert') return nomicBertConfig(c);
+  if (family === 'gemma-embedding') return embeddingGemmaConfig(c);
   return family === 'gpt2' ? gpt2Config(c) : llamaLikeConfig(c, family);
 }
 
@@ -115,7 +125,7 @@ function familyOf(c: Fields): Family {
     return family;
   }
   const raw = c.raw('model_type');
-  const type = raw === 'gemma3_text' ? 'gemma3' : raw === 'qwen3_5_text' ? 'qwen35' : raw === 'qwen3_moe' ? 'qwen3moe' : raw === 'qwen3_5_moe_text' ? 'qwen35moe' : raw;
+  const type = raw === 'gemma3_text' ? 'gemma3' : raw === 'qwen3_5_text' ? 'qwen35' : raw === 'qwen3_moe' ? 'qwen3moe' : raw === 'qwen3_5_moe_text' ? 'qwen35moe' : raw === 'nomic_bert' ? 'nomic-bert' : raw;
   const family = FAMILIES.find((f) => f === type);
   if (!family) {
     throw new UnsupportedModelError(c.file, `model_type ${JSON.stringify(type)} is not supported (loom runs ${FAMILIES.join(', ')})`);
@@ -123,7 +133,7 @@ function familyOf(c: Fields): Family {
   return family;
 }
 
-function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe' | 'bert' | 'bert-classifier'>): ModelConfig {
+function llamaLikeConfig(c: Fields, family: Exclude<Family, 'gpt2' | 'gemma2' | 'gemma3' | 'qwen35' | 'qwen35moe' | 'bert' | 'bert-classifier' | 'nomic-bert' | 'gemma-embedding'>): ModelConfig {
   const hiddenSize = c.count('hidden_size');
   const { numHeads, numKvHeads } = attentionHeads(c);
   const headDim = c.count('head_dim', () => c.whole('hidden_size', hiddenSize / numHeads));

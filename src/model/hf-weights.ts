@@ -9,6 +9,8 @@ import type { SafetensorsModel } from './safetensors.js';
 import { qwen35HFNames, qwen35Transform } from './hf-qwen35.js';
 import { gptOssTensorSource } from './hf-gptoss.js';
 import { bertHFNames } from './hf-bert.js';
+import { nomicBertHFNames } from './hf-nomic-bert.js';
+import { denseTensors } from './hf-sentence-transformers.js';
 import type { ArchName, ModelConfig, TensorSource } from './weights.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 import type { InPlaceBytes } from './model-memory.js';
@@ -92,8 +94,8 @@ export function hfLocation(arch: ArchName, numLayers: number, canonical: string)
     const names = qwen35HFNames(numLayers, canonical);
     return names ? { names, conv: false } : undefined;
   }
-  if (arch === 'bert') {
-    const names = bertHFNames(numLayers, canonical);
+  if (arch === 'bert' || arch === 'nomic-bert') {
+    const names = (arch === 'bert' ? bertHFNames : nomicBertHFNames)(numLayers, canonical);
     return names ? { names, conv: false } : undefined;
   }
   const expert = arch === 'qwen3moe' ? EXPERT_NAME.exec(canonical) : null;
@@ -104,11 +106,13 @@ export function hfLocation(arch: ArchName, numLayers: number, canonical: string)
   const layer = m ? Number(m[1]) : -1;
   if (m && layer >= numLayers) return undefined;
   if (arch !== 'gpt2') {
+    // a base model saved by sentence-transformers (Qwen3Model, Gemma3TextModel) has no `model.` prefix
+    const withBase = (name: string): string[] => (name.startsWith('model.') ? [name, name.slice('model.'.length)] : [name]);
     const global = LLAMA_GLOBAL[canonical];
-    if (global) return { names: [global], conv: false };
-    const block = arch === 'phi3' ? PHI3_BLOCK : arch === 'gemma2' || arch === 'gemma3' ? GEMMA_BLOCK : LLAMA_BLOCK;
+    if (global) return { names: withBase(global), conv: false };
+    const block = arch === 'phi3' ? PHI3_BLOCK : arch === 'gemma2' || arch === 'gemma3' || arch === 'gemma-embedding' ? GEMMA_BLOCK : LLAMA_BLOCK;
     const path = m ? block[m[2]!] : undefined;
-    return path ? { names: [`model.layers.${layer}.${path}.${m![3]}`], conv: false } : undefined;
+    return path ? { names: withBase(`model.layers.${layer}.${path}.${m![3]}`), conv: false } : undefined;
   }
   if (canonical === 'output.weight') return { names: ['lm_head.weight'], conv: false };
   const withPrefixes = (name: string): string[] => [name, `transformer.${name}`];
@@ -129,6 +133,8 @@ export function hfTensorSource(dir: string, config: ModelConfig, inPlace?: InPla
     return { dir, get bytesRead() { return model.bytesRead; }, has: source.has, get: source.get, dimsOf: source.dimsOf };
   }
   const cache = new Map<string, WeightTensor>();
+  // EmbeddingGemma's Dense modules live in folders of their own (llama.cpp reads them for gemma-embedding only)
+  const dense = config.arch === 'gemma-embedding' ? denseTensors(dir, inPlace) : new Map<string, () => WeightTensor>();
   const locate = (name: string): { hfName: string; conv: boolean } | undefined => {
     if (name === 'output.weight' && config.tiedEmbeddings) return undefined;
     const loc = hfLocation(config.arch, config.numLayers, name);
@@ -144,8 +150,9 @@ export function hfTensorSource(dir: string, config: ModelConfig, inPlace?: InPla
     get bytesRead() {
       return model.bytesRead;
     },
-    has: (name) => locate(name) !== undefined,
+    has: (name) => dense.has(name) || locate(name) !== undefined,
     dimsOf(name) {
+      if (dense.has(name)) return this.get(name).dims;
       const where = locate(name);
       const shape = where && model.fileOf(where.hfName)?.entry(where.hfName)?.shape;
       if (!where || !shape) return undefined;
@@ -155,8 +162,9 @@ export function hfTensorSource(dir: string, config: ModelConfig, inPlace?: InPla
       const hit = cache.get(name);
       if (hit) return hit;
       const where = locate(name);
-      if (!where) throw missing(dir, config, name);
-      const raw = load(model, name, where.hfName, where.conv);
+      const fromDense = dense.get(name);
+      if (!where && !fromDense) throw missing(dir, config, name);
+      const raw = fromDense ? fromDense() : load(model, name, where!.hfName, where!.conv);
       const tensor = config.arch === 'qwen35' || config.arch === 'qwen35moe' ? qwen35Transform(config, name, raw) : raw;
       cache.set(name, tensor);
       return tensor;

@@ -2,12 +2,19 @@
 // build_pooling does it: mean over the sequence's tokens, its first token (cls), its last
 // token (last), or every token (none); rank takes the cls token (the last for Qwen3) through
 // the classification head: cls (dense + tanh) when present, then cls.output (the projection to
-// the labels' scores).
+// the labels' scores). A model converted with sentence-transformers' Dense modules
+// (EmbeddingGemma: dense_2, dense_3) projects each pooled vector through them after pooling,
+// as llama.cpp's build_dense_out does.
 import type { Kernels } from '../kernels/index.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 import { optionalVector } from './arch/architecture.js';
 import { InvalidArgumentError } from '../errors.js';
 import type { ArchName, ModelConfig, PoolingType, TensorSource } from './weights.js';
+
+interface Linear {
+  readonly w: WeightTensor;
+  readonly b: Float32Array | undefined;
+}
 
 interface ClassifierHead {
   readonly dense: { w: WeightTensor; b: Float32Array | undefined } | undefined;
@@ -19,6 +26,8 @@ export class Pooler {
   /** floats of one pooled vector (a 'none' sequence has this many per token) */
   readonly outputSize: number;
   private readonly head: ClassifierHead | undefined;
+  /** dense_2 then dense_3 (each optional; dense_2 may have a bias): empty for most models */
+  private readonly dense: readonly Linear[];
   private readonly hiddenSize: number;
   /** rank pools the last token and ends in a softmax for Qwen3 rerankers (llama.cpp's build_pooling) */
   private readonly rankLast: boolean;
@@ -28,9 +37,14 @@ export class Pooler {
     this.type = config.pooling.type;
     this.hiddenSize = config.hiddenSize;
     this.rankLast = config.arch === 'qwen3';
+    const layer = (name: string): Linear | undefined =>
+      tensors.has(`${name}.weight`) ? { w: tensors.get(`${name}.weight`), b: optionalVector(tensors, `${name}.bias`) } : undefined;
+    this.dense = [layer('dense_2'), layer('dense_3')].filter((l) => l !== undefined);
+    const denseOut = this.dense.at(-1)?.w.dims[1];
+    if (denseOut !== undefined && denseOut !== config.hiddenSize) {
+      throw new Error(`${config.arch}: the Dense modules end at ${denseOut} features, not the model's ${config.hiddenSize} (llama.cpp asserts dense_3_feat_out = n_embd)`);
+    }
     if (this.type === 'rank') {
-      const layer = (name: string): { w: WeightTensor; b: Float32Array | undefined } | undefined =>
-        tensors.has(`${name}.weight`) ? { w: tensors.get(`${name}.weight`), b: optionalVector(tensors, `${name}.bias`) } : undefined;
       this.head = { dense: layer('cls'), out: layer('cls.output') };
       this.outputSize = this.head.out?.w.dims[1] ?? this.head.dense?.w.dims[1] ?? config.hiddenSize;
     } else {
@@ -68,8 +82,21 @@ export class Pooler {
           return row(this.rankLast ? end - 1 : start).slice();
       }
     });
-    if (this.type !== 'rank' || !this.head) return rows;
-    return rows.map((x) => this.classify(x, k));
+    if (this.type === 'rank') return this.head ? rows.map((x) => this.classify(x, k)) : rows;
+    return this.dense.length > 0 ? rows.map((x) => this.project(x, k)) : rows;
+  }
+
+  /** the Dense modules over a pooled vector, or over each token's row for 'none' */
+  private project(x: Float32Array, k: Kernels): Float32Array {
+    let cur = x;
+    const tokens = x.length / this.hiddenSize;
+    for (const { w, b } of this.dense) {
+      const y = new Float32Array(tokens * w.dims[1]!);
+      k.matmul(y, cur, w, tokens);
+      if (b) k.addBias(y, b, tokens);
+      cur = y;
+    }
+    return cur;
   }
 
   /** llama.cpp's rank head on one pooled row: tanh(cls·x + b), then cls.output·x + b */
@@ -99,7 +126,7 @@ export type RunnerKind = 'auto' | 'pooling' | 'generate';
 export const RUNNER_KINDS: readonly RunnerKind[] = ['auto', 'pooling', 'generate'];
 
 /** the families whose hidden states an engine can pool (Architecture.hiddenStates) */
-const POOLABLE: readonly ArchName[] = ['bert', 'nomic-bert', 'llama', 'qwen2', 'qwen3', 'phi3', 'smollm3'];
+const POOLABLE: readonly ArchName[] = ['bert', 'nomic-bert', 'gemma-embedding', 'llama', 'qwen2', 'qwen3', 'phi3', 'smollm3'];
 
 /**
  * The config an engine runs under --runner: a pooling model generates only if it is a decoder

@@ -2,7 +2,9 @@ import type { ModelRopeScaling } from '../tensor/rope-scaling.js';
 import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
 import type { RopeSections } from '../kernels/index.js';
 
-export type ArchName = 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss' | 'bert' | 'nomic-bert';
+export type ArchName =
+  | 'llama' | 'qwen2' | 'qwen3' | 'gpt2' | 'phi3' | 'smollm3' | 'gemma2' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss'
+  | 'bert' | 'nomic-bert' | 'gemma-embedding';
 
 /** Everything the forward pass needs to know about a model's shape. */
 export interface ModelConfig {
@@ -169,6 +171,10 @@ export interface GemmaParams {
   readonly finalSoftcap: number;
   /** added to every norm weight at load: 1 for HF checkpoints (Gemma's (1 + w) RMSNorm), 0 for GGUF (converted with + 1) */
   readonly normOffset: number;
+  /** EmbeddingGemma's sliding layers, which attend both ways: a token at p sees p − ⌊size/2⌋ ..
+   *  p + ⌊size/2⌋ (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC). Kept out of ModelConfig.slidingWindow,
+   *  which the engine reads as a causal window whose older blocks it may free. */
+  readonly symmetricWindow?: SlidingWindow;
 }
 
 /**

@@ -138,6 +138,9 @@ const CASES: Record<string, Case> = {
       [[f32(32), f32(32), ...cache(), i32(0, 2), i32(0, 1), i32(0), 2, 2, 0.35], RangeError, /blockTables holds/],
       [[f32(32), f32(32), ...cache(), i32(0, 2), i32(0, 1), i32(0, 1), 2, 2, 0.35, -1], RangeError, /window/],
       [[f32(32), f32(32), ...cache(), i32(0, 2), i32(0, 1), i32(0, 1), 2, 2, 0.35, 0, -1], RangeError, /softcap must be >= 0/],
+      [[f32(32), f32(32), ...cache(), i32(0, 2), i32(0, 1), i32(0, 1), 2, 2, 0.35, 0, 0, null, i32(0)], RangeError, /firstPositions holds/],
+      [[f32(32), f32(32), ...cache(), i32(0, 2), i32(0, 1), i32(0, 1), 2, 2, 0.35, 0, 0, null, i32(0, 2)], RangeError, /attention: firstPositions must lie in 0\.\.the token's position/],
+      [[f32(32), f32(32), ...cache(), i32(0, 2), i32(0, 1), i32(0, 1), 2, 2, 0.35, 0, 0, null, f32(2)], TypeError, /firstPositions/],
     ],
   },
   // 2 tokens of one sequence in slot 1 of 2; 3 channels, 4 taps

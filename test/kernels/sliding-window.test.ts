@@ -84,6 +84,42 @@ describe('sliding-window attention', () => {
     assert.doesNotThrow(() => run(native!, { ...c, batch: { ...c.batch, blockTables: tables } }, { ...c.shape, window: 9 }));
   });
 
+  // a symmetric window (EmbeddingGemma's sliding layers) as the encoders give it: every token of a
+  // whole sequence at position min(last, i + h), attending from max(0, i − h)
+  const symmetric = (rng: ReturnType<typeof rngFor>, dtype: 'f32' | 'f16', lengths: number[], half: number, blockSize: number): AttentionCase => {
+    const c = attentionCase(rng, dtype, lengths.map((n) => ({ cached: n - 1, chunk: 1 })), HEADS, blockSize);
+    const seqStarts = Int32Array.from(lengths.reduce((a, n) => [...a, a.at(-1)! + n], [0]));
+    const positions = Int32Array.from(lengths.flatMap((n) => Array.from({ length: n }, (_, i) => Math.min(n - 1, i + half))));
+    const firstPositions = Int32Array.from(lengths.flatMap((n) => Array.from({ length: n }, (_, i) => Math.max(0, i - half))));
+    const numTokens = seqStarts.at(-1)!;
+    const q = rng.fill(numTokens * HEADS.numHeads * HEADS.headDim, 1);
+    return { ...c, numTokens, q, batch: { ...c.batch, seqStarts, positions, firstPositions } };
+  };
+  it('first positions (a symmetric window): the reference attends from each token\'s own first position, native agrees', () => {
+    // sequences shorter than the window, around it and far longer (over 1024 keys: split chunks)
+    const plans: [number[], number, number][] = [[[3, 9, 40], 4, 16], [[70], 32, 4], [[1300], 600, 16]];
+    for (const [i, [lengths, half, bs]] of plans.entries()) {
+      const c = symmetric(rngFor(`symmetric ${i}`), 'f32', lengths, half, bs);
+      const err = relError(run(ref, c, c.shape), plainAttention(c, c.shape));
+      assert.ok(err < 2e-5, `case ${i}: reference vs plain math ${err.toExponential(2)} ${seedNote}`);
+      if (!native) continue;
+      for (const dtype of ['f32', 'f16'] as const) {
+        const d = symmetric(rngFor(`symmetric ${i}`), dtype, lengths, half, bs);
+        const e = relError(run(native, d, d.shape), run(ref, d, d.shape));
+        assert.ok(e < (dtype === 'f16' ? 2e-3 : 5e-6), `${dtype} case ${i}: native vs reference ${e.toExponential(2)} ${seedNote}`);
+      }
+    }
+  });
+
+  it('a first position past its token\'s position is refused', () => {
+    const c = symmetric(rngFor('symmetric bad'), 'f32', [6], 2, 16);
+    const firstPositions = c.batch.firstPositions!.slice();
+    firstPositions[0] = c.batch.positions[0]! + 1;
+    const bad = { ...c, batch: { ...c.batch, firstPositions } };
+    assert.throws(() => run(ref, bad, c.shape), RangeError);
+    if (native) assert.throws(() => run(native, bad, c.shape), RangeError);
+  });
+
   for (const [name, k] of [['reference', ref], ['native', native]] as const) {
     it(`${name}: geluMul is gelu times up; softcap is cap·tanh(x/cap)`, { skip: k ? false : skip }, () => {
       const rng = rngFor(`gelu mul ${name}`);

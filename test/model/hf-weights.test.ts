@@ -243,10 +243,11 @@ describe('gpt2 names and Conv1D transposition', () => {
     assert.deepEqual(source.get('output.weight').dims, [4, 5]);
   });
 
-  test('hfLocation lists both gpt2 prefixes', () => {
+  test('hfLocation lists both gpt2 prefixes, and a base model\'s names without model.', () => {
     assert.deepEqual(hfLocation('gpt2', 1, 'blk.0.ffn_up.weight'), { names: ['h.0.mlp.c_fc.weight', 'transformer.h.0.mlp.c_fc.weight'], conv: true });
     assert.deepEqual(hfLocation('gpt2', 1, 'blk.0.ffn_up.bias'), { names: ['h.0.mlp.c_fc.bias', 'transformer.h.0.mlp.c_fc.bias'], conv: false });
-    assert.deepEqual(hfLocation('qwen3', 1, 'blk.0.attn_q_norm.weight'), { names: ['model.layers.0.self_attn.q_norm.weight'], conv: false });
+    assert.deepEqual(hfLocation('qwen3', 1, 'blk.0.attn_q_norm.weight'), { names: ['model.layers.0.self_attn.q_norm.weight', 'layers.0.self_attn.q_norm.weight'], conv: false });
+    assert.deepEqual(hfLocation('gemma-embedding', 1, 'output_norm.weight'), { names: ['model.norm.weight', 'norm.weight'], conv: false });
     assert.equal(hfLocation('llama', 1, 'blk.1.attn_q.weight'), undefined);
   });
 });

@@ -5,7 +5,7 @@
 // the pooler (model/pooling.ts) turns into one vector per sequence. nomic-bert is the same
 // graph with RoPE (NeoX) on q and k instead of position embeddings and a SwiGLU FFN
 // (ffn_gate; llama.cpp runs it without the FFN biases).
-import type { AttentionBatch, Kernels } from '../../kernels/index.js';
+import type { Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
 import type { ModelConfig, TensorSource } from '../weights.js';
@@ -13,6 +13,7 @@ import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, loadVector, optionalVector } from './architecture.js';
 import { loadQkv, projectQkv } from './qkv-projection.js';
+import { wholeSequenceAttention } from './bidirectional.js';
 import type { QkvProjection } from './qkv-projection.js';
 
 interface BertLayer {
@@ -130,22 +131,4 @@ export class BertArchitecture implements Architecture {
     });
     return x;
   }
-}
-
-/**
- * The batch as bidirectional attention sees it: every token of a sequence attends to all of
- * the sequence's positions, as if it were the last one (the kernels attend to positions
- * 0..p). An encoder's sequence is always computed whole in one step (the scheduler's rule for
- * bidirectional models), so its last token in the batch is its last position.
- */
-export function wholeSequenceAttention(batch: ForwardBatch): AttentionBatch {
-  const positions = new Int32Array(batch.positions.length);
-  const numSeqs = batch.seqStarts.length - 1;
-  for (let s = 0; s < numSeqs; s++) {
-    const start = batch.seqStarts[s]!;
-    const end = batch.seqStarts[s + 1]!;
-    if (end > start && batch.positions[start] !== 0) throw new Error(`sequence ${s} of an encoder batch does not start at position 0: bidirectional attention needs it whole`);
-    positions.fill(end > start ? batch.positions[end - 1]! : 0, start, end);
-  }
-  return { seqStarts: batch.seqStarts, positions, blockTables: batch.blockTables, maxBlocksPerSeq: batch.maxBlocksPerSeq };
 }

@@ -5,6 +5,9 @@
 // o → post-attention RMSNorm → residual; RMSNorm → GELU-tanh(gate)·up → down → post-FFN
 // RMSNorm → residual; final RMSNorm, the (tied) output, Gemma 2's final-logit soft-cap.
 // Norm weights are (1 + w) as the GGUF converter stores them; HF folders add normOffset.
+// EmbeddingGemma (llama.cpp's gemma-embedding.cpp) is the same trunk run as an encoder:
+// attention both ways, its sliding layers over a symmetric window, and the final RMSNorm's
+// output pooled (hiddenStates) instead of logits.
 import type { AttentionBatch, AttentionShape, Kernels } from '../../kernels/index.js';
 import type { ForwardBatch } from '../batch.js';
 import type { KvCache } from '../kv-cache.js';
@@ -14,6 +17,7 @@ import type { GemmaParams, ModelConfig, TensorSource } from '../weights.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, optionalVector, outputWeight } from './architecture.js';
+import { symmetricWindowAttention, wholeSequenceAttention } from './bidirectional.js';
 
 interface GemmaLayer {
   attnNorm: Float32Array;
@@ -60,7 +64,7 @@ export class GemmaArchitecture implements Architecture {
     this.embedding = tensors.get('token_embd.weight');
     this.outputNorm = norm('output_norm.weight');
     this.output = outputWeight(tensors);
-    const sw = config.slidingWindow;
+    const sw = config.slidingWindow ?? params.symmetricWindow;
     const globalScaling = ropeScalingAt(config.ropeScaling, contextLength);
     this.layers = Array.from({ length: config.numLayers }, (_, i) => {
       const p = `blk.${i}.`;
@@ -87,6 +91,24 @@ export class GemmaArchitecture implements Architecture {
   }
 
   forward(batch: ForwardBatch, kv: KvCache, k: Kernels): Float32Array {
+    if (this.config.bidirectional) throw new Error(`${this.config.arch} is an encoder: it pools hidden states (hiddenStates), it has no next-token logits`);
+    const x = this.trunk(batch, kv, k);
+    const logits = rmsNormLogits(x, batch.logitIndices, this.outputNorm, this.output, this.config, this.scratch, k);
+    const rows = batch.logitIndices.length;
+    if (this.params.finalSoftcap > 0) k.softcap(logits, rows * this.config.vocabSize, this.params.finalSoftcap);
+    return logits;
+  }
+
+  /** as an embedding model (EmbeddingGemma): every row after the final RMSNorm (llama.cpp's result_norm) */
+  hiddenStates(batch: ForwardBatch, kv: KvCache, k: Kernels): Float32Array {
+    const c = this.config;
+    const x = this.trunk(batch, kv, k);
+    k.rmsNorm(x, x, this.outputNorm, batch.tokenIds.length, c.hiddenSize, c.normEps);
+    return x;
+  }
+
+  /** the layers: the residual stream [numTokens, hidden] after the last one */
+  private trunk(batch: ForwardBatch, kv: KvCache, k: Kernels): Float32Array {
     const c = this.config;
     const n = batch.tokenIds.length;
     const hidden = c.hiddenSize;
@@ -103,6 +125,10 @@ export class GemmaArchitecture implements Architecture {
     const base = { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, scale: 1, softcap: this.params.attnSoftcap };
     // sliding-window layers may keep their KV in a pool of their own, with its own block tables
     const swaBatch: AttentionBatch = batch.swa ? { ...batch, blockTables: batch.swa.blockTables, maxBlocksPerSeq: batch.swa.maxBlocksPerSeq } : batch;
+    // an encoder's global layers see their whole sequence, its sliding ones the symmetric window
+    const encoder = c.bidirectional === true;
+    const wholeBatch = encoder ? wholeSequenceAttention(batch) : batch;
+    const windowBatch = encoder && this.params.symmetricWindow ? symmetricWindowAttention(batch, this.params.symmetricWindow.size) : undefined;
 
     k.embedRows(x, this.embedding, batch.tokenIds);
     scaleInPlace(x, n * hidden, Math.fround(Math.sqrt(hidden)));
@@ -115,9 +141,15 @@ export class GemmaArchitecture implements Architecture {
       k.rope(kk, batch.positions, c.numKvHeads, c.headDim, c.ropeDim, layer.ropeBase, c.ropeStyle, layer.ropeScaling);
       scaleInPlace(q, n * qWidth, this.params.queryScale);
       const pooled = layer.window > 0 && batch.swa !== undefined;
-      const shape: AttentionShape = { ...base, window: layer.window };
       k.writeKv(kv.layers[li]!, kv.layerShape(li), kk, v, pooled ? batch.swa!.slotMapping : batch.slotMapping);
-      k.attention(attn, q, kv.layers[li]!, kv.layerShape(li), pooled ? swaBatch : batch, shape);
+      if (encoder) {
+        // the symmetric window is in the batch's first positions, not the shape's (causal) window
+        const attnBatch = layer.window > 0 && windowBatch ? windowBatch : wholeBatch;
+        k.attention(attn, q, kv.layers[li]!, kv.layerShape(li), attnBatch, base);
+      } else {
+        const shape: AttentionShape = { ...base, window: layer.window };
+        k.attention(attn, q, kv.layers[li]!, kv.layerShape(li), pooled ? swaBatch : batch, shape);
+      }
       k.matmul(h, attn, layer.wo, n);
       k.rmsNorm(h, h, layer.attnPostNorm, n, hidden, c.normEps);
       k.add(x, x, h, n * hidden);
@@ -129,11 +161,7 @@ export class GemmaArchitecture implements Architecture {
       k.rmsNorm(h, h, layer.ffnPostNorm, n, hidden, c.normEps);
       k.add(x, x, h, n * hidden);
     });
-
-    const logits = rmsNormLogits(x, batch.logitIndices, this.outputNorm, this.output, c, this.scratch, k);
-    const rows = batch.logitIndices.length;
-    if (this.params.finalSoftcap > 0) k.softcap(logits, rows * c.vocabSize, this.params.finalSoftcap);
-    return logits;
+    return x;
   }
 }
 

@@ -24,6 +24,7 @@ export function createArchitecture(config: ModelConfig, tensors: TensorSource, c
       return new Gpt2Architecture(config, tensors);
     case 'gemma2':
     case 'gemma3':
+    case 'gemma-embedding':
       return new GemmaArchitecture(config, tensors, contextLength);
     case 'qwen35':
     case 'qwen35moe':

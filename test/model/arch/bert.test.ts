@@ -4,35 +4,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadModel } from '../../../src/model/load.js';
 import type { LoadedModel } from '../../../src/model/load.js';
-import { createArchitecture } from '../../../src/model/arch/index.js';
-import { buildBatch } from '../../../src/model/batch.js';
-import { KvCache } from '../../../src/model/kv-cache.js';
-import { Pooler } from '../../../src/model/pooling.js';
 import { referenceKernels } from '../../../src/kernels/reference.js';
-import type { Kernels } from '../../../src/kernels/index.js';
 import { sha256File } from '../../fixtures/index.js';
 import { BERT_TEXTS, bertFixture, bertFixturePath, bertHFFixturePath } from '../../fixtures/bert-fixture.js';
 import { cosine, readEmbeddingGolden } from '../../fixtures/embedding-golden.js';
 import { testKernels } from '../../fixtures/native.js';
-
-const BLOCK = 16;
-
-/** every input as its own sequence of one batch: the pooled vector of each */
-function embedAll(model: LoadedModel, inputs: readonly number[][], k: Kernels): Float32Array[] {
-  const arch = createArchitecture(model.config, model.tensors);
-  const blocksEach = inputs.map((ids) => Math.ceil(ids.length / BLOCK));
-  const kv = KvCache.forModel(model.config, blocksEach.reduce((a, b) => a + b, 0), BLOCK, 'f32');
-  let next = 0;
-  const chunks = inputs.map((ids, i) => ({
-    tokenIds: ids,
-    startPos: 0,
-    blockTable: Array.from({ length: blocksEach[i]! }, () => next++),
-    wantLogits: false,
-  }));
-  const batch = buildBatch(chunks, BLOCK);
-  const hidden = arch.hiddenStates!(batch, kv, k);
-  return new Pooler(model.config, model.tensors).pool(hidden, batch.seqStarts, inputs.map((_, i) => i), k);
-}
+import { embedAll } from '../../fixtures/embed-all.js';
 
 for (const name of ['bert-mean-f32', 'bert-cls-f16', 'nomic-bert-mean-f16']) {
   for (const [kernelsName, k] of [['native', testKernels()], ['reference', referenceKernels]] as const) {
@@ -52,9 +29,10 @@ for (const name of ['bert-mean-f32', 'bert-cls-f16', 'nomic-bert-mean-f16']) {
 }
 
 test('an HF sentence-transformers folder of the same weights gives the same vectors, its pooling and Normalize read from modules.json', () => {
-  for (const name of ['bert-mean-f32', 'bert-cls-f16']) {
+  for (const name of ['bert-mean-f32', 'bert-cls-f16', 'nomic-bert-mean-f16']) {
     const f = bertFixture(name);
     const model = loadModel(bertHFFixturePath(f));
+    assert.equal(model.config.arch, f.arch ?? 'bert');
     assert.equal(model.config.pooling?.type, f.pooling);
     assert.equal(model.config.pooling?.normalize, true);
     const golden = readEmbeddingGolden(name);
