@@ -71,6 +71,28 @@ Napi::Value LayerNorm(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+// the optional trailing (scaling: Float64Array [freqScale, extFactor, attnFactor, corrLow, corrHigh],
+// freqFactors: Float32Array [pairs] | null) of Rope and RopeMulti, from argument `at` on
+static RopeScaling rope_scaling_args(const Napi::CallbackInfo& info, size_t at, int64_t pairs) {
+  RopeScaling scaling;
+  if (info.Length() > at && !info[at].IsUndefined()) {
+    auto p = f64_array(info, at, "scaling");
+    need(info, p.length, 5, "scaling");
+    scaling.freq_scale = static_cast<float>(p.data[0]);
+    scaling.ext_factor = static_cast<float>(p.data[1]);
+    scaling.attn_factor = static_cast<float>(p.data[2]);
+    scaling.corr_low = static_cast<float>(p.data[3]);
+    scaling.corr_high = static_cast<float>(p.data[4]);
+    if (!(scaling.freq_scale > 0)) throw Napi::RangeError::New(info.Env(), "scaling freqScale must be > 0");
+  }
+  if (info.Length() > at + 1 && !info[at + 1].IsNull() && !info[at + 1].IsUndefined()) {
+    auto f = f32_array(info, at + 1, "freqFactors");
+    need(info, f.length, pairs, "freqFactors");
+    scaling.freq_factors = f.data;
+  }
+  return scaling;
+}
+
 // (x, positions, numHeads, headDim, ropeDim, base, neox[, scaling: Float64Array [freqScale, extFactor,
 //  attnFactor, corrLow, corrHigh], freqFactors: Float32Array [ropeDim/2] | null])
 Napi::Value Rope(const Napi::CallbackInfo& info) {
@@ -85,22 +107,7 @@ Napi::Value Rope(const Napi::CallbackInfo& info) {
   if (base <= 0) throw Napi::RangeError::New(info.Env(), "base must be > 0");
   const int64_t n = static_cast<int64_t>(positions.length);
   need(info, x.length, product(info, {n, heads, head_dim}, "x"), "x");
-  RopeScaling scaling;
-  if (info.Length() > 7 && !info[7].IsUndefined()) {
-    auto p = f64_array(info, 7, "scaling");
-    need(info, p.length, 5, "scaling");
-    scaling.freq_scale = static_cast<float>(p.data[0]);
-    scaling.ext_factor = static_cast<float>(p.data[1]);
-    scaling.attn_factor = static_cast<float>(p.data[2]);
-    scaling.corr_low = static_cast<float>(p.data[3]);
-    scaling.corr_high = static_cast<float>(p.data[4]);
-    if (!(scaling.freq_scale > 0)) throw Napi::RangeError::New(info.Env(), "scaling freqScale must be > 0");
-  }
-  if (info.Length() > 8 && !info[8].IsNull() && !info[8].IsUndefined()) {
-    auto f = f32_array(info, 8, "freqFactors");
-    need(info, f.length, rope_dim / 2, "freqFactors");
-    scaling.freq_factors = f.data;
-  }
+  const RopeScaling scaling = rope_scaling_args(info, 7, rope_dim / 2);
   rope(x.data, positions.data, n, static_cast<int>(heads), static_cast<int>(head_dim), static_cast<int>(rope_dim), base, neox,
        scaling);
   return info.Env().Undefined();
@@ -131,22 +138,7 @@ Napi::Value RopeMulti(const Napi::CallbackInfo& info) {
   if (positions.length % 4 != 0) throw Napi::RangeError::New(info.Env(), "positions must hold 4 per token");
   const int64_t n = static_cast<int64_t>(positions.length / 4);
   need(info, x.length, product(info, {n, heads, head_dim}, "x"), "x");
-  RopeScaling scaling;
-  if (info.Length() > 8 && !info[8].IsUndefined()) {
-    auto p = f64_array(info, 8, "scaling");
-    need(info, p.length, 5, "scaling");
-    scaling.freq_scale = static_cast<float>(p.data[0]);
-    scaling.ext_factor = static_cast<float>(p.data[1]);
-    scaling.attn_factor = static_cast<float>(p.data[2]);
-    scaling.corr_low = static_cast<float>(p.data[3]);
-    scaling.corr_high = static_cast<float>(p.data[4]);
-    if (!(scaling.freq_scale > 0)) throw Napi::RangeError::New(info.Env(), "scaling freqScale must be > 0");
-  }
-  if (info.Length() > 9 && !info[9].IsNull() && !info[9].IsUndefined()) {
-    auto f = f32_array(info, 9, "freqFactors");
-    need(info, f.length, vision ? rope_dim : rope_dim / 2, "freqFactors");
-    scaling.freq_factors = f.data;
-  }
+  const RopeScaling scaling = rope_scaling_args(info, 8, vision ? rope_dim : rope_dim / 2);
   rope_multi(x.data, positions.data, n, static_cast<int>(heads), static_cast<int>(head_dim), static_cast<int>(rope_dim), base,
              sections.data, static_cast<MropeMode>(mode), scaling);
   return info.Env().Undefined();

@@ -30,30 +30,14 @@
 #include "mtmd-helper.h"
 #include "mtmd-image.h"
 #include "mtmd.h"
+#include "mtmd-tool.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
+using mtmd_tool::base64;
+using mtmd_tool::die;
+
 namespace {
-
-std::string base64(const void* data, size_t n) {
-  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const auto* p = static_cast<const unsigned char*>(data);
-  std::string out;
-  out.reserve((n + 2) / 3 * 4);
-  for (size_t i = 0; i < n; i += 3) {
-    const unsigned v = p[i] << 16 | (i + 1 < n ? p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-    out += t[v >> 18 & 63];
-    out += t[v >> 12 & 63];
-    out += i + 1 < n ? t[v >> 6 & 63] : '=';
-    out += i + 2 < n ? t[v & 63] : '=';
-  }
-  return out;
-}
-
-[[noreturn]] void die(const std::string& why) {
-  std::fprintf(stderr, "mtmd-embeddings: %s\n", why.c_str());
-  std::exit(1);
-}
 
 // the preprocessor mtmd.cpp picks for the projector type (mtmd_context's constructor), for the
 // types loom's goldens need; nullptr: pixels are not dumped
@@ -74,6 +58,7 @@ std::unique_ptr<mtmd_image_preprocessor> preprocessor_for(clip_ctx* ctx) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mtmd_tool::tool_name = "mtmd-embeddings";
   if (argc < 5) die("usage: mtmd-embeddings TEXT.gguf MMPROJ.gguf IMAGE OUT.json [--threads N] [--flash-attn on|off|auto] [--no-pixels]");
   const char* text_path = argv[1];
   const char* mmproj_path = argv[2];

@@ -20,33 +20,15 @@
 #include "llama.h"
 #include "mtmd-helper.h"
 #include "mtmd.h"
+#include "mtmd-tool.h"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
-namespace {
-
-std::string base64(const void* data, size_t n) {
-  static const char* t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const auto* p = static_cast<const unsigned char*>(data);
-  std::string out;
-  for (size_t i = 0; i < n; i += 3) {
-    const unsigned v = p[i] << 16 | (i + 1 < n ? p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-    out += t[v >> 18 & 63];
-    out += t[v >> 12 & 63];
-    out += i + 1 < n ? t[v >> 6 & 63] : '=';
-    out += i + 2 < n ? t[v & 63] : '=';
-  }
-  return out;
-}
-
-[[noreturn]] void die(const std::string& why) {
-  std::fprintf(stderr, "mtmd-generate: %s\n", why.c_str());
-  std::exit(1);
-}
-
-}  // namespace
+using mtmd_tool::base64;
+using mtmd_tool::die;
 
 int main(int argc, char** argv) {
+  mtmd_tool::tool_name = "mtmd-generate";
   if (argc < 6) die("usage: mtmd-generate TEXT.gguf MMPROJ.gguf IMAGE PROMPT OUT.json [-n N] [--threads N] [--flash-attn on|off|auto]");
   const char* out_path = argv[5];
   int n_predict = 8, threads = 2;

@@ -16,42 +16,14 @@ import { GOLDEN_DIR, ggufFixturePath, sha256File } from '../../fixtures/index.js
 import { PROJECTOR_FIXTURES, projectorFixturePath } from '../../fixtures/mmproj-fixture.js';
 import { requireNative, nativeSkip } from '../../fixtures/native.js';
 import { TEST_IMAGES, readTestImage } from '../../fixtures/test-images.js';
+import { assertRowsClose, f32 } from '../../fixtures/vision-goldens.js';
+import type { GoldenImage } from '../../fixtures/vision-goldens.js';
 
-interface GoldenImage {
-  readonly chunks: readonly ({ type: 'text'; tokens: number[] } | { type: 'image'; n_tokens: number })[];
-  readonly non_causal: boolean;
-  readonly embeddings: string;
-  readonly embeddings_no_flash_attn: string;
-  readonly pixels: { nx: number; ny: number; sha256: string; head: number[] };
-}
 interface Golden {
   readonly projector_sha256: string;
   readonly text_sha256: string;
   readonly n_embd: number;
   readonly images: Record<string, GoldenImage>;
-}
-
-const f32 = (b64: string): Float32Array => {
-  const bytes = Buffer.from(b64, 'base64');
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-};
-
-/** per row: cosine ≥ minCos; overall: max |a − b| ≤ maxAbs */
-function assertClose(got: Float32Array, want: Float32Array, width: number, minCos: number, maxAbs: number, what: string): void {
-  assert.equal(got.length, want.length, `${what}: length`);
-  let worst = 1, abs = 0;
-  for (let r = 0; r < got.length / width; r++) {
-    let dot = 0, na = 0, nb = 0;
-    for (let i = r * width; i < (r + 1) * width; i++) {
-      dot += got[i]! * want[i]!;
-      na += got[i]! ** 2;
-      nb += want[i]! ** 2;
-      abs = Math.max(abs, Math.abs(got[i]! - want[i]!));
-    }
-    worst = Math.min(worst, dot / Math.sqrt(na * nb));
-  }
-  assert.ok(worst >= minCos, `${what}: worst row cosine ${worst} < ${minCos}`);
-  assert.ok(abs <= maxAbs, `${what}: max |diff| ${abs} > ${maxAbs}`);
 }
 
 /**
@@ -125,8 +97,8 @@ for (const f of PROJECTOR_FIXTURES) {
           const prepared = projector.prepare(await readTestImage(img.file));
           const [got] = projector.encode([prepared], kernels!);
           const bound = BOUNDS[f.name]!;
-          assertClose(got!, f32(g.embeddings_no_flash_attn), golden.n_embd, 0.9999, bound.plain, `${f.name} ${img.file} vs llama.cpp (no flash attention)`);
-          assertClose(got!, f32(g.embeddings), golden.n_embd, bound.flashCos, bound.flash, `${f.name} ${img.file} vs llama.cpp (flash attention)`);
+          assertRowsClose(got!, f32(g.embeddings_no_flash_attn), golden.n_embd, 0.9999, bound.plain, `${f.name} ${img.file} vs llama.cpp (no flash attention)`);
+          assertRowsClose(got!, f32(g.embeddings), golden.n_embd, bound.flashCos, bound.flash, `${f.name} ${img.file} vs llama.cpp (flash attention)`);
         });
       }
     }

@@ -25,6 +25,7 @@ import { GOLDEN_DIR, ggufFixturePath } from '../../fixtures/index.js';
 import { QWEN3VL_PROJECTOR_FIXTURES, qwen3vlFixturePath } from '../../fixtures/mmproj-qwen3vl.js';
 import { nativeSkip, requireNative } from '../../fixtures/native.js';
 import { readTestImage } from '../../fixtures/test-images.js';
+import { f32 } from '../../fixtures/vision-goldens.js';
 
 type Chunk = { type: 'text'; tokens: number[] } | { type: 'image'; n_tokens: number; nx: number; ny: number; n_pos: number };
 interface Run {
@@ -35,11 +36,6 @@ interface Run {
   readonly tokens: readonly number[];
   readonly logits: readonly string[];
 }
-
-const f32 = (b64: string): Float32Array => {
-  const bytes = Buffer.from(b64, 'base64');
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-};
 
 const BLOCK = 16;
 
