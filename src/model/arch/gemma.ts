@@ -14,6 +14,7 @@ import type { GemmaParams, ModelConfig, TensorSource } from '../weights.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, optionalVector, outputWeight } from './architecture.js';
+import { attentionView, writeInputEmbeds } from './input-embeds.js';
 
 interface GemmaLayer {
   attnNorm: Float32Array;
@@ -102,10 +103,12 @@ export class GemmaArchitecture implements Architecture {
     const up = this.scratch.take('up', n * c.ffnSize);
     const base = { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, scale: 1, softcap: this.params.attnSoftcap };
     // sliding-window layers may keep their KV in a pool of their own, with its own block tables
-    const swaBatch: AttentionBatch = batch.swa ? { ...batch, blockTables: batch.swa.blockTables, maxBlocksPerSeq: batch.swa.maxBlocksPerSeq } : batch;
+    const att = attentionView(batch);
+    const swaBatch: AttentionBatch = batch.swa ? { ...att, blockTables: batch.swa.blockTables, maxBlocksPerSeq: batch.swa.maxBlocksPerSeq } : batch;
 
     k.embedRows(x, this.embedding, batch.tokenIds);
     scaleInPlace(x, n * hidden, Math.fround(Math.sqrt(hidden)));
+    writeInputEmbeds(x, batch, hidden); // image rows unscaled, as llama.cpp's gemma3 graph
     this.layers.forEach((layer, li) => {
       k.rmsNorm(h, x, layer.attnNorm, n, hidden, c.normEps);
       k.matmulSet(h, n, [{ out: q, w: layer.wq }, { out: kk, w: layer.wk }, { out: v, w: layer.wv }]);
@@ -117,7 +120,7 @@ export class GemmaArchitecture implements Architecture {
       const pooled = layer.window > 0 && batch.swa !== undefined;
       const shape: AttentionShape = { ...base, window: layer.window };
       k.writeKv(kv.layers[li]!, kv.layerShape(li), kk, v, pooled ? batch.swa!.slotMapping : batch.slotMapping);
-      k.attention(attn, q, kv.layers[li]!, kv.layerShape(li), pooled ? swaBatch : batch, shape);
+      k.attention(attn, q, kv.layers[li]!, kv.layerShape(li), pooled ? swaBatch : att, shape);
       k.matmul(h, attn, layer.wo, n);
       k.rmsNorm(h, h, layer.attnPostNorm, n, hidden, c.normEps);
       k.add(x, x, h, n * hidden);
