@@ -38,6 +38,7 @@ import type { VisionProjector } from '../model/vision/projector.js';
 import { ImageEncoder, NO_IMAGES } from './image-encoder.js';
 import type { StepEmbeddings } from './image-encoder.js';
 import { checkImageSpans, modelTokenId, spansOf } from './image-spans.js';
+import { mropePositions } from './mrope-positions.js';
 
 export interface EngineConfig extends SchedulerConfig {
   readonly numBlocks: number;
@@ -262,7 +263,10 @@ export class EngineCore {
       chunks.forEach(({ seq }, i) => {
         if (batchChunks[i]!.wantLogits) this.requests.get(seq.requestId)?.prepareMask(seq);
       });
-      const batch = buildBatch(batchChunks, this.config.blockSize);
+      const built = buildBatch(batchChunks, this.config.blockSize);
+      // Qwen's images take (t, h, w) rope positions, and the text after one goes on from its last
+      const mrope = this.model.projector?.positions === 'mrope' && chunks.some((c) => c.seq.images.length > 0);
+      const batch = mrope ? { ...built, ropePositions: mropePositions(built, chunks.map((c) => c.seq.images)) } : built;
       const t0 = performance.now();
       const logits = this.runner.execute(batch);
       forwardMs = performance.now() - t0;

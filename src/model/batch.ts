@@ -25,6 +25,9 @@ export interface ForwardBatch extends AttentionBatch {
    *  (a non-causal image span: its tokens attend to the span's last position); rotary and the KV
    *  slot still use `positions` */
   readonly attentionPositions?: Int32Array;
+  /** [4 * numTokens] M-RoPE positions, section-major (t for all tokens, then h, w, e), for a model
+   *  whose images take Qwen's (t, h, w) positions (engine/mrope-positions.ts); absent: `positions` */
+  readonly ropePositions?: Int32Array;
 }
 
 /** Block tables of the sliding-window pool: -1 for blocks wholly outside every window (freed). */
@@ -46,6 +49,7 @@ export function assertValidBatch(batch: ForwardBatch): void {
   for (const i of batch.logitIndices) if (i < 0 || i >= n) throw new Error(`logit index ${i} outside the batch`);
   if (batch.inputEmbeds) for (const i of batch.inputEmbeds.rows) if (i < 0 || i >= n) throw new Error(`input embedding row ${i} outside the batch`);
   if (batch.attentionPositions && batch.attentionPositions.length !== n) throw new Error('attentionPositions must be [numTokens]');
+  if (batch.ropePositions && batch.ropePositions.length !== 4 * n) throw new Error('ropePositions must be [4, numTokens]');
 }
 
 /** One sequence's part of a step: `tokenIds` continue its context at `startPos`. */
