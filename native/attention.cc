@@ -19,6 +19,11 @@ namespace {
 // the first position a query at `pos` attends to: 0, or pos − window + 1 within a sliding window
 int32_t first_position(int32_t pos, int window) { return window > 0 && pos + 1 > window ? pos + 1 - window : 0; }
 
+// the first position token t attends to: its window measured back from window_positions[t] when the batch has them
+int32_t first_of_token(const AttentionBatchView& b, int64_t t, int window) {
+  return first_position(b.window_positions ? b.window_positions[t] : b.positions[t], window);
+}
+
 // One block of 32 values as x86 llama.cpp's quantize_row_q8_0 (what its CPU backend writes
 // into a q8_0 KV cache): d = f16(amax / 127), q = round-half-even(x · 127 / amax), saturated.
 void quantize_kv_q8_0(uint8_t* block, const float* x) {
@@ -100,8 +105,10 @@ const char* check_attention_batch(const AttentionBatchView& b, int64_t n_tokens,
     int32_t max_pos = -1, min_first = INT32_MAX;
     for (int32_t t = begin; t < end; t++) {
       if (b.positions[t] < 0) return "positions must be >= 0";
+      if (b.window_positions && (b.window_positions[t] < 0 || b.window_positions[t] > b.positions[t]))
+        return "windowPositions must be in [0, positions]";
       if (b.positions[t] > max_pos) max_pos = b.positions[t];
-      min_first = std::min(min_first, first_position(b.positions[t], window));
+      min_first = std::min(min_first, first_of_token(b, t, window));
     }
     if (max_pos < 0) continue;
     const int64_t blocks_needed = static_cast<int64_t>(max_pos) / block_size + 1;
@@ -133,7 +140,7 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   for (int s = 0; s < b.num_seqs; s++)
     for (int32_t t = b.seq_starts[s]; t < b.seq_starts[s + 1]; t++) {
       seq_of[t] = s;
-      const int32_t span = b.positions[t] + 1 - first_position(b.positions[t], window);
+      const int32_t span = b.positions[t] + 1 - first_of_token(b, t, window);
       work += span;
       token_chunks += chunks_in(span);
     }
@@ -173,7 +180,7 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   const int units_per_token = num_heads / heads;
   const int64_t units = n_tokens * units_per_token;
   // a unit attends to positions [first_of(u), first_of(u) + span_of(u))
-  const auto first_of = [&](int64_t u) { return first_position(b.positions[u / units_per_token], window); };
+  const auto first_of = [&](int64_t u) { return first_of_token(b, u / units_per_token, window); };
   const auto span_of = [&](int64_t u) { return b.positions[u / units_per_token] + 1 - first_of(u); };
   // items: a unit's chunks (a short context is one item that does everything). A split
   // unit's scores [heads, ctx] live in `shared` across the phases, at scores_at[u].
@@ -213,7 +220,7 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
     job.blocks = b.block_tables + static_cast<int64_t>(seq_of_token[t]) * b.max_blocks_per_seq;
     job.block_size = c.block_size;
     job.ctx = b.positions[t] + 1;
-    job.first = first_position(b.positions[t], window);
+    job.first = first_of_token(b, t, window);
     job.softcap = softcap;
     job.sinks = sinks ? sinks + h : nullptr;
     job.block_stride = static_cast<int64_t>(c.num_kv_heads) * c.block_size * d;

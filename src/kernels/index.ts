@@ -58,6 +58,10 @@ export interface AttentionBatch {
   /** [numSeqs, maxBlocksPerSeq] block ids, -1 where unused */
   readonly blockTables: Int32Array;
   readonly maxBlocksPerSeq: number;
+  /** [numTokens] where a sliding window reaches back from, when not `positions` (a non-causal image
+   *  span attends up to its last position, but its window is measured from each token's own, as
+   *  llama.cpp masks: keys k with p − k < window); absent: positions */
+  readonly windowPositions?: Int32Array;
 }
 
 export interface AttentionShape {

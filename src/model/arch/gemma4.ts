@@ -108,7 +108,8 @@ export class Gemma4Architecture implements Architecture {
       // a shared-KV layer's cache entry is its source layer's arrays (KvCache), so this reads those
       const shape = { numHeads: c.numHeads, numKvHeads: layer.numKvHeads, headDim: layer.headDim, scale: 1, window: layer.window };
       const out = attn.subarray(0, n * qWidth);
-      k.attention(out, qs, kv.layers[li]!, kv.layerShape(li), pooled ? swaBatch : att, shape);
+      // an image is non-causal in the sliding layers only (llama.cpp's LLAMA_NON_CAUSAL_TYPE_SWA_ONLY for gemma4)
+      k.attention(out, qs, kv.layers[li]!, kv.layerShape(li), layer.window === 0 ? batch : pooled ? swaBatch : att, shape);
       k.matmul(h, out, layer.wo, n);
       k.rmsNorm(h, h, layer.attnPostNorm, n, hidden, c.normEps);
       k.add(x, x, h, n * hidden);

@@ -15,7 +15,11 @@ export function writeInputEmbeds(x: Float32Array, batch: ForwardBatch, hidden: n
   for (let i = 0; i < e.rows.length; i++) x.set(e.data.subarray(i * hidden, (i + 1) * hidden), e.rows[i]! * hidden);
 }
 
-/** The batch as attention sees it: a non-causal span's tokens attend up to the span's last position. */
+/**
+ * The batch as attention sees it: a non-causal span's tokens attend up to the span's last
+ * position, their sliding window still measured back from their own (llama.cpp's mask with
+ * causal attention off: every key of the span, and keys before it within the window).
+ */
 export function attentionView<B extends AttentionBatch>(batch: B & Pick<ForwardBatch, 'attentionPositions'>): B {
-  return batch.attentionPositions ? { ...batch, positions: batch.attentionPositions } : batch;
+  return batch.attentionPositions ? { ...batch, positions: batch.attentionPositions, windowPositions: batch.positions } : batch;
 }

@@ -114,5 +114,23 @@ describe('non-causal spans in a batch', () => {
       const causal = runAttention(k!, c, c.shape);
       assert.ok(maxAbsDiff(got, causal) > 1e-3);
     });
+
+    it(`in a sliding-window layer, a non-causal span's token sees the whole span and the window back from its own position (${kernelName})`, { skip: k ? false : 'native core unavailable' }, () => {
+      const c = attentionCase(rngFor('non-causal-window'), 'f32', [{ cached: 9, chunk: 12 }], { numHeads: 4, numKvHeads: 2, headDim: 16 }, 4);
+      const window = 5;
+      // tokens 2..9 (positions 11..18) are an image: token at p sees keys p − 4 .. 18 (llama.cpp: p − k < window, any k ≤ 18)
+      const attend = c.batch.positions.slice();
+      attend.fill(18, 2, 10);
+      const got = runAttention(k!, { ...c, batch: attentionView({ ...c.batch, attentionPositions: attend }) }, { ...c.shape, window });
+      // by hand: a token at p attending up to L with window w sees keys L − (L − p + w) + 1 .. L
+      const expected = new Float32Array(got.length);
+      const width = c.shape.numHeads * c.shape.headDim;
+      for (let t = 0; t < c.numTokens; t++) {
+        const own = c.batch.positions[t]!;
+        const rows = plainAttention({ ...c, batch: { ...c.batch, positions: attend } }, { ...c.shape, window: attend[t]! - own + window });
+        expected.set(rows.subarray(t * width, (t + 1) * width), t * width);
+      }
+      assert.ok(maxAbsDiff(got, expected) < 1e-5, `differs by ${maxAbsDiff(got, expected)}`);
+    });
   }
 });

@@ -1,0 +1,101 @@
+// Gemma 3 with its projector end to end, against llama.cpp: a PNG decoded by the pipeline,
+// prepared and encoded by loom's Gemma 3 projector, laid out at its marker, run by the serving
+// engine (non-causal image span, image rows unscaled) and sampled greedily. The goldens are
+// llama.cpp's whole path on the same files (scripts/vision-goldens.mjs: mtmd_tokenize,
+// mtmd_helper_eval_chunks, as llama-mtmd-cli): the prompt's layout, the logits at the prompt's
+// last position (they differ by image) and 8 greedy tokens.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { EngineCore } from '../../src/engine/engine.js';
+import { InProcessEngineClient } from '../../src/engine/in-process-client.js';
+import { resolveEngineConfig } from '../../src/engine/options.js';
+import type { Kernels } from '../../src/kernels/index.js';
+import { referenceKernels } from '../../src/kernels/reference.js';
+import { loadProjector } from '../../src/model/vision/projector-file.js';
+import { localContext } from '../../src/pipeline/context.js';
+import { newSummary, runPrompt } from '../../src/pipeline/generate.js';
+import { inlineVision } from '../../src/pipeline/images.js';
+import { resolveRequest } from '../../src/pipeline/request.js';
+import { GOLDEN_DIR } from '../fixtures/index.js';
+import { fixtureModel } from '../fixtures/engine-run.js';
+import { PROJECTOR_FIXTURES, projectorFixturePath } from '../fixtures/mmproj-fixture.js';
+import { requireNative } from '../fixtures/native.js';
+import { IMAGE_DIR, TEST_IMAGES } from '../fixtures/test-images.js';
+import { LLAMA_CPP_TOLERANCE } from '../fixtures/tolerance.js';
+
+interface Generation {
+  readonly prompt: string;
+  readonly chunks: readonly ({ type: 'text'; tokens: number[] } | { type: 'image'; n_tokens: number })[];
+  readonly logits: string;
+  readonly tokens: readonly number[];
+}
+interface Golden { readonly images: Record<string, { readonly generation: Generation }> }
+
+const f32 = (b64: string): Float32Array => {
+  const bytes = Buffer.from(b64, 'base64');
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+};
+
+/**
+ * The last prompt position's logits against llama.cpp's, as a fraction of its largest |logit|:
+ * the Q8_0 text fixture's bound (fixtures/tolerance.ts). Seen (2026-11-28, reference and native,
+ * both projector fixtures): 5.6e-3 to 8.8e-3. llama.cpp's logits differ by 2.7e-2 to 7.7e-2
+ * from one image to another (checked below), and a sliding window measured from the span's end
+ * instead of each token's own position put them 5.4e-2 apart.
+ */
+const LOGIT_TOLERANCE = LLAMA_CPP_TOLERANCE.Q8_0;
+
+const native = requireNative();
+const KERNELS: [string, Kernels | undefined][] = [['reference', referenceKernels], ['native', native]];
+const text = fixtureModel('gemma3-q8_0');
+
+for (const f of PROJECTOR_FIXTURES.filter((p) => p.name !== 'mmproj-gemma3-f16')) {
+  const golden = JSON.parse(readFileSync(join(GOLDEN_DIR, 'vision', `${f.name}.json`), 'utf8')) as Golden;
+  for (const [kernelName, k] of KERNELS) {
+    describe(`gemma3-q8_0 + ${f.name} through the pipeline and engine (${kernelName} kernels)`, { skip: k ? false : 'native core unavailable' }, () => {
+      for (const image of TEST_IMAGES) {
+        it(`${image.file}: llama.cpp's prompt layout, last-position logits and greedy tokens`, async () => {
+          const g = golden.images[image.file]!.generation;
+          const projector = loadProjector(projectorFixturePath(f), text.config);
+          try {
+            const engine = new EngineCore({ ...text, projector }, k!, resolveEngineConfig({ model: '', maxModelLen: 128, blockSize: 16 }, text.config, [...text.tokenizer.stopIds]));
+            const rows: Float32Array[] = [];
+            engine.logitsTap = (_id, _i, row) => rows.push(row.slice());
+            const ctx = { ...localContext(new InProcessEngineClient(engine), text.tokenizer), vision: inlineVision(projector) };
+            const bytes = readFileSync(join(IMAGE_DIR, image.file));
+            const r = await resolveRequest(ctx, {
+              prompts: [{ text: g.prompt, images: [{ bytes, param: 'images[0]' }] }], promptParam: 'prompt', addSpecialTokens: true,
+              maxTokens: g.tokens.length, maxTokensParam: 'max_tokens', defaultMaxTokens: 8, sampling: { temperature: 0, ignoreEos: true }, idPrefix: 'v',
+            });
+            const expectedIds = g.chunks.flatMap((c) => (c.type === 'text' ? c.tokens : Array<number>(c.n_tokens).fill(0)));
+            assert.deepEqual(r.prompts[0]!.ids, expectedIds);
+            const tokens: number[] = [];
+            for await (const e of runPrompt(ctx, r, 0, new AbortController().signal, newSummary())) tokens.push(...e.tokenIds);
+            assert.deepEqual(tokens, g.tokens);
+            const want = f32(g.logits);
+            const got = rows[0]!;
+            const scale = Math.max(...want.map(Math.abs));
+            let err = 0;
+            for (let i = 0; i < want.length; i++) err = Math.max(err, Math.abs(got[i]! - want[i]!));
+            assert.ok(err / scale <= LOGIT_TOLERANCE, `logits differ from llama.cpp's by ${(err / scale).toExponential(2)} of max |logit|`);
+          } finally {
+            projector.dispose();
+          }
+        });
+      }
+
+      it('llama.cpp\'s logits differ by image by more than the tolerance (a lost or wrong image would show)', () => {
+        const all = TEST_IMAGES.map((i) => f32(golden.images[i.file]!.generation.logits));
+        for (const [i, a] of all.entries()) {
+          for (const b of all.slice(i + 1)) {
+            let d = 0;
+            for (let j = 0; j < a.length; j++) d = Math.max(d, Math.abs(a[j]! - b[j]!));
+            assert.ok(d / Math.max(...a.map(Math.abs)) > LOGIT_TOLERANCE);
+          }
+        }
+      });
+    });
+  }
+}
