@@ -20,7 +20,7 @@ export interface ImageLimits {
 }
 
 export const DEFAULT_IMAGE_LIMITS: ImageLimits = Object.freeze({
-  maxBytes: 20 * 1024 * 1024, // OpenAI's limit per image
+  maxBytes: 10 * 1024 * 1024, // the server's --max-image-bytes default (llama-server's download bound)
   maxPixels: 40_000_000, // a 40 MP photo; sharp's own default (268 MP) would take ~800 MB decoded
   maxImages: 16,
 });
@@ -31,6 +31,8 @@ export interface VisionContext {
   readonly limits: ImageLimits;
   /** decode, check, hash and prepare one image, off the serving thread */
   prepare(input: ImageInput): Promise<ReadyImage>;
+  /** stops its workers, when it has any */
+  close?(): Promise<void>;
 }
 
 export interface ReadyImage {
@@ -53,7 +55,7 @@ export async function decodeImage(input: ImageInput, limits: ImageLimits = DEFAU
     image = sharp(bytes, { limitInputPixels: limits.maxPixels, pages: 1, failOn: 'error' });
     format = (await image.metadata()).format;
   } catch (err) {
-    throw new InvalidArgumentError(`the image could not be read: ${reason(err)} (JPEG, PNG, WebP and GIF are supported)`, param);
+    throw refusal(err, limits, param, 'the image could not be read', ' (JPEG, PNG, WebP and GIF are supported)');
   }
   if (!format || !FORMATS.has(format)) throw new InvalidArgumentError(`the image is ${format ?? 'of an unknown format'}; JPEG, PNG, WebP and GIF are supported`, param);
   try {
@@ -61,15 +63,15 @@ export async function decodeImage(input: ImageInput, limits: ImageLimits = DEFAU
     if (info.channels !== 3) throw new Error(`${info.channels} channels after conversion to RGB`);
     return { width: info.width, height: info.height, data: new Uint8Array(data.buffer, data.byteOffset, data.length) };
   } catch (err) {
-    const message = reason(err);
-    if (/pixel limit/i.test(message)) throw new InvalidArgumentError(`the image has more pixels than the ${limits.maxPixels} this server takes (--max-image-pixels)`, param);
-    throw new InvalidArgumentError(`the image could not be decoded: ${message}`, param);
+    throw refusal(err, limits, param, 'the image could not be decoded', '');
   }
 }
 
-function reason(err: unknown): string {
+/** sharp's error as the caller's: the pixel limit said as the flag, anything else as what went wrong */
+function refusal(err: unknown, limits: ImageLimits, param: string, what: string, hint: string): InvalidArgumentError {
   const message = err instanceof Error ? err.message : String(err);
-  return /pixel limit/i.test(message) ? 'it exceeds the pixel limit (--max-image-pixels)' : message;
+  if (/pixel limit/i.test(message)) return new InvalidArgumentError(`the image has more pixels than the ${limits.maxPixels} this server takes (--max-image-pixels)`, param);
+  return new InvalidArgumentError(`${what}: ${message}${hint}`, param);
 }
 
 /** sha256 over the width, height (u32 little-endian) and RGB bytes: the picture, not its file. */

@@ -5,6 +5,7 @@
 // mtmd_helper_eval_chunks, as llama-mtmd-cli): the prompt's layout, the logits at the prompt's
 // last position (they differ by image) and 8 greedy tokens.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -18,7 +19,8 @@ import { localContext } from '../../src/pipeline/context.js';
 import { newSummary, runPrompt } from '../../src/pipeline/generate.js';
 import { inlineVision } from '../../src/pipeline/images.js';
 import { resolveRequest } from '../../src/pipeline/request.js';
-import { GOLDEN_DIR } from '../fixtures/index.js';
+import { GOLDEN_DIR, PROJECT_ROOT, ggufFixturePath } from '../fixtures/index.js';
+import { GGUF_FIXTURES } from '../fixtures/recipe.js';
 import { fixtureModel } from '../fixtures/engine-run.js';
 import { PROJECTOR_FIXTURES, projectorFixturePath } from '../fixtures/mmproj-fixture.js';
 import { requireNative } from '../fixtures/native.js';
@@ -99,3 +101,27 @@ for (const f of PROJECTOR_FIXTURES.filter((p) => p.name !== 'mmproj-gemma3-f16')
     });
   }
 }
+
+describe('loom generate --mmproj --image', () => {
+  it('prints llama-mtmd-cli\'s greedy tokens for the fixture and an image', () => {
+    const f = PROJECTOR_FIXTURES.find((p) => p.name === 'mmproj-gemma3-q8_0')!;
+    const golden = JSON.parse(readFileSync(join(GOLDEN_DIR, 'vision', `${f.name}.json`), 'utf8')) as Golden;
+    const g = golden.images['wide-97x53.png']!.generation;
+    const model = ggufFixturePath(GGUF_FIXTURES.find((t) => t.name === 'gemma3-q8_0')!);
+    const r = spawnSync(process.execPath, [
+      join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'generate', '-m', model, '--mmproj', projectorFixturePath(f), '--image', join(IMAGE_DIR, 'wide-97x53.png'),
+      '-p', g.prompt, '--temperature', '0', '-n', String(g.tokens.length), '--json',
+    ], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const out = JSON.parse(r.stdout) as { prompt_ids: number[]; output_ids: number[] };
+    assert.deepEqual(out.output_ids, g.tokens);
+    assert.deepEqual(out.prompt_ids, g.chunks.flatMap((c) => (c.type === 'text' ? c.tokens : Array<number>(c.n_tokens).fill(0))));
+  });
+
+  it('refuses an image without a projector, naming the flag', () => {
+    const model = ggufFixturePath(GGUF_FIXTURES.find((t) => t.name === 'gemma3-q8_0')!);
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'generate', '-m', model, '--image', join(IMAGE_DIR, 'wide-97x53.png'), '-p', 'hi', '-n', '2'], { encoding: 'utf8', timeout: 60_000 });
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /--image needs a vision projector \(--mmproj\)/);
+  });
+});
