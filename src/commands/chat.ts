@@ -10,9 +10,11 @@ import { ChatSession } from './chat-session.js';
 import { kvCacheDtypeOption, numberOption } from './parse.js';
 import type { KvCacheDtypeOption } from './parse.js';
 import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import { addVisionFlags } from './vision-flags.js';
+import type { VisionFlags } from './vision-flags.js';
 import type { LoadFlags } from './load-flags.js';
 
-interface ChatFlags extends LoadFlags {
+interface ChatFlags extends LoadFlags, Pick<VisionFlags, 'mmproj'> {
   model?: string;
   system?: string;
   maxTokens?: number;
@@ -55,7 +57,7 @@ export function chatCommand(): Command {
     .option('--offline', 'never contact the Hub (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'model cache (default: $LOOM_CACHE or ~/.cache/loom)')
     .action((flags: ChatFlags) => runChat(flags));
-  return addLoadFlags(cmd);
+  return addVisionFlags(addLoadFlags(cmd), false);
 }
 
 async function runChat(flags: ChatFlags): Promise<void> {
@@ -66,6 +68,7 @@ async function runChat(flags: ChatFlags): Promise<void> {
     ...(flags.ctxSize !== undefined && { maxModelLen: flags.ctxSize }),
     kvCacheDtype: flags.kvCacheDtype,
     maxNumSeqs: 1, // one conversation: the KV cache holds one context, no more
+    ...(flags.mmproj !== undefined && { mmproj: flags.mmproj }),
     ...loadOptionsOf(flags),
   });
   const templated = (llm.model.tokenizer.chatTemplate ?? '').trim() !== '';

@@ -20,9 +20,11 @@ export interface VisionFlags {
   maxImagesPerRequest: number;
 }
 
-export function addVisionFlags(cmd: Command): Command {
+/** `limits`: the image limits too (commands that take images from others: serve, generate) */
+export function addVisionFlags(cmd: Command, limits = true): Command {
+  cmd.option('--mmproj <file>', "a vision projector (llama.cpp's mmproj GGUF) for the model: prompts may then carry images");
+  if (!limits) return cmd;
   return cmd
-    .option('--mmproj <file>', "a vision projector (llama.cpp's mmproj GGUF) for the model: prompts may then carry images")
     .addOption(new Option('--max-image-pixels <n>', 'most pixels (width × height) of one image; larger ones are refused before they are decoded').default(DEFAULT_IMAGE_LIMITS.maxPixels).argParser(numberOption('max-image-pixels', true)))
     .addOption(new Option('--max-images-per-request <n>', 'most images in one request').default(DEFAULT_IMAGE_LIMITS.maxImages).argParser(numberOption('max-images-per-request', true)));
 }
