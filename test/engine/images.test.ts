@@ -4,7 +4,13 @@
 // prefill; a span is never split across chunks; one encode call serves every image a step
 // needs; the prefix cache hits on the same picture and misses on another.
 import assert from 'node:assert/strict';
-import { describe, it } from 'node:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import type { ForwardBatch } from '../../src/model/batch.js';
+import { ggufFixturePath } from '../fixtures/index.js';
+import { GGUF_FIXTURES } from '../fixtures/recipe.js';
 import { EngineCore } from '../../src/engine/engine.js';
 import type { EngineImage } from '../../src/engine/image-spans.js';
 import { fitToSpans, spansOf } from '../../src/engine/image-spans.js';
@@ -173,5 +179,54 @@ describe('image spans and the scheduler', () => {
     assert.match(add(e, img.images, resolveSamplingParams({ temperature: 0, maxTokens: 2, promptLogprobs: 1 }))!.error!, /prompt logprobs/);
     assert.match(add(e, [tokenImage([1, 2, 3], 28)])!.error!, /past the prompt's end/);
     assert.match(add(e, [tokenImage([1, 2, 3], 2), tokenImage([1, 2], 4)])!.error!, /overlaps/);
+  });
+});
+
+describe('images across engines and positions', () => {
+  const dirs: string[] = [];
+  after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+  it('--kv-cache-dir: a restarted engine hits the same picture from disk and misses another', () => {
+    const name = 'llama-f32';
+    const m = fixtureModel(name);
+    const dir = mkdtempSync(join(tmpdir(), 'loom-kvdir-img-'));
+    dirs.push(dir);
+    const path = ggufFixturePath(GGUF_FIXTURES.find((f) => f.name === name)!);
+    const engine = () => new EngineCore({ ...m, projector: tokenProjector(m) }, referenceKernels,
+      resolveEngineConfig({ model: path, blockSize: 4, maxModelLen: 96, kvCacheMemory: '8MiB', kvCacheDir: dir }, m.config, [...m.tokenizer.stopIds]));
+    const [cold] = run(engine(), [withImage(PROMPT, 4, 12)]);
+    const restarted = engine();
+    const [warm] = run(restarted, [withImage(PROMPT, 4, 12)]);
+    assert.equal(warm!.cached, 28);
+    assert.ok(restarted.diskCache!.stats.blocksLoaded >= 7);
+    assert.deepEqual(warm!.tokens, cold!.tokens);
+    const other = PROMPT.map((t, i) => (i === 9 ? t + 1 : t));
+    const [miss] = run(engine(), [withImage(other, 4, 12)]);
+    assert.equal(miss!.cached, 4, 'only the block before the image');
+  });
+
+  it("an 'mrope' projector's batches carry M-RoPE positions: text after an image goes on from max(rows, cols)", () => {
+    const name = 'llama-f32';
+    const m = fixtureModel(name);
+    const e = engineFor(name, referenceKernels, tokenProjector(m, { positions: 'mrope' }), { enablePrefixCaching: false });
+    const batches: ForwardBatch[] = [];
+    const execute = e.runner.execute.bind(e.runner);
+    e.runner.execute = (b) => (batches.push(b), execute(b));
+    // a 2 × 3 image at 5..10: rope positions 0..4, then (5; 5..6; 5..7), then text from 5 + 3 = 8
+    const img = { ids: PROMPT.slice(0, 14).map((t, i) => (i >= 5 && i < 11 ? 0 : t)), images: [tokenImage(PROMPT.slice(5, 11), 5, 2)] };
+    run(e, [img, { ids: PROMPT.slice(0, 6) }], 2);
+    const first = batches[0]!;
+    const n = first.positions.length;
+    const rope = first.ropePositions!;
+    assert.ok(rope, 'the first step has M-RoPE positions');
+    const t = [...rope.subarray(0, 14)], h = [...rope.subarray(n, n + 14)], w = [...rope.subarray(2 * n, 2 * n + 14)];
+    assert.deepEqual(t, [0, 1, 2, 3, 4, 5, 5, 5, 5, 5, 5, 8, 9, 10]);
+    assert.deepEqual(h, [0, 1, 2, 3, 4, 5, 5, 5, 6, 6, 6, 8, 9, 10]);
+    assert.deepEqual(w, [0, 1, 2, 3, 4, 5, 6, 7, 5, 6, 7, 8, 9, 10]);
+    // the sequence without images: its own positions in every section
+    assert.deepEqual([...rope.subarray(14, n)], [0, 1, 2, 3, 4, 5]);
+    // a later decode step of the first sequence goes on from there (index 14 → rope 11)
+    const decode = batches.find((b) => b !== first && b.ropePositions && b.positions[0] === 14)!;
+    assert.equal(decode.ropePositions![0], 11);
   });
 });

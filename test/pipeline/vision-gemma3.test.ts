@@ -26,6 +26,7 @@ import { PROJECTOR_FIXTURES, projectorFixturePath } from '../fixtures/mmproj-fix
 import { requireNative } from '../fixtures/native.js';
 import { IMAGE_DIR, TEST_IMAGES } from '../fixtures/test-images.js';
 import { LLAMA_CPP_TOLERANCE } from '../fixtures/tolerance.js';
+import { LLM } from '../../src/llm.js';
 
 interface Generation {
   readonly prompt: string;
@@ -123,5 +124,24 @@ describe('loom generate --mmproj --image', () => {
     const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'generate', '-m', model, '--image', join(IMAGE_DIR, 'wide-97x53.png'), '-p', 'hi', '-n', '2'], { encoding: 'utf8', timeout: 60_000 });
     assert.notEqual(r.status, 0);
     assert.match(r.stderr, /--image needs a vision projector \(--mmproj\)/);
+  });
+});
+
+describe('LLM with mmproj, the engine in a worker thread', () => {
+  it('generates llama-mtmd-cli\'s greedy tokens (the images cross to the worker)', async () => {
+    const f = PROJECTOR_FIXTURES.find((p) => p.name === 'mmproj-gemma3-q8_0')!;
+    const golden = JSON.parse(readFileSync(join(GOLDEN_DIR, 'vision', `${f.name}.json`), 'utf8')) as Golden;
+    const model = ggufFixturePath(GGUF_FIXTURES.find((t) => t.name === 'gemma3-q8_0')!);
+    const llm = await LLM.load(model, { mmproj: projectorFixturePath(f), maxModelLen: 128, kvCacheMemory: '64MiB' });
+    try {
+      for (const image of TEST_IMAGES) {
+        const g = golden.images[image.file]!.generation;
+        const r = await llm.generate({ text: g.prompt, images: [{ bytes: readFileSync(join(IMAGE_DIR, image.file)), param: 'image' }] }, { maxTokens: g.tokens.length, temperature: 0, ignoreEos: true });
+        assert.deepEqual(r.tokenIds, g.tokens, image.file);
+        assert.equal(r.promptTokens, g.chunks.reduce((n, c) => n + (c.type === 'text' ? c.tokens.length : c.n_tokens), 0));
+      }
+    } finally {
+      await llm.close();
+    }
   });
 });
