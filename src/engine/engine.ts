@@ -37,7 +37,7 @@ import type { DraftModel } from './spec/draft-model-drafter.js';
 import type { VisionProjector } from '../model/vision/projector.js';
 import { ImageEncoder, NO_IMAGES } from './image-encoder.js';
 import type { StepEmbeddings } from './image-encoder.js';
-import { checkImageSpans, modelTokenId, spansOf } from './image-spans.js';
+import { checkEngineImages, modelTokenId } from './image-spans.js';
 import { mropePositions } from './mrope-positions.js';
 
 export interface EngineConfig extends SchedulerConfig {
@@ -174,24 +174,13 @@ export class EngineCore {
     for (const id of req.promptIds) {
       if (id < 0 || id >= this.model.config.vocabSize) return errorDelta(req.id, `prompt token id ${id} is outside the vocabulary`);
     }
-    const refused = req.images?.length ? this.checkImages(req) : undefined;
+    const refused = req.images?.length ? checkEngineImages(req, this.images !== undefined) : undefined;
     if (refused) return errorDelta(req.id, refused);
     this.requests.set(req.id, state);
     // n above --max-num-seqs: the first forks into as many as run at once, the rest wait their turn
     this.scheduler.add(state.sequences[0]!);
     for (const seq of state.queued) this.scheduler.add(seq);
     return undefined;
-  }
-
-  /** Why a request's images cannot run here, or undefined. */
-  private checkImages(req: AddRequest): string | undefined {
-    if (!this.images) return 'this engine has no vision projector: a prompt with images needs one (--mmproj)';
-    if (req.params.promptLogprobs !== null) return 'prompt logprobs are not computed for prompts with images';
-    for (const [i, image] of (req.images ?? []).entries()) {
-      const p = image.prepared;
-      if (!(p.pixels instanceof Float32Array) || p.pixels.length !== p.width * p.height * 3) return `image ${i}: its pixels are not ${p.width} × ${p.height} × 3 floats`;
-    }
-    return checkImageSpans(spansOf(req.images ?? []), req.promptIds.length);
   }
 
   /** A pooling request, checked: whole in one step, in the vocabulary, on a model that pools. */

@@ -10,6 +10,7 @@
 // picture re-sent hits the cache and another one misses. The model never sees a key: a batch
 // row of an image carries token id 0 (IMAGE_TOKEN_ID) and its embedding.
 import type { PreparedImage } from '../model/vision/projector.js';
+import type { AddRequest } from './protocol.js';
 
 /** the token id a batch row of an image carries (Gemma 4's per-layer input reads its row, as llama.cpp's multimodal path takes token 0's) */
 export const IMAGE_TOKEN_ID = 0;
@@ -47,6 +48,17 @@ export function checkImageSpans(spans: readonly ImageSpan[], length: number): st
     end = s.end;
   }
   return undefined;
+}
+
+/** Why a request's images cannot run on this engine (`projector`: it has one), or undefined. */
+export function checkEngineImages(req: AddRequest, projector: boolean): string | undefined {
+  if (!projector) return 'this engine has no vision projector: a prompt with images needs one (--mmproj)';
+  if (req.params.promptLogprobs !== null) return 'prompt logprobs are not computed for prompts with images';
+  for (const [i, image] of (req.images ?? []).entries()) {
+    const p = image.prepared;
+    if (!(p.pixels instanceof Float32Array) || p.pixels.length !== p.width * p.height * 3) return `image ${i}: its pixels are not ${p.width} × ${p.height} × 3 floats`;
+  }
+  return checkImageSpans(spansOf(req.images ?? []), req.promptIds.length);
 }
 
 /** The prompt's tokens with each image's positions replaced by its cache keys. */
