@@ -205,6 +205,31 @@ describe('images across engines and positions', () => {
     assert.equal(miss!.cached, 4, 'only the block before the image');
   });
 
+  it('KV events name an image\'s blocks by its keys (CBOR negative integers), the same picture the same hashes', () => {
+    const m = fixtureModel('llama-f32');
+    const hashes = (e: EngineCore) => {
+      const seen: bigint[] = [];
+      const step = e.step.bind(e);
+      e.step = () => {
+        const out = step();
+        for (const ev of out?.kvEvents ?? []) if (ev.type === 'stored') seen.push(...ev.hashes);
+        return out;
+      };
+      return seen;
+    };
+    const runOnce = (ids: number[]) => {
+      const e = engineFor('llama-f32', referenceKernels, tokenProjector(m), { enablePrefixCaching: true, kvEvents: { hashSeed: '' } });
+      const seen = hashes(e);
+      run(e, [withImage(ids, 4, 12)]);
+      return seen;
+    };
+    const a = runOnce(PROMPT), b = runOnce(PROMPT), c = runOnce(PROMPT.map((t, i) => (i === 9 ? t + 1 : t)));
+    assert.ok(a.length >= 7);
+    assert.deepEqual(b, a);
+    assert.equal(c[0], a[0]);
+    assert.notEqual(c[1], a[1]);
+  });
+
   it("an 'mrope' projector's batches carry M-RoPE positions: text after an image goes on from max(rows, cols)", () => {
     const name = 'llama-f32';
     const m = fixtureModel(name);
