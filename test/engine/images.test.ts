@@ -76,7 +76,7 @@ function withImage(prompt: readonly number[], at: number, n: number): { ids: num
 
 for (const [kernelName, k] of KERNELS) {
   describe(`images in the engine (${kernelName} kernels)`, { skip: k ? false : 'native core unavailable' }, () => {
-    for (const name of ['llama-f32', 'gemma3-q8_0']) {
+    for (const name of ['llama-f32', 'gemma3-q8_0', 'qwen35-f16']) {
       it(`${name}: an image of tokens gives the tokens' logits, alone, batched and in chunks`, () => {
         const m = fixtureModel(name);
         const imaged = [withImage(PROMPT, 7, 11), withImage(PROMPT.slice(3), 2, 5)];
