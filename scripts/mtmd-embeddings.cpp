@@ -16,6 +16,7 @@
 // as llama-mtmd-cli does (mtmd_helper_eval_chunks: the image's tokens non-causal where the
 // model wants it) and OUT.json adds "n_past", the last prompt position's "logits" and N greedy
 // "tokens" (argmax, no sampler).
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -60,6 +61,8 @@ std::unique_ptr<mtmd_image_preprocessor> preprocessor_for(clip_ctx* ctx) {
   switch (clip_get_projector_type(ctx)) {
     case PROJECTOR_TYPE_GEMMA3:
       return std::make_unique<mtmd_image_preprocessor_fixed_size>(ctx);
+    case PROJECTOR_TYPE_GEMMA4V:
+      return std::make_unique<mtmd_image_preprocessor_dyn_size>(ctx);
     default:
       return nullptr;
   }
@@ -130,7 +133,10 @@ int main(int argc, char** argv) {
     }
     const mtmd_image_tokens* image = mtmd_input_chunk_get_tokens_image(chunk);
     non_causal = non_causal || mtmd_decode_use_non_causal(ctx, chunk);
+    const auto t0 = std::chrono::steady_clock::now();
     if (mtmd_encode_chunk(ctx, chunk) != 0) die("mtmd_encode_chunk failed");
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "mtmd-embeddings: image encoded in %.0f ms\n", ms);
     const size_t n_tokens = mtmd_input_chunk_get_n_tokens(chunk);
     // the token grid (deprecated getters, but the only ones for every position type)
     const size_t grid_x = mtmd_image_tokens_get_nx(image), grid_y = mtmd_image_tokens_get_ny(image);

@@ -2,6 +2,8 @@
 // bicubic or Lanczos in fixed point, with or without letterboxing) on raw RGB bytes, for
 // loom's resize goldens (scripts/vision-goldens.mjs builds and runs it).
 //   mtmd-resize IN.rgb WIDTH HEIGHT OUT.rgb TARGET_W TARGET_H bilinear|bicubic|lanczos none|ceil|nearest [R G B]
+//   mtmd-resize --dyn-size MMPROJ.gguf WIDTH HEIGHT ...   prints "W H": the size the dyn-size
+//       preprocessor (Gemma 4, Qwen-VL) gives an image of each WIDTH × HEIGHT with the file's limits
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +12,8 @@
 
 #include "clip-impl.h"
 #include "clip-model.h"
+#include "clip.h"
+#include "mtmd-image.h"
 
 // img_tool lives in mtmd-image.cpp; libmtmd exports its resize (this declaration matches it)
 struct img_tool {
@@ -17,7 +21,29 @@ struct img_tool {
                      pad_style padding, std::array<uint8_t, 3> pad_color);
 };
 
+// the sizes mtmd_image_preprocessor_dyn_size picks (its preprocess on a blank image)
+static int dyn_size(int argc, char** argv) {
+  clip_context_params p{};
+  p.use_gpu = false;
+  p.flash_attn_type = CLIP_FLASH_ATTN_TYPE_AUTO;
+  p.warmup = false;
+  clip_init_result r = clip_init(argv[2], p);
+  if (!r.ctx_v) return 1;
+  mtmd_image_preprocessor_dyn_size pre(r.ctx_v);
+  for (int i = 3; i + 1 < argc; i += 2) {
+    const int w = std::atoi(argv[i]), h = std::atoi(argv[i + 1]);
+    clip_image_u8 img;
+    img.set_size({w, h}, false);
+    img.cpy_buf(std::vector<uint8_t>((size_t)w * h * 3, 128));
+    mtmd_image_preproc_out out = pre.preprocess(img);
+    std::printf("%d %d\n", out.entries[0].nx(), out.entries[0].ny());
+  }
+  clip_free(r.ctx_v);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 3 && std::string(argv[1]) == "--dyn-size") return dyn_size(argc, argv);
   if (argc != 9 && argc != 12) {
     std::fprintf(stderr, "usage: mtmd-resize IN.rgb WIDTH HEIGHT OUT.rgb TARGET_W TARGET_H bilinear|bicubic|lanczos none|ceil|nearest [R G B]\n");
     return 2;

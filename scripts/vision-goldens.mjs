@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROJECTOR_FIXTURES, projectorFixturePath } from '../dist/test/fixtures/mmproj-fixture.js';
-import { RESIZE_CASES, TEST_IMAGES, readTestImage, writeTestImages } from '../dist/test/fixtures/test-images.js';
+import { DYN_SIZE_CASES, RESIZE_CASES, TEST_IMAGES, readTestImage, writeTestImages } from '../dist/test/fixtures/test-images.js';
 import { FIXTURE_DIR, ggufFixturePath } from '../dist/test/fixtures/index.js';
 
 const llama = process.argv[2] ?? '/work/llama.cpp';
@@ -76,7 +76,9 @@ for (const f of PROJECTOR_FIXTURES) {
   const golden = {
     source: `scripts/mtmd-embeddings.cpp against llama.cpp ${commit} (libmtmd: mtmd_tokenize, mtmd_encode_chunk; pixels: its preprocessor); floats are base64 of little-endian f32`,
     projector: f.name,
+    projector_sha256: createHash('sha256').update(readFileSync(mmproj)).digest('hex'),
     text: f.text.name,
+    text_sha256: createHash('sha256').update(readFileSync(text)).digest('hex'),
     n_embd: f.shape.projection,
     images,
   };
@@ -100,5 +102,13 @@ for (const img of TEST_IMAGES) {
   }
   rmSync(input);
 }
-writeFileSync(join(out, 'resize.json'), JSON.stringify({ source: `scripts/mtmd-resize.cpp against llama.cpp ${commit} (img_tool::resize); sha256 of the RGB bytes`, resize }, null, 1) + '\n');
+// the dyn-size preprocessor's choice of size (Gemma 4's limits: 70..1120 tokens of 24 × 24 pixels)
+const gemma4v = PROJECTOR_FIXTURES.find((f) => f.kind === 'gemma4v');
+const sizesIn = DYN_SIZE_CASES.flat();
+const dyn = spawnSync(resizer, ['--dyn-size', projectorFixturePath(gemma4v), ...sizesIn.map(String)], { encoding: 'utf8' });
+if (dyn.status !== 0) throw new Error(`mtmd-resize --dyn-size: ${dyn.stderr.slice(-1000)}`);
+const dynSizes = dyn.stdout.trim().split('\n').map((l) => l.split(' ').map(Number));
+if (dynSizes.length !== DYN_SIZE_CASES.length) throw new Error(`mtmd-resize --dyn-size gave ${dynSizes.length} sizes`);
+const dynamic = { projector: gemma4v.name, sizes: DYN_SIZE_CASES.map(([w, h], i) => ({ in: [w, h], out: dynSizes[i] })) };
+writeFileSync(join(out, 'resize.json'), JSON.stringify({ source: `scripts/mtmd-resize.cpp against llama.cpp ${commit} (img_tool::resize; sha256 of the RGB bytes; mtmd_image_preprocessor_dyn_size's sizes)`, resize, dynamic }, null, 1) + '\n');
 console.log(`resize.json: ${Object.keys(resize).length} cases`);

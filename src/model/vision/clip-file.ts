@@ -42,6 +42,13 @@ export class ClipFile {
     return this.gguf.has(name);
   }
 
+  /** Refuses a file holding any of these tensors: ones llama.cpp's graph would apply but the
+   *  encoder reading this file does not (a wrong answer is worse than a refusal). */
+  refuseAny(names: readonly string[], encoder: string): void {
+    const found = names.find((n) => this.gguf.has(n));
+    if (found !== undefined) this.refuse(`tensor ${found} is part of the encoder in llama.cpp, but loom's ${encoder} encoder has no place for it`);
+  }
+
   tensor(name: string): WeightTensor {
     if (!this.gguf.has(name)) this.refuse(`no tensor ${name}`);
     return this.gguf.tensor(name);
@@ -74,6 +81,15 @@ export class ClipFile {
     const b = this.optionalVector(`${name}.bias`, n);
     return b ? { w, b } : { w };
   }
+}
+
+/** Tensors clip.cpp's build_vit applies when a file has them and loadVit's layers do not: a
+ *  family on loadVit refuses the ones it does not handle itself (refuseAny). */
+export function vitExtras(layers: number): string[] {
+  const perLayer = ['attn_q_norm.weight', 'attn_k_norm.weight', 'ls1.weight', 'ls2.weight', 'out_scale.weight', 'attn_post_norm.weight', 'ffn_post_norm.weight', 'ffn_gate.weight', 'ffn_gate_exps.weight'];
+  const out = ['v.class_embd', 'v.norm_embd.weight', 'v.patch_embd.weight.1'];
+  for (let l = 0; l < layers; l++) out.push(...perLayer.map((t) => `v.blk.${l}.${t}`));
+  return out;
 }
 
 /** The encoder's shape and weights (clip.cpp's load_hparams and load_tensors for build_vit). */
@@ -147,7 +163,7 @@ export function loadVit(file: ClipFile): { shape: VitShape; weights: VitWeights 
  * (f32 for a BF16 kernel) and the kernel is the product's second operand, so it is rounded to
  * that type too: an F16 matrix (F32 for BF16), whatever the file's type. [inF, hidden].
  */
-function patchMatrix(file: ClipFile, inF: number, hidden: number): WeightTensor {
+export function patchMatrix(file: ClipFile, inF: number, hidden: number): WeightTensor {
   const t = file.tensor('v.patch_embd.weight');
   const values = file.vector('v.patch_embd.weight', inF * hidden);
   if (t.type === GGMLType.BF16) return { name: t.name, type: GGMLType.F32, dims: [inF, hidden], data: new Uint8Array(values.buffer) };

@@ -9,7 +9,7 @@ import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import { normalizeImage, resizeLetterbox } from './preprocess.js';
 import type { PreparedImage, RgbImage, VisionProjector } from './projector.js';
 import type { ClipFile } from './clip-file.js';
-import { loadVit, transposedMatrix } from './clip-file.js';
+import { loadVit, transposedMatrix, vitExtras } from './clip-file.js';
 import { Scratch, patchRows, vitForward } from './vit.js';
 import type { VitShape, VitWeights } from './vit.js';
 
@@ -34,6 +34,8 @@ export class Gemma3Projector implements VisionProjector {
 
   constructor(file: ClipFile) {
     this.source = file.path;
+    // a SigLIP encoder has none of the extras other families' ViTs carry
+    file.refuseAny(vitExtras(file.u32('clip.vision.block_count')), 'SigLIP');
     const { shape, weights } = loadVit(file);
     this.shape = shape;
     this.vit = weights;

@@ -157,3 +157,35 @@ export function normalizeImage(img: RgbImage, mean: Float32Array, std: Float32Ar
   }
   return out;
 }
+
+export interface DynamicSizeLimits {
+  /** both sides become multiples of it (patch · merge) */
+  readonly align: number;
+  /** 0: no bound */
+  readonly minPixels: number;
+  readonly maxPixels: number;
+}
+
+/**
+ * img_tool::calc_size_preserved_ratio without a longest edge (the dyn-size preprocessor of
+ * Gemma 4 and Qwen-VL): each side rounded to the alignment, then scaled down into maxPixels or
+ * up to minPixels with the aspect kept, in the C++'s float arithmetic. Returns [width, height].
+ */
+export function dynamicSize(width: number, height: number, limits: DynamicSizeLimits): [number, number] {
+  const f = Math.fround;
+  const a = limits.align;
+  const by = (x: number, round: (v: number) => number): number => round(f(f(x) / a)) * a;
+  // std::round: half away from zero (the values are positive)
+  let w = Math.max(a, by(width, Math.round));
+  let h = Math.max(a, by(height, Math.round));
+  if (limits.maxPixels > 0 && h * w > limits.maxPixels) {
+    const beta = f(Math.sqrt(f(f(height * width) / limits.maxPixels)));
+    h = Math.max(a, by(f(height / beta), Math.floor));
+    w = Math.max(a, by(f(width / beta), Math.floor));
+  } else if (limits.minPixels > 0 && h * w < limits.minPixels) {
+    const beta = f(Math.sqrt(f(limits.minPixels / f(height * width))));
+    h = by(f(height * beta), Math.ceil);
+    w = by(f(width * beta), Math.ceil);
+  }
+  return [w, h];
+}

@@ -10,6 +10,7 @@ import type { LoadOptions } from '../model-memory.js';
 import type { ArchName, ModelConfig } from '../weights.js';
 import { ClipFile } from './clip-file.js';
 import { Gemma3Projector } from './gemma3.js';
+import { Gemma4VisionProjector } from './gemma4v.js';
 import type { VisionProjector } from './projector.js';
 
 export interface ProjectorType {
@@ -24,6 +25,7 @@ export interface ProjectorType {
  *  encoder. Another family registers here (qwen3vl_merger: src/model/vision/qwen3vl.ts). */
 export const PROJECTOR_TYPES = new Map<string, ProjectorType>([
   ['gemma3', { textArchs: ['gemma3'], family: 'Gemma 3', create: (file) => new Gemma3Projector(file) }],
+  ['gemma4v', { textArchs: ['gemma4'], family: 'Gemma 4', create: (file, text) => new Gemma4VisionProjector(file, text) }],
 ]);
 
 /** A loaded projector; dispose unmaps its file (after which it must not encode). */

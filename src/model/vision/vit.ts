@@ -94,16 +94,22 @@ function f32Matrix(name: string, data: Float32Array, inF: number, outF: number):
   return { name, type: GGMLType.F32, dims: [inF, outF], data: new Uint8Array(data.buffer, data.byteOffset, inF * outF * 4) };
 }
 
+/** the most scores a head's block of queries holds at once (64 MiB: a 896-pixel Gemma 3 image's
+ *  4096 patches in one block; Gemma 4's largest images, 10 080 patches, in blocks of 1 664 rows) */
+const SCORE_FLOATS = 16 * 1024 * 1024;
+
 /**
  * Bidirectional multi-head attention over all n tokens, head by head: S = (q·scale) Kᵀ,
- * softmax over each row, out = S V. q, k, v, out: [n, heads · headDim].
+ * softmax over each row, out = S V. q, k, v, out: [n, heads · headDim]. Queries go in blocks of
+ * at most maxScores / n rows.
  */
-export function denseAttention(k: Kernels, scratch: Scratch, out: Float32Array, q: Float32Array, kk: Float32Array, v: Float32Array, n: number, heads: number, headDim: number, scale: number): void {
+export function denseAttention(k: Kernels, scratch: Scratch, out: Float32Array, q: Float32Array, kk: Float32Array, v: Float32Array, n: number, heads: number, headDim: number, scale: number, maxScores = SCORE_FLOATS): void {
   const width = heads * headDim;
   const qh = scratch.take('attn.q', n * headDim);
   const kh = scratch.take('attn.k', n * headDim);
   const vt = scratch.take('attn.vt', n * headDim);
-  const s = scratch.take('attn.s', n * n);
+  const block = Math.max(1, Math.min(n, Math.floor(maxScores / n)));
+  const s = scratch.take('attn.s', block * n);
   const oh = scratch.take('attn.o', n * headDim);
   for (let h = 0; h < heads; h++) {
     const at = h * headDim;
@@ -113,9 +119,15 @@ export function denseAttention(k: Kernels, scratch: Scratch, out: Float32Array, 
       kh.set(kk.subarray(src, src + headDim), t * headDim);
       for (let j = 0; j < headDim; j++) vt[j * n + t] = v[src + j]!;
     }
-    k.matmul(s, qh, f32Matrix('attn.k', kh, headDim, n), n);
-    k.softmax(s, n, n);
-    k.matmul(oh, s, f32Matrix('attn.vt', vt, n, headDim), n);
+    const kt = f32Matrix('attn.k', kh, headDim, n), vm = f32Matrix('attn.vt', vt, n, headDim);
+    // query rows in blocks, so the scores stay within SCORE_FLOATS however large the image
+    for (let r0 = 0; r0 < n; r0 += block) {
+      const rows = Math.min(block, n - r0);
+      const sb = s.subarray(0, rows * n);
+      k.matmul(sb, qh.subarray(r0 * headDim, (r0 + rows) * headDim), kt, rows);
+      k.softmax(sb, rows, n);
+      k.matmul(oh.subarray(r0 * headDim, (r0 + rows) * headDim), sb, vm, rows);
+    }
     for (let t = 0; t < n; t++) out.set(oh.subarray(t * headDim, (t + 1) * headDim), t * width + at);
   }
 }

@@ -6,11 +6,15 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { resizeLetterbox, resizePillow } from '../../../src/model/vision/preprocess.js';
+import { dynamicSize, resizeLetterbox, resizePillow } from '../../../src/model/vision/preprocess.js';
+import { GEMMA4V_PROJECTOR_SHAPE } from '../../fixtures/mmproj-fixture.js';
 import { GOLDEN_DIR } from '../../fixtures/index.js';
 import { RESIZE_CASES, TEST_IMAGES, readTestImage } from '../../fixtures/test-images.js';
 
-const golden = JSON.parse(readFileSync(join(GOLDEN_DIR, 'vision', 'resize.json'), 'utf8')) as { resize: Record<string, string> };
+const golden = JSON.parse(readFileSync(join(GOLDEN_DIR, 'vision', 'resize.json'), 'utf8')) as {
+  resize: Record<string, string>;
+  dynamic: { sizes: { in: [number, number]; out: [number, number] }[] };
+};
 
 describe('resize as llama.cpp', () => {
   for (const img of TEST_IMAGES) {
@@ -28,4 +32,14 @@ describe('resize as llama.cpp', () => {
     assert.deepEqual(resizeLetterbox(img, 3, 2, 'bicubic').data, img.data);
     assert.deepEqual(resizePillow(img, 3, 2, 'lanczos').data, img.data);
   });
+});
+
+describe('dynamicSize as llama.cpp\'s dyn-size preprocessor', () => {
+  // Gemma 4's limits for the fixture's patches: 70..1120 tokens of (8 · 3)² pixels
+  const align = GEMMA4V_PROJECTOR_SHAPE.patchSize * GEMMA4V_PROJECTOR_SHAPE.merge;
+  for (const { in: [w, h], out } of golden.dynamic.sizes) {
+    it(`${w}x${h} → ${out.join('x')}`, () => {
+      assert.deepEqual(dynamicSize(w, h, { align, minPixels: 70 * align * align, maxPixels: 1120 * align * align }), out);
+    });
+  }
 });

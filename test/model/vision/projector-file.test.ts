@@ -14,6 +14,7 @@ import type { ModelConfig } from '../../../src/model/weights.js';
 import { GGUF_FIXTURES } from '../../fixtures/recipe.js';
 import { ggufFixturePath } from '../../fixtures/index.js';
 import { PROJECTOR_FIXTURES, projectorFixturePath, writeProjectorGGUF } from '../../fixtures/mmproj-fixture.js';
+import type { ProjectorTensor } from '../../fixtures/mmproj-fixture.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'loom-mmproj-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -24,7 +25,7 @@ const gemma3: ModelConfig = text.config;
 text.dispose();
 
 /** a variant of the fixture with its metadata (and tensors) edited */
-function variant(name: string, edit: (meta: GGUFEntry[], tensors: { name: string; dims: readonly number[] }[]) => void): string {
+function variant(name: string, edit: (meta: GGUFEntry[], tensors: ProjectorTensor[]) => void): string {
   const path = join(dir, `${name}.gguf`);
   writeProjectorGGUF(path, fixture, (tensors, meta) => edit(meta, tensors));
   return path;
@@ -88,6 +89,11 @@ describe('loadProjector refuses', () => {
     refused(() => loadProjector(path, gemma3), path, 'quick GELU');
   });
 
+  it('a tensor llama.cpp would apply that the encoder has no place for, by name', () => {
+    const path = variant('layer-scale', (_meta, tensors) => tensors.push({ name: 'v.blk.1.ls1.weight', dims: [64], values: new Float32Array(64).fill(1), matrix: false }));
+    refused(() => loadProjector(path, gemma3), path, 'tensor v.blk.1.ls1.weight is part of the encoder in llama.cpp', 'SigLIP');
+  });
+
   it('a missing tensor, by name', () => {
     const path = variant('no-soft-emb-norm', (_meta, tensors) => tensors.splice(tensors.findIndex((t) => t.name === 'mm.soft_emb_norm.weight'), 1));
     refused(() => loadProjector(path, gemma3), path, 'no tensor mm.soft_emb_norm.weight');
@@ -103,5 +109,19 @@ describe('loadProjector reads', () => {
     const p = loadProjector(path, gemma3);
     assert.equal(p.kind, 'gemma3');
     p.dispose();
+  });
+
+  it("Gemma 4's images as causal for E2B and E4B (text widths 1536 and 2560) only, as mtmd_decode_use_non_causal", () => {
+    const g4 = PROJECTOR_FIXTURES.find((f) => f.kind === 'gemma4v')!;
+    const model = loadModel(ggufFixturePath(g4.text));
+    const config = model.config;
+    model.dispose();
+    for (const width of [1536, 2560, 2048]) {
+      const path = join(dir, `gemma4v-${width}.gguf`);
+      writeProjectorGGUF(path, { ...g4, shape: { ...g4.shape, projection: width } });
+      const p = loadProjector(path, { ...config, hiddenSize: width });
+      assert.equal(p.nonCausalImage, width === 2048, `text width ${width}`);
+      p.dispose();
+    }
   });
 });
