@@ -1,6 +1,7 @@
-// Gemma 3 with its projector end to end, against llama.cpp: a PNG decoded by the pipeline,
-// prepared and encoded by loom's Gemma 3 projector, laid out at its marker, run by the serving
-// engine (non-causal image span, image rows unscaled) and sampled greedily. The goldens are
+// Gemma 3 and Gemma 4 with their projectors end to end, against llama.cpp: a PNG decoded by the
+// pipeline, prepared and encoded by loom's projector, laid out at its marker, run by the serving
+// engine (non-causal image span; Gemma 4: in its sliding layers only, its per-layer input token
+// 0's; image rows unscaled) and sampled greedily. The goldens are
 // llama.cpp's whole path on the same files (scripts/vision-goldens.mjs: mtmd_tokenize,
 // mtmd_helper_eval_chunks, as llama-mtmd-cli): the prompt's layout, the logits at the prompt's
 // last position (they differ by image) and 8 greedy tokens.
@@ -52,12 +53,12 @@ const LOGIT_TOLERANCE = LLAMA_CPP_TOLERANCE.Q8_0;
 
 const native = requireNative();
 const KERNELS: [string, Kernels | undefined][] = [['reference', referenceKernels], ['native', native]];
-const text = fixtureModel('gemma3-q8_0');
 
 for (const f of PROJECTOR_FIXTURES.filter((p) => p.name !== 'mmproj-gemma3-f16')) {
   const golden = JSON.parse(readFileSync(join(GOLDEN_DIR, 'vision', `${f.name}.json`), 'utf8')) as Golden;
+  const text = fixtureModel(f.text.name);
   for (const [kernelName, k] of KERNELS) {
-    describe(`gemma3-q8_0 + ${f.name} through the pipeline and engine (${kernelName} kernels)`, { skip: k ? false : 'native core unavailable' }, () => {
+    describe(`${f.text.name} + ${f.name} through the pipeline and engine (${kernelName} kernels)`, { skip: k ? false : 'native core unavailable' }, () => {
       for (const image of TEST_IMAGES) {
         it(`${image.file}: llama.cpp's prompt layout, last-position logits and greedy tokens`, async () => {
           const g = golden.images[image.file]!.generation;
