@@ -120,6 +120,14 @@ describe('loom generate --mmproj --image', () => {
     assert.deepEqual(out.prompt_ids, g.chunks.flatMap((c) => (c.type === 'text' ? c.tokens : Array<number>(c.n_tokens).fill(0))));
   });
 
+  it('refuses a projector for another model in one line naming the file', () => {
+    const f = PROJECTOR_FIXTURES.find((p) => p.name === 'mmproj-gemma3-q8_0')!;
+    const model = ggufFixturePath(GGUF_FIXTURES.find((t) => t.name === 'llama-f32')!);
+    const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'generate', '-m', model, '--mmproj', projectorFixturePath(f), '-p', 'hi', '-n', '2'], { encoding: 'utf8', timeout: 60_000 });
+    assert.notEqual(r.status, 0);
+    assert.match(r.stderr, /mmproj-gemma3-q8_0\.gguf: a gemma3 projector is for Gemma 3 models, not a llama model/);
+  });
+
   it('refuses an image without a projector, naming the flag', () => {
     const model = ggufFixturePath(GGUF_FIXTURES.find((t) => t.name === 'gemma3-q8_0')!);
     const r = spawnSync(process.execPath, [join(PROJECT_ROOT, 'dist', 'src', 'cli.js'), 'generate', '-m', model, '--image', join(IMAGE_DIR, 'wide-97x53.png'), '-p', 'hi', '-n', '2'], { encoding: 'utf8', timeout: 60_000 });
