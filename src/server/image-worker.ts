@@ -11,8 +11,10 @@ const port = parentPort!;
 try {
   const init = workerData as ImageWorkerInit;
   const vision = inlineVision(loadProjector(init.mmproj, init.textConfig), init.limits);
+  // one image at a time: a decoded 40 MP photo is 120 MB, so a request's 16 are never all in memory at once
+  let queue: Promise<void> = Promise.resolve();
   port.on('message', ({ id, input }: ImageJob) => {
-    vision.prepare(input).then(
+    queue = queue.then(() => vision.prepare(input)).then(
       (ready) => port.postMessage({ type: 'ready-image', id, ready } satisfies ImageWorkerOutbound, [ready.prepared.pixels.buffer as ArrayBuffer]),
       (err: unknown) => {
         const message = err instanceof Error ? err.message : String(err);
