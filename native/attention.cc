@@ -19,9 +19,10 @@ namespace {
 // the first position a query at `pos` attends to: 0, or pos − window + 1 within a sliding window
 int32_t first_position(int32_t pos, int window) { return window > 0 && pos + 1 > window ? pos + 1 - window : 0; }
 
-// token t's first attended position: the window's, or the batch's own first position when later
+// token t's first attended position: its window measured back from window_positions[t] when the
+// batch has them (else positions[t]), raised to the batch's first_positions[t] when that is later
 int32_t first_of_token(const AttentionBatchView& b, int64_t t, int window) {
-  const int32_t first = first_position(b.positions[t], window);
+  const int32_t first = first_position(b.window_positions ? b.window_positions[t] : b.positions[t], window);
   return b.first_positions && b.first_positions[t] > first ? b.first_positions[t] : first;
 }
 
@@ -108,6 +109,8 @@ const char* check_attention_batch(const AttentionBatchView& b, int64_t n_tokens,
       if (b.positions[t] < 0) return "positions must be >= 0";
       if (b.first_positions && (b.first_positions[t] < 0 || b.first_positions[t] > b.positions[t]))
         return "firstPositions must lie in 0..the token's position";
+      if (b.window_positions && (b.window_positions[t] < 0 || b.window_positions[t] > b.positions[t]))
+        return "windowPositions must be in [0, positions]";
       if (b.positions[t] > max_pos) max_pos = b.positions[t];
       min_first = std::min(min_first, first_of_token(b, t, window));
     }

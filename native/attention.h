@@ -33,6 +33,9 @@ struct AttentionBatchView {
   // first when that is later (a symmetric window, EmbeddingGemma's: the kernels see p − h .. p + h
   // as first..positions[t])
   const int32_t* first_positions = nullptr;
+  // [num_tokens] or null: where a sliding window is measured back from, when not positions[t]
+  // (a non-causal image span attends up to its last position but windows back from its own)
+  const int32_t* window_positions = nullptr;
 };
 
 // Why a batch cannot be attended over (nullptr when it can): seq_starts not increasing from 0
@@ -44,8 +47,9 @@ const char* check_attention_batch(const AttentionBatchView& batch, int64_t n_tok
 
 // out, q: [n_tokens, num_heads * head_dim]. Token t of sequence s attends to positions
 // first..positions[t] of s (causal; decode tokens and prefill chunks after cached context
-// alike), first = 0, or positions[t] − window + 1 when window > 0 (llama.cpp's standard
-// sliding window), or first_positions[t] when that is later; head h reads kv head h / (num_heads / num_kv_heads). softcap > 0 turns
+// alike), first = 0, or w − window + 1 when window > 0 (llama.cpp's standard sliding window;
+// w = window_positions[t] when given, else positions[t], and never above positions[t]), or
+// first_positions[t] when that is later; head h reads kv head h / (num_heads / num_kv_heads). softcap > 0 turns
 // each score s = scale·q·k into softcap·tanh(s / softcap) (Gemma 2). For an f16 cache q and
 // the softmax weights are rounded to f16, as llama.cpp does; a q8_0 cache's K and V are
 // dequantized in registers (d·q) against f32 q and f32 weights. sinks (null or [num_heads]): per

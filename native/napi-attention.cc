@@ -74,7 +74,7 @@ Napi::Value WriteKv(const Napi::CallbackInfo& info) {
 }
 
 // (out, q, kc, vc, dtype, numBlocks, blockSize, numKvHeads, headDim,
-//  seqStarts, positions, blockTables, maxBlocksPerSeq, numHeads, scale[, window, softcap, sinks, firstPositions])
+//  seqStarts, positions, blockTables, maxBlocksPerSeq, numHeads, scale[, window, softcap, sinks, firstPositions, windowPositions])
 Napi::Value Attention(const Napi::CallbackInfo& info) {
   auto out = f32_array(info, 0, "out");
   auto q = f32_array(info, 1, "q");
@@ -100,6 +100,9 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
     firsts = i32_array(info, 18, "firstPositions");
     need(info, firsts.length, static_cast<int64_t>(positions.length), "firstPositions");
   }
+  const bool has_window_positions = info.Length() > 19 && !info[19].IsNull() && !info[19].IsUndefined();
+  Span<int32_t> window_positions{nullptr, 0};
+  if (has_window_positions) window_positions = i32_array(info, 19, "windowPositions");
   if (heads % c.num_kv_heads != 0) throw Napi::RangeError::New(info.Env(), "numHeads must be a multiple of numKvHeads");
   if (seq_starts.length < 1) throw Napi::RangeError::New(info.Env(), "seqStarts needs numSeqs + 1 entries");
   const int64_t num_seqs = static_cast<int64_t>(seq_starts.length) - 1;
@@ -108,8 +111,9 @@ Napi::Value Attention(const Napi::CallbackInfo& info) {
   const int64_t q_size = product(info, {n, heads, c.head_dim}, "q");
   need(info, q.length, q_size, "q");
   need(info, out.length, q_size, "out");
+  if (has_window_positions) need(info, window_positions.length, n, "windowPositions");
   AttentionBatchView b{seq_starts.data, static_cast<int>(num_seqs), positions.data, tables.data, static_cast<int>(max_blocks),
-                       has_firsts ? firsts.data : nullptr};
+                       has_firsts ? firsts.data : nullptr, has_window_positions ? window_positions.data : nullptr};
   if (const char* problem = check_attention_batch(b, n, c.num_blocks, c.block_size, static_cast<int>(window)))
     throw Napi::RangeError::New(info.Env(), std::string("attention: ") + problem);
   attention(out.data, q.data, c, b, n, static_cast<int>(heads), static_cast<float>(scale), static_cast<int>(window),

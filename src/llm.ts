@@ -15,6 +15,10 @@ import { offlineFromEnv } from './model/hub.js';
 import { loadModel } from './model/load.js';
 import { resolveModelArg } from './model/model-arg.js';
 import type { LoadedModel } from './model/load.js';
+import { loadProjector } from './model/vision/projector-file.js';
+import type { LoadedProjector } from './model/vision/projector-file.js';
+import { inlineVision } from './pipeline/images.js';
+import type { TextImagesPrompt } from './pipeline/prompt.js';
 import { localContext } from './pipeline/context.js';
 import type { PipelineContext } from './pipeline/context.js';
 import { newSummary, runPrompt } from './pipeline/generate.js';
@@ -64,8 +68,11 @@ export class LLM {
     readonly engine: EngineClient,
     readonly model: LoadedModel,
     private readonly chatTemplate?: string,
+    /** this thread's copy of the vision projector (mmproj): its prepare and layout */
+    private readonly projector?: LoadedProjector,
   ) {
-    this.pipeline = localContext(engine, model.tokenizer, chatTemplate);
+    const ctx = localContext(engine, model.tokenizer, chatTemplate);
+    this.pipeline = projector ? { ...ctx, vision: inlineVision(projector) } : ctx;
   }
 
   /**
@@ -79,11 +86,13 @@ export class LLM {
     // with a worker, this thread's copy serves the config and tokenizer: the worker locks the weights
     const loaded = loadModel(path, { ...loadOptions(rest), ...(opts.worker !== false && { mlock: false }) });
     const engineOptions: EngineOptions = { ...rest, model: path };
+    // the engine reads the projector's weights; this thread prepares images with its own mapping of the file
+    const projector = opts.mmproj !== undefined ? loadProjector(opts.mmproj, loaded.config, { ...loadOptions(rest), mlock: false }) : undefined;
     const engine = opts.worker === false ? new InProcessEngineClient(createEngineCore(engineOptions, loaded)) : await WorkerEngineClient.start(engineOptions);
-    return new LLM(engine, loaded, chatTemplate);
+    return new LLM(engine, loaded, chatTemplate, projector);
   }
 
-  /** Streams the completion of a prompt (text, token ids, or a chat the model's template renders, with its images). */
+  /** Streams the completion of a prompt (text, token ids, or a chat the model's template renders; with images at their IMAGE_MARKERs: needs `mmproj`). */
   stream(prompt: PromptInput, opts: GenerateOptions = {}): AsyncGenerator<StreamPiece> {
     return this.run(prompt, opts, newSummary());
   }
@@ -122,8 +131,8 @@ export class LLM {
     }
   }
 
-  /** The whole completion of a prompt. */
-  generate(prompt: string | readonly number[], opts: GenerateOptions = {}): Promise<GenerateResult> {
+  /** The whole completion of a prompt (text, token ids, or text with images at its IMAGE_MARKERs: needs `mmproj`). */
+  generate(prompt: string | readonly number[] | TextImagesPrompt, opts: GenerateOptions = {}): Promise<GenerateResult> {
     return this.complete(prompt, opts);
   }
 
@@ -169,6 +178,7 @@ export class LLM {
   /** Stops the engine and unmaps the model's files (its weights are gone afterwards). */
   async close(): Promise<void> {
     await this.engine.close();
+    this.projector?.dispose();
     this.model.dispose();
   }
 }

@@ -15,9 +15,11 @@ import { ChatSession } from './chat-session.js';
 import { kvCacheDtypeOption, numberOption } from './parse.js';
 import type { KvCacheDtypeOption } from './parse.js';
 import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import { addVisionFlags } from './vision-flags.js';
+import type { VisionFlags } from './vision-flags.js';
 import type { LoadFlags } from './load-flags.js';
 
-interface ChatFlags extends LoadFlags {
+interface ChatFlags extends LoadFlags, Pick<VisionFlags, 'mmproj'> {
   model?: string;
   system?: string;
   maxTokens?: number;
@@ -78,7 +80,7 @@ export function chatCommand(): Command {
     .option('--cache-dir <dir>', 'model cache (default: $LOOM_CACHE or ~/.cache/loom)')
     .option('--image <path>', 'attach an image file to the first message (repeat for more; in the chat: /image PATH)', (v: string, all: string[]) => [...all, v], [] as string[])
     .action((flags: ChatFlags) => runChat(flags));
-  return addLoadFlags(cmd);
+  return addVisionFlags(addLoadFlags(cmd), false);
 }
 
 async function runChat(flags: ChatFlags): Promise<void> {
@@ -89,6 +91,7 @@ async function runChat(flags: ChatFlags): Promise<void> {
     ...(flags.ctxSize !== undefined && { maxModelLen: flags.ctxSize }),
     kvCacheDtype: flags.kvCacheDtype,
     maxNumSeqs: 1, // one conversation: the KV cache holds one context, no more
+    ...(flags.mmproj !== undefined && { mmproj: flags.mmproj }),
     ...loadOptionsOf(flags),
   });
   const templated = (llm.model.tokenizer.chatTemplate ?? '').trim() !== '';

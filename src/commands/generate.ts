@@ -18,8 +18,17 @@ import { newSummary, runPrompt } from '../pipeline/generate.js';
 import { renderChatPrompt } from '../pipeline/prompt.js';
 import { resolveRequest } from '../pipeline/request.js';
 import { loadChatTemplate } from '../tokenizer/chat-template.js';
+import { inlineVision } from '../pipeline/images.js';
+import type { VisionContext } from '../pipeline/images.js';
+import { tokenizeImagePrompt } from '../pipeline/image-prompt.js';
+import type { ImageInput } from '../pipeline/image-input.js';
+import type { PromptInput } from '../pipeline/prompt.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { addVisionFlags, imageLimitsOf, openProjector, preparedOnce, readImageFiles, withImageMarkers } from './vision-flags.js';
+import type { VisionFlags } from './vision-flags.js';
 
-interface GenerateFlags extends LoadFlags {
+interface GenerateFlags extends LoadFlags, VisionFlags {
+  image?: string[];
   model?: string;
   prompt: string;
   maxTokens: number;
@@ -65,16 +74,26 @@ export function generateCommand(): Command {
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
     .option('--speculative-config <json>', 'speculative decoding as vLLM\'s, e.g. \'{"method": "ngram", "num_speculative_tokens": 4}\'')
+    .option('--image <file...>', 'with --mmproj: images the prompt reads (JPEG, PNG, WebP, GIF); at its <__media__> markers, or before its text')
     .action((flags: GenerateFlags) => runGenerate(flags));
-  return addLoadFlags(cmd);
+  return addVisionFlags(addLoadFlags(cmd));
 }
 
 /** the prompt's ids, before the engine exists (its context is sized by them) */
-async function promptIdsFor(text: TextCodec, flags: GenerateFlags): Promise<number[]> {
-  if (!flags.chat) return text.encode(flags.prompt, { addSpecial: true });
-  const rendered = await renderChatPrompt(text, { messages: [{ role: 'user', content: flags.prompt }] });
-  // the rendered template carries its own BOS where the model wants one
-  return text.encode(rendered, { addSpecial: false, parseSpecial: true });
+async function promptIdsFor(text: TextCodec, flags: GenerateFlags, images: readonly ImageInput[], vision: VisionContext | undefined, tokenizer: Tokenizer): Promise<number[]> {
+  const prompt = withImageMarkers(flags.prompt, images.length);
+  const rendered = flags.chat ? await renderChatPrompt(text, { messages: [{ role: 'user', content: prompt }] }) : prompt;
+  // a rendered template carries its own BOS where the model wants one
+  const addSpecial = !flags.chat;
+  if (images.length > 0) return (await tokenizeImagePrompt({ text, tokenizer, vision }, rendered, images, { addSpecial, parseSpecial: true, param: '--prompt' })).ids;
+  return flags.chat ? text.encode(rendered, { addSpecial: false, parseSpecial: true }) : text.encode(rendered, { addSpecial: true });
+}
+
+/** what the pipeline resolves: the ids, or (with images) the prompt and its images, prepared once */
+function promptInput(flags: GenerateFlags, ids: number[], images: ImageInput[]): PromptInput {
+  if (images.length === 0) return ids;
+  const text = withImageMarkers(flags.prompt, images.length);
+  return flags.chat ? { messages: [{ role: 'user', content: text }], images } : { text, images };
 }
 
 async function runGenerate(flags: GenerateFlags): Promise<void> {
@@ -85,7 +104,11 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
   const { config, tokenizer } = model;
   const contextLength = Math.min(flags.ctxSize ?? config.contextLength, config.contextLength);
   const template = flags.chat && flags.chatTemplate !== undefined ? loadChatTemplate(flags.chatTemplate) : undefined;
-  const promptIds = await promptIdsFor(inlineText(tokenizer, template), flags);
+  const images = readImageFiles(flags.image ?? []);
+  const projector = openProjector(flags, config, loadOptionsOf(flags));
+  if (images.length > 0 && !projector) throw new InvalidArgumentError('--image needs a vision projector (--mmproj)', '--image');
+  const vision = projector && preparedOnce(inlineVision(projector, imageLimitsOf(flags)));
+  const promptIds = await promptIdsFor(inlineText(tokenizer, template), flags, images, vision, tokenizer);
   if (promptIds.length >= contextLength) {
     const option = flags.ctxSize !== undefined ? '--ctx-size' : "the model's context length";
     throw new InvalidArgumentError(`--prompt has ${promptIds.length} tokens; ${option} (${contextLength}) leaves no room to generate`);
@@ -104,9 +127,10 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
         maxNumBatchedTokens: Math.max(2048, promptIds.length),
         enablePrefixCaching: false,
         ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
+        ...(flags.mmproj !== undefined && { mmproj: flags.mmproj }),
         ...loadOptionsOf(flags),
       },
-      model,
+      { ...model, projector },
     ),
   );
   const seed = flags.seed ?? Math.floor(Math.random() * 2 ** 31);
@@ -117,11 +141,12 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
   const onSigint = (): void => stop.abort();
   process.once('SIGINT', onSigint);
   try {
-    const ctx = localContext(engine, tokenizer, template);
+    const ctx = { ...localContext(engine, tokenizer, template), vision };
     const r = await resolveRequest(ctx, {
-      prompts: [promptIds],
+      prompts: [promptInput(flags, promptIds, images)],
       promptParam: '--prompt',
-      addSpecialTokens: false,
+      // ids carry their BOS already; a text with images gets it as the ids did
+      addSpecialTokens: images.length > 0 && !flags.chat,
       maxTokens: undefined,
       maxTokensParam: '--max-tokens',
       // what the engine was sized for: --max-tokens within the context

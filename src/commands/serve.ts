@@ -35,11 +35,15 @@ import type { ToolCallParserName } from '../pipeline/tools/parsers.js';
 import { RUNNER_KINDS } from '../model/pooling.js';
 import type { RunnerKind } from '../model/pooling.js';
 import { addLoadFlags, loadOptionsOf } from './load-flags.js';
+import { addVisionFlags, imageLimitsOf, openProjector } from './vision-flags.js';
+import type { VisionFlags } from './vision-flags.js';
+import { ImagePool } from '../server/image-pool.js';
+import { inlineVision } from '../pipeline/images.js';
 import type { LoadFlags } from './load-flags.js';
 import { addImageFlags, bodyLimitFor, imageOptionsOf } from './image-flags.js';
 import type { ImageFlags } from './image-flags.js';
 
-interface ServeFlags extends LoadFlags, ImageFlags {
+interface ServeFlags extends LoadFlags, ImageFlags, VisionFlags {
   model?: string;
   host: string;
   port: number;
@@ -62,6 +66,7 @@ interface ServeFlags extends LoadFlags, ImageFlags {
   logprobsMode: LogprobsMode;
   maxPendingRequests: number;
   tokenizerPoolSize: number;
+  imageWorkers: number;
   shutdownTimeout: number;
   maxEngineRestarts: number;
   engineRestartWindow: number;
@@ -134,6 +139,7 @@ export function serveCommand(): Command {
         .default(1)
         .argParser(n('tokenizer-pool-size', true)),
     )
+    .addOption(new Option('--image-workers <n>', 'with --mmproj: worker threads that decode and prepare images (0: decoding on libuv\'s pool, the resize on the serving thread)').default(1).argParser(n('image-workers', true)))
     .addOption(new Option('--shutdown-timeout <s>', 'seconds in-flight requests get to finish on SIGTERM').default(30).argParser(n('shutdown-timeout', false)))
     .addOption(
       new Option('--max-engine-restarts <n>', 'engine failures tolerated within --engine-restart-window; one more exits with code 1')
@@ -168,7 +174,7 @@ export function serveCommand(): Command {
     .addOption(new Option('--reasoning-parser <name>', 'return the reasoning (<think>…</think>; gemma4: the thought channel; openai_gptoss: the analysis channel) as reasoning_content; structured output starts after it [openai_gptoss for a harmony template]').choices([...REASONING_PARSERS]))
     .addOption(new Option('--tool-call-parser <name>', "how the model writes tool calls (default: from its chat template)").choices([...TOOL_CALL_PARSERS]))
     .action((flags: ServeFlags) => runServe(flags));
-  return withEnvAndConfig(addLoadFlags(addImageFlags(cmd)));
+  return withEnvAndConfig(addVisionFlags(addLoadFlags(addImageFlags(cmd))));
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
@@ -197,10 +203,15 @@ async function runServe(flags: ServeFlags): Promise<void> {
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
     ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
+    ...(flags.mmproj !== undefined && { mmproj: flags.mmproj }),
     ...loadOptionsOf(flags),
   };
-  if ((flags.sslKeyfile === undefined) !== (flags.sslCertfile === undefined)) throw new InvalidArgumentError('--ssl-keyfile and --ssl-certfile go together');
+  // a projector that does not fit the model is a start-up error naming the file
   const images = imageOptionsOf(flags);
+  // one byte bound: the APIs check it as they parse, the pipeline again on what it decodes
+  const imageLimits = imageLimitsOf(flags, images.maxImageBytes);
+  const projector = openProjector(flags, model.config, loadOptionsOf(flags));
+  if ((flags.sslKeyfile === undefined) !== (flags.sslCertfile === undefined)) throw new InvalidArgumentError('--ssl-keyfile and --ssl-certfile go together');
   const tls = flags.sslKeyfile && flags.sslCertfile ? { key: readPem(flags.sslKeyfile, 'ssl-keyfile'), cert: readPem(flags.sslCertfile, 'ssl-certfile') } : undefined;
   const log = (line: string): void => console.error(`loom: ${line}`);
   let app: { close(): Promise<unknown> } | undefined;
@@ -223,10 +234,14 @@ async function runServe(flags: ServeFlags): Promise<void> {
     ...(flags.kvEventsReplayEndpoint !== undefined && { replayEndpoint: flags.kvEventsReplayEndpoint }),
   });
   const tokenizerPool = flags.tokenizerPoolSize > 0 ? await TokenizerPool.start({ modelPath: path, size: flags.tokenizerPoolSize, chatTemplate }) : undefined;
+  const vision = projector && (flags.imageWorkers > 0
+    ? await ImagePool.start(projector, { mmproj: flags.mmproj!, textConfig: model.config, limits: imageLimits }, flags.imageWorkers)
+    : inlineVision(projector, imageLimits));
   const built = buildApp({
     engine,
     tokenizer: model.tokenizer,
     tokenizerPool,
+    vision,
     options: {
       servedModelName,
       modelRoot: flags.model,

@@ -1,5 +1,5 @@
 // The few CBOR items the KV-event block hash needs, in RFC 8949's deterministic encoding
-// (§4.2.1: shortest argument, definite lengths). Enough for unsigned integers up to 2^64 − 1,
+// (§4.2.1: shortest argument, definite lengths). Enough for integers in [−2^64, 2^64 − 1],
 // text strings, arrays and null.
 
 export type CborValue = number | bigint | string | null | readonly CborValue[];
@@ -12,7 +12,12 @@ export function encodeCbor(value: CborValue): Uint8Array {
 
 function write(value: CborValue, out: number[]): void {
   if (value === null) out.push(0xf6);
-  else if (typeof value === 'number' || typeof value === 'bigint') head(0, BigInt(value), out);
+  else if (typeof value === 'number' || typeof value === 'bigint') {
+    // a negative integer n is major type 1 with argument −1 − n (an image position's cache key, engine/image-spans.ts)
+    const n = BigInt(value);
+    if (n < 0n) head(1, -1n - n, out);
+    else head(0, n, out);
+  }
   else if (typeof value === 'string') {
     const bytes = new TextEncoder().encode(value);
     head(3, BigInt(bytes.length), out);

@@ -4,6 +4,7 @@ import type { LogprobsMode } from './logprobs.js';
 import type { SamplingParams } from './sampling-params.js';
 import type { PoolingInfo, StepOutput, StepStats } from './protocol.js';
 import { EngineDeadError, RequestStream } from './request-stream.js';
+import type { EngineImage } from './image-spans.js';
 
 export interface EngineInfo {
   readonly numBlocks: number;
@@ -28,6 +29,8 @@ export interface EngineInfo {
 export interface AddOptions {
   /** a pooling request: one delta comes back, its `pooled` vector (EngineInfo.pooling says what it is) */
   readonly pool?: boolean;
+  /** the prompt's images (the engine's projector encodes them); their pixel buffers move to the engine */
+  readonly images?: readonly EngineImage[];
 }
 
 export interface EngineClient {

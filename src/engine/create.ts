@@ -11,14 +11,23 @@ import { parseSpeculativeConfig } from './spec/config.js';
 import { checkDraftVocabulary } from './spec/draft-vocab.js';
 import type { PoolingInfo } from './protocol.js';
 import { configForRunner } from '../model/pooling.js';
+import { loadProjector } from '../model/vision/projector-file.js';
+import type { VisionProjector } from '../model/vision/projector.js';
 
-export function createEngineCore(opts: EngineOptions, loaded: LoadedModel = loadModel(opts.model, loadOptions(opts)), draftModel?: LoadedModel): EngineCore {
+/** `loaded`: the model, already open (with its projector, when the caller opened that too) */
+export function createEngineCore(opts: EngineOptions, loaded: LoadedModel & { readonly projector?: VisionProjector | undefined } = loadModel(opts.model, loadOptions(opts)), draftModel?: LoadedModel): EngineCore {
   const model = opts.runner && opts.runner !== 'auto' ? { ...loaded, config: configForRunner(loaded.config, opts.runner) } : loaded;
   const spec = opts.speculativeConfig !== undefined ? parseSpeculativeConfig(opts.speculativeConfig) : undefined;
   const draft = spec?.method === 'draft_model' ? (draftModel ?? loadDraft(spec.model, loadOptions(opts))) : undefined;
   if (draft) checkDraftVocabulary(model, draft);
   const config = resolveEngineConfig(opts, model.config, [...model.tokenizer.stopIds], draft?.config);
-  return new EngineCore(model, selectKernels(opts.backend ?? 'auto', opts.threads), config, draft);
+  const projector = loaded.projector ?? (opts.mmproj !== undefined ? loadProjector(opts.mmproj, model.config, loadOptions(opts)) : undefined);
+  return new EngineCore({ ...model, projector }, selectKernels(opts.backend ?? 'auto', opts.threads), config, draft);
+}
+
+/** The start-up line naming the vision projector, when there is one. */
+export function projectorLine(p: VisionProjector): string {
+  return `vision projector ${p.source} (${p.kind}): images ${p.nonCausalImage ? 'attend both ways' : 'causal'}, ${p.positions} positions`;
 }
 
 /** how the engine's options say weights are held (--no-mmap, --mlock) */
@@ -59,6 +68,7 @@ export function engineInfo(engine: EngineCore): EngineInfo {
       ? [`prefix blocks kept on disk in ${engine.diskCache.dir} (${(engine.diskCache.bytes / 2 ** 20).toFixed(1)} MiB of --kv-cache-dir-size ${(engine.diskCache.config.maxBytes / 2 ** 30).toFixed(2)} GiB used)`]
       : []),
     ...draftModelLines(c, engine.drafter?.model.config),
+    ...(engine.images ? [projectorLine(engine.images.projector)] : []),
   ];
   return {
     numBlocks: engine.config.numBlocks,

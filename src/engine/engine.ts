@@ -34,6 +34,11 @@ import type { SpeculativeConfig } from './spec/config.js';
 import { Speculator } from './spec/speculator.js';
 import { DraftModelDrafter } from './spec/draft-model-drafter.js';
 import type { DraftModel } from './spec/draft-model-drafter.js';
+import type { VisionProjector } from '../model/vision/projector.js';
+import { ImageEncoder, NO_IMAGES } from './image-encoder.js';
+import type { StepEmbeddings } from './image-encoder.js';
+import { checkEngineImages, modelTokenId } from './image-spans.js';
+import { mropePositions } from './mrope-positions.js';
 
 export interface EngineConfig extends SchedulerConfig {
   readonly numBlocks: number;
@@ -82,6 +87,8 @@ export class EngineCore {
   readonly diskCache: DiskPrefixCache | undefined;
   /** a pooling model's requests (embeddings, rerank); undefined when the model generates */
   readonly pooling: PoolingRequests | undefined;
+  /** encodes the images of each step (a model served with a vision projector) */
+  readonly images: ImageEncoder | undefined;
   /**
    * Sees every logits row a token is sampled from ([vocab], valid only during the call):
    * how agreement tests compare the serving engine's logits with llama.cpp's. In-process only.
@@ -90,7 +97,8 @@ export class EngineCore {
 
   constructor(
     /** tokenizer: the vocabulary grammars compile against (without one, grammars are refused) */
-    readonly model: { readonly config: ModelConfig; readonly tensors: TensorSource; readonly tokenizer?: GrammarVocab },
+    /** projector: the vision projector (--mmproj) whose embeddings images take in the prompt */
+    readonly model: { readonly config: ModelConfig; readonly tensors: TensorSource; readonly tokenizer?: GrammarVocab; readonly projector?: VisionProjector | undefined },
     kernels: Kernels,
     readonly config: EngineConfig,
     /** the draft model of speculative method "draft_model" (its vocabulary checked: spec/draft-vocab.ts) */
@@ -139,6 +147,8 @@ export class EngineCore {
     if (model.config.pooling && !config.wholeSequences) throw new Error('a pooling model computes every sequence whole (wholeSequences)');
     this.pooling = model.config.pooling ? new PoolingRequests(new Pooler(model.config, model.tensors), this.scheduler) : undefined;
     this.stopConfig = { ...config, samplingKernels: kernels };
+    if (model.projector && model.config.pooling) throw new Error(`${model.projector.source}: a vision projector needs a generative model, not a pooling one`);
+    this.images = model.projector ? new ImageEncoder(model.projector, kernels, model.config.hiddenSize) : undefined;
   }
 
   get hasWork(): boolean {
@@ -164,6 +174,8 @@ export class EngineCore {
     for (const id of req.promptIds) {
       if (id < 0 || id >= this.model.config.vocabSize) return errorDelta(req.id, `prompt token id ${id} is outside the vocabulary`);
     }
+    const refused = req.images?.length ? checkEngineImages(req, this.images !== undefined) : undefined;
+    if (refused) return errorDelta(req.id, refused);
     this.requests.set(req.id, state);
     // n above --max-num-seqs: the first forks into as many as run at once, the rest wait their turn
     this.scheduler.add(state.sequences[0]!);
@@ -175,6 +187,7 @@ export class EngineCore {
   private addPooling(req: AddRequest): RequestDelta | undefined {
     if (!this.pooling) return errorDelta(req.id, `this ${this.model.config.arch} model generates; it does not pool (embeddings and rerank need an embedding or rerank model, or --runner pooling)`);
     if (!req.pool) return errorDelta(req.id, `this ${this.model.config.arch} model pools (embeddings, rerank); it does not generate`);
+    if (req.images?.length) return errorDelta(req.id, 'a pooling request cannot carry images');
     const n = req.promptIds.length;
     const maxLen = Math.min(this.config.maxModelLen, this.config.maxNumBatchedTokens, this.config.numBlocks * this.config.blockSize);
     if (n === 0) return errorDelta(req.id, 'the input is empty');
@@ -216,10 +229,11 @@ export class EngineCore {
     const start = now();
     const { chunks, copyOps, swaCopyOps } = this.scheduler.schedule(start);
     let forwardMs = 0;
+    let images: StepEmbeddings = NO_IMAGES;
     const advanced: Sequence[] = [];
     const deltas: RequestDelta[] = [];
     if (chunks.length > 0 && this.pooling) {
-      const batch = buildBatch(chunks.map((c) => this.toBatchChunk(c)), this.config.blockSize);
+      const batch = buildBatch(chunks.map((c) => this.toBatchChunk(c, NO_IMAGES)), this.config.blockSize);
       const t0 = performance.now();
       const hidden = this.runner.hiddenStates(batch);
       const pooled = this.pooling.pool(chunks, batch, hidden, this.runner.kernels, now());
@@ -231,16 +245,22 @@ export class EngineCore {
       deltas.push(...pooled);
     } else if (chunks.length > 0) {
       if (copyOps.length > 0 || swaCopyOps.length > 0) this.runner.kv.copyBlocks(copyOps, swaCopyOps);
-      const batchChunks = chunks.map((c) => this.toBatchChunk(c));
+      // the images these chunks cover, encoded in one call before the batch is built
+      images = this.images ? this.images.encode(chunks) : NO_IMAGES;
+      const batchChunks = chunks.map((c) => this.toBatchChunk(c, images));
       // grammar masks for the rows about to be sampled, before the matmuls start
       chunks.forEach(({ seq }, i) => {
         if (batchChunks[i]!.wantLogits) this.requests.get(seq.requestId)?.prepareMask(seq);
       });
-      const batch = buildBatch(batchChunks, this.config.blockSize);
+      const built = buildBatch(batchChunks, this.config.blockSize);
+      // Qwen's images take (t, h, w) rope positions, and the text after one goes on from its last
+      const mrope = this.model.projector?.positions === 'mrope' && chunks.some((c) => c.seq.images.length > 0);
+      const batch = mrope ? { ...built, ropePositions: mropePositions(built, chunks.map((c) => c.seq.images)) } : built;
       const t0 = performance.now();
       const logits = this.runner.execute(batch);
       forwardMs = performance.now() - t0;
       this.scheduler.observeStep(batch.tokenIds.length, forwardMs);
+      forwardMs += images.encodeMs;
       const vocab = this.model.config.vocabSize;
       const time = now();
       // walk the logits rows in chunk order: prompt-logprob rows, then the row to sample from
@@ -314,6 +334,7 @@ export class EngineCore {
         numPreemptions: this.scheduler.numPreemptions,
         scheduledTokens: chunks.reduce((n, c) => n + c.numTokens + (c.draft?.length ?? 0), 0),
         forwardMs,
+        ...(images.count > 0 && { encodeMs: images.encodeMs, imagesEncoded: images.count }),
         stepMs: now() - start,
         ...(spec && { spec }),
       },
@@ -330,11 +351,15 @@ export class EngineCore {
     else this.scheduler.acceptDraft(seq, accepted);
   }
 
-  private toBatchChunk({ seq, numTokens, draft }: ScheduledChunk): SequenceChunk {
+  private toBatchChunk({ seq, numTokens, draft }: ScheduledChunk, images: StepEmbeddings): SequenceChunk {
     const from = seq.numComputed;
     const wantLogits = from + numTokens === seq.tokens.length;
+    const tokens = seq.tokens.slice(from, from + numTokens);
+    // an image's positions hold cache keys: the model reads IMAGE_TOKEN_ID and the image's embedding rows
+    const embeds = this.images?.chunkEmbeds(seq, from, numTokens, images);
     return {
-      tokenIds: draft ? [...seq.tokens.slice(from, from + numTokens), ...draft] : seq.tokens.slice(from, from + numTokens),
+      tokenIds: draft ? [...tokens, ...draft] : seq.images.length > 0 ? tokens.map(modelTokenId) : tokens,
+      ...(embeds && { embeds }),
       startPos: from,
       blockTable: seq.blockTable,
       ...(this.swaBlocks ? { swaBlockTable: seq.swa.blockTable } : {}),

@@ -27,7 +27,7 @@ export class InProcessEngineClient implements EngineClient {
 
   add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams, options?: AddOptions): RequestStream {
     const stream = this.router.open(id, options?.pool ? 1 : (params.n ?? 1), () => this.abort(id));
-    this.loop.handle({ type: 'add', id, promptIds: Int32Array.from(promptIds), params, arrivalTime: now(), ...(options?.pool && { pool: true as const }) });
+    this.loop.handle({ type: 'add', id, promptIds: Int32Array.from(promptIds), params, arrivalTime: now(), ...(options?.pool && { pool: true as const }), ...(options?.images?.length && { images: options.images }) });
     return stream;
   }
 

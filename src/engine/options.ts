@@ -54,6 +54,8 @@ export interface EngineOptions {
   readonly mmap?: boolean;
   /** lock the weights in RAM (--mlock); when the system refuses, a warning */
   readonly mlock?: boolean;
+  /** a vision projector file (llama.cpp's mmproj GGUF) whose images the model reads (--mmproj) */
+  readonly mmproj?: string;
   /** keep prefix-cache blocks in this directory too, so a restarted engine finds them (--kv-cache-dir) */
   readonly kvCacheDir?: string;
   /** bytes the directory's block files may take ("8GiB"), least recently used out first (--kv-cache-dir-size) */

@@ -9,6 +9,7 @@ export type FinishReason = 'stop' | 'length' | 'abort';
 import type { KvEvent } from './kv-events.js';
 import type { SpecStepStats } from './spec/speculator.js';
 import type { PoolingType } from '../model/weights.js';
+import type { EngineImage } from './image-spans.js';
 
 export interface AddRequest {
   readonly type: 'add';
@@ -22,6 +23,8 @@ export interface AddRequest {
   /** a pooling request (embedding, rerank): the prompt is computed once, its pooled vector is
    *  the one output and its KV is freed at once; `params` are not used */
   readonly pool?: true;
+  /** the prompt's images, in order: promptIds hold IMAGE_TOKEN_ID at their positions (their pixels are transferred) */
+  readonly images?: readonly EngineImage[];
 }
 
 export interface AbortRequests {
@@ -84,6 +87,10 @@ export interface StepStats {
   readonly scheduledTokens: number;
   /** ms in the forward pass this step, and ms for the whole step */
   readonly forwardMs: number;
+  /** ms the vision projector took this step (in forwardMs too), when it encoded images */
+  readonly encodeMs?: number;
+  /** images encoded this step */
+  readonly imagesEncoded?: number;
   readonly stepMs: number;
   /** this step's speculative drafts and acceptances, when any sequence drafted */
   readonly spec?: SpecStepStats;

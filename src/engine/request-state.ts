@@ -13,6 +13,7 @@ import { SequenceGate } from './grammar/gate.js';
 import { saltRoot } from './block-manager.js';
 import type { SpeculativeConfig } from './spec/config.js';
 import { verifyDraft } from './spec/verify.js';
+import { modelTokenId, spansOf, withImageKeys } from './image-spans.js';
 
 export interface StopConfig {
   readonly maxModelLen: number;
@@ -54,7 +55,9 @@ export class RequestState {
     // resolved once, by the frontend (pipeline/request.ts): here only asserted
     this.params = assertSamplingParams(req.params, vocabSize);
     checkLogprobsRequest(config.logprobsMode, this.params);
-    const first = new Sequence(req.id, 0, req.promptIds, req.arrivalTime);
+    const spans = spansOf(req.images ?? []);
+    const prompt = spans.length > 0 ? withImageKeys(req.promptIds, spans) : req.promptIds;
+    const first = new Sequence(req.id, 0, prompt, req.arrivalTime, spans);
     first.noPrefixCache = this.params.promptLogprobs !== null;
     first.prefixRoot = saltRoot(this.params.cacheSalt ?? undefined);
     this.sequences = [first];
@@ -64,12 +67,13 @@ export class RequestState {
       this.gateFor(first);
     }
     this.samplers.set(first, this.samplerFor(0, req.promptIds));
-    first.draftLimit = this.speculates() ? Math.min(config.maxModelLen, first.promptLength + (this.params.maxTokens ?? Infinity)) : 0;
+    // a draft never runs over images (a draft model reads tokens only)
+    first.draftLimit = this.speculates() && spans.length === 0 ? Math.min(config.maxModelLen, first.promptLength + (this.params.maxTokens ?? Infinity)) : 0;
     this.stopIds = new Set([...this.params.stopTokenIds, ...(this.params.ignoreEos ? [] : config.eosTokenIds)]);
     this.forks = Math.min(this.params.n, maxNumSeqs);
     first.slots = this.forks;
     for (let i = this.forks; i < this.params.n; i++) {
-      const seq = new Sequence(req.id, i, req.promptIds, req.arrivalTime);
+      const seq = new Sequence(req.id, i, prompt, req.arrivalTime, spans);
       seq.prefixRoot = first.prefixRoot;
       seq.draftLimit = first.draftLimit;
       if (this.params.grammar) {
@@ -91,7 +95,7 @@ export class RequestState {
     const children: Sequence[] = [];
     if (seq.index === 0 && seq.numOutput === 0) {
       for (let i = 1; i < this.forks; i++) {
-        const child = new Sequence(seq.requestId, i, seq.tokens, seq.arrivalTime);
+        const child = new Sequence(seq.requestId, i, seq.tokens, seq.arrivalTime, seq.images);
         child.numComputed = seq.numComputed;
         child.numCachedPrompt = seq.numCachedPrompt;
         child.firstScheduledTime = seq.firstScheduledTime;
@@ -115,7 +119,7 @@ export class RequestState {
 
   private samplerFor(index: number, promptIds: ArrayLike<number>): RequestSampler {
     return new RequestSampler(childSamplingParams(this.params, index), {
-      promptIds,
+      promptIds: Array.from(promptIds, modelTokenId),
       eosTokenIds: this.config.eosTokenIds,
       vocabSize: this.vocabSize,
       ...(this.config.samplingKernels && { kernels: this.config.samplingKernels }),
@@ -292,7 +296,7 @@ export class RequestState {
     const first = this.sequences[0]!;
     if (first.finishReason === undefined || this.sequences.some((s) => s.index > 0 && s.index < this.forks)) return ended;
     for (let i = 1; i < this.forks; i++) {
-      const seq = new Sequence(first.requestId, i, first.tokens.slice(0, first.promptLength), first.arrivalTime);
+      const seq = new Sequence(first.requestId, i, first.tokens.slice(0, first.promptLength), first.arrivalTime, first.images);
       seq.status = 'finished';
       seq.finishReason = reason;
       this.sequences.push(seq);

@@ -5,6 +5,8 @@
 // checkpoint is to be taken (checkpoint-policy.ts), and a prefix hit restores the recurrent
 // state or the window from one. When blocks run out the newest running sequence is
 // preempted: its blocks are freed and it is recomputed later from its tokens, nothing lost.
+// An image's span is never split across chunks (image-spans.ts): a chunk stops before it or
+// takes it whole, over the budget only as the step's first prefill chunk.
 import assert from 'node:assert/strict';
 import { BlockManager } from './block-manager.js';
 import type { CopyOp } from './block-manager.js';
@@ -16,6 +18,7 @@ import type { FinishReason } from './protocol.js';
 import type { Speculator } from './spec/speculator.js';
 import type { Draft } from './spec/draft-model-drafter.js';
 import { StepCostModel, prefillBudget } from './step-budget.js';
+import { fitToSpans } from './image-spans.js';
 
 export interface SchedulerConfig {
   /** token budget of one step (prefill chunks + decode tokens) */
@@ -186,11 +189,14 @@ export class Scheduler {
     this.speculator?.prepare(queue, this.numRunningLive, prefill);
     let next = 0;
     let end = queue.length; // queue[end..] were preempted, newest first
+    /** a prefill chunk is in this step already (an image span over the budget waits for a step it starts) */
+    let prefilled = false;
     for (; next < end; next++) {
       const seq = queue[next]!;
       const decode = seq.numUncomputed === 1;
       let numTokens = Math.min(seq.numUncomputed, budget, decode ? 1 : prefill);
       if (this.checkpoints) numTokens = this.checkpoints.clampChunk(seq, seq.numComputed, numTokens);
+      if (seq.images.length > 0) numTokens = fitToSpans(seq.images, seq.numComputed, numTokens, !prefilled);
       if (numTokens === 0) {
         running.push(seq); // no budget left for it: still running, not scheduled this step
         continue;
@@ -214,11 +220,14 @@ export class Scheduler {
       this.allocate(seq, seq.numComputed + numTokens + n, copyOps, swaCopyOps);
       chunks.push(n > 0 ? { seq, numTokens, draft: draft.tokens, ...(draft.probs && { draftProbs: draft.probs }) } : { seq, numTokens });
       running.push(seq);
-      budget -= numTokens + n;
-      if (!decode) prefill -= numTokens;
+      budget = Math.max(0, budget - numTokens - n);
+      if (!decode) {
+        prefill = Math.max(0, prefill - numTokens);
+        prefilled = true;
+      }
     }
     this.running = running;
-    this.admitWaiting(chunks, Math.min(budget, prefill), now);
+    this.admitWaiting(chunks, Math.min(budget, prefill), now, prefilled);
     return { chunks, copyOps, swaCopyOps };
   }
 
@@ -227,7 +236,7 @@ export class Scheduler {
     this.cost.observe(tokens, forwardMs);
   }
 
-  private admitWaiting(chunks: ScheduledChunk[], budget: number, now: number): void {
+  private admitWaiting(chunks: ScheduledChunk[], budget: number, now: number, prefilled: boolean): void {
     while (budget > 0 && this.numRunningLive < this.config.maxNumSeqs && this.waiting.length > 0) {
       const seq = this.waiting[0]!;
       if (seq.status === 'finished') {
@@ -244,6 +253,8 @@ export class Scheduler {
       const numComputed = cached.length * this.blocks.blockSize;
       let numTokens = Math.min(seq.tokens.length - numComputed, budget);
       if (this.checkpoints) numTokens = this.checkpoints.clampChunk(seq, numComputed, numTokens);
+      if (seq.images.length > 0) numTokens = fitToSpans(seq.images, numComputed, numTokens, !prefilled);
+      if (numTokens === 0) break;
       if (this.config.wholeSequences && numTokens < seq.tokens.length - numComputed) break;
       if (!this.canAllocate(seq, numComputed + numTokens, cached)) break;
       this.waiting.shift();
@@ -261,6 +272,7 @@ export class Scheduler {
       this.running.push(seq);
       chunks.push({ seq, numTokens });
       budget -= numTokens;
+      prefilled = true;
     }
   }
 

@@ -2,6 +2,7 @@
 // its blocks. A request with n > 1 has n sequences that share the prompt's blocks.
 import type { BlockOwner } from './block-manager.js';
 import type { FinishReason } from './protocol.js';
+import type { ImageSpan } from './image-spans.js';
 
 export type SequenceStatus = 'waiting' | 'running' | 'finished';
 
@@ -9,7 +10,7 @@ export class Sequence implements BlockOwner {
   readonly blockTable: number[] = [];
   /** its table in the sliding-window pool (engine/swa-blocks.ts), when the model has one */
   readonly swa: BlockOwner = { blockTable: [] };
-  /** prompt, then generated tokens */
+  /** prompt, then generated tokens (an image's positions hold its cache keys, engine/image-spans.ts) */
   readonly tokens: number[];
   readonly promptLength: number;
   status: SequenceStatus = 'waiting';
@@ -49,6 +50,8 @@ export class Sequence implements BlockOwner {
     readonly index: number,
     promptIds: ArrayLike<number>,
     readonly arrivalTime: number,
+    /** the prompt's images, in position order (a span is computed in one chunk) */
+    readonly images: readonly ImageSpan[] = [],
   ) {
     this.tokens = Array.from(promptIds);
     this.promptLength = this.tokens.length;

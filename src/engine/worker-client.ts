@@ -94,7 +94,9 @@ export class WorkerEngineClient implements EngineClient {
       return stream;
     }
     const ids = Int32Array.from(promptIds);
-    this.send({ type: 'add', id, promptIds: ids, params, arrivalTime: now(), ...(options?.pool && { pool: true as const }) }, [ids.buffer]);
+    const images = options?.images?.length ? options.images : undefined;
+    const pixels = images ? images.map((i) => i.prepared.pixels.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer) : [];
+    this.send({ type: 'add', id, promptIds: ids, params, arrivalTime: now(), ...(options?.pool && { pool: true as const }), ...(images && { images }) }, [ids.buffer, ...new Set(pixels)]);
     return stream;
   }
 

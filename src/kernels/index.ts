@@ -67,6 +67,10 @@ export interface AttentionBatch {
   /** [numTokens] the first position each token attends to, when later than the window's (0..position;
    *  a symmetric window: EmbeddingGemma's sliding layers); absent = 0, or as the window says */
   readonly firstPositions?: Int32Array;
+  /** [numTokens] where a sliding window reaches back from, when not `positions` (a non-causal image
+   *  span attends up to its last position, but its window is measured from each token's own, as
+   *  llama.cpp masks: keys k with p − k < window); absent: positions */
+  readonly windowPositions?: Int32Array;
 }
 
 export interface AttentionShape {

@@ -84,7 +84,7 @@ interface NativeAddon {
     k: F32, v: F32, slotMapping: Int32Array): void;
   attention(out: F32, q: F32, kc: Cache, vc: Cache, dtype: KvDtype, numBlocks: number, blockSize: number, numKvHeads: number,
     headDim: number, seqStarts: Int32Array, positions: Int32Array, blockTables: Int32Array, maxBlocksPerSeq: number,
-    numHeads: number, scale: number, window: number, softcap: number, sinks: F32 | null, firstPositions: Int32Array | null): void;
+    numHeads: number, scale: number, window: number, softcap: number, sinks: F32 | null, firstPositions: Int32Array | null, windowPositions: Int32Array | null): void;
   /** absent when the addon was built without native/matmul.cc */
   matmul?(out: F32, x: F32, rows: number, data: Uint8Array, type: number, inFeatures: number, outFeatures: number): void;
   /** (x, rows, inFeatures, then out, data, type, outFeatures for each weight) */
@@ -343,7 +343,7 @@ function wrap(a: NativeAddon): Kernels {
         throw new RangeError(`attention: heads ${shape.numKvHeads}x${shape.headDim} do not match the cache's ${c.numKvHeads}x${c.headDim}`);
       }
       a.attention(out, q, layer.k, layer.v, c.dtype, c.numBlocks, c.blockSize, c.numKvHeads, c.headDim,
-        b.seqStarts, b.positions, b.blockTables, b.maxBlocksPerSeq, shape.numHeads, shape.scale, shape.window ?? 0, shape.softcap ?? 0, shape.sinks ?? null, b.firstPositions ?? null);
+        b.seqStarts, b.positions, b.blockTables, b.maxBlocksPerSeq, shape.numHeads, shape.scale, shape.window ?? 0, shape.softcap ?? 0, shape.sinks ?? null, b.firstPositions ?? null, b.windowPositions ?? null);
     },
   };
 }

@@ -129,7 +129,10 @@ export function attention(
     };
     for (let t = batch.seqStarts[s]!; t < batch.seqStarts[s + 1]!; t++) {
       const ctx = batch.positions[t]! + 1; // causal: positions first..p
-      const first = Math.max(window > 0 ? Math.max(0, ctx - window) : 0, batch.firstPositions?.[t] ?? 0);
+      // the window reaches back from windowPositions[t] where given (a non-causal image span's own position)
+      const from = batch.windowPositions ? batch.windowPositions[t]! + 1 : ctx;
+      if (from > ctx || from < 1) throw new RangeError(`windowPositions[${t}] must be in [0, positions[${t}]]`);
+      const first = Math.max(window > 0 ? Math.max(0, from - window) : 0, batch.firstPositions?.[t] ?? 0);
       if (first >= ctx || first < 0) throw new RangeError(`attention: firstPositions[${t}] ${batch.firstPositions?.[t]} outside 0..${ctx - 1}`);
       const scores = new Float32Array(ctx - first);
       for (let h = 0; h < numHeads; h++) {

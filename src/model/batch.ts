@@ -17,9 +17,16 @@ export interface ForwardBatch extends AttentionBatch {
   /** [numSeqs] each sequence's recurrent-state slot (KvCache.recurrent), for hybrid models; a
    *  sequence whose chunk starts at position 0 starts from a zeroed state */
   readonly stateSlots?: Int32Array;
-  /** [4 * numTokens] M-RoPE positions, section-major as llama.cpp's batch (t of every token, then
-   *  h, w, e): a text token at p is (p, p, p, p), an image's token its (t, row, col) place. Only
-   *  rotary reads them (models with ropeSections); absent = each token's `positions` entry */
+  /** batch rows whose input is an embedding (an image's, from its projector) instead of their token's:
+   *  row rows[i] reads data[i*hidden .. (i+1)*hidden]; written into the residual stream as is (never
+   *  scaled as token embeddings may be: arch/input-embeds.ts) */
+  readonly inputEmbeds?: { readonly rows: Int32Array; readonly data: Float32Array };
+  /** [numTokens] the position up to which each token attends, where some differ from `positions`
+   *  (a non-causal image span: its tokens attend to the span's last position); rotary and the KV
+   *  slot still use `positions` */
+  readonly attentionPositions?: Int32Array;
+  /** [4 * numTokens] M-RoPE positions, section-major (t for all tokens, then h, w, e), for a model
+   *  whose images take Qwen's (t, h, w) positions (engine/mrope-positions.ts); absent: `positions` */
   readonly ropePositions?: Int32Array;
 }
 
@@ -40,7 +47,9 @@ export function assertValidBatch(batch: ForwardBatch): void {
   if (numSeqs < 0 || batch.seqStarts[0] !== 0 || batch.seqStarts[numSeqs] !== n) throw new Error('seqStarts must run from 0 to numTokens');
   if (batch.blockTables.length !== numSeqs * batch.maxBlocksPerSeq) throw new Error('blockTables must be [numSeqs, maxBlocksPerSeq]');
   for (const i of batch.logitIndices) if (i < 0 || i >= n) throw new Error(`logit index ${i} outside the batch`);
-  if (batch.ropePositions && batch.ropePositions.length !== 4 * n) throw new Error('ropePositions must be [4 * numTokens]');
+  if (batch.inputEmbeds) for (const i of batch.inputEmbeds.rows) if (i < 0 || i >= n) throw new Error(`input embedding row ${i} outside the batch`);
+  if (batch.attentionPositions && batch.attentionPositions.length !== n) throw new Error('attentionPositions must be [numTokens]');
+  if (batch.ropePositions && batch.ropePositions.length !== 4 * n) throw new Error('ropePositions must be [4, numTokens]');
 }
 
 /** One sequence's part of a step: `tokenIds` continue its context at `startPos`. */
@@ -57,6 +66,16 @@ export interface SequenceChunk {
   readonly wantLogits: boolean;
   /** logits after every token of the chunk (prompt logprobs), in token order */
   readonly allLogits?: boolean;
+  /** runs of the chunk's tokens whose input is an embedding: tokenIds[at .. at + count) read
+   *  data [count, hidden]; a nonCausal run attends both ways (each of its tokens to its last) */
+  readonly embeds?: readonly ChunkEmbeds[];
+}
+
+export interface ChunkEmbeds {
+  readonly at: number;
+  readonly count: number;
+  readonly data: Float32Array;
+  readonly nonCausal: boolean;
 }
 
 /** Flattens per-sequence chunks into a ForwardBatch (logits in chunk order). */
@@ -69,6 +88,7 @@ export function buildBatch(chunks: readonly SequenceChunk[], blockSize: number):
   const seqStarts = new Int32Array(chunks.length + 1);
   const blockTables = new Int32Array(chunks.length * maxBlocksPerSeq).fill(-1);
   const logitIndices: number[] = [];
+  const embeds = inputEmbedsOf(chunks);
   let t = 0;
   chunks.forEach((chunk, s) => {
     seqStarts[s] = t;
@@ -82,6 +102,7 @@ export function buildBatch(chunks: readonly SequenceChunk[], blockSize: number):
       slotMapping[t] = block * blockSize + (pos % blockSize);
     }
     const n = chunk.tokenIds.length;
+    for (const e of chunk.embeds ?? []) embeds?.add(t - n, chunk.startPos, e);
     if (chunk.allLogits) for (let i = t - n; i < t; i++) logitIndices.push(i);
     else if (chunk.wantLogits && n > 0) logitIndices.push(t - 1);
   });
@@ -94,6 +115,35 @@ export function buildBatch(chunks: readonly SequenceChunk[], blockSize: number):
   return {
     tokenIds, positions, slotMapping, seqStarts, blockTables, maxBlocksPerSeq, logitIndices: Int32Array.from(logitIndices),
     ...(swa ? { swa } : {}), ...(stateSlots ? { stateSlots } : {}),
+    ...(embeds && embeds.batchFields(positions)),
+  };
+}
+
+/** Gathers the chunks' embedding runs into ForwardBatch.inputEmbeds (and attentionPositions for non-causal runs). */
+function inputEmbedsOf(chunks: readonly SequenceChunk[]) {
+  const runs = chunks.flatMap((c) => c.embeds ?? []);
+  if (runs.length === 0) return undefined;
+  const numRows = runs.reduce((n, e) => n + e.count, 0);
+  const hidden = runs[0]!.data.length / runs[0]!.count;
+  const rows = new Int32Array(numRows);
+  const data = new Float32Array(numRows * hidden);
+  /** [row in batch, last position] of each non-causal run's rows */
+  const nonCausal: [number, number, number][] = [];
+  let r = 0;
+  return {
+    add(chunkStart: number, startPos: number, e: ChunkEmbeds): void {
+      if (e.data.length !== e.count * hidden) throw new Error(`an embedding run of ${e.count} rows has ${e.data.length} values, not ${e.count} × ${hidden}`);
+      for (let i = 0; i < e.count; i++) rows[r + i] = chunkStart + e.at + i;
+      data.set(e.data, r * hidden);
+      r += e.count;
+      if (e.nonCausal) nonCausal.push([chunkStart + e.at, e.count, startPos + e.at + e.count - 1]);
+    },
+    batchFields(positions: Int32Array): Pick<ForwardBatch, 'inputEmbeds' | 'attentionPositions'> {
+      if (nonCausal.length === 0) return { inputEmbeds: { rows, data } };
+      const attentionPositions = positions.slice();
+      for (const [row, count, last] of nonCausal) attentionPositions.fill(last, row, row + count);
+      return { inputEmbeds: { rows, data }, attentionPositions };
+    },
   };
 }
 

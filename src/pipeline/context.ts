@@ -9,6 +9,7 @@ import type { DecodeOptions, EncodeOptions, Tokenizer } from '../tokenizer/token
 import type { RequestLimits } from './limits.js';
 import type { ReasoningParserName } from './reasoning/parser.js';
 import type { ToolCallParserName } from './tools/parsers.js';
+import type { VisionContext } from './images.js';
 
 export interface RenderOptions {
   readonly addGenerationPrompt: boolean;
@@ -50,6 +51,8 @@ export interface PipelineContext {
   readonly options: PipelineOptions;
   /** requests in the engine, by engine request id (client ids must not collide with them) */
   readonly requests: Map<string, RunningRequest>;
+  /** the served model's vision projector (--mmproj): images are refused without one */
+  readonly vision?: VisionContext | undefined;
 }
 
 /** A text codec on this thread (the library, the CLI): the tokenizer's own calls. */

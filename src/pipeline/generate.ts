@@ -11,6 +11,7 @@ import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { PipelineContext } from './context.js';
 import type { ResolvedRequest } from './request.js';
 import { StopStringMatcher } from './stop-strings.js';
+import type { EngineImage } from '../engine/image-spans.js';
 
 export interface GenerationRequest {
   /** the engine's request id */
@@ -26,6 +27,8 @@ export interface GenerationRequest {
   readonly signal: AbortSignal;
   /** LMDeploy's repetition early stop: stop once the last `size` tokens have occurred `threshold` times */
   readonly repetitionNgram?: { readonly size: number; readonly threshold: number };
+  /** the prompt's images (their pixels move to the engine) */
+  readonly images?: readonly EngineImage[];
   /** where the running request is registered (for /abort_request) while the engine has it */
   readonly registry?: Map<string, { abort(): void }>;
 }
@@ -94,6 +97,7 @@ export function runPrompt(ctx: PipelineContext, r: ResolvedRequest, i: number, s
       skipSpecialTokens: r.skipSpecialTokens,
       signal,
       registry: ctx.requests,
+      ...(p.images && { images: p.images }),
       ...(opts.repetitionNgram && { repetitionNgram: opts.repetitionNgram }),
     },
     summary,
@@ -154,7 +158,7 @@ export async function* generate(
   observer: GenerationObserver = {},
 ): AsyncGenerator<CompletionEvent> {
   const n = req.params.n;
-  const stream = engine.add(req.id, req.promptIds, req.params);
+  const stream = engine.add(req.id, req.promptIds, req.params, req.images?.length ? { images: req.images } : undefined);
   req.registry?.set(req.id, { abort: () => engine.abort(req.id) });
   const texts = Array.from({ length: n }, () => new CompletionText(tokenizer, req, req.includeStopStrInOutput ?? false));
   let open = n;

@@ -24,6 +24,8 @@ import { parserNeedsSpecialTokens } from './reasoning/parser.js';
 import { checkToolSchemasCompile } from './tools/forced.js';
 import { planTools, withGenericToolsInstruction } from './tools/request.js';
 import type { ChatToolsPlan, ToolFields } from './tools/request.js';
+import type { EngineImage } from '../engine/image-spans.js';
+import { tokenizeImagePrompt } from './image-prompt.js';
 
 export type { PromptInput } from './prompt.js';
 
@@ -64,6 +66,8 @@ export interface ResolvedPrompt {
   readonly text: string;
   /** the engine's parameters for this prompt (max_tokens may differ per prompt) */
   readonly params: SamplingParams;
+  /** its images, decoded and prepared (ids hold IMAGE_TOKEN_ID at their positions); their pixels go to the engine */
+  readonly images?: readonly EngineImage[];
 }
 
 export interface ResolvedRequest {
@@ -113,9 +117,8 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
     await slicer.tick();
     const chat = isChatPrompt(p);
     let text: string | readonly number[];
-    if ((isChatPrompt(p) || isTextImagesPrompt(p)) && (p.images?.length ?? 0) > 0) {
-      throw new InvalidArgumentError('This model cannot read images: start loom with a vision projector (--mmproj)', spec.promptParam);
-    }
+    const inputImages = (isChatPrompt(p) || isTextImagesPrompt(p)) && p.images?.length ? p.images : undefined;
+    if (inputImages) checkImageRequest(ctx, spec, names);
     if (isTextImagesPrompt(p)) text = p.text;
     else if (isChatPrompt(p)) {
       // the generic tool format is told to the model in the system message
@@ -123,7 +126,12 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
       text = await renderChatPrompt(ctx.text, tools ? { ...q, templateVars: { ...tools.templateVars, ...q.templateVars } } : q);
     } else text = p;
     if (typeof text === 'string' && spec.truncatePromptTokens == null) checkPromptBytes(ctx.tokenizer, text, contextLimit(ctx), spec.promptParam);
-    let ids = typeof text === 'string' ? await ctx.text.encode(text, { addSpecial: spec.addSpecialTokens, parseSpecial: chat || (spec.parseSpecial ?? true) }) : [...text];
+    const parseSpecial = chat || (spec.parseSpecial ?? true);
+    let images: EngineImage[] | undefined;
+    let ids: number[];
+    if (inputImages && typeof text === 'string') {
+      ({ ids, images } = await tokenizeImagePrompt(ctx, text, inputImages, { addSpecial: spec.addSpecialTokens, parseSpecial, param: spec.promptParam }));
+    } else ids = typeof text === 'string' ? await ctx.text.encode(text, { addSpecial: spec.addSpecialTokens, parseSpecial }) : [...text];
     checkTokenIds(ctx, ids, spec.promptParam);
     if (ids.length === 0) throw new InvalidArgumentError('The prompt must not be empty', spec.promptParam);
     ids = truncate(ctx, ids, spec.truncatePromptTokens);
@@ -134,7 +142,7 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
     reasoning ??= plan;
     const gate = sampling.grammar != null && plan?.gate ? { grammarGate: plan.gate } : {};
     const params = resolveParams(ctx, { ...sampling, ...gate, maxTokens, badWords }, names);
-    prompts.push({ ids, text: typeof text === 'string' ? text : await ctx.text.decode(ids, { skipSpecial: false }), params: Object.freeze(params) });
+    prompts.push({ ids, text: typeof text === 'string' ? text : await ctx.text.decode(ids, { skipSpecial: false }), params: Object.freeze(params), ...(images && { images }) });
   }
   const grammar = prompts[0]?.params.grammar;
   if (grammar) {
@@ -158,6 +166,20 @@ export async function resolveRequest(ctx: PipelineContext, spec: RequestSpec): P
     tools,
     reasoning,
   });
+}
+
+/**
+ * What a prompt with images cannot have, refused before anything is decoded: no projector; a
+ * cut of the prompt (it could cut an image); prompt logprobs (an image's positions have no
+ * tokens to score: vLLM returns none for them either, loom refuses).
+ */
+function checkImageRequest(ctx: PipelineContext, spec: RequestSpec, names: Readonly<Record<string, string>>): void {
+  if (!ctx.vision) throw new InvalidArgumentError('This model cannot read images: start loom with a vision projector (--mmproj)', spec.promptParam);
+  if (spec.truncatePromptTokens != null) throw new InvalidArgumentError('truncate_prompt_tokens cannot be used with images (it could cut one)', 'truncate_prompt_tokens');
+  if (spec.sampling.promptLogprobs != null) {
+    const param = names['prompt_logprobs'] ?? 'prompt_logprobs';
+    throw new InvalidArgumentError(`${param} cannot be used with images: an image's positions have no tokens to score`, param);
+  }
 }
 
 /** The reasoning parser of a chat: --reasoning-parser, or the one the chat template's own markers imply. */

@@ -21,6 +21,7 @@ import { ollamaRoutes } from './routes/ollama.js';
 import { responsesRoute } from './routes/responses.js';
 import { webuiRoute } from './routes/webui.js';
 import { embeddingsRoutes } from './routes/embeddings.js';
+import type { VisionContext } from '../pipeline/images.js';
 
 export interface AppParts {
   readonly engine: EngineClient;
@@ -29,6 +30,8 @@ export interface AppParts {
   readonly logger?: boolean;
   /** workers for long texts; the app owns it from here (closed with the app) */
   readonly tokenizerPool?: TokenizerPool | undefined;
+  /** the vision projector's image preparation (--mmproj); the app closes it when it is a pool */
+  readonly vision?: VisionContext | undefined;
 }
 
 export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerContext } {
@@ -51,7 +54,10 @@ export function buildApp(parts: AppParts): { app: FastifyInstance; ctx: ServerCo
     requests: new Map(),
     sessions: new Map(),
     ignoredFields: new Set(),
+    ...(parts.vision && { vision: parts.vision }),
   };
+  const vision = parts.vision;
+  if (vision?.close) app.addHook('onClose', async () => vision.close?.());
   const pool = parts.tokenizerPool;
   if (pool) app.addHook('onClose', async () => pool.close());
   maxTokenBytes(parts.tokenizer); // a pass over the vocabulary, done now rather than in the first request

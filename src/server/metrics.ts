@@ -155,6 +155,15 @@ export class ServerMetrics {
       const bytes = new Gauge({ name: 'loom:kv_cache_bytes', help: "Bytes of the KV cache's arrays (in its element type, --kv-cache-dtype).", labelNames: Object.keys(this.labels), registers: reg });
       bytes.set(this.labels, engine.info.kvCacheBytes);
     }
+    // the vision projector's encoding (--mmproj): time a step's encode call took, images encoded
+    const encode = new Histogram({ name: 'loom:image_encode_seconds', help: 'Time the vision projector took in an engine step that encoded images (one call for all of them).', buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], labelNames: Object.keys(this.labels), registers: reg });
+    const images = new Counter({ name: 'loom:images_encoded_total', help: 'Images the vision projector encoded (a prefix-cache hit on an image encodes none).', labelNames: Object.keys(this.labels), registers: reg });
+    images.inc(this.labels, 0);
+    engine.onStep(({ stats }) => {
+      if (!stats.imagesEncoded) return;
+      encode.observe(this.labels, (stats.encodeMs ?? 0) / 1000);
+      images.inc(this.labels, stats.imagesEncoded);
+    });
     // process_resident_memory_bytes, nodejs_heap_size_used_bytes, … (what `loom bench soak` watches)
     collectDefaultMetrics({ register: this.registry });
     engine.onRestart?.(() => restarts.inc(this.labels));

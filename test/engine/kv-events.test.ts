@@ -31,6 +31,8 @@ describe('deterministic CBOR', () => {
       [1000000000000, '1b000000e8d4a51000'], [18446744073709551615n, '1bffffffffffffffff'],
       ['', '60'], ['a', '6161'], ['IETF', '6449455446'], ['\u00fc', '62c3bc'],
       [[], '80'], [[1, 2, 3], '83010203'], [[1, [2, 3], [4, 5]], '8301820203820405'], [null, 'f6'],
+      // RFC 8949 appendix A's negative integers (an image position's cache key is one)
+      [-1, '20'], [-10, '29'], [-100, '3863'], [-1000, '3903e7'], [-2147483648, '3a7fffffff'],
     ];
     for (const [value, expected] of cases) assert.equal(hex(encodeCbor(value)), expected, String(value));
   });

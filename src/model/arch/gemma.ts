@@ -18,6 +18,7 @@ import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, optionalVector, outputWeight } from './architecture.js';
 import { symmetricWindowAttention, wholeSequenceAttention } from './bidirectional.js';
+import { attentionView, writeInputEmbeds } from './input-embeds.js';
 
 interface GemmaLayer {
   attnNorm: Float32Array;
@@ -124,7 +125,8 @@ export class GemmaArchitecture implements Architecture {
     const up = this.scratch.take('up', n * c.ffnSize);
     const base = { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, scale: 1, softcap: this.params.attnSoftcap };
     // sliding-window layers may keep their KV in a pool of their own, with its own block tables
-    const swaBatch: AttentionBatch = batch.swa ? { ...batch, blockTables: batch.swa.blockTables, maxBlocksPerSeq: batch.swa.maxBlocksPerSeq } : batch;
+    const att = attentionView(batch);
+    const swaBatch: AttentionBatch = batch.swa ? { ...att, blockTables: batch.swa.blockTables, maxBlocksPerSeq: batch.swa.maxBlocksPerSeq } : att;
     // an encoder's global layers see their whole sequence, its sliding ones the symmetric window
     const encoder = c.bidirectional === true;
     const wholeBatch = encoder ? wholeSequenceAttention(batch) : batch;
@@ -132,6 +134,7 @@ export class GemmaArchitecture implements Architecture {
 
     k.embedRows(x, this.embedding, batch.tokenIds);
     scaleInPlace(x, n * hidden, Math.fround(Math.sqrt(hidden)));
+    writeInputEmbeds(x, batch, hidden); // image rows unscaled, as llama.cpp's gemma3 graph
     this.layers.forEach((layer, li) => {
       k.rmsNorm(h, x, layer.attnNorm, n, hidden, c.normEps);
       k.matmulSet(h, n, [{ out: q, w: layer.wq }, { out: kk, w: layer.wk }, { out: v, w: layer.wv }]);
@@ -148,7 +151,7 @@ export class GemmaArchitecture implements Architecture {
         k.attention(attn, q, kv.layers[li]!, kv.layerShape(li), attnBatch, base);
       } else {
         const shape: AttentionShape = { ...base, window: layer.window };
-        k.attention(attn, q, kv.layers[li]!, kv.layerShape(li), pooled ? swaBatch : batch, shape);
+        k.attention(attn, q, kv.layers[li]!, kv.layerShape(li), pooled ? swaBatch : att, shape);
       }
       k.matmul(h, attn, layer.wo, n);
       k.rmsNorm(h, h, layer.attnPostNorm, n, hidden, c.normEps);

@@ -19,6 +19,7 @@ import { Scratch, loadVector, outputWeight, rmsNormLogits } from './architecture
 import { layerSlice, loadGemma4Layers, loadPerLayerEmbedding, perLayerInputs } from './gemma4-layers.js';
 import type { Gemma4Layer, Gemma4Moe, PerLayerEmbedding } from './gemma4-layers.js';
 import { minRoutingGapOf } from './moe.js';
+import { attentionView, writeInputEmbeds } from './input-embeds.js';
 
 export class Gemma4Architecture implements Architecture {
   private readonly embedding: WeightTensor;
@@ -72,10 +73,14 @@ export class Gemma4Architecture implements Architecture {
     const gate = this.scratch.take('gate', n * this.widths.ffn);
     const up = this.scratch.take('up', n * this.widths.ffn);
     // sliding-window layers may keep their KV in a pool of their own, with its own block tables
-    const swaBatch: AttentionBatch = batch.swa ? { ...batch, blockTables: batch.swa.blockTables, maxBlocksPerSeq: batch.swa.maxBlocksPerSeq } : batch;
+    const att = attentionView(batch);
+    const swaBatch: AttentionBatch = batch.swa ? { ...att, blockTables: batch.swa.blockTables, maxBlocksPerSeq: batch.swa.maxBlocksPerSeq } : batch;
 
     k.embedRows(x, this.embedding, batch.tokenIds);
     scaleInPlace(x, n * hidden, Math.fround(Math.sqrt(hidden)));
+    // image rows unscaled (llama.cpp's gemma4 graph); their per-layer inputs read token 0's row, as llama.cpp's
+    // multimodal path does: an image row's token id is 0 (engine/image-spans.ts)
+    writeInputEmbeds(x, batch, hidden);
     const inputs = this.perLayer && perLayerInputs(this.perLayer, x, batch.tokenIds, c, pl, this.scratch, k);
     this.layers.forEach((layer, li) => {
       const qWidth = c.numHeads * layer.headDim;
@@ -103,7 +108,8 @@ export class Gemma4Architecture implements Architecture {
       // a shared-KV layer's cache entry is its source layer's arrays (KvCache), so this reads those
       const shape = { numHeads: c.numHeads, numKvHeads: layer.numKvHeads, headDim: layer.headDim, scale: 1, window: layer.window };
       const out = attn.subarray(0, n * qWidth);
-      k.attention(out, qs, kv.layers[li]!, kv.layerShape(li), pooled ? swaBatch : batch, shape);
+      // an image is non-causal in the sliding layers only (llama.cpp's LLAMA_NON_CAUSAL_TYPE_SWA_ONLY for gemma4)
+      k.attention(out, qs, kv.layers[li]!, kv.layerShape(li), layer.window === 0 ? batch : pooled ? swaBatch : att, shape);
       k.matmul(h, out, layer.wo, n);
       k.rmsNorm(h, h, layer.attnPostNorm, n, hidden, c.normEps);
       k.add(x, x, h, n * hidden);

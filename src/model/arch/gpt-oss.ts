@@ -14,6 +14,7 @@ import { Scratch, rmsNormLogits, loadVector, outputWeight } from './architecture
 import { MoeFfn, minRoutingGapOf } from './moe.js';
 import { ropeScalingAt } from '../../tensor/rope-scaling.js';
 import type { RopeScaling } from '../../tensor/rope-scaling.js';
+import { attentionView, writeInputEmbeds } from './input-embeds.js';
 
 interface GptOssLayer {
   attnNorm: Float32Array;
@@ -108,9 +109,11 @@ export class GptOssArchitecture implements Architecture {
     const attn = this.scratch.take('attn', n * qWidth);
     const base = { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, scale: 1 / Math.sqrt(c.headDim) };
     // sliding-window layers may keep their KV in a pool of their own, with its own block tables
-    const swaBatch: AttentionBatch = batch.swa ? { ...batch, blockTables: batch.swa.blockTables, maxBlocksPerSeq: batch.swa.maxBlocksPerSeq } : batch;
+    const att = attentionView(batch);
+    const swaBatch: AttentionBatch = batch.swa ? { ...att, blockTables: batch.swa.blockTables, maxBlocksPerSeq: batch.swa.maxBlocksPerSeq } : batch;
 
     k.embedRows(x, this.embedding, batch.tokenIds);
+    writeInputEmbeds(x, batch, D);
     this.layers.forEach((layer, li) => {
       k.rmsNorm(h, x, layer.attnNorm, n, D, c.normEps);
       k.matmulSet(h, n, [{ out: q, w: layer.wq }, { out: kk, w: layer.wk }, { out: v, w: layer.wv }]);
@@ -122,7 +125,7 @@ export class GptOssArchitecture implements Architecture {
       const pooled = layer.window > 0 && batch.swa !== undefined;
       const shape: AttentionShape = { ...base, window: layer.window, sinks: layer.sinks };
       k.writeKv(kv.layers[li]!, kv.layerShape(li), kk, v, pooled ? batch.swa!.slotMapping : batch.slotMapping);
-      k.attention(attn, q, kv.layers[li]!, kv.layerShape(li), pooled ? swaBatch : batch, shape);
+      k.attention(attn, q, kv.layers[li]!, kv.layerShape(li), pooled ? swaBatch : att, shape);
       k.matmul(h, attn, layer.wo, n);
       k.addBias(h, layer.bo, n);
       k.add(x, x, h, n * D);

@@ -12,6 +12,7 @@ import { loadQkv, projectQkv, splitRows } from './qkv-projection.js';
 import type { QkvProjection } from './qkv-projection.js';
 import { ropeScalingAt } from '../../tensor/rope-scaling.js';
 import type { RopeScaling } from '../../tensor/rope-scaling.js';
+import { attentionView, writeInputEmbeds } from './input-embeds.js';
 
 interface LlamaLayer {
   attnNorm: Float32Array;
@@ -95,6 +96,8 @@ export class LlamaArchitecture implements Architecture {
     const attnShape = { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, scale: 1 / Math.sqrt(c.headDim) };
 
     k.embedRows(x, this.embedding, batch.tokenIds);
+    writeInputEmbeds(x, batch, c.hiddenSize);
+    const att = attentionView(batch);
     this.layers.forEach((layer, li) => {
       k.rmsNorm(h, x, layer.attnNorm, n, c.hiddenSize, c.normEps);
       projectQkv(k, this.scratch, layer.qkv, h, n, q, kk, v, qWidth, kvWidth);
@@ -106,7 +109,7 @@ export class LlamaArchitecture implements Architecture {
       }
       const cacheLayer = kv.layers[li]!;
       k.writeKv(cacheLayer, kv.shape, kk, v, batch.slotMapping);
-      k.attention(attn, q, cacheLayer, kv.shape, batch, attnShape);
+      k.attention(attn, q, cacheLayer, kv.shape, att, attnShape);
       k.matmul(h, attn, layer.wo, n);
       k.add(x, x, h, n * c.hiddenSize);
 

@@ -21,6 +21,7 @@ import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, outputWeight } from './architecture.js';
 import { SharedExpertMoeFfn } from './shared-expert.js';
 import { minRoutingGapOf } from './moe.js';
+import { attentionView, writeInputEmbeds } from './input-embeds.js';
 
 interface AttentionMixer {
   readonly kind: 'attention';
@@ -151,6 +152,7 @@ export class Qwen35Architecture implements Architecture {
     const h = this.scratch.take('h', n * hidden);
     const f = this.scratch.take('f', n * hidden);
     k.embedRows(x, this.embedding, batch.tokenIds);
+    writeInputEmbeds(x, batch, hidden);
     this.layers.forEach((layer, li) => {
       k.rmsNorm(h, x, layer.attnNorm, n, hidden, c.normEps);
       if (layer.mixer.kind === 'attention') this.attention(h, h, layer.mixer, li, batch, kv, k);
@@ -199,7 +201,7 @@ export class Qwen35Architecture implements Architecture {
     this.rotate(kk, c.numKvHeads, batch, k);
     const cache = kv.layers[li]!;
     k.writeKv(cache, kv.shape, kk, v, batch.slotMapping);
-    k.attention(attn, q, cache, kv.shape, batch, { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: hd, scale: 1 / Math.sqrt(hd) });
+    k.attention(attn, q, cache, kv.shape, attentionView(batch), { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: hd, scale: 1 / Math.sqrt(hd) });
     for (let i = 0; i < n * qWidth; i++) attn[i] = attn[i]! * sigmoid(g[i]!);
     k.matmul(out, attn, m.wo, n);
   }

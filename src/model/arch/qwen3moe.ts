@@ -12,6 +12,7 @@ import { Scratch, rmsNormLogits, loadVector, outputWeight } from './architecture
 import { MoeFfn, minRoutingGapOf } from './moe.js';
 import { ropeScalingAt } from '../../tensor/rope-scaling.js';
 import type { RopeScaling } from '../../tensor/rope-scaling.js';
+import { attentionView, writeInputEmbeds } from './input-embeds.js';
 
 interface Qwen3MoeLayer {
   attnNorm: Float32Array;
@@ -90,6 +91,7 @@ export class Qwen3MoeArchitecture implements Architecture {
     const attnShape = { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, scale: 1 / Math.sqrt(c.headDim) };
 
     k.embedRows(x, this.embedding, batch.tokenIds);
+    writeInputEmbeds(x, batch, c.hiddenSize);
     this.layers.forEach((layer, li) => {
       k.rmsNorm(h, x, layer.attnNorm, n, c.hiddenSize, c.normEps);
       k.matmulSet(h, n, [{ out: q, w: layer.wq }, { out: kk, w: layer.wk }, { out: v, w: layer.wv }]);
@@ -99,7 +101,7 @@ export class Qwen3MoeArchitecture implements Architecture {
       k.rope(kk, batch.positions, c.numKvHeads, c.headDim, c.ropeDim, c.ropeBase, c.ropeStyle, this.ropeScaling);
       const cacheLayer = kv.layers[li]!;
       k.writeKv(cacheLayer, kv.shape, kk, v, batch.slotMapping);
-      k.attention(attn, q, cacheLayer, kv.shape, batch, attnShape);
+      k.attention(attn, q, cacheLayer, kv.shape, attentionView(batch), attnShape);
       k.matmul(h, attn, layer.wo, n);
       k.add(x, x, h, n * c.hiddenSize);
 

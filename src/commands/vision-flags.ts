@@ -1,0 +1,70 @@
+// --mmproj and the image limits, for every command that can read images (serve, generate, chat).
+// The byte bound of one image is the server's --max-image-bytes (the APIs check it as they parse).
+import { Option } from 'commander';
+import type { Command } from 'commander';
+import { InvalidArgumentError } from '../errors.js';
+import type { ModelConfig } from '../model/weights.js';
+import { loadProjector } from '../model/vision/projector-file.js';
+import type { LoadedProjector } from '../model/vision/projector-file.js';
+import type { LoadOptions } from '../model/model-memory.js';
+import { readFileSync } from 'node:fs';
+import { DEFAULT_IMAGE_LIMITS } from '../pipeline/images.js';
+import type { ImageLimits, ReadyImage, VisionContext } from '../pipeline/images.js';
+import { IMAGE_MARKER } from '../pipeline/image-input.js';
+import type { ImageInput } from '../pipeline/image-input.js';
+import { numberOption } from './parse.js';
+
+export interface VisionFlags {
+  mmproj?: string;
+  maxImagePixels: number;
+  maxImagesPerRequest: number;
+}
+
+/** `limits`: the image limits too (commands that take images from others: serve, generate) */
+export function addVisionFlags(cmd: Command, limits = true): Command {
+  cmd.option('--mmproj <file>', "a vision projector (llama.cpp's mmproj GGUF) for the model: prompts may then carry images");
+  if (!limits) return cmd;
+  return cmd
+    .addOption(new Option('--max-image-pixels <n>', 'most pixels (width × height) of one image; larger ones are refused before they are decoded').default(DEFAULT_IMAGE_LIMITS.maxPixels).argParser(numberOption('max-image-pixels', true)))
+    .addOption(new Option('--max-images-per-request <n>', 'most images in one request').default(DEFAULT_IMAGE_LIMITS.maxImages).argParser(numberOption('max-images-per-request', true)));
+}
+
+export function imageLimitsOf(flags: VisionFlags, maxBytes = DEFAULT_IMAGE_LIMITS.maxBytes): ImageLimits {
+  if (flags.maxImagePixels < 1) throw new InvalidArgumentError(`--max-image-pixels must be at least 1, got ${flags.maxImagePixels}`);
+  if (flags.maxImagesPerRequest < 1) throw new InvalidArgumentError(`--max-images-per-request must be at least 1, got ${flags.maxImagesPerRequest}`);
+  return { maxBytes, maxPixels: flags.maxImagePixels, maxImages: flags.maxImagesPerRequest };
+}
+
+/** This thread's copy of the projector (mapped): its layout and prepare; the engine loads its own. */
+export function openProjector(flags: VisionFlags, textConfig: ModelConfig, load: LoadOptions): LoadedProjector | undefined {
+  return flags.mmproj === undefined ? undefined : loadProjector(flags.mmproj, textConfig, { ...load, mlock: false });
+}
+
+/** The files of --image as the pipeline's inputs (a file that cannot be read is refused naming it). */
+export function readImageFiles(files: readonly string[]): ImageInput[] {
+  return files.map((file) => {
+    try {
+      return { bytes: readFileSync(file), param: `--image ${file}` };
+    } catch (err) {
+      throw new InvalidArgumentError(`--image ${file}: ${err instanceof Error ? err.message : String(err)}`, '--image');
+    }
+  });
+}
+
+/** As llama-mtmd-cli: a prompt without markers gets one per image, before its text. */
+export function withImageMarkers(prompt: string, images: number): string {
+  return images > 0 && !prompt.includes(IMAGE_MARKER) ? IMAGE_MARKER.repeat(images) + prompt : prompt;
+}
+
+/** A vision context that prepares each input once (a CLI command sizes its engine by the prompt, then runs it). */
+export function preparedOnce(vision: VisionContext): VisionContext {
+  const done = new Map<ImageInput, Promise<ReadyImage>>();
+  return {
+    ...vision,
+    prepare(input) {
+      let ready = done.get(input);
+      if (!ready) done.set(input, (ready = vision.prepare(input)));
+      return ready;
+    },
+  };
+}

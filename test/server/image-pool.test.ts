@@ -1,0 +1,47 @@
+// The image workers: the same prepared pixels and hash as preparing on this thread, refusals
+// as InvalidArgumentErrors naming the field, several images at once.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { InvalidArgumentError } from '../../src/errors.js';
+import { loadProjector } from '../../src/model/vision/projector-file.js';
+import type { LoadedProjector } from '../../src/model/vision/projector-file.js';
+import { DEFAULT_IMAGE_LIMITS, inlineVision } from '../../src/pipeline/images.js';
+import { ImagePool } from '../../src/server/image-pool.js';
+import { fixtureModel } from '../fixtures/engine-run.js';
+import { PROJECTOR_FIXTURES, projectorFixturePath } from '../fixtures/mmproj-fixture.js';
+import { IMAGE_DIR, TEST_IMAGES } from '../fixtures/test-images.js';
+
+describe('image workers', () => {
+  const text = fixtureModel('gemma3-q8_0');
+  const mmproj = projectorFixturePath(PROJECTOR_FIXTURES.find((p) => p.name === 'mmproj-gemma3-q8_0')!);
+  let projector: LoadedProjector;
+  let pool: ImagePool;
+  before(async () => {
+    projector = loadProjector(mmproj, text.config);
+    pool = await ImagePool.start(projector, { mmproj, textConfig: text.config, limits: { ...DEFAULT_IMAGE_LIMITS, maxPixels: 5000 } }, 2);
+  });
+  after(async () => {
+    await pool.close();
+    projector.dispose();
+  });
+
+  it('prepare as this thread does, several at once', async () => {
+    const inputs = TEST_IMAGES.filter((i) => i.width * i.height <= 5000).map((i, k) => ({ bytes: readFileSync(join(IMAGE_DIR, i.file)), param: `images[${k}]` }));
+    const here = await Promise.all(inputs.map((i) => inlineVision(projector).prepare(i)));
+    const there = await Promise.all(inputs.map((i) => pool.prepare(i)));
+    there.forEach((r, k) => {
+      assert.equal(r.hash, here[k]!.hash);
+      assert.equal(r.prepared.numTokens, here[k]!.prepared.numTokens);
+      assert.deepEqual(r.prepared.pixels, here[k]!.prepared.pixels);
+    });
+  });
+
+  it('a broken or too large image is an InvalidArgumentError naming its field', async () => {
+    await assert.rejects(pool.prepare({ bytes: Buffer.from('nope'), param: 'messages[1].content[0]' }), (e: unknown) => e instanceof InvalidArgumentError && e.param === 'messages[1].content[0]');
+    // wide-97x53 has 5141 pixels, over this pool's 5000
+    const big = { bytes: readFileSync(join(IMAGE_DIR, 'wide-97x53.png')), param: 'images[0]' };
+    await assert.rejects(pool.prepare(big), (e: unknown) => e instanceof InvalidArgumentError && e.param === 'images[0]' && /--max-image-pixels/.test(e.message));
+  });
+});
