@@ -1,4 +1,4 @@
-// Gemma 3 and Gemma 4 with their projectors end to end, against llama.cpp: a PNG decoded by the
+// Gemma 3, Gemma 4 and Qwen3.5 with their projectors end to end, against llama.cpp: a PNG decoded by the
 // pipeline, prepared and encoded by loom's projector, laid out at its marker, run by the serving
 // engine (non-causal image span; Gemma 4: in its sliding layers only, its per-layer input token
 // 0's; image rows unscaled) and sampled greedily. The goldens are
@@ -24,9 +24,11 @@ import { GOLDEN_DIR, PROJECT_ROOT, ggufFixturePath } from '../fixtures/index.js'
 import { GGUF_FIXTURES } from '../fixtures/recipe.js';
 import { fixtureModel } from '../fixtures/engine-run.js';
 import { PROJECTOR_FIXTURES, projectorFixturePath } from '../fixtures/mmproj-fixture.js';
+import { QWEN3VL_PROJECTOR_FIXTURES, qwen3vlFixturePath } from '../fixtures/mmproj-qwen3vl.js';
 import { requireNative } from '../fixtures/native.js';
 import { IMAGE_DIR, TEST_IMAGES } from '../fixtures/test-images.js';
 import { LLAMA_CPP_TOLERANCE } from '../fixtures/tolerance.js';
+import { f32 } from '../fixtures/vision-goldens.js';
 import { LLM } from '../../src/llm.js';
 
 interface Generation {
@@ -37,10 +39,6 @@ interface Generation {
 }
 interface Golden { readonly images: Record<string, { readonly generation: Generation }> }
 
-const f32 = (b64: string): Float32Array => {
-  const bytes = Buffer.from(b64, 'base64');
-  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-};
 
 /**
  * The last prompt position's logits against llama.cpp's, as a fraction of its largest |logit|:
@@ -54,7 +52,13 @@ const LOGIT_TOLERANCE = LLAMA_CPP_TOLERANCE.Q8_0;
 const native = requireNative();
 const KERNELS: [string, Kernels | undefined][] = [['reference', referenceKernels], ['native', native]];
 
-for (const f of PROJECTOR_FIXTURES.filter((p) => p.name !== 'mmproj-gemma3-f16')) {
+// Gemma 3's and Gemma 4's projectors, and Qwen3.5's (M-RoPE positions, causal images)
+const END_TO_END = [
+  ...PROJECTOR_FIXTURES.filter((p) => p.name !== 'mmproj-gemma3-f16').map((f) => ({ f, path: () => projectorFixturePath(f) })),
+  ...QWEN3VL_PROJECTOR_FIXTURES.map((f) => ({ f, path: () => qwen3vlFixturePath(f) })),
+];
+
+for (const { f, path } of END_TO_END) {
   const golden = JSON.parse(readFileSync(join(GOLDEN_DIR, 'vision', `${f.name}.json`), 'utf8')) as Golden;
   const text = fixtureModel(f.text.name);
   for (const [kernelName, k] of KERNELS) {
@@ -62,7 +66,7 @@ for (const f of PROJECTOR_FIXTURES.filter((p) => p.name !== 'mmproj-gemma3-f16')
       for (const image of TEST_IMAGES) {
         it(`${image.file}: llama.cpp's prompt layout, last-position logits and greedy tokens`, async () => {
           const g = golden.images[image.file]!.generation;
-          const projector = loadProjector(projectorFixturePath(f), text.config);
+          const projector = loadProjector(path(), text.config);
           try {
             const engine = new EngineCore({ ...text, projector }, k!, resolveEngineConfig({ model: '', maxModelLen: 128, blockSize: 16 }, text.config, [...text.tokenizer.stopIds]));
             const rows: Float32Array[] = [];
