@@ -38,7 +38,8 @@ describe('HF Qwen3-MoE config', () => {
   });
 
   it('finds the router and each expert matrix by their HF names', () => {
-    assert.deepEqual(hfLocation('qwen3moe', 48, 'blk.3.ffn_gate_inp.weight')?.names, ['model.layers.3.mlp.gate.weight']);
+    // a base model's name without `model.` too (sentence-transformers saves Qwen3Model so); the first found wins
+    assert.deepEqual(hfLocation('qwen3moe', 48, 'blk.3.ffn_gate_inp.weight')?.names, ['model.layers.3.mlp.gate.weight', 'layers.3.mlp.gate.weight']);
     assert.deepEqual(hfLocation('qwen3moe', 48, 'blk.3.ffn_down_exps.17.weight')?.names, ['model.layers.3.mlp.experts.17.down_proj.weight']);
     assert.equal(hfLocation('qwen3moe', 48, 'blk.48.ffn_up_exps.0.weight'), undefined);
     assert.equal(hfLocation('qwen3', 48, 'blk.3.ffn_up_exps.0.weight'), undefined);
