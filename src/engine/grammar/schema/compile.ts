@@ -4,11 +4,13 @@
 // lenient mode (llguidance's) the keywords no grammar can enforce are dropped with a warning.
 // Between tokens a bounded run of whitespace is allowed (MAX_WS), never an endless one.
 import type { XGrammarBinding } from '../xgrammar-binding.js';
+import { Undecided, validates } from './decide.js';
 import { dateTimeRules, ENFORCED_FORMATS } from './formats.js';
 import { leafRules, UnsupportedSchemaError } from './leaf-rules.js';
 import { isObject, mergeSchemas } from './merge.js';
 import type { Schema } from './merge.js';
 import { integerRange, multipleOfRules, numberRange } from './numbers.js';
+import { KEY_TAIL_RULE } from './keys.js';
 import { objectRule } from './objects.js';
 import { disjointBranches, unanchored } from './shapes.js';
 
@@ -36,9 +38,6 @@ const REFUSED: Record<string, string> = {
   not: 'no grammar can enforce it',
   uniqueItems: 'no grammar can enforce it',
   if: 'loom does not compile if/then/else',
-  dependentRequired: 'loom does not compile it',
-  dependentSchemas: 'loom does not compile it',
-  dependencies: 'loom does not compile it',
   unevaluatedProperties: 'loom does not compile it',
   unevaluatedItems: 'loom does not compile it',
   $dynamicRef: 'loom does not compile it',
@@ -60,6 +59,7 @@ const BASE_RULES = [
   'strsub ::= ("\\"" | [^"\\\\\\0-\\x1f] strsub | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) strsub) (= ws [,:}\\]])',
   'number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+\\-]? [0-9]+)?',
   'integer ::= "-"? ("0" | [1-9] [0-9]*)',
+  KEY_TAIL_RULE,
   'any ::= "null" | "true" | "false" | number | string | "[" ws (any (sep any)*)? ws "]" | "{" ws (string colon any (sep string colon any)*)? ws "}"',
 ];
 
@@ -69,8 +69,12 @@ export class SchemaCompiler {
   private readonly refs = new Map<string, string>();
   private readonly memo = new Map<string, string>();
   private readonly leaves = new Map<string, string>();
+  /** rule body → its rule (shared) */
+  private readonly bodies = new Map<string, string>();
   private n = 0;
   private dates = false;
+  /** trie nodes of further keys written so far (each costs a compile pass, objects.ts) */
+  private trieNodes = 0;
 
   constructor(
     private readonly root: unknown,
@@ -97,8 +101,26 @@ export class SchemaCompiler {
     return name;
   };
 
+  /** the rule whose body is `body`, written once per schema */
+  shared(body: string, hint: string): string {
+    let name = this.bodies.get(body);
+    if (name === undefined) {
+      name = this.fresh(hint);
+      this.bodies.set(body, name);
+      this.addRule(name, body);
+    }
+    return name;
+  }
+
   addRule(name: string, body: string): void {
     this.rules.push(`${name} ::= ${body}`);
+  }
+
+  /** takes `nodes` from the schema's budget of further-key trie nodes; false when it is spent */
+  spendTrieBudget(nodes: number, budget: number): boolean {
+    if (this.trieNodes + nodes > budget) return false;
+    this.trieNodes += nodes;
+    return true;
   }
 
   /** `message` names the keyword and where it is */
@@ -115,7 +137,8 @@ export class SchemaCompiler {
     if (node === true || (isObject(node) && Object.keys(node).length === 0)) return 'any';
     if (node === false) return undefined;
     if (!isObject(node)) throw new UnsupportedSchemaError(`${at} is not a schema (an object or a boolean)`, 'schema', at);
-    const key = JSON.stringify(node);
+    // annotations do not change what a schema accepts: equal schemas share one rule
+    const key = JSON.stringify(withoutAnnotations(node));
     const hit = this.memo.get(key);
     if (hit !== undefined) return hit;
     const name = this.fresh('v');
@@ -169,6 +192,10 @@ export class SchemaCompiler {
     if (keys.length === 1 && typeof raw['$ref'] === 'string') return this.refRule(raw['$ref'], at);
     const node = this.flatten(raw, at);
     if (typeof node === 'boolean') return node ? 'any' : undefined;
+    // listed values: every other keyword is decided value by value
+    if ('const' in node || Array.isArray(node['enum'])) return this.finite(raw, node, at);
+    const split = splitDependencies(node, at);
+    if (split !== undefined) return this.value(split, at);
     for (const k of Object.keys(node)) {
       if (k in REFUSED && !(k === 'uniqueItems' && node[k] === false)) this.refuse(k, `${at}/${k}`, `"${k}" (at ${at}/${k}) is not supported: ${REFUSED[k]!}`);
     }
@@ -205,13 +232,23 @@ export class SchemaCompiler {
     return name;
   }
 
-  private typed(s: Schema, at: string): string | undefined {
-    if ('const' in s || Array.isArray(s['enum'])) {
-      const values = 'const' in s ? [s['const']] : (s['enum'] as unknown[]);
-      const types = typeSet(s['type']);
-      const ok = values.filter((v) => types === undefined || types.has(jsonType(v)) || (jsonType(v) === 'integer' && types.has('number')) || (jsonType(v) === 'number' && Number.isInteger(v) && types.has('integer')));
-      return ok.length === 0 ? undefined : [...new Set(ok.map((v) => JSON.stringify(JSON.stringify(v))))].join(' | ');
+  /** the values `node` (flattened from `raw`) lists that pass every keyword of `raw` */
+  private finite(raw: Schema, node: Schema, at: string): string | undefined {
+    const values = 'const' in node ? [node['const']] : (node['enum'] as unknown[]);
+    const ok: unknown[] = [];
+    for (const v of values) {
+      try {
+        if (validates(raw, v, (ref) => this.resolve(ref, at))) ok.push(v);
+      } catch (err) {
+        if (!(err instanceof Undecided)) throw err;
+        throw new UnsupportedSchemaError(`"${err.keyword}" beside "enum"/"const" (at ${at}) is not supported: it cannot be decided on the listed values`, err.keyword, at);
+      }
     }
+    if (ok.length === 0) return undefined;
+    return [...new Set(ok.map((v) => jsonLiteral(v)))].join(' | ');
+  }
+
+  private typed(s: Schema, at: string): string | undefined {
     const types = typeSet(s['type']) ?? new Set(['null', 'boolean', 'number', 'string', 'array', 'object']);
     const alts: string[] = [];
     for (const t of ['null', 'boolean', 'integer', 'number', 'string', 'array', 'object']) {
@@ -292,6 +329,12 @@ export class SchemaCompiler {
     const pattern = typeof s['pattern'] === 'string' ? s['pattern'] : undefined;
     if (max !== undefined && max < min) return undefined;
     const lengths = min > 0 || max !== undefined;
+    if (pattern !== undefined && format === undefined && lengths) {
+      // ^C+$, ^C*$, ^C{m,n}$ for one character class C: the bounds meet in one repetition
+      const both = classRun(pattern, min, max);
+      if (both === null) return undefined;
+      if (both !== undefined) return this.leaf({ pattern: both }, at);
+    }
     if ((format !== undefined || pattern !== undefined) && lengths) {
       throw new UnsupportedSchemaError(`"minLength"/"maxLength" together with ${pattern !== undefined ? '"pattern"' : '"format"'} (at ${at}) is not supported`, 'maxLength', at);
     }
@@ -301,16 +344,19 @@ export class SchemaCompiler {
       this.dates = true;
       return `"\\"" fmt_${format.replace('-', '_')} qend`;
     }
+    // xgrammar's uri-reference is the relative form only: a URI is one too
+    if (format === 'uri-reference') return `(${this.leaf({ format: 'uri' }, at)} | ${this.leaf({ format }, at)})`;
     if (format !== undefined) return this.leaf({ format }, at);
     if (pattern !== undefined) return this.leaf({ pattern: unanchored(pattern, at) }, at);
     if (!lengths) return 'string';
     if ((max ?? min) > MAX_LENGTH) {
-      // xgrammar writes a bounded repetition out position by position: 4096 of them do not compile in time
+      // every bound costs xgrammar seconds to compile (~120 positions each walking the
+      // vocabulary); and a longer string is likelier to need escapes, which are not written
       this.refuse('maxLength', `${at}/maxLength`, `"${max !== undefined ? 'maxLength' : 'minLength'}" above ${MAX_LENGTH} (at ${at}) is not supported: the grammar would be too large`);
       return 'string';
     }
-    // a pure class repeated (xgrammar's fast path; a rule of alternatives repeated costs ~0.1 s
-    // per mask): escapes are not written in length-bounded strings (narrower, never wider)
+    // a pure class repeated (a rule of alternatives repeated costs seconds per mask in
+    // xgrammar 0.1.27): escapes are not written in length-bounded strings (narrower, never wider)
     return `"\\"" [^"\\\\\\0-\\x1f]{${min},${max ?? ''}} qend`;
   }
 
@@ -374,11 +420,92 @@ export class SchemaCompiler {
   }
 }
 
+/** keywords that only annotate: left out of the memo key */
+const ANNOTATION_ONLY = new Set(['title', 'description', 'default', 'examples', '$comment', 'deprecated', 'readOnly', 'writeOnly']);
+/** keywords holding one subschema, a list of them, or a map of them */
+const SUB_ONE = new Set(['items', 'additionalItems', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties']);
+const SUB_LIST = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems', 'items']);
+const SUB_MAP = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
+
+/** a schema with its annotations left out, keyword by keyword (values such as enum's stay whole) */
+function withoutAnnotations(node: unknown): unknown {
+  if (!isObject(node)) return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (ANNOTATION_ONLY.has(k)) continue;
+    if (SUB_LIST.has(k) && Array.isArray(v)) out[k] = v.map(withoutAnnotations);
+    else if (SUB_ONE.has(k)) out[k] = withoutAnnotations(v);
+    else if (SUB_MAP.has(k) && isObject(v)) out[k] = Object.fromEntries(Object.entries(v).map(([n, x]) => [n, withoutAnnotations(x)]));
+    else out[k] = v;
+  }
+  return out;
+}
+
 const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$comment', '$schema', '$id', 'id', 'deprecated', 'readOnly', 'writeOnly', '$defs', 'definitions']);
 
 function asSchema(v: unknown, at: string): Schema | boolean {
   if (typeof v === 'boolean' || isObject(v)) return v;
   throw new UnsupportedSchemaError(`${at} is not a schema (an object or a boolean)`, 'schema', at);
+}
+
+/** the most dependencies split into cases (2^n branches) */
+const MAX_DEPENDENCIES = 4;
+
+/**
+ * dependencies / dependentRequired / dependentSchemas as anyOf over which of the named
+ * properties are present: absent ones cannot appear (their schema false), present ones are
+ * required with what they need. The branches are disjoint. undefined: none in `node`.
+ */
+function splitDependencies(node: Schema, at: string): Schema | undefined {
+  const deps: [string, unknown][] = [];
+  for (const k of ['dependencies', 'dependentRequired', 'dependentSchemas']) {
+    if (isObject(node[k])) deps.push(...Object.entries(node[k]));
+  }
+  if (deps.length === 0) return undefined;
+  if (deps.length > MAX_DEPENDENCIES) throw new UnsupportedSchemaError(`more than ${MAX_DEPENDENCIES} dependencies (at ${at}) are not supported`, 'dependencies', at);
+  const { dependencies: _d, dependentRequired: _r, dependentSchemas: _s, ...base } = node;
+  const branches: unknown[] = [];
+  for (let present = 0; present < 1 << deps.length; present++) {
+    const parts: unknown[] = [base];
+    deps.forEach(([name, need], i) => {
+      if ((present & (1 << i)) === 0) parts.push({ properties: { [name]: false } });
+      else if (Array.isArray(need)) parts.push({ required: [name, ...need.filter((x): x is string => typeof x === 'string')] });
+      else parts.push({ required: [name] }, need);
+    });
+    branches.push({ allOf: parts });
+  }
+  return { anyOf: branches };
+}
+
+/** EBNF of exactly the JSON value `v` (whitespace allowed between its tokens, keys in its order) */
+function jsonLiteral(v: unknown): string {
+  if (Array.isArray(v)) return v.length === 0 ? '"[" ws "]"' : `"[" ws ${v.map(jsonLiteral).join(' sep ')} ws "]"`;
+  if (isObject(v)) {
+    const entries = Object.entries(v).map(([k, x]) => `${JSON.stringify(JSON.stringify(k))} colon ${jsonLiteral(x)}`);
+    return entries.length === 0 ? '"{" ws "}"' : `"{" ws ${entries.join(' sep ')} ws "}"`;
+  }
+  return JSON.stringify(JSON.stringify(v));
+}
+
+/**
+ * A pattern that is one character class (or `.`, `\\d`, `\\w`) repeated, anchored at both ends,
+ * with the length bounds [min, max] folded into its repetition; null when no length fits,
+ * undefined for any other pattern.
+ */
+export function classRun(pattern: string, min: number, max: number | undefined): string | null | undefined {
+  const m = /^\^(\[(?:\\.|[^\]\\])+\]|\\[dw]|[A-Za-z0-9])(\*|\+|\{(\d+)(?:(,)(\d*))?\})\$$/.exec(pattern);
+  if (!m) return undefined;
+  const [, cls, q, a, comma, b] = m;
+  let lo = q === '+' ? 1 : 0;
+  let hi: number | undefined;
+  if (a !== undefined) {
+    lo = Number(a);
+    hi = comma === undefined ? lo : b === '' ? undefined : Number(b);
+  }
+  lo = Math.max(lo, min);
+  if (max !== undefined) hi = hi === undefined ? max : Math.min(hi, max);
+  if (hi !== undefined && hi < lo) return null;
+  return `^${cls!}{${lo},${hi ?? ''}}$`;
 }
 
 function typeSet(t: unknown): Set<string> | undefined {
@@ -387,12 +514,6 @@ function typeSet(t: unknown): Set<string> | undefined {
   return undefined;
 }
 
-function jsonType(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'array';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
-  return typeof v;
-}
 
 /** Compiles a JSON Schema to EBNF (start rule `root`); throws UnsupportedSchemaError naming what it refuses. */
 export function compileJsonSchema(schema: unknown, xg: XGrammarBinding, opts: SchemaCompileOptions = {}): CompiledSchema {
