@@ -28,7 +28,7 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => jsonEqual(x, b[i]));
   if (isObject(a) && isObject(b)) {
     const ka = Object.keys(a);
-    return ka.length === Object.keys(b).length && ka.every((k) => k in b && jsonEqual(a[k], b[k]));
+    return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]));
   }
   return false;
 }
@@ -102,7 +102,7 @@ function check(k: string, x: unknown, s: Schema, v: unknown, sub: (x: unknown, y
     case 'oneOf':
       return (x as unknown[]).filter((b) => sub(b, v)).length === 1;
     case 'if':
-      return sub(x, v) ? ('then' in s ? sub(s['then'], v) : true) : 'else' in s ? sub(s['else'], v) : true;
+      return sub(x, v) ? (Object.hasOwn(s, 'then') ? sub(s['then'], v) : true) : Object.hasOwn(s, 'else') ? sub(s['else'], v) : true;
     case 'then':
     case 'else':
       return true;
@@ -129,7 +129,7 @@ function check(k: string, x: unknown, s: Schema, v: unknown, sub: (x: unknown, y
       return !str || regex(x as string, 'pattern').test(v);
     case 'items':
       if (!arr) return true;
-      if (Array.isArray(x)) return x.every((b, i) => i >= v.length || sub(b, v[i])) && (!('additionalItems' in s) || v.slice(x.length).every((e) => sub(s['additionalItems'], e)));
+      if (Array.isArray(x)) return x.every((b, i) => i >= v.length || sub(b, v[i])) && (!Object.hasOwn(s, 'additionalItems') || v.slice(x.length).every((e) => sub(s['additionalItems'], e)));
       return v.slice(Array.isArray(s['prefixItems']) ? s['prefixItems'].length : 0).every((e) => sub(x, e));
     case 'prefixItems':
       return !arr || (x as unknown[]).every((b, i) => i >= v.length || sub(b, v[i]));
@@ -152,7 +152,7 @@ function check(k: string, x: unknown, s: Schema, v: unknown, sub: (x: unknown, y
     case 'maxContains':
       return true;
     case 'required':
-      return !obj || (x as unknown[]).every((n) => typeof n === 'string' && n in v);
+      return !obj || (x as unknown[]).every((n) => typeof n === 'string' && Object.hasOwn(v, n));
     case 'minProperties':
       return !obj || Object.keys(v).length >= (x as number);
     case 'maxProperties':
@@ -160,24 +160,24 @@ function check(k: string, x: unknown, s: Schema, v: unknown, sub: (x: unknown, y
     case 'propertyNames':
       return !obj || Object.keys(v).every((n) => sub(x, n));
     case 'properties':
-      return !obj || Object.entries(x as Schema).every(([n, b]) => !(n in v) || sub(b, v[n]));
+      return !obj || Object.entries(x as Schema).every(([n, b]) => !Object.hasOwn(v, n) || sub(b, v[n]));
     case 'patternProperties':
       return !obj || Object.entries(x as Schema).every(([p, b]) => Object.keys(v).every((n) => !regex(p, 'patternProperties').test(n) || sub(b, v[n])));
     case 'additionalProperties': {
       if (!obj) return true;
       const props = isObject(s['properties']) ? s['properties'] : {};
       const pats = isObject(s['patternProperties']) ? Object.keys(s['patternProperties']).map((p) => regex(p, 'patternProperties')) : [];
-      return Object.keys(v).every((n) => n in props || pats.some((r) => r.test(n)) || sub(x, v[n]));
+      return Object.keys(v).every((n) => Object.hasOwn(props, n) || pats.some((r) => r.test(n)) || sub(x, v[n]));
     }
     case 'format':
       // loom enforces some formats on strings: those are not decided here; the rest annotate
       return typeof v !== 'string' || !ENFORCED_FORMATS.has(x as string) ? true : undecided('format');
     case 'dependentRequired':
-      return !obj || Object.entries(x as Schema).every(([n, req]) => !(n in v) || (req as unknown[]).every((r) => typeof r === 'string' && r in v));
+      return !obj || Object.entries(x as Schema).every(([n, req]) => !Object.hasOwn(v, n) || (req as unknown[]).every((r) => typeof r === 'string' && Object.hasOwn(v, r)));
     case 'dependentSchemas':
-      return !obj || Object.entries(x as Schema).every(([n, b]) => !(n in v) || sub(b, v));
+      return !obj || Object.entries(x as Schema).every(([n, b]) => !Object.hasOwn(v, n) || sub(b, v));
     case 'dependencies':
-      return !obj || Object.entries(x as Schema).every(([n, d]) => !(n in v) || (Array.isArray(d) ? d.every((r) => typeof r === 'string' && r in v) : sub(d, v)));
+      return !obj || Object.entries(x as Schema).every(([n, d]) => !Object.hasOwn(v, n) || (Array.isArray(d) ? d.every((r) => typeof r === 'string' && Object.hasOwn(v, r)) : sub(d, v)));
     default:
       // a keyword JSON Schema does not define asserts nothing
       return true;

@@ -64,7 +64,7 @@ function mergeObjectKeywords(a: Schema, b: Schema, at: string): Schema | undefin
   if (names.size > 0) {
     const merged: Schema = {};
     for (const n of names) {
-      const parts = [n in props(a) ? props(a)[n] : onOther(a, n), n in props(b) ? props(b)[n] : onOther(b, n)].filter((x) => !trivial(x));
+      const parts = [Object.hasOwn(props(a), n) ? props(a)[n] : onOther(a, n), Object.hasOwn(props(b), n) ? props(b)[n] : onOther(b, n)].filter((x) => !trivial(x));
       merged[n] = parts.length === 0 ? {} : parts.length === 1 ? parts[0] : { allOf: parts };
     }
     out['properties'] = merged;
@@ -72,13 +72,13 @@ function mergeObjectKeywords(a: Schema, b: Schema, at: string): Schema | undefin
   const pa = pats(a);
   const pb = pats(b);
   for (const [mine, other, theirs] of [[pa, b, pb], [pb, a, pa]] as const) {
-    if (Object.keys(mine).some((p) => !(p in theirs)) && !trivial(other['additionalProperties'])) {
+    if (Object.keys(mine).some((p) => !Object.hasOwn(theirs, p)) && !trivial(other['additionalProperties'])) {
       throw new UnsupportedSchemaError(`"allOf" where one member's "patternProperties" meets another's "additionalProperties" (at ${at}) is not supported`, 'patternProperties', at);
     }
   }
   if (Object.keys(pa).length + Object.keys(pb).length > 0) {
     const merged: Schema = { ...pa };
-    for (const [p, v] of Object.entries(pb)) merged[p] = p in merged ? { allOf: [merged[p], v] } : v;
+    for (const [p, v] of Object.entries(pb)) merged[p] = Object.hasOwn(merged, p) ? { allOf: [merged[p], v] } : v;
     out['patternProperties'] = merged;
   }
   const adds = [a['additionalProperties'], b['additionalProperties']].filter((x) => x !== undefined);
@@ -99,7 +99,7 @@ export function mergeSchemas(a: Schema | boolean, b: Schema | boolean, at: strin
   }
   for (const [k, v] of Object.entries(b)) {
     if (objects !== undefined && OBJECT_KEYS.includes(k)) continue;
-    if (!(k in out)) {
+    if (!Object.hasOwn(out, k)) {
       out[k] = v;
       continue;
     }
@@ -114,7 +114,7 @@ export function mergeSchemas(a: Schema | boolean, b: Schema | boolean, at: strin
     else if (k === 'required' && Array.isArray(u) && Array.isArray(v)) out[k] = [...new Set([...u, ...v])];
     else if (k === 'properties' && isObject(u) && isObject(v)) {
       const props: Schema = { ...u };
-      for (const [name, s] of Object.entries(v)) props[name] = name in props ? { allOf: [props[name], s] } : s;
+      for (const [name, s] of Object.entries(v)) props[name] = Object.hasOwn(props, name) ? { allOf: [props[name], s] } : s;
       out[k] = props;
     } else if ((k === 'items' || k === 'additionalProperties' || k === 'propertyNames' || k === 'contains') && !Array.isArray(u) && !Array.isArray(v)) {
       out[k] = { allOf: [u, v] };

@@ -14,7 +14,7 @@ import type { Schema } from './merge.js';
  * per schema (each costs xgrammar a pass over the vocabulary); past them an object takes
  * only its listed properties (a narrower language: every answer still valid).
  */
-const MAX_TRIE = 160;
+const MAX_TRIE = 192;
 const MAX_TRIE_PER_SCHEMA = 640;
 
 /** the largest (listed properties × counted states) written out */
@@ -41,13 +41,13 @@ export function objectRule(c: SchemaCompiler, s: Schema, at: string): string | u
   });
   // the schema of a named property: its own, and every pattern it matches; else additional
   const schemaOf = (name: string): unknown => {
-    const own = name in props ? [props[name]] : [];
+    const own = Object.hasOwn(props, name) ? [props[name]] : [];
     const matched = patterns.filter((_, i) => regexes[i]!.test(name)).map(([, v]) => v);
     if (own.length === 0 && matched.length === 0) return additional ?? true;
     const all = [...own, ...matched];
     return all.length === 1 ? all[0] : { allOf: all };
   };
-  const names = [...Object.keys(props), ...[...required].filter((r) => !(r in props))];
+  const names = [...Object.keys(props), ...[...required].filter((r) => !Object.hasOwn(props, r))];
   if (isObject(s['propertyNames']) || s['propertyNames'] === false) {
     // a listed name the names' schema refuses cannot appear
     for (const n of [...names]) {

@@ -114,6 +114,9 @@ describe('JSON Schema compiler', () => {
     check({ enum: [1, 2, 3, 4], if: { minimum: 3 }, then: { multipleOf: 2 }, else: { not: { const: 1 } } }, [2, 4], [1, 3]);
     check({ enum: [{ x: 1 }, { y: 1 }, { x: 1, y: 1 }], oneOf: [{ required: ['x'] }, { required: ['y'] }] }, [{ x: 1 }, { y: 1 }], [{ x: 1, y: 1 }]);
     refuses({ enum: ['a'], not: { $dynamicRef: '#x' } }, /\$dynamicRef/);
+    // names that are also Object.prototype's are properties like any other
+    check({ enum: [{}, { toString: 1 }], required: ['toString'] }, [{ toString: 1 }], [{}]);
+    check({ type: 'object', properties: { constructor: { type: 'integer' } }, required: ['toString'] }, [{ toString: 'x', constructor: 1 }], [{}, { toString: 1, constructor: 'x' }]);
   });
 
   it('dependencies, dependentRequired, dependentSchemas: split by which named properties are present', () => {
