@@ -170,24 +170,27 @@ export function objectRule(c: SchemaCompiler, s: Schema, at: string): string | u
 }
 
 /** required properties tracked as a set (2^n states) up to this many; past it, in the schema's order */
-const MAX_UNORDERED_REQUIRED = 8;
+const MAX_TRACKED = 8;
 
 /**
- * An object without a property count: its properties in any order. Required ones are
- * tracked (the set written so far, or past MAX_UNORDERED_REQUIRED their schema order);
- * optional listed ones and further ones may come anywhere. An optional key may then come
- * twice: JSON parsers keep the last, and each value is valid under its schema. Every entry
- * is a rule of its own, so the state rules hold only references and cost xgrammar nothing
- * to compile.
+ * An object without a property count: its properties in any order. Listed ones are tracked
+ * as the set written so far (each at most once; the object ends when every required one is
+ * in it) when there are at most MAX_TRACKED of them; past that, only the required ones are
+ * (as a set, or past MAX_TRACKED in the schema's order) and an optional one may come twice:
+ * JSON parsers keep the last, and each value is valid under its schema. Further properties
+ * may come anywhere. Every entry is a rule of its own, so the state rules hold only
+ * references and cost xgrammar nothing to compile.
  */
 function unorderedObject(c: SchemaCompiler, listed: readonly Listed[], extra: string | undefined): string {
-  const req = listed.filter((l) => l.required).map((l) => c.named(l.entry));
-  const free = [...listed.filter((l) => !l.required).map((l) => c.named(l.entry)), ...(extra === undefined ? [] : [c.named(extra)])];
+  const trackAll = listed.length <= MAX_TRACKED;
+  const tracked = listed.filter((l) => trackAll || l.required);
+  const entries = tracked.map((l) => c.named(l.entry));
+  const free = [...listed.filter((l) => !tracked.includes(l)).map((l) => c.named(l.entry)), ...(extra === undefined ? [] : [c.named(extra)])];
   const item = free.length === 0 ? undefined : free.length === 1 ? free[0]! : c.named(free.join(' | '));
   const base = c.fresh('obj');
-  const bySet = req.length <= MAX_UNORDERED_REQUIRED;
-  // state(w, started): w = the required written (a bit set), or the count written in order
-  const done = bySet ? (1 << req.length) - 1 : req.length;
+  const bySet = tracked.length <= MAX_TRACKED;
+  // state(w, started): w = the tracked written (a bit set), or the count of required written in order
+  const needed = bySet ? tracked.reduce((m, l, j) => (l.required ? m | (1 << j) : m), 0) : tracked.length;
   const memo = new Set<string>();
   const state = (w: number, started: boolean): string => {
     const name = `${base}_${w}${started ? 's' : ''}`;
@@ -195,13 +198,13 @@ function unorderedObject(c: SchemaCompiler, listed: readonly Listed[], extra: st
     memo.add(name);
     const pre = started ? 'sep ' : '';
     const alts: string[] = [];
-    if (w === done) alts.push('""');
+    if (bySet ? (w & needed) === needed : w === needed) alts.push('""');
     if (item !== undefined) alts.push(`${pre}${item} ${state(w, true)}`);
     if (bySet) {
-      req.forEach((e, j) => {
+      entries.forEach((e, j) => {
         if ((w & (1 << j)) === 0) alts.push(`${pre}${e} ${state(w | (1 << j), true)}`);
       });
-    } else if (w < done) alts.push(`${pre}${req[w]!} ${state(w + 1, true)}`);
+    } else if (w < needed) alts.push(`${pre}${entries[w]!} ${state(w + 1, true)}`);
     c.addRule(name, alts.join(' | '));
     return name;
   };

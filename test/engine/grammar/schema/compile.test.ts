@@ -102,6 +102,8 @@ describe('JSON Schema compiler', () => {
     // a listed name as a further key must keep its own schema; a name whose schema is false never appears
     const bad = [{ kind: 'a' }, { id: 1 }, { kind: 'a', id: 'one' }, { kind: 'a', id: 1, idx: 2 }, { kind: 'a', id: 1, never: 1 }, { kind: 'c', id: 1 }, {}];
     check(schema, good, bad);
+    // a listed property comes at most once (up to 8 listed)
+    check({ type: 'object', properties: { a: { type: 'integer' }, b: {} } }, ['\u0001{"b":1,"a":2}'], ['\u0001{"a":1,"a":2}', '\u0001{"b":1,"a":2,"b":3}']);
     // more required properties than are tracked as a set: then in the schema's order
     const many = Object.fromEntries('abcdefgh'.split('').map((k) => [k, { type: 'integer' }]));
     const all = Object.fromEntries('abcdefgh'.split('').map((k, i) => [k, i]));
