@@ -207,6 +207,8 @@ export class SchemaCompiler {
       const which = Array.isArray(anyOf) ? 'anyOf' : 'oneOf';
       if (Array.isArray(anyOf) && Array.isArray(oneOf)) branches = anyOf.flatMap((a) => (oneOf as unknown[]).map((o) => ({ allOf: [a, o] })));
       if (which === 'oneOf' && !disjointBranches(branches, (r) => this.resolve(r, at))) {
+        const exact = exactlyOneRequired(branches);
+        if (exact !== undefined) return this.value({ ...base, anyOf: exact }, at);
         if (!this.opts.lenient) throw new UnsupportedSchemaError(`"oneOf" (at ${at}/oneOf) whose branches may overlap is not supported (exactly one must match; no grammar can enforce it); use anyOf if any may`, 'oneOf', `${at}/oneOf`);
         this.warnings.push(`"oneOf" (at ${at}/oneOf) whose branches may overlap is enforced as anyOf`);
       }
@@ -300,6 +302,14 @@ export class SchemaCompiler {
     }
     if (m !== undefined && !/^1e-\d+$|^0\.0*1$/.test(String(m))) throw new UnsupportedSchemaError(`"multipleOf": ${m} on numbers (at ${at}/multipleOf) is not supported (only integers and powers of ten below 1)`, 'multipleOf', at);
     const digits = m === undefined ? undefined : Math.round(-Math.log10(m));
+    // a positive non-integer lower bound a: integer parts above a, or a's own with a fraction at least a's
+    if (lo !== undefined && !Number.isInteger(lo) && lo > 0 && digits === undefined && !/e/i.test(String(lo)) && (hi === undefined || Number.isInteger(hi))) {
+      const whole = Math.floor(lo);
+      const above = numberRange(BigInt(whole + 1), hi === undefined ? undefined : BigInt(hi), false, hiExcl, undefined, this.named);
+      const own = hi === undefined || hi > whole ? `${JSON.stringify(String(whole))} "." ${fractionAtLeast(String(lo).split('.')[1]!, loExcl)}` : '';
+      const alts = [above, own].filter((x) => x !== '').map((x) => `(${x})`);
+      return alts.length === 0 ? undefined : alts.join(' | ');
+    }
     for (const [v, k] of [[lo, 'minimum'], [hi, 'maximum']] as const) {
       if (v !== undefined && !Number.isInteger(v)) throw new UnsupportedSchemaError(`a non-integer "${k}" on numbers (at ${at}/${k}) is not supported`, k, at);
     }
@@ -446,6 +456,42 @@ const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$co
 function asSchema(v: unknown, at: string): Schema | boolean {
   if (typeof v === 'boolean' || isObject(v)) return v;
   throw new UnsupportedSchemaError(`${at} is not a schema (an object or a boolean)`, 'schema', at);
+}
+
+/**
+ * oneOf of branches that only require names, as anyOf: branch i's names present and, from
+ * every other branch, one of its names absent (its schema false). undefined: other branches,
+ * or too many cases.
+ */
+function exactlyOneRequired(branches: unknown[]): Schema[] | undefined {
+  const sets: string[][] = [];
+  for (const b of branches) {
+    if (!isObject(b) || !Array.isArray(b['required']) || Object.keys(b).some((k) => k !== 'required' && !ANNOTATIONS.has(k))) return undefined;
+    const names = b['required'].filter((x): x is string => typeof x === 'string');
+    if (names.length === 0) return undefined;
+    sets.push(names);
+  }
+  const out: Schema[] = [];
+  for (let i = 0; i < sets.length; i++) {
+    // one absent name from each other branch: their product
+    let combos: string[][] = [[]];
+    for (let j = 0; j < sets.length; j++) {
+      if (j === i) continue;
+      combos = combos.flatMap((c) => sets[j]!.filter((n) => !sets[i]!.includes(n)).map((n) => [...c, n]));
+      if (combos.length > 64) return undefined;
+    }
+    for (const absent of combos) out.push({ required: sets[i], properties: Object.fromEntries(absent.map((n) => [n, false])) });
+  }
+  return out;
+}
+
+/** fraction digits F (one or more) with 0.F ≥ 0.d, or > when strict */
+function fractionAtLeast(d: string, strict: boolean, i = 0): string {
+  if (i === d.length) return strict ? '[0-9]* [1-9] [0-9]*' : '[0-9]*';
+  const k = Number(d[i]);
+  const alts = [`"${k}" ${fractionAtLeast(d, strict, i + 1)}`];
+  if (k < 9) alts.push(`[${k + 1}-9] [0-9]*`);
+  return `(${alts.join(' | ')})`;
 }
 
 /** the most dependencies split into cases (2^n branches) */

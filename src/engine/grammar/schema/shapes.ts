@@ -88,7 +88,9 @@ function topLevelBranches(p: string): string[] {
 }
 
 /** JSON Schema's pattern matches anywhere in the string: the anchored regex of the same strings */
-export function unanchored(p: string, at: string): string {
+export function unanchored(raw: string, at: string): string {
+  // raw control characters (a NUL in a class) as escapes: xgrammar's regex parser stops at them
+  const p = raw.replace(/[\u0000-\u001f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
   if (/\(\?[=!<]|\\[1-9]|\\[bB]|\\k</.test(p)) throw new UnsupportedSchemaError(`the pattern ${JSON.stringify(p)} (at ${at}/pattern) uses lookaround, backreferences or word boundaries, which no grammar engine here enforces`, 'pattern', at);
   const branches = topLevelBranches(p).map((b) => {
     const start = b.startsWith('^');

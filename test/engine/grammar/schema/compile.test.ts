@@ -64,6 +64,9 @@ describe('JSON Schema compiler', () => {
     check({ type: 'number', exclusiveMinimum: 0 }, [0.001, 3, 1e3 + 0.5], ['\u00010', '\u00010.0', -1]);
     check({ type: 'number', minimum: -5, exclusiveMaximum: 0 }, [-5, -0.1, -4.5], [0, 0.1, -5.1, '\u0001-0']);
     check({ type: 'number', multipleOf: 0.01 }, [1.25, 3, -0.5], [1.255]);
+    // a positive non-integer lower bound
+    check({ type: 'number', minimum: 0.3 }, [0.3, 0.35, 0.4, 1, 2.5, '\u00010.30'], [0.29, 0, 0.2999, -1]);
+    check({ type: 'number', exclusiveMinimum: 1.25, maximum: 3 }, [1.26, 1.2501, 2, 3], [1.25, '\u00011.250', 1, 3.5]);
   });
 
   it('strings: lengths, formats (dates by month and leap year), patterns unanchored', () => {
@@ -119,6 +122,11 @@ describe('JSON Schema compiler', () => {
     // names that are also Object.prototype's are properties like any other
     check({ enum: [{}, { toString: 1 }], required: ['toString'] }, [{ toString: 1 }], [{}]);
     check({ type: 'object', properties: { constructor: { type: 'integer' } }, required: ['toString'] }, [{ toString: 'x', constructor: 1 }], [{}, { toString: 1, constructor: 'x' }]);
+  });
+
+  it('oneOf of branches that only require names: exactly one branch holds', () => {
+    const props = { r: { type: 'number' }, l: { type: 'number' }, w: { type: 'number' } };
+    check({ type: 'object', properties: props, oneOf: [{ required: ['r'] }, { required: ['l', 'w'] }] }, [{ r: 1 }, { l: 1, w: 2 }, { r: 1, l: 2 }], [{}, { l: 1 }, { r: 1, l: 1, w: 1 }]);
   });
 
   it('dependencies, dependentRequired, dependentSchemas: split by which named properties are present', () => {
