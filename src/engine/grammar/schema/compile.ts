@@ -9,10 +9,13 @@ import { dateTimeRules, ENFORCED_FORMATS } from './formats.js';
 import { leafRules, UnsupportedSchemaError } from './leaf-rules.js';
 import { isObject, mergeSchemas } from './merge.js';
 import type { Schema } from './merge.js';
-import { integerRange, multipleOfRules, numberRange } from './numbers.js';
+import { jsonLiteral } from './literal.js';
+import { numericRule } from './numeric.js';
 import { KEY_TAIL_RULE } from './keys.js';
+import { arrayRule } from './arrays.js';
 import { objectRule } from './objects.js';
-import { disjointBranches, unanchored } from './shapes.js';
+import { ANNOTATIONS, exactlyOneRequired, splitDependencies, withoutAnnotations } from './rewrites.js';
+import { classRun, disjointBranches, unanchored } from './shapes.js';
 
 export { UnsupportedSchemaError };
 
@@ -110,6 +113,11 @@ export class SchemaCompiler {
       this.addRule(name, body);
     }
     return name;
+  }
+
+  /** rules written elsewhere (an automaton's), added as they are */
+  addRules(rules: readonly string[]): void {
+    this.rules.push(...rules);
   }
 
   addRule(name: string, body: string): void {
@@ -269,67 +277,16 @@ export class SchemaCompiler {
         return '"true" | "false"';
       case 'integer':
       case 'number':
-        return this.numeric(t === 'integer', s, at);
+        return numericRule(this, t === 'integer', s, at);
       case 'string':
         return this.string(s, at);
       case 'array':
-        return this.array(s, at);
+        return arrayRule(this, s, at);
       case 'object':
         return objectRule(this, s, at);
       default:
         throw new UnsupportedSchemaError(`unknown type ${JSON.stringify(t)} (at ${at}/type)`, 'type', at);
     }
-  }
-
-  private numeric(integer: boolean, s: Schema, at: string): string | undefined {
-    let lo = typeof s['minimum'] === 'number' ? s['minimum'] : undefined;
-    let hi = typeof s['maximum'] === 'number' ? s['maximum'] : undefined;
-    let loExcl = false;
-    let hiExcl = false;
-    // draft-04: exclusiveMinimum: true makes minimum strict
-    if (s['exclusiveMinimum'] === true) loExcl = true;
-    if (s['exclusiveMaximum'] === true) hiExcl = true;
-    if (typeof s['exclusiveMinimum'] === 'number' && (lo === undefined || s['exclusiveMinimum'] >= lo)) [lo, loExcl] = [s['exclusiveMinimum'], true];
-    if (typeof s['exclusiveMaximum'] === 'number' && (hi === undefined || s['exclusiveMaximum'] <= hi)) [hi, hiExcl] = [s['exclusiveMaximum'], true];
-    const m = typeof s['multipleOf'] === 'number' ? s['multipleOf'] : undefined;
-    if (integer || (m !== undefined && Number.isInteger(m))) {
-      const a = lo === undefined ? undefined : BigInt(loExcl ? Math.floor(lo) + 1 : Math.ceil(lo));
-      const b = hi === undefined ? undefined : BigInt(hiExcl ? Math.ceil(hi) - 1 : Math.floor(hi));
-      if (m !== undefined && Number.isInteger(m) && m > 1) return this.multiples(m, a, b, at);
-      if (m !== undefined && !Number.isInteger(m) && !Number.isInteger(1 / m)) throw new UnsupportedSchemaError(`"multipleOf": ${m} on integers (at ${at}/multipleOf) is not supported`, 'multipleOf', at);
-      if (a === undefined && b === undefined) return 'integer';
-      return integerRange(a, b, this.named) || undefined;
-    }
-    if (m !== undefined && !/^1e-\d+$|^0\.0*1$/.test(String(m))) throw new UnsupportedSchemaError(`"multipleOf": ${m} on numbers (at ${at}/multipleOf) is not supported (only integers and powers of ten below 1)`, 'multipleOf', at);
-    const digits = m === undefined ? undefined : Math.round(-Math.log10(m));
-    // a positive non-integer lower bound a: integer parts above a, or a's own with a fraction at least a's
-    if (lo !== undefined && !Number.isInteger(lo) && lo > 0 && digits === undefined && !/e/i.test(String(lo)) && (hi === undefined || Number.isInteger(hi))) {
-      const whole = Math.floor(lo);
-      const above = numberRange(BigInt(whole + 1), hi === undefined ? undefined : BigInt(hi), false, hiExcl, undefined, this.named);
-      const own = hi === undefined || hi > whole ? `${JSON.stringify(String(whole))} "." ${fractionAtLeast(String(lo).split('.')[1]!, loExcl)}` : '';
-      const alts = [above, own].filter((x) => x !== '').map((x) => `(${x})`);
-      return alts.length === 0 ? undefined : alts.join(' | ');
-    }
-    for (const [v, k] of [[lo, 'minimum'], [hi, 'maximum']] as const) {
-      if (v !== undefined && !Number.isInteger(v)) throw new UnsupportedSchemaError(`a non-integer "${k}" on numbers (at ${at}/${k}) is not supported`, k, at);
-    }
-    const r = numberRange(lo === undefined ? undefined : BigInt(lo), hi === undefined ? undefined : BigInt(hi), loExcl, hiExcl, digits, this.named);
-    return r || undefined;
-  }
-
-  private multiples(m: number, a: bigint | undefined, b: bigint | undefined, at: string): string | undefined {
-    if (a !== undefined && b !== undefined && (b - a) / BigInt(m) <= 64n) {
-      const vals: string[] = [];
-      for (let x = a; x <= b; x++) if (x % BigInt(m) === 0n) vals.push(JSON.stringify(x.toString()));
-      return vals.length === 0 ? undefined : vals.join(' | ');
-    }
-    if (b !== undefined || (a !== undefined && a > 0n)) throw new UnsupportedSchemaError(`"multipleOf" with a wide range (at ${at}/multipleOf) is not supported`, 'multipleOf', at);
-    if (m > 1000) throw new UnsupportedSchemaError(`"multipleOf": ${m} (at ${at}/multipleOf) is too large an automaton`, 'multipleOf', at);
-    const name = this.fresh('mul');
-    const [start, rules] = multipleOfRules(m, name);
-    this.rules.push(...rules);
-    const nonneg = `(${start})`;
-    return a === 0n ? nonneg : `${nonneg} | "-" (${start.replace(/^"0" \| /, '')})`;
   }
 
   private string(s: Schema, at: string): string | undefined {
@@ -385,173 +342,12 @@ export class SchemaCompiler {
     this.leaves.set(key, r.name);
     return r.name;
   }
-
-  private array(s: Schema, at: string): string | undefined {
-    const min = typeof s['minItems'] === 'number' ? s['minItems'] : 0;
-    const max = typeof s['maxItems'] === 'number' ? s['maxItems'] : undefined;
-    if (max !== undefined && max < min) return undefined;
-    // draft-04..2019-09: items as a list, additionalItems for the rest
-    const prefix = (Array.isArray(s['prefixItems']) ? s['prefixItems'] : Array.isArray(s['items']) ? s['items'] : []) as unknown[];
-    const restSchema = Array.isArray(s['prefixItems']) ? s['items'] : Array.isArray(s['items']) ? s['additionalItems'] : s['items'];
-    const rest = restSchema === undefined ? 'any' : this.value(restSchema, `${at}/items`);
-    const elems = prefix.map((p, i) => this.value(p, `${at}/prefixItems/${i}`));
-    if (s['contains'] !== undefined) {
-      const minC = typeof s['minContains'] === 'number' ? s['minContains'] : 1;
-      if (prefix.length > 0 || max !== undefined || min > 1 || minC !== 1 || s['maxContains'] !== undefined) {
-        throw new UnsupportedSchemaError(`"contains" with prefixItems, maxItems, minItems > 1 or min/maxContains (at ${at}/contains) is not supported`, 'contains', at);
-      }
-      const hit = this.value({ allOf: [restSchema ?? {}, s['contains']] }, `${at}/contains`);
-      if (hit === undefined) return undefined;
-      return `"[" ws (${rest} sep)* ${hit} (sep ${rest})* ws "]"`;
-    }
-    // elements 0..k-1 from prefixItems, then rest; n in [min, max]
-    const k = prefix.length;
-    const limit = max === undefined ? undefined : max;
-    const tail = (i: number): string | undefined => {
-      // after i elements (i ≥ 1): end, or one more
-      const canEnd = i >= min;
-      if (limit !== undefined && i >= limit) return canEnd ? '""' : undefined;
-      if (i >= k) {
-        if (rest === undefined) return canEnd ? '""' : undefined;
-        const lo = Math.max(0, min - i);
-        const hi = limit === undefined ? '' : String(limit - i);
-        return `(sep ${rest}){${lo},${hi}}`;
-      }
-      const e = elems[i];
-      const more = e === undefined ? undefined : tail(i + 1);
-      const alts = [...(canEnd ? ['""'] : []), ...(more !== undefined ? [`sep ${e} ${more}`] : [])];
-      return alts.length === 0 ? undefined : `(${alts.join(' | ')})`;
-    };
-    const first = k > 0 ? elems[0] : rest;
-    const after = first === undefined ? undefined : limit === 0 ? undefined : tail(1);
-    const alts = [...(min === 0 ? ['""'] : []), ...(first !== undefined && after !== undefined ? [`${first} ${after}`] : [])];
-    if (alts.length === 0) return undefined;
-    return `"[" ws (${alts.join(' | ')}) ws "]"`;
-  }
 }
 
-/** keywords that only annotate: left out of the memo key */
-const ANNOTATION_ONLY = new Set(['title', 'description', 'default', 'examples', '$comment', 'deprecated', 'readOnly', 'writeOnly']);
-/** keywords holding one subschema, a list of them, or a map of them */
-const SUB_ONE = new Set(['items', 'additionalItems', 'additionalProperties', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'unevaluatedItems', 'unevaluatedProperties']);
-const SUB_LIST = new Set(['allOf', 'anyOf', 'oneOf', 'prefixItems', 'items']);
-const SUB_MAP = new Set(['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']);
-
-/** a schema with its annotations left out, keyword by keyword (values such as enum's stay whole) */
-function withoutAnnotations(node: unknown): unknown {
-  if (!isObject(node)) return node;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(node)) {
-    if (ANNOTATION_ONLY.has(k)) continue;
-    if (SUB_LIST.has(k) && Array.isArray(v)) out[k] = v.map(withoutAnnotations);
-    else if (SUB_ONE.has(k)) out[k] = withoutAnnotations(v);
-    else if (SUB_MAP.has(k) && isObject(v)) out[k] = Object.fromEntries(Object.entries(v).map(([n, x]) => [n, withoutAnnotations(x)]));
-    else out[k] = v;
-  }
-  return out;
-}
-
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$comment', '$schema', '$id', 'id', 'deprecated', 'readOnly', 'writeOnly', '$defs', 'definitions']);
 
 function asSchema(v: unknown, at: string): Schema | boolean {
   if (typeof v === 'boolean' || isObject(v)) return v;
   throw new UnsupportedSchemaError(`${at} is not a schema (an object or a boolean)`, 'schema', at);
-}
-
-/**
- * oneOf of branches that only require names, as anyOf: branch i's names present and, from
- * every other branch, one of its names absent (its schema false). undefined: other branches,
- * or too many cases.
- */
-function exactlyOneRequired(branches: unknown[]): Schema[] | undefined {
-  const sets: string[][] = [];
-  for (const b of branches) {
-    if (!isObject(b) || !Array.isArray(b['required']) || Object.keys(b).some((k) => k !== 'required' && !ANNOTATIONS.has(k))) return undefined;
-    const names = b['required'].filter((x): x is string => typeof x === 'string');
-    if (names.length === 0) return undefined;
-    sets.push(names);
-  }
-  const out: Schema[] = [];
-  for (let i = 0; i < sets.length; i++) {
-    // one absent name from each other branch: their product
-    let combos: string[][] = [[]];
-    for (let j = 0; j < sets.length; j++) {
-      if (j === i) continue;
-      combos = combos.flatMap((c) => sets[j]!.filter((n) => !sets[i]!.includes(n)).map((n) => [...c, n]));
-      if (combos.length > 64) return undefined;
-    }
-    for (const absent of combos) out.push({ required: sets[i], properties: Object.fromEntries(absent.map((n) => [n, false])) });
-  }
-  return out;
-}
-
-/** fraction digits F (one or more) with 0.F ≥ 0.d, or > when strict */
-function fractionAtLeast(d: string, strict: boolean, i = 0): string {
-  if (i === d.length) return strict ? '[0-9]* [1-9] [0-9]*' : '[0-9]*';
-  const k = Number(d[i]);
-  const alts = [`"${k}" ${fractionAtLeast(d, strict, i + 1)}`];
-  if (k < 9) alts.push(`[${k + 1}-9] [0-9]*`);
-  return `(${alts.join(' | ')})`;
-}
-
-/** the most dependencies split into cases (2^n branches) */
-const MAX_DEPENDENCIES = 4;
-
-/**
- * dependencies / dependentRequired / dependentSchemas as anyOf over which of the named
- * properties are present: absent ones cannot appear (their schema false), present ones are
- * required with what they need. The branches are disjoint. undefined: none in `node`.
- */
-function splitDependencies(node: Schema, at: string): Schema | undefined {
-  const deps: [string, unknown][] = [];
-  for (const k of ['dependencies', 'dependentRequired', 'dependentSchemas']) {
-    if (isObject(node[k])) deps.push(...Object.entries(node[k]));
-  }
-  if (deps.length === 0) return undefined;
-  if (deps.length > MAX_DEPENDENCIES) throw new UnsupportedSchemaError(`more than ${MAX_DEPENDENCIES} dependencies (at ${at}) are not supported`, 'dependencies', at);
-  const { dependencies: _d, dependentRequired: _r, dependentSchemas: _s, ...base } = node;
-  const branches: unknown[] = [];
-  for (let present = 0; present < 1 << deps.length; present++) {
-    const parts: unknown[] = [base];
-    deps.forEach(([name, need], i) => {
-      if ((present & (1 << i)) === 0) parts.push({ properties: { [name]: false } });
-      else if (Array.isArray(need)) parts.push({ required: [name, ...need.filter((x): x is string => typeof x === 'string')] });
-      else parts.push({ required: [name] }, need);
-    });
-    branches.push({ allOf: parts });
-  }
-  return { anyOf: branches };
-}
-
-/** EBNF of exactly the JSON value `v` (whitespace allowed between its tokens, keys in its order) */
-function jsonLiteral(v: unknown): string {
-  if (Array.isArray(v)) return v.length === 0 ? '"[" ws "]"' : `"[" ws ${v.map(jsonLiteral).join(' sep ')} ws "]"`;
-  if (isObject(v)) {
-    const entries = Object.entries(v).map(([k, x]) => `${JSON.stringify(JSON.stringify(k))} colon ${jsonLiteral(x)}`);
-    return entries.length === 0 ? '"{" ws "}"' : `"{" ws ${entries.join(' sep ')} ws "}"`;
-  }
-  return JSON.stringify(JSON.stringify(v));
-}
-
-/**
- * A pattern that is one character class (or `.`, `\\d`, `\\w`) repeated, anchored at both ends,
- * with the length bounds [min, max] folded into its repetition; null when no length fits,
- * undefined for any other pattern.
- */
-export function classRun(pattern: string, min: number, max: number | undefined): string | null | undefined {
-  const m = /^\^(\[(?:\\.|[^\]\\])+\]|\\[dw]|[A-Za-z0-9])(\*|\+|\{(\d+)(?:(,)(\d*))?\})\$$/.exec(pattern);
-  if (!m) return undefined;
-  const [, cls, q, a, comma, b] = m;
-  let lo = q === '+' ? 1 : 0;
-  let hi: number | undefined;
-  if (a !== undefined) {
-    lo = Number(a);
-    hi = comma === undefined ? lo : b === '' ? undefined : Number(b);
-  }
-  lo = Math.max(lo, min);
-  if (max !== undefined) hi = hi === undefined ? max : Math.min(hi, max);
-  if (hi !== undefined && hi < lo) return null;
-  return `^${cls!}{${lo},${hi ?? ''}}$`;
 }
 
 function typeSet(t: unknown): Set<string> | undefined {

@@ -103,3 +103,24 @@ export function unanchored(raw: string, at: string): string {
   });
   return branches.length === 1 ? `^${branches[0]}$` : `^(${branches.join('|')})$`;
 }
+
+/**
+ * A pattern that is one character class (or `.`, `\\d`, `\\w`) repeated, anchored at both ends,
+ * with the length bounds [min, max] folded into its repetition; null when no length fits,
+ * undefined for any other pattern.
+ */
+export function classRun(pattern: string, min: number, max: number | undefined): string | null | undefined {
+  const m = /^\^(\[(?:\\.|[^\]\\])+\]|\\[dw]|[A-Za-z0-9])(\*|\+|\{(\d+)(?:(,)(\d*))?\})\$$/.exec(pattern);
+  if (!m) return undefined;
+  const [, cls, q, a, comma, b] = m;
+  let lo = q === '+' ? 1 : 0;
+  let hi: number | undefined;
+  if (a !== undefined) {
+    lo = Number(a);
+    hi = comma === undefined ? lo : b === '' ? undefined : Number(b);
+  }
+  lo = Math.max(lo, min);
+  if (max !== undefined) hi = hi === undefined ? max : Math.min(hi, max);
+  if (hi !== undefined && hi < lo) return null;
+  return `^${cls!}{${lo},${hi ?? ''}}$`;
+}
