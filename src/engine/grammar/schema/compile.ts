@@ -28,6 +28,12 @@ export const MAX_WS = 2;
 export interface SchemaCompileOptions {
   /** drop what no grammar can enforce (uniqueItems, not, overlapping oneOf → anyOf, if/then/else) with a warning */
   readonly lenient?: boolean;
+  /**
+   * additionalProperties left out beside properties or patternProperties means no further
+   * property (XGrammar's strict mode, llama.cpp's converter) instead of any (JSON Schema),
+   * and properties come in the schema's order: for forced tool calls, which vLLM compiles so
+   */
+  readonly closed?: boolean;
 }
 
 export interface CompiledSchema {
@@ -76,6 +82,11 @@ export class SchemaCompiler {
   private readonly bodies = new Map<string, string>();
   private n = 0;
   private dates = false;
+  /** see SchemaCompileOptions.closed */
+  get closed(): boolean {
+    return this.opts.closed === true;
+  }
+
   /** trie nodes of further keys written so far (each costs a compile pass, objects.ts) */
   private trieNodes = 0;
 

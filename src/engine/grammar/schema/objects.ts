@@ -68,7 +68,7 @@ export function objectRule(c: SchemaCompiler, s: Schema, at: string): string | u
   // further properties
   const extras: string[] = [];
   const explicit = additional !== undefined;
-  let add: unknown = additional ?? true;
+  let add: unknown = additional ?? !(c.closed && (isObject(s['properties']) || patterns.length > 0));
   if (add !== false) {
     const nontrivial = patterns.filter(([, v]) => !(v === true || (isObject(v) && Object.keys(v).length === 0)));
     const prefixes: string[] = [];
@@ -116,7 +116,9 @@ export function objectRule(c: SchemaCompiler, s: Schema, at: string): string | u
   const maxP = typeof s['maxProperties'] === 'number' ? s['maxProperties'] : undefined;
   const cap = maxP ?? Math.max(minP, 1);
   if ((listed.length + 1) * (cap + 1) > MAX_STATES) throw new UnsupportedSchemaError(`"maxProperties"/"minProperties" (at ${at}) with this many properties is too large an automaton`, 'maxProperties', at);
-  if (minP === 0 && maxP === undefined) return unorderedObject(c, listed, extra);
+  // closed (forced tool calls): the schema's order too, as vLLM and llama.cpp write them (a
+  // tool-call parser may stream the name before the arguments)
+  if (minP === 0 && maxP === undefined && !c.closed) return unorderedObject(c, listed, extra);
   const base = c.fresh('obj');
   const memo = new Map<string, string | undefined>();
   const next = (n: number): number => (maxP === undefined ? Math.min(n + 1, cap) : n + 1);

@@ -113,6 +113,17 @@ describe('JSON Schema compiler', () => {
     check({ type: 'object', properties: many, required: Object.keys(many) }, [all, { ...all, z: 'x' }], [{ ...all, a: 'x' }, { b: 1 }]);
   });
 
+  it('closed (forced tool calls): additionalProperties left out beside properties means none', () => {
+    const closed = (schema: unknown) => validateGrammarSpec({ type: 'json_schema', schema, closed: true });
+    const props = { type: 'object', properties: { a: { type: 'integer' } } };
+    assert.ok(accepts(closed(props), '{"a":1}') && accepts(closed(props), '{}'));
+    assert.ok(!accepts(closed(props), '{"a":1,"b":2}') && !accepts(closed(props), '{"b":2}'));
+    assert.ok(accepts(closed({ ...props, additionalProperties: true }), '{"a":1,"b":2}'));
+    assert.ok(accepts(closed({ type: 'object' }), '{"b":[1]}'));
+    const two = { type: 'object', properties: { name: { type: 'string' }, n: { type: 'integer' } } };
+    assert.ok(accepts(closed(two), '{"name":"x","n":1}') && !accepts(closed(two), '{"n":1,"name":"x"}'));
+  });
+
   it('enum and const decide every other keyword value by value (not, if/then/else, uniqueItems, oneOf)', () => {
     check({ allOf: [{ enum: [{ a: 0 }, { a: false }, 3] }, { not: { enum: [{ a: false }] } }] }, [{ a: 0 }, 3], [{ a: false }, 4]);
     check({ enum: [[1, 1], [1, 2], 'x'], uniqueItems: true }, [[1, 2], 'x'], [[1, 1]]);
