@@ -8,7 +8,13 @@ export type GrammarSpec =
   /** any JSON object (OpenAI's json_object) */
   | { readonly type: 'json_object' }
   /** JSON valid against a JSON Schema (the schema as JSON text or a parsed object) */
-  | { readonly type: 'json_schema'; readonly schema: unknown; readonly lenient?: boolean }
+  | {
+      readonly type: 'json_schema';
+      readonly schema: unknown;
+      readonly lenient?: boolean;
+      /** additionalProperties left out beside properties means none, properties in the schema's order (XGrammar's strict mode, llama.cpp: forced tool calls) */
+      readonly closed?: boolean;
+    }
   /** a regular expression matched against the whole output */
   | { readonly type: 'regex'; readonly pattern: string }
   /** exactly one of these strings */
@@ -41,7 +47,7 @@ export function validateGrammarSpec(spec: GrammarSpec, what = 'grammar'): Gramma
         bad('the schema must be a JSON object');
       }
       if (schema === false) bad('the schema `false` accepts nothing');
-      const out: GrammarSpec = { type: 'json_schema', schema, ...(spec.lenient === true && { lenient: true }) };
+      const out: GrammarSpec = { type: 'json_schema', schema, ...(spec.lenient === true && { lenient: true }), ...(spec.closed === true && { closed: true }) };
       // refusals (a keyword no grammar here enforces) are named now when xgrammar is up, else by checkGrammarCompiles
       const xg = xgrammarIfLoaded();
       if (xg) schemaToEbnf(out, what);
@@ -68,7 +74,7 @@ export function grammarKey(spec: GrammarSpec): string {
     case 'json_object':
       return 'json_object';
     case 'json_schema':
-      return `json_schema${spec.lenient ? '~' : ''}\0${JSON.stringify(spec.schema)}`;
+      return `json_schema${spec.lenient ? '~' : ''}${spec.closed ? '!' : ''}\0${JSON.stringify(spec.schema)}`;
     case 'regex':
       return `regex\0${spec.pattern}`;
     case 'choice':
@@ -97,7 +103,7 @@ export function schemaToEbnf(spec: Extract<GrammarSpec, { type: 'json_schema' }>
   const xg = xgrammarIfLoaded();
   if (!xg) throw new Error('xgrammar is not loaded');
   try {
-    return compileJsonSchema(spec.schema, xg, { lenient: spec.lenient === true });
+    return compileJsonSchema(spec.schema, xg, { lenient: spec.lenient === true, closed: spec.closed === true });
   } catch (err) {
     if (err instanceof UnsupportedSchemaError) throw new InvalidArgumentError(err.message, what);
     throw err;

@@ -31,7 +31,7 @@ function refused(index: number, tool: ToolSchemaSource, why: string): InvalidArg
 /** A tool's parameters schema, narrowed as loom compiles it; a 400 naming the tool when loom cannot enforce it. */
 function checkedParameters(tool: ToolSchemaSource, index: number): unknown {
   try {
-    return (validateGrammarSpec({ type: 'json_schema', schema: parametersOf(tool) }, 'tools') as { schema: unknown }).schema;
+    return (validateGrammarSpec({ type: 'json_schema', schema: parametersOf(tool), closed: true }, 'tools') as { schema: unknown }).schema;
   } catch (err) {
     if (err instanceof InvalidArgumentError) throw refused(index, tool, err.message);
     throw err;
@@ -59,7 +59,8 @@ function rebaseRefs(node: unknown, base: string): unknown {
 /** The grammar that forces the tool choice. */
 export function forcedToolGrammar(tools: readonly ToolSchemaSource[], choice: ForcedTools, parallel: boolean): GrammarSpec {
   const params = chosen(tools, choice).map(([t, i]) => checkedParameters(t, i));
-  if (choice.kind === 'named') return { type: 'json_schema', schema: params[0] };
+  // closed: a tool's arguments are its listed parameters unless its schema allows more (as vLLM compiles them)
+  if (choice.kind === 'named') return { type: 'json_schema', schema: params[0], closed: true };
   // each tool's schema sits in $defs, its local references moved there: xgrammar resolves
   // a reference through objects only, not into the anyOf list
   const defs = Object.fromEntries(params.map((p, i) => [`tool${i}`, rebaseRefs(p, `#/$defs/tool${i}`)]));
@@ -73,9 +74,9 @@ export function forcedToolGrammar(tools: readonly ToolSchemaSource[], choice: Fo
     // "auto" without a parser for the model's own format (llama-server's generic handler):
     // the calls as "required" writes them, or {"response": text} for a reply in words
     const reply = { type: 'object', properties: { response: { type: 'string' } }, required: ['response'], additionalProperties: false };
-    return { type: 'json_schema', schema: { anyOf: [array, reply], $defs: defs } };
+    return { type: 'json_schema', schema: { anyOf: [array, reply], $defs: defs }, closed: true };
   }
-  return { type: 'json_schema', schema: { ...array, $defs: defs } };
+  return { type: 'json_schema', schema: { ...array, $defs: defs }, closed: true };
 }
 
 /**
@@ -86,7 +87,7 @@ export function forcedToolGrammar(tools: readonly ToolSchemaSource[], choice: Fo
 export async function checkToolSchemasCompile(tools: readonly ToolSchemaSource[], choice: ForcedTools): Promise<void> {
   for (const [tool, i] of chosen(tools, choice)) {
     try {
-      await checkGrammarCompiles({ type: 'json_schema', schema: checkedParameters(tool, i) });
+      await checkGrammarCompiles({ type: 'json_schema', schema: checkedParameters(tool, i), closed: true });
     } catch (err) {
       if (err instanceof InvalidArgumentError) throw refused(i, tool, err.message);
       throw err;

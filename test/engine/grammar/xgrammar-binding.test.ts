@@ -66,7 +66,10 @@ const text = (tokens: readonly number[]) => model().tokenizer.decode(tokens);
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats.default(ajv);
 
-/** bounded schemas: a random model finishes them well inside max_tokens */
+/**
+ * bounded schemas: a random model finishes them well inside max_tokens (further properties
+ * off: JSON Schema allows them by default, and a random model then writes keys until the end)
+ */
 const SCHEMAS: Record<string, object> = {
   person: {
     type: 'object',
@@ -77,13 +80,15 @@ const SCHEMAS: Record<string, object> = {
       active: { type: 'boolean' },
     },
     required: ['name', 'age', 'role'],
+    additionalProperties: false,
   },
   list: { type: 'array', items: { type: 'integer', minimum: -5, maximum: 99 }, minItems: 1, maxItems: 4 },
   nested: {
     type: 'object',
     properties: { point: { $ref: '#/$defs/point' }, tags: { type: 'array', items: { enum: ['a', 'b'] }, maxItems: 3 }, note: { anyOf: [{ type: 'null' }, { type: 'string', maxLength: 5 }] } },
     required: ['point', 'note'],
-    $defs: { point: { type: 'object', properties: { x: { type: 'integer', minimum: 0, maximum: 9 }, y: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['x', 'y'] } },
+    additionalProperties: false,
+    $defs: { point: { type: 'object', properties: { x: { type: 'integer', minimum: 0, maximum: 9 }, y: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['x', 'y'], additionalProperties: false } },
   },
 };
 

@@ -4,13 +4,18 @@
 // lenient mode (llguidance's) the keywords no grammar can enforce are dropped with a warning.
 // Between tokens a bounded run of whitespace is allowed (MAX_WS), never an endless one.
 import type { XGrammarBinding } from '../xgrammar-binding.js';
+import { Undecided, validates } from './decide.js';
 import { dateTimeRules, ENFORCED_FORMATS } from './formats.js';
 import { leafRules, UnsupportedSchemaError } from './leaf-rules.js';
 import { isObject, mergeSchemas } from './merge.js';
 import type { Schema } from './merge.js';
-import { integerRange, multipleOfRules, numberRange } from './numbers.js';
+import { jsonLiteral } from './literal.js';
+import { numericRule } from './numeric.js';
+import { KEY_TAIL_RULE } from './keys.js';
+import { arrayRule } from './arrays.js';
 import { objectRule } from './objects.js';
-import { disjointBranches, unanchored } from './shapes.js';
+import { ANNOTATIONS, exactlyOneRequired, splitDependencies, withoutAnnotations } from './rewrites.js';
+import { classRun, disjointBranches, unanchored } from './shapes.js';
 
 export { UnsupportedSchemaError };
 
@@ -23,6 +28,12 @@ export const MAX_WS = 2;
 export interface SchemaCompileOptions {
   /** drop what no grammar can enforce (uniqueItems, not, overlapping oneOf → anyOf, if/then/else) with a warning */
   readonly lenient?: boolean;
+  /**
+   * additionalProperties left out beside properties or patternProperties means no further
+   * property (XGrammar's strict mode, llama.cpp's converter) instead of any (JSON Schema),
+   * and properties come in the schema's order: for forced tool calls, which vLLM compiles so
+   */
+  readonly closed?: boolean;
 }
 
 export interface CompiledSchema {
@@ -36,9 +47,6 @@ const REFUSED: Record<string, string> = {
   not: 'no grammar can enforce it',
   uniqueItems: 'no grammar can enforce it',
   if: 'loom does not compile if/then/else',
-  dependentRequired: 'loom does not compile it',
-  dependentSchemas: 'loom does not compile it',
-  dependencies: 'loom does not compile it',
   unevaluatedProperties: 'loom does not compile it',
   unevaluatedItems: 'loom does not compile it',
   $dynamicRef: 'loom does not compile it',
@@ -60,6 +68,7 @@ const BASE_RULES = [
   'strsub ::= ("\\"" | [^"\\\\\\0-\\x1f] strsub | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) strsub) (= ws [,:}\\]])',
   'number ::= "-"? ("0" | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [+\\-]? [0-9]+)?',
   'integer ::= "-"? ("0" | [1-9] [0-9]*)',
+  KEY_TAIL_RULE,
   'any ::= "null" | "true" | "false" | number | string | "[" ws (any (sep any)*)? ws "]" | "{" ws (string colon any (sep string colon any)*)? ws "}"',
 ];
 
@@ -69,8 +78,17 @@ export class SchemaCompiler {
   private readonly refs = new Map<string, string>();
   private readonly memo = new Map<string, string>();
   private readonly leaves = new Map<string, string>();
+  /** rule body → its rule (shared) */
+  private readonly bodies = new Map<string, string>();
   private n = 0;
   private dates = false;
+  /** see SchemaCompileOptions.closed */
+  get closed(): boolean {
+    return this.opts.closed === true;
+  }
+
+  /** trie nodes of further keys written so far (each costs a compile pass, objects.ts) */
+  private trieNodes = 0;
 
   constructor(
     private readonly root: unknown,
@@ -97,8 +115,31 @@ export class SchemaCompiler {
     return name;
   };
 
+  /** the rule whose body is `body`, written once per schema */
+  shared(body: string, hint: string): string {
+    let name = this.bodies.get(body);
+    if (name === undefined) {
+      name = this.fresh(hint);
+      this.bodies.set(body, name);
+      this.addRule(name, body);
+    }
+    return name;
+  }
+
+  /** rules written elsewhere (an automaton's), added as they are */
+  addRules(rules: readonly string[]): void {
+    this.rules.push(...rules);
+  }
+
   addRule(name: string, body: string): void {
     this.rules.push(`${name} ::= ${body}`);
+  }
+
+  /** takes `nodes` from the schema's budget of further-key trie nodes; false when it is spent */
+  spendTrieBudget(nodes: number, budget: number): boolean {
+    if (this.trieNodes + nodes > budget) return false;
+    this.trieNodes += nodes;
+    return true;
   }
 
   /** `message` names the keyword and where it is */
@@ -115,7 +156,8 @@ export class SchemaCompiler {
     if (node === true || (isObject(node) && Object.keys(node).length === 0)) return 'any';
     if (node === false) return undefined;
     if (!isObject(node)) throw new UnsupportedSchemaError(`${at} is not a schema (an object or a boolean)`, 'schema', at);
-    const key = JSON.stringify(node);
+    // annotations do not change what a schema accepts: equal schemas share one rule
+    const key = JSON.stringify(withoutAnnotations(node));
     const hit = this.memo.get(key);
     if (hit !== undefined) return hit;
     const name = this.fresh('v');
@@ -169,6 +211,10 @@ export class SchemaCompiler {
     if (keys.length === 1 && typeof raw['$ref'] === 'string') return this.refRule(raw['$ref'], at);
     const node = this.flatten(raw, at);
     if (typeof node === 'boolean') return node ? 'any' : undefined;
+    // listed values: every other keyword is decided value by value
+    if ('const' in node || Array.isArray(node['enum'])) return this.finite(raw, node, at);
+    const split = splitDependencies(node, at);
+    if (split !== undefined) return this.value(split, at);
     for (const k of Object.keys(node)) {
       if (k in REFUSED && !(k === 'uniqueItems' && node[k] === false)) this.refuse(k, `${at}/${k}`, `"${k}" (at ${at}/${k}) is not supported: ${REFUSED[k]!}`);
     }
@@ -180,6 +226,8 @@ export class SchemaCompiler {
       const which = Array.isArray(anyOf) ? 'anyOf' : 'oneOf';
       if (Array.isArray(anyOf) && Array.isArray(oneOf)) branches = anyOf.flatMap((a) => (oneOf as unknown[]).map((o) => ({ allOf: [a, o] })));
       if (which === 'oneOf' && !disjointBranches(branches, (r) => this.resolve(r, at))) {
+        const exact = exactlyOneRequired(branches);
+        if (exact !== undefined) return this.value({ ...base, anyOf: exact }, at);
         if (!this.opts.lenient) throw new UnsupportedSchemaError(`"oneOf" (at ${at}/oneOf) whose branches may overlap is not supported (exactly one must match; no grammar can enforce it); use anyOf if any may`, 'oneOf', `${at}/oneOf`);
         this.warnings.push(`"oneOf" (at ${at}/oneOf) whose branches may overlap is enforced as anyOf`);
       }
@@ -205,13 +253,23 @@ export class SchemaCompiler {
     return name;
   }
 
-  private typed(s: Schema, at: string): string | undefined {
-    if ('const' in s || Array.isArray(s['enum'])) {
-      const values = 'const' in s ? [s['const']] : (s['enum'] as unknown[]);
-      const types = typeSet(s['type']);
-      const ok = values.filter((v) => types === undefined || types.has(jsonType(v)) || (jsonType(v) === 'integer' && types.has('number')) || (jsonType(v) === 'number' && Number.isInteger(v) && types.has('integer')));
-      return ok.length === 0 ? undefined : [...new Set(ok.map((v) => JSON.stringify(JSON.stringify(v))))].join(' | ');
+  /** the values `node` (flattened from `raw`) lists that pass every keyword of `raw` */
+  private finite(raw: Schema, node: Schema, at: string): string | undefined {
+    const values = 'const' in node ? [node['const']] : (node['enum'] as unknown[]);
+    const ok: unknown[] = [];
+    for (const v of values) {
+      try {
+        if (validates(raw, v, (ref) => this.resolve(ref, at))) ok.push(v);
+      } catch (err) {
+        if (!(err instanceof Undecided)) throw err;
+        throw new UnsupportedSchemaError(`"${err.keyword}" beside "enum"/"const" (at ${at}) is not supported: it cannot be decided on the listed values`, err.keyword, at);
+      }
     }
+    if (ok.length === 0) return undefined;
+    return [...new Set(ok.map((v) => jsonLiteral(v)))].join(' | ');
+  }
+
+  private typed(s: Schema, at: string): string | undefined {
     const types = typeSet(s['type']) ?? new Set(['null', 'boolean', 'number', 'string', 'array', 'object']);
     const alts: string[] = [];
     for (const t of ['null', 'boolean', 'integer', 'number', 'string', 'array', 'object']) {
@@ -230,59 +288,16 @@ export class SchemaCompiler {
         return '"true" | "false"';
       case 'integer':
       case 'number':
-        return this.numeric(t === 'integer', s, at);
+        return numericRule(this, t === 'integer', s, at);
       case 'string':
         return this.string(s, at);
       case 'array':
-        return this.array(s, at);
+        return arrayRule(this, s, at);
       case 'object':
         return objectRule(this, s, at);
       default:
         throw new UnsupportedSchemaError(`unknown type ${JSON.stringify(t)} (at ${at}/type)`, 'type', at);
     }
-  }
-
-  private numeric(integer: boolean, s: Schema, at: string): string | undefined {
-    let lo = typeof s['minimum'] === 'number' ? s['minimum'] : undefined;
-    let hi = typeof s['maximum'] === 'number' ? s['maximum'] : undefined;
-    let loExcl = false;
-    let hiExcl = false;
-    // draft-04: exclusiveMinimum: true makes minimum strict
-    if (s['exclusiveMinimum'] === true) loExcl = true;
-    if (s['exclusiveMaximum'] === true) hiExcl = true;
-    if (typeof s['exclusiveMinimum'] === 'number' && (lo === undefined || s['exclusiveMinimum'] >= lo)) [lo, loExcl] = [s['exclusiveMinimum'], true];
-    if (typeof s['exclusiveMaximum'] === 'number' && (hi === undefined || s['exclusiveMaximum'] <= hi)) [hi, hiExcl] = [s['exclusiveMaximum'], true];
-    const m = typeof s['multipleOf'] === 'number' ? s['multipleOf'] : undefined;
-    if (integer || (m !== undefined && Number.isInteger(m))) {
-      const a = lo === undefined ? undefined : BigInt(loExcl ? Math.floor(lo) + 1 : Math.ceil(lo));
-      const b = hi === undefined ? undefined : BigInt(hiExcl ? Math.ceil(hi) - 1 : Math.floor(hi));
-      if (m !== undefined && Number.isInteger(m) && m > 1) return this.multiples(m, a, b, at);
-      if (m !== undefined && !Number.isInteger(m) && !Number.isInteger(1 / m)) throw new UnsupportedSchemaError(`"multipleOf": ${m} on integers (at ${at}/multipleOf) is not supported`, 'multipleOf', at);
-      if (a === undefined && b === undefined) return 'integer';
-      return integerRange(a, b, this.named) || undefined;
-    }
-    if (m !== undefined && !/^1e-\d+$|^0\.0*1$/.test(String(m))) throw new UnsupportedSchemaError(`"multipleOf": ${m} on numbers (at ${at}/multipleOf) is not supported (only integers and powers of ten below 1)`, 'multipleOf', at);
-    const digits = m === undefined ? undefined : Math.round(-Math.log10(m));
-    for (const [v, k] of [[lo, 'minimum'], [hi, 'maximum']] as const) {
-      if (v !== undefined && !Number.isInteger(v)) throw new UnsupportedSchemaError(`a non-integer "${k}" on numbers (at ${at}/${k}) is not supported`, k, at);
-    }
-    const r = numberRange(lo === undefined ? undefined : BigInt(lo), hi === undefined ? undefined : BigInt(hi), loExcl, hiExcl, digits, this.named);
-    return r || undefined;
-  }
-
-  private multiples(m: number, a: bigint | undefined, b: bigint | undefined, at: string): string | undefined {
-    if (a !== undefined && b !== undefined && (b - a) / BigInt(m) <= 64n) {
-      const vals: string[] = [];
-      for (let x = a; x <= b; x++) if (x % BigInt(m) === 0n) vals.push(JSON.stringify(x.toString()));
-      return vals.length === 0 ? undefined : vals.join(' | ');
-    }
-    if (b !== undefined || (a !== undefined && a > 0n)) throw new UnsupportedSchemaError(`"multipleOf" with a wide range (at ${at}/multipleOf) is not supported`, 'multipleOf', at);
-    if (m > 1000) throw new UnsupportedSchemaError(`"multipleOf": ${m} (at ${at}/multipleOf) is too large an automaton`, 'multipleOf', at);
-    const name = this.fresh('mul');
-    const [start, rules] = multipleOfRules(m, name);
-    this.rules.push(...rules);
-    const nonneg = `(${start})`;
-    return a === 0n ? nonneg : `${nonneg} | "-" (${start.replace(/^"0" \| /, '')})`;
   }
 
   private string(s: Schema, at: string): string | undefined {
@@ -292,6 +307,12 @@ export class SchemaCompiler {
     const pattern = typeof s['pattern'] === 'string' ? s['pattern'] : undefined;
     if (max !== undefined && max < min) return undefined;
     const lengths = min > 0 || max !== undefined;
+    if (pattern !== undefined && format === undefined && lengths) {
+      // ^C+$, ^C*$, ^C{m,n}$ for one character class C: the bounds meet in one repetition
+      const both = classRun(pattern, min, max);
+      if (both === null) return undefined;
+      if (both !== undefined) return this.leaf({ pattern: both }, at);
+    }
     if ((format !== undefined || pattern !== undefined) && lengths) {
       throw new UnsupportedSchemaError(`"minLength"/"maxLength" together with ${pattern !== undefined ? '"pattern"' : '"format"'} (at ${at}) is not supported`, 'maxLength', at);
     }
@@ -301,16 +322,19 @@ export class SchemaCompiler {
       this.dates = true;
       return `"\\"" fmt_${format.replace('-', '_')} qend`;
     }
+    // xgrammar's uri-reference is the relative form only: a URI is one too
+    if (format === 'uri-reference') return `(${this.leaf({ format: 'uri' }, at)} | ${this.leaf({ format }, at)})`;
     if (format !== undefined) return this.leaf({ format }, at);
     if (pattern !== undefined) return this.leaf({ pattern: unanchored(pattern, at) }, at);
     if (!lengths) return 'string';
     if ((max ?? min) > MAX_LENGTH) {
-      // xgrammar writes a bounded repetition out position by position: 4096 of them do not compile in time
+      // every bound costs xgrammar seconds to compile (~120 positions each walking the
+      // vocabulary); and a longer string is likelier to need escapes, which are not written
       this.refuse('maxLength', `${at}/maxLength`, `"${max !== undefined ? 'maxLength' : 'minLength'}" above ${MAX_LENGTH} (at ${at}) is not supported: the grammar would be too large`);
       return 'string';
     }
-    // a pure class repeated (xgrammar's fast path; a rule of alternatives repeated costs ~0.1 s
-    // per mask): escapes are not written in length-bounded strings (narrower, never wider)
+    // a pure class repeated (a rule of alternatives repeated costs seconds per mask in
+    // xgrammar 0.1.27): escapes are not written in length-bounded strings (narrower, never wider)
     return `"\\"" [^"\\\\\\0-\\x1f]{${min},${max ?? ''}} qend`;
   }
 
@@ -329,52 +353,8 @@ export class SchemaCompiler {
     this.leaves.set(key, r.name);
     return r.name;
   }
-
-  private array(s: Schema, at: string): string | undefined {
-    const min = typeof s['minItems'] === 'number' ? s['minItems'] : 0;
-    const max = typeof s['maxItems'] === 'number' ? s['maxItems'] : undefined;
-    if (max !== undefined && max < min) return undefined;
-    // draft-04..2019-09: items as a list, additionalItems for the rest
-    const prefix = (Array.isArray(s['prefixItems']) ? s['prefixItems'] : Array.isArray(s['items']) ? s['items'] : []) as unknown[];
-    const restSchema = Array.isArray(s['prefixItems']) ? s['items'] : Array.isArray(s['items']) ? s['additionalItems'] : s['items'];
-    const rest = restSchema === undefined ? 'any' : this.value(restSchema, `${at}/items`);
-    const elems = prefix.map((p, i) => this.value(p, `${at}/prefixItems/${i}`));
-    if (s['contains'] !== undefined) {
-      const minC = typeof s['minContains'] === 'number' ? s['minContains'] : 1;
-      if (prefix.length > 0 || max !== undefined || min > 1 || minC !== 1 || s['maxContains'] !== undefined) {
-        throw new UnsupportedSchemaError(`"contains" with prefixItems, maxItems, minItems > 1 or min/maxContains (at ${at}/contains) is not supported`, 'contains', at);
-      }
-      const hit = this.value({ allOf: [restSchema ?? {}, s['contains']] }, `${at}/contains`);
-      if (hit === undefined) return undefined;
-      return `"[" ws (${rest} sep)* ${hit} (sep ${rest})* ws "]"`;
-    }
-    // elements 0..k-1 from prefixItems, then rest; n in [min, max]
-    const k = prefix.length;
-    const limit = max === undefined ? undefined : max;
-    const tail = (i: number): string | undefined => {
-      // after i elements (i ≥ 1): end, or one more
-      const canEnd = i >= min;
-      if (limit !== undefined && i >= limit) return canEnd ? '""' : undefined;
-      if (i >= k) {
-        if (rest === undefined) return canEnd ? '""' : undefined;
-        const lo = Math.max(0, min - i);
-        const hi = limit === undefined ? '' : String(limit - i);
-        return `(sep ${rest}){${lo},${hi}}`;
-      }
-      const e = elems[i];
-      const more = e === undefined ? undefined : tail(i + 1);
-      const alts = [...(canEnd ? ['""'] : []), ...(more !== undefined ? [`sep ${e} ${more}`] : [])];
-      return alts.length === 0 ? undefined : `(${alts.join(' | ')})`;
-    };
-    const first = k > 0 ? elems[0] : rest;
-    const after = first === undefined ? undefined : limit === 0 ? undefined : tail(1);
-    const alts = [...(min === 0 ? ['""'] : []), ...(first !== undefined && after !== undefined ? [`${first} ${after}`] : [])];
-    if (alts.length === 0) return undefined;
-    return `"[" ws (${alts.join(' | ')}) ws "]"`;
-  }
 }
 
-const ANNOTATIONS = new Set(['title', 'description', 'default', 'examples', '$comment', '$schema', '$id', 'id', 'deprecated', 'readOnly', 'writeOnly', '$defs', 'definitions']);
 
 function asSchema(v: unknown, at: string): Schema | boolean {
   if (typeof v === 'boolean' || isObject(v)) return v;
@@ -387,12 +367,6 @@ function typeSet(t: unknown): Set<string> | undefined {
   return undefined;
 }
 
-function jsonType(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'array';
-  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'number';
-  return typeof v;
-}
 
 /** Compiles a JSON Schema to EBNF (start rule `root`); throws UnsupportedSchemaError naming what it refuses. */
 export function compileJsonSchema(schema: unknown, xg: XGrammarBinding, opts: SchemaCompileOptions = {}): CompiledSchema {

@@ -19,4 +19,4 @@ export function dateTimeRules(p: string): string[] {
 }
 
 /** the formats loom enforces; any other `format` is an annotation (JSON Schema's default) and is not enforced */
-export const ENFORCED_FORMATS = new Set(['date', 'time', 'date-time', 'duration', 'email', 'uuid', 'ipv4', 'ipv6', 'hostname', 'uri']);
+export const ENFORCED_FORMATS = new Set(['date', 'time', 'date-time', 'duration', 'email', 'uuid', 'ipv4', 'ipv6', 'hostname', 'uri', 'uri-reference']);

@@ -31,14 +31,75 @@ function intersectTypes(a: string[], b: string[]): string[] {
   return [...out];
 }
 
+const OBJECT_KEYS = ['properties', 'patternProperties', 'additionalProperties'];
+
+const trivial = (v: unknown): boolean => v === undefined || v === true || (isObject(v) && Object.keys(v).length === 0);
+
+/**
+ * properties, patternProperties and additionalProperties of a ∧ b, exactly: a name one side
+ * lists is, on the other side, under that side's matching patterns or else its
+ * additionalProperties. A pattern only one side has, beside additionalProperties on the
+ * other side, is refused (its keys would be under both). undefined: only one side has any.
+ */
+function mergeObjectKeywords(a: Schema, b: Schema, at: string): Schema | undefined {
+  const has = (s: Schema): boolean => OBJECT_KEYS.some((k) => k in s);
+  if (!has(a) || !has(b)) return undefined;
+  const props = (s: Schema): Schema => (isObject(s['properties']) ? s['properties'] : {});
+  const pats = (s: Schema): Schema => (isObject(s['patternProperties']) ? s['patternProperties'] : {});
+  const onOther = (s: Schema, name: string): unknown => {
+    const matched = Object.entries(pats(s))
+      .filter(([p]) => {
+        try {
+          return new RegExp(p, 'u').test(name);
+        } catch {
+          throw new UnsupportedSchemaError(`the pattern ${JSON.stringify(p)} (at ${at}) is not a valid ECMAScript regular expression`, 'patternProperties', at);
+        }
+      })
+      .map(([, v]) => v);
+    if (matched.length > 0) return matched.length === 1 ? matched[0] : { allOf: matched };
+    return s['additionalProperties'] ?? true;
+  };
+  const out: Schema = {};
+  const names = new Set([...Object.keys(props(a)), ...Object.keys(props(b))]);
+  if (names.size > 0) {
+    const merged: Schema = {};
+    for (const n of names) {
+      const parts = [Object.hasOwn(props(a), n) ? props(a)[n] : onOther(a, n), Object.hasOwn(props(b), n) ? props(b)[n] : onOther(b, n)].filter((x) => !trivial(x));
+      merged[n] = parts.length === 0 ? {} : parts.length === 1 ? parts[0] : { allOf: parts };
+    }
+    out['properties'] = merged;
+  }
+  const pa = pats(a);
+  const pb = pats(b);
+  for (const [mine, other, theirs] of [[pa, b, pb], [pb, a, pa]] as const) {
+    if (Object.keys(mine).some((p) => !Object.hasOwn(theirs, p)) && !trivial(other['additionalProperties'])) {
+      throw new UnsupportedSchemaError(`"allOf" where one member's "patternProperties" meets another's "additionalProperties" (at ${at}) is not supported`, 'patternProperties', at);
+    }
+  }
+  if (Object.keys(pa).length + Object.keys(pb).length > 0) {
+    const merged: Schema = { ...pa };
+    for (const [p, v] of Object.entries(pb)) merged[p] = Object.hasOwn(merged, p) ? { allOf: [merged[p], v] } : v;
+    out['patternProperties'] = merged;
+  }
+  const adds = [a['additionalProperties'], b['additionalProperties']].filter((x) => x !== undefined);
+  if (adds.length > 0) out['additionalProperties'] = adds.length === 1 ? adds[0] : { allOf: adds };
+  return out;
+}
+
 /** a ∧ b as one schema (both already free of $ref and allOf) */
 export function mergeSchemas(a: Schema | boolean, b: Schema | boolean, at: string): Schema | boolean {
   if (a === false || b === false) return false;
   if (a === true) return b;
   if (b === true) return a;
   const out: Schema = { ...a };
+  const objects = mergeObjectKeywords(a, b, at);
+  if (objects !== undefined) {
+    for (const k of OBJECT_KEYS) delete out[k];
+    Object.assign(out, objects);
+  }
   for (const [k, v] of Object.entries(b)) {
-    if (!(k in out)) {
+    if (objects !== undefined && OBJECT_KEYS.includes(k)) continue;
+    if (!Object.hasOwn(out, k)) {
       out[k] = v;
       continue;
     }
@@ -53,7 +114,7 @@ export function mergeSchemas(a: Schema | boolean, b: Schema | boolean, at: strin
     else if (k === 'required' && Array.isArray(u) && Array.isArray(v)) out[k] = [...new Set([...u, ...v])];
     else if (k === 'properties' && isObject(u) && isObject(v)) {
       const props: Schema = { ...u };
-      for (const [name, s] of Object.entries(v)) props[name] = name in props ? { allOf: [props[name], s] } : s;
+      for (const [name, s] of Object.entries(v)) props[name] = Object.hasOwn(props, name) ? { allOf: [props[name], s] } : s;
       out[k] = props;
     } else if ((k === 'items' || k === 'additionalProperties' || k === 'propertyNames' || k === 'contains') && !Array.isArray(u) && !Array.isArray(v)) {
       out[k] = { allOf: [u, v] };

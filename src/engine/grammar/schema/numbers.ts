@@ -141,3 +141,12 @@ function nonzeroFrac(frac: string): string | undefined {
   for (let i = 0; i < k; i++) alts.push(`${i > 0 ? `"0"{${i}} ` : ''}[1-9] [0-9]{0,${k - 1 - i}}`);
   return `(${alts.map((a) => `(${a})`).join(' | ')}) "0"*`;
 }
+
+/** fraction digits F (one or more) with 0.F ≥ 0.d, or > when strict */
+export function fractionAtLeast(d: string, strict: boolean, i = 0): string {
+  if (i === d.length) return strict ? '[0-9]* [1-9] [0-9]*' : '[0-9]*';
+  const k = Number(d[i]);
+  const alts = [`"${k}" ${fractionAtLeast(d, strict, i + 1)}`];
+  if (k < 9) alts.push(`[${k + 1}-9] [0-9]*`);
+  return `(${alts.join(' | ')})`;
+}

@@ -1,21 +1,21 @@
 // Object grammars: listed properties in the schema's order (required ones always, optional
-// ones maybe), then further properties: additionalProperties under keys that are no listed
-// name (a trie's complement), patternProperties under keys matching their pattern; the count
-// of properties kept in [minProperties, maxProperties] by numbering the states.
+// ones maybe) with further properties before, between and after them: additionalProperties
+// (JSON Schema's default: any value) under keys that are no listed name (a trie's
+// complement, keys.ts), patternProperties under keys matching their pattern; the count of
+// properties kept in [minProperties, maxProperties] by numbering the states.
 import type { SchemaCompiler } from './compile.js';
+import { keyExcept, keyTrieSize } from './keys.js';
 import { UnsupportedSchemaError } from './leaf-rules.js';
 import { isObject } from './merge.js';
 import type { Schema } from './merge.js';
-import { unanchored } from './shapes.js';
 
-/** the most trie nodes of listed names beside which further properties are written */
-const MAX_TRIE = 16;
-
-function trieSize(names: readonly string[]): number {
-  const prefixes = new Set<string>();
-  for (const n of names) for (let i = 1; i <= n.length; i++) prefixes.add(n.slice(0, i));
-  return prefixes.size;
-}
+/**
+ * The most trie nodes of listed names beside which further keys are written, per object and
+ * per schema (each costs xgrammar a pass over the vocabulary); past them an object takes
+ * only its listed properties (a narrower language: every answer still valid).
+ */
+const MAX_TRIE = 192;
+const MAX_TRIE_PER_SCHEMA = 640;
 
 /** the largest (listed properties × counted states) written out */
 const MAX_STATES = 4096;
@@ -41,13 +41,13 @@ export function objectRule(c: SchemaCompiler, s: Schema, at: string): string | u
   });
   // the schema of a named property: its own, and every pattern it matches; else additional
   const schemaOf = (name: string): unknown => {
-    const own = name in props ? [props[name]] : [];
+    const own = Object.hasOwn(props, name) ? [props[name]] : [];
     const matched = patterns.filter((_, i) => regexes[i]!.test(name)).map(([, v]) => v);
     if (own.length === 0 && matched.length === 0) return additional ?? true;
     const all = [...own, ...matched];
     return all.length === 1 ? all[0] : { allOf: all };
   };
-  const names = [...Object.keys(props), ...[...required].filter((r) => !(r in props))];
+  const names = [...Object.keys(props), ...[...required].filter((r) => !Object.hasOwn(props, r))];
   if (isObject(s['propertyNames']) || s['propertyNames'] === false) {
     // a listed name the names' schema refuses cannot appear
     for (const n of [...names]) {
@@ -67,83 +67,150 @@ export function objectRule(c: SchemaCompiler, s: Schema, at: string): string | u
   }
   // further properties
   const extras: string[] = [];
-  // Further keys beside listed ones are a trie's complement, whose every node costs xgrammar
-  // a full pass over the vocabulary when it compiles (~0.1 s each): with additionalProperties
-  // left out beside "properties" or "patternProperties" (as xgrammar's strict mode, which
-  // loom used before), or more than MAX_TRIE nodes, only the listed properties are written
-  // (a narrower language, every answer still valid; a small model does not pad with keys)
-  let add = additional === undefined ? !isObject(s['properties']) && patterns.length === 0 : additional;
-  if (add !== false && listed.length > 0 && trieSize(listed.map((l) => l.name)) > MAX_TRIE) add = false;
+  const explicit = additional !== undefined;
+  let add: unknown = additional ?? !(c.closed && (isObject(s['properties']) || patterns.length > 0));
   if (add !== false) {
     const nontrivial = patterns.filter(([, v]) => !(v === true || (isObject(v) && Object.keys(v).length === 0)));
     const prefixes: string[] = [];
     for (const [p] of nontrivial) {
       const lit = /^\^((?:[A-Za-z0-9_\-:@.\/ ]|\\[.\-\/$])+)$/.exec(p) ?? /^\^((?:[A-Za-z0-9_\-:@\/ ]|\\[.\-\/$])+)(?:\.\*)?$/.exec(p);
-      if (!lit) {
-        throw new UnsupportedSchemaError(`"patternProperties" ${JSON.stringify(p)} beside additional properties other than false (at ${at}/patternProperties) is not supported: its complement is no grammar loom writes`, 'patternProperties', at);
-      }
-      prefixes.push(lit[1]!.replace(/\\(.)/g, '$1'));
+      if (lit) prefixes.push(lit[1]!.replace(/\\(.)/g, '$1'));
+      else if (explicit) throw new UnsupportedSchemaError(`"patternProperties" ${JSON.stringify(p)} beside additional properties other than false (at ${at}/patternProperties) is not supported: its complement is no grammar loom writes`, 'patternProperties', at);
+      // additionalProperties left out: only the listed and pattern properties (narrower)
+      else add = false;
     }
-    if (s['propertyNames'] !== undefined && listed.length > 0) {
-      throw new UnsupportedSchemaError(`"propertyNames" beside "properties" with additional properties allowed (at ${at}/propertyNames) is not supported`, 'propertyNames', at);
+    if (add !== false && s['propertyNames'] !== undefined && names.length > 0) {
+      if (explicit) throw new UnsupportedSchemaError(`"propertyNames" beside "properties" with additional properties allowed (at ${at}/propertyNames) is not supported`, 'propertyNames', at);
+      add = false;
     }
-    const value = c.value(add, `${at}/additionalProperties`);
+    // every name is excluded, those that cannot appear too (they are no further key either)
+    const nodes = s['propertyNames'] !== undefined ? 0 : keyTrieSize(names, prefixes);
+    if (nodes > MAX_TRIE || !c.spendTrieBudget(nodes, MAX_TRIE_PER_SCHEMA)) add = false;
+    const value = add === false ? undefined : c.value(add, `${at}/additionalProperties`);
     if (value !== undefined) {
-      const key = s['propertyNames'] !== undefined ? c.value({ type: 'string', ...(s['propertyNames'] as object) }, `${at}/propertyNames`) : keyExcept(c, listed.map((l) => l.name), prefixes);
+      const key = s['propertyNames'] !== undefined ? c.value({ type: 'string', ...(s['propertyNames'] as object) }, `${at}/propertyNames`) : keyExcept(c, names, prefixes);
       if (key !== undefined) extras.push(`${key} colon ${value}`);
     }
   }
+  // a key may match several patterns and is then under each one's schema: patterns that may
+  // meet (unless literal prefixes that differ) with different schemas are refused
+  const prefixOf = (p: string): string | undefined => /^\^([A-Za-z0-9_\-:@\/ ]+)/.exec(p)?.[1];
+  const mayOverlap = (p: string, q: string): boolean => {
+    const [x, y] = [prefixOf(p), prefixOf(q)];
+    return x === undefined || y === undefined || x.startsWith(y) || y.startsWith(x);
+  };
   patterns.forEach(([p, v], i) => {
     if (add === true && (v === true || (isObject(v) && Object.keys(v).length === 0))) return;
     if (s['propertyNames'] !== undefined) throw new UnsupportedSchemaError(`"propertyNames" beside "patternProperties" (at ${at}/propertyNames) is not supported`, 'propertyNames', at);
-    const value = c.value(v, `${at}/patternProperties/${i}`);
+    // and a listed name the pattern matches keeps its own schema if written under the pattern
+    const overlapping = patterns.filter(([q, w], j) => j !== i && mayOverlap(p, q) && JSON.stringify(w) !== JSON.stringify(v));
+    if (overlapping.length > 0) throw new UnsupportedSchemaError(`"patternProperties" ${JSON.stringify(p)} and ${JSON.stringify(overlapping[0]![0])} (at ${at}/patternProperties) may match one key with different schemas, which is not supported`, 'patternProperties', at);
+    const also = Object.keys(props).filter((n) => regexes[i]!.test(n)).map((n) => props[n]);
+    const value = c.value(also.length === 0 ? v : { allOf: [v, ...also] }, `${at}/patternProperties/${i}`);
     if (value === undefined) return;
     const key = c.value({ type: 'string', pattern: p }, `${at}/patternProperties`);
     if (key !== undefined) extras.push(`${key} colon ${value}`);
-    // a listed name may also match: its value is then under both schemas (listed first)
-    void unanchored;
   });
   const extra = extras.length === 0 ? undefined : extras.length === 1 ? extras[0]! : `(${extras.join(' | ')})`;
   const minP = typeof s['minProperties'] === 'number' ? s['minProperties'] : 0;
   const maxP = typeof s['maxProperties'] === 'number' ? s['maxProperties'] : undefined;
   const cap = maxP ?? Math.max(minP, 1);
   if ((listed.length + 1) * (cap + 1) > MAX_STATES) throw new UnsupportedSchemaError(`"maxProperties"/"minProperties" (at ${at}) with this many properties is too large an automaton`, 'maxProperties', at);
+  // closed (forced tool calls): the schema's order too, as vLLM and llama.cpp write them (a
+  // tool-call parser may stream the name before the arguments)
+  if (minP === 0 && maxP === undefined && !c.closed) return unorderedObject(c, listed, extra);
   const base = c.fresh('obj');
   const memo = new Map<string, string | undefined>();
-  // state(k, n): listed properties from k on, n written so far (saturating at cap without maxProperties)
-  const state = (k: number, n: number): string | undefined => {
-    const id = `${k}_${n}`;
+  const next = (n: number): number => (maxP === undefined ? Math.min(n + 1, cap) : n + 1);
+  // n: properties written so far (saturating at cap without maxProperties).
+  // free(k, n): further properties may come before listed property k; then fixed(k, n):
+  // listed property k is written or skipped next (each object has one parse)
+  const rule = (id: string, make: () => string[]): string | undefined => {
     if (memo.has(id)) return memo.get(id);
-    memo.set(id, undefined);
-    const pre = n > 0 ? 'sep ' : '';
-    const alts: string[] = [];
-    if (k < listed.length) {
-      const l = listed[k]!;
-      if (maxP === undefined || n + 1 <= maxP) {
-        const next = state(k + 1, maxP === undefined ? Math.min(n + 1, cap) : n + 1);
-        if (next !== undefined) alts.push(`${pre}${l.entry} ${next}`);
-      }
-      if (!l.required) {
-        const skip = state(k + 1, n);
-        if (skip !== undefined) alts.push(skip);
-      }
-    } else {
-      const lo = Math.max(0, minP - n);
-      const hi = maxP === undefined ? undefined : maxP - n;
-      if (lo === 0) alts.push('""');
-      if (extra !== undefined && (hi === undefined || hi > 0)) {
-        if (n === 0) alts.push(`${extra} (sep ${extra}){${Math.max(0, lo - 1)},${hi === undefined ? '' : hi - 1}}`);
-        else alts.push(`(sep ${extra}){${Math.max(1, lo)},${hi ?? ''}}`);
-      }
-    }
-    if (alts.length === 0) return undefined;
     const name = `${base}_${id}`;
+    memo.set(id, name); // a self-reference (free → free) is fine
+    const alts = make();
+    if (alts.length === 0) {
+      memo.set(id, undefined);
+      return undefined;
+    }
     c.addRule(name, alts.join(' | '));
-    memo.set(id, name);
     return name;
   };
-  const body = state(0, 0);
+  const free = (k: number, n: number): string | undefined =>
+    rule(`f${k}_${n}`, () => {
+      const alts: string[] = [];
+      const pre = n > 0 ? 'sep ' : '';
+      if (extra !== undefined && (maxP === undefined || n < maxP)) {
+        const after = free(k, next(n));
+        if (after !== undefined) alts.push(`${pre}${extra} ${after}`);
+      }
+      const f = fixed(k, n);
+      if (f !== undefined) alts.push(f);
+      return alts;
+    });
+  const fixed = (k: number, n: number): string | undefined =>
+    rule(`x${k}_${n}`, () => {
+      const alts: string[] = [];
+      if (k === listed.length) {
+        if (n >= minP) alts.push('""');
+        return alts;
+      }
+      const l = listed[k]!;
+      if (maxP === undefined || n < maxP) {
+        const after = free(k + 1, next(n));
+        if (after !== undefined) alts.push(`${n > 0 ? 'sep ' : ''}${l.entry} ${after}`);
+      }
+      if (!l.required) {
+        const skip = fixed(k + 1, n);
+        if (skip !== undefined) alts.push(skip);
+      }
+      return alts;
+    });
+  const body = free(0, 0);
   return body === undefined ? undefined : `"{" ws ${body} ws "}"`;
+}
+
+/** required properties tracked as a set (2^n states) up to this many; past it, in the schema's order */
+const MAX_TRACKED = 8;
+
+/**
+ * An object without a property count: its properties in any order. Listed ones are tracked
+ * as the set written so far (each at most once; the object ends when every required one is
+ * in it) when there are at most MAX_TRACKED of them; past that, only the required ones are
+ * (as a set, or past MAX_TRACKED in the schema's order) and an optional one may come twice:
+ * JSON parsers keep the last, and each value is valid under its schema. Further properties
+ * may come anywhere. Every entry is a rule of its own, so the state rules hold only
+ * references and cost xgrammar nothing to compile.
+ */
+function unorderedObject(c: SchemaCompiler, listed: readonly Listed[], extra: string | undefined): string {
+  const trackAll = listed.length <= MAX_TRACKED;
+  const tracked = listed.filter((l) => trackAll || l.required);
+  const entries = tracked.map((l) => c.named(l.entry));
+  const free = [...listed.filter((l) => !tracked.includes(l)).map((l) => c.named(l.entry)), ...(extra === undefined ? [] : [c.named(extra)])];
+  const item = free.length === 0 ? undefined : free.length === 1 ? free[0]! : c.named(free.join(' | '));
+  const base = c.fresh('obj');
+  const bySet = tracked.length <= MAX_TRACKED;
+  // state(w, started): w = the tracked written (a bit set), or the count of required written in order
+  const needed = bySet ? tracked.reduce((m, l, j) => (l.required ? m | (1 << j) : m), 0) : tracked.length;
+  const memo = new Set<string>();
+  const state = (w: number, started: boolean): string => {
+    const name = `${base}_${w}${started ? 's' : ''}`;
+    if (memo.has(name)) return name;
+    memo.add(name);
+    const pre = started ? 'sep ' : '';
+    const alts: string[] = [];
+    if (bySet ? (w & needed) === needed : w === needed) alts.push('""');
+    if (item !== undefined) alts.push(`${pre}${item} ${state(w, true)}`);
+    if (bySet) {
+      entries.forEach((e, j) => {
+        if ((w & (1 << j)) === 0) alts.push(`${pre}${e} ${state(w | (1 << j), true)}`);
+      });
+    } else if (w < needed) alts.push(`${pre}${entries[w]!} ${state(w + 1, true)}`);
+    c.addRule(name, alts.join(' | '));
+    return name;
+  };
+  return `"{" ws ${state(0, false)} ws "}"`;
 }
 
 function matchesNames(names: unknown, n: string): boolean {
@@ -154,47 +221,4 @@ function matchesNames(names: unknown, n: string): boolean {
   if (typeof names['minLength'] === 'number' && [...n].length < names['minLength']) return false;
   if (Array.isArray(names['enum']) && !names['enum'].includes(n)) return false;
   return true;
-}
-
-/** a JSON string that is none of `names` and starts with none of `prefixes` (a trie's complement) */
-function keyExcept(c: SchemaCompiler, names: readonly string[], prefixes: readonly string[]): string | undefined {
-  const safe = (x: string): boolean => !/["\\\u0000-\u001f]/.test(x);
-  if (names.length === 0 && prefixes.length === 0) return 'string';
-  interface Node { kids: Map<string, Node>; name: boolean; dead: boolean }
-  const node = (): Node => ({ kids: new Map(), name: false, dead: false });
-  const root = node();
-  const insert = (x: string, dead: boolean): void => {
-    let n = root;
-    for (const ch of x) {
-      if (n.dead) return;
-      let k = n.kids.get(ch);
-      if (!k) n.kids.set(ch, (k = node()));
-      n = k;
-    }
-    if (dead) n.dead = true;
-    else n.name = true;
-  };
-  for (const x of names) if (safe(x)) insert(x, false);
-  for (const x of prefixes) if (safe(x)) insert(x, true);
-  if (root.dead) return undefined;
-  const base = c.fresh('key');
-  c.addRule(`${base}_rest`, `("\\"" | [^"\\\\\\0-\\x1f] ${base}_rest | "\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) ${base}_rest) (= ws ":")`);
-  let count = 0;
-  const emit = (n: Node): string => {
-    const name = `${base}_${count++}`;
-    const alts: string[] = [];
-    if (!n.name) alts.push('"\\""');
-    const live = [...n.kids].filter(([, k]) => !k.dead);
-    for (const [ch, k] of live) alts.push(`${JSON.stringify(ch)} ${emit(k)}`);
-    const excluded = [...n.kids.keys()].map(classChar).join('');
-    alts.push(`[^${excluded}"\\\\\\0-\\x1f] ${base}_rest`);
-    alts.push(`"\\\\" (["\\\\/bfnrt] | "u" [0-9a-fA-F]{4}) ${base}_rest`);
-    c.addRule(name, alts.join(' | '));
-    return name;
-  };
-  return `"\\"" ${emit(root)}`;
-}
-
-function classChar(ch: string): string {
-  return /[\]\[\\^\-]/.test(ch) ? `\\${ch}` : ch;
 }

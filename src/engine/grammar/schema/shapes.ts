@@ -88,7 +88,9 @@ function topLevelBranches(p: string): string[] {
 }
 
 /** JSON Schema's pattern matches anywhere in the string: the anchored regex of the same strings */
-export function unanchored(p: string, at: string): string {
+export function unanchored(raw: string, at: string): string {
+  // raw control characters (a NUL in a class) as escapes: xgrammar's regex parser stops at them
+  const p = raw.replace(/[\u0000-\u001f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
   if (/\(\?[=!<]|\\[1-9]|\\[bB]|\\k</.test(p)) throw new UnsupportedSchemaError(`the pattern ${JSON.stringify(p)} (at ${at}/pattern) uses lookaround, backreferences or word boundaries, which no grammar engine here enforces`, 'pattern', at);
   const branches = topLevelBranches(p).map((b) => {
     const start = b.startsWith('^');
@@ -100,4 +102,25 @@ export function unanchored(p: string, at: string): string {
     return `${start ? '' : '.*'}${core}${end ? '' : '.*'}`;
   });
   return branches.length === 1 ? `^${branches[0]}$` : `^(${branches.join('|')})$`;
+}
+
+/**
+ * A pattern that is one character class (or `.`, `\\d`, `\\w`) repeated, anchored at both ends,
+ * with the length bounds [min, max] folded into its repetition; null when no length fits,
+ * undefined for any other pattern.
+ */
+export function classRun(pattern: string, min: number, max: number | undefined): string | null | undefined {
+  const m = /^\^(\[(?:\\.|[^\]\\])+\]|\\[dw]|[A-Za-z0-9])(\*|\+|\{(\d+)(?:(,)(\d*))?\})\$$/.exec(pattern);
+  if (!m) return undefined;
+  const [, cls, q, a, comma, b] = m;
+  let lo = q === '+' ? 1 : 0;
+  let hi: number | undefined;
+  if (a !== undefined) {
+    lo = Number(a);
+    hi = comma === undefined ? lo : b === '' ? undefined : Number(b);
+  }
+  lo = Math.max(lo, min);
+  if (max !== undefined) hi = hi === undefined ? max : Math.min(hi, max);
+  if (hi !== undefined && hi < lo) return null;
+  return `^${cls!}{${lo},${hi ?? ''}}$`;
 }

@@ -64,6 +64,9 @@ describe('JSON Schema compiler', () => {
     check({ type: 'number', exclusiveMinimum: 0 }, [0.001, 3, 1e3 + 0.5], ['\u00010', '\u00010.0', -1]);
     check({ type: 'number', minimum: -5, exclusiveMaximum: 0 }, [-5, -0.1, -4.5], [0, 0.1, -5.1, '\u0001-0']);
     check({ type: 'number', multipleOf: 0.01 }, [1.25, 3, -0.5], [1.255]);
+    // a positive non-integer lower bound
+    check({ type: 'number', minimum: 0.3 }, [0.3, 0.35, 0.4, 1, 2.5, '\u00010.30'], [0.29, 0, 0.2999, -1]);
+    check({ type: 'number', exclusiveMinimum: 1.25, maximum: 3 }, [1.26, 1.2501, 2, 3], [1.25, '\u00011.250', 1, 3.5]);
   });
 
   it('strings: lengths, formats (dates by month and leap year), patterns unanchored', () => {
@@ -81,8 +84,8 @@ describe('JSON Schema compiler', () => {
 
   it('objects: properties in order, required, additionalProperties, patternProperties, counts, propertyNames', () => {
     const props = { a: { type: 'integer' }, b: { type: 'string' } };
-    // additionalProperties left out beside listed properties: only the listed ones are written
-    check({ type: 'object', properties: props, required: ['b'] }, [{ b: 'x' }, { a: 1, b: 'x' }], [{ a: 1 }, { a: 'x', b: 'x' }, {}, { a: 1, b: 'x', c: null }]);
+    // additionalProperties left out (JSON Schema's default: any further property)
+    check({ type: 'object', properties: props, required: ['b'] }, [{ b: 'x' }, { a: 1, b: 'x' }, { a: 1, b: 'x', c: null }, { 'a ': 'x', b: 'x' }], [{ a: 1 }, { a: 'x', b: 'x' }, {}]);
     check({ type: 'object', properties: props, required: ['b'], additionalProperties: true }, [{ b: 'x' }, { a: 1, b: 'x', c: null }, { b: 'x', aa: 1 }], [{ b: 'x', a: 'x' }]);
     check({ type: 'object', properties: props, additionalProperties: false }, [{}, { a: 1 }], [{ c: 1 }, { a: 1, c: 1 }]);
     check({ type: 'object', properties: props, additionalProperties: { type: 'boolean' } }, [{ a: 1, zz: true }, { aa: false }], [{ a: 1, zz: 1 }]);
@@ -93,6 +96,76 @@ describe('JSON Schema compiler', () => {
     check({ type: 'object', properties: props, minProperties: 2, additionalProperties: true }, [{ a: 1, b: 'x' }, { a: 1, q: 2 }], [{ a: 1 }, {}]);
     check({ type: 'object', propertyNames: { pattern: '^[a-z]+$' } }, [{ ab: 1 }], [{ Ab: 1 }]);
     check({ type: 'object', required: ['weird key "q"', 'x'] }, [{ 'weird key "q"': 1, x: 2 }], [{ x: 2 }]);
+  });
+
+  it('objects: further keys are no listed name, listed ones in any order, required tracked', () => {
+    const props = { id: { type: 'integer' }, idx: { type: 'string' }, never: false, kind: { enum: ['a', 'b'] } };
+    const schema = { type: 'object', properties: props, required: ['kind', 'id'] };
+    const good = [{ kind: 'a', id: 1 }, { id: 1, kind: 'b' }, { i: true, id: 2, kind: 'a' }, { kind: 'a', 'id ': 'x', id: 3, idx: 'y', nev: null, neverr: 1 }, { idx: 'q', id: 0, kind: 'a', zz: [] }];
+    // a listed name as a further key must keep its own schema; a name whose schema is false never appears
+    const bad = [{ kind: 'a' }, { id: 1 }, { kind: 'a', id: 'one' }, { kind: 'a', id: 1, idx: 2 }, { kind: 'a', id: 1, never: 1 }, { kind: 'c', id: 1 }, {}];
+    check(schema, good, bad);
+    // a listed property comes at most once (up to 8 listed)
+    check({ type: 'object', properties: { a: { type: 'integer' }, b: {} } }, ['\u0001{"b":1,"a":2}'], ['\u0001{"a":1,"a":2}', '\u0001{"b":1,"a":2,"b":3}']);
+    // more required properties than are tracked as a set: then in the schema's order
+    const many = Object.fromEntries('abcdefgh'.split('').map((k) => [k, { type: 'integer' }]));
+    const all = Object.fromEntries('abcdefgh'.split('').map((k, i) => [k, i]));
+    check({ type: 'object', properties: many, required: Object.keys(many) }, [all, { ...all, z: 'x' }], [{ ...all, a: 'x' }, { b: 1 }]);
+  });
+
+  it('closed (forced tool calls): additionalProperties left out beside properties means none', () => {
+    const closed = (schema: unknown) => validateGrammarSpec({ type: 'json_schema', schema, closed: true });
+    const props = { type: 'object', properties: { a: { type: 'integer' } } };
+    assert.ok(accepts(closed(props), '{"a":1}') && accepts(closed(props), '{}'));
+    assert.ok(!accepts(closed(props), '{"a":1,"b":2}') && !accepts(closed(props), '{"b":2}'));
+    assert.ok(accepts(closed({ ...props, additionalProperties: true }), '{"a":1,"b":2}'));
+    assert.ok(accepts(closed({ type: 'object' }), '{"b":[1]}'));
+    const two = { type: 'object', properties: { name: { type: 'string' }, n: { type: 'integer' } } };
+    assert.ok(accepts(closed(two), '{"name":"x","n":1}') && !accepts(closed(two), '{"n":1,"name":"x"}'));
+  });
+
+  it('enum and const decide every other keyword value by value (not, if/then/else, uniqueItems, oneOf)', () => {
+    check({ allOf: [{ enum: [{ a: 0 }, { a: false }, 3] }, { not: { enum: [{ a: false }] } }] }, [{ a: 0 }, 3], [{ a: false }, 4]);
+    check({ enum: [[1, 1], [1, 2], 'x'], uniqueItems: true }, [[1, 2], 'x'], [[1, 1]]);
+    check({ enum: [1, 2, 3, 4], if: { minimum: 3 }, then: { multipleOf: 2 }, else: { not: { const: 1 } } }, [2, 4], [1, 3]);
+    check({ enum: [{ x: 1 }, { y: 1 }, { x: 1, y: 1 }], oneOf: [{ required: ['x'] }, { required: ['y'] }] }, [{ x: 1 }, { y: 1 }], [{ x: 1, y: 1 }]);
+    refuses({ enum: ['a'], not: { $dynamicRef: '#x' } }, /\$dynamicRef/);
+    // names that are also Object.prototype's are properties like any other
+    check({ enum: [{}, { toString: 1 }], required: ['toString'] }, [{ toString: 1 }], [{}]);
+    check({ type: 'object', properties: { constructor: { type: 'integer' } }, required: ['toString'] }, [{ toString: 'x', constructor: 1 }], [{}, { toString: 1, constructor: 'x' }]);
+  });
+
+  it('oneOf of branches that only require names: exactly one branch holds', () => {
+    const props = { r: { type: 'number' }, l: { type: 'number' }, w: { type: 'number' } };
+    check({ type: 'object', properties: props, oneOf: [{ required: ['r'] }, { required: ['l', 'w'] }] }, [{ r: 1 }, { l: 1, w: 2 }, { r: 1, l: 2 }], [{}, { l: 1 }, { r: 1, l: 1, w: 1 }]);
+  });
+
+  it('dependencies, dependentRequired, dependentSchemas: split by which named properties are present', () => {
+    const props = { a: { type: 'integer' }, b: { type: 'string' }, c: { type: 'boolean' } };
+    check({ type: 'object', properties: props, dependencies: { a: ['b'] } }, [{}, { b: 'x' }, { a: 1, b: 'x' }, { c: true }], [{ a: 1 }, { a: 1, c: true }]);
+    check({ type: 'object', properties: props, dependentRequired: { a: ['b', 'c'] } }, [{ a: 1, b: 'x', c: false }], [{ a: 1, b: 'x' }]);
+    check({ type: 'object', properties: props, dependentSchemas: { a: { properties: { b: { maxLength: 1 } } } } }, [{ a: 1, b: 'x' }, { b: 'long' }], [{ a: 1, b: 'long' }]);
+    check({ type: 'object', properties: props, dependencies: { c: { required: ['a'] } } }, [{ c: true, a: 1 }], [{ c: true }]);
+  });
+
+  it('a pattern of one character class meets minLength/maxLength', () => {
+    check({ type: 'string', pattern: '^[a-z0-9.-]+$', minLength: 3, maxLength: 5 }, ['abc', 'a.b-c'], ['ab', 'abcdef', 'ab_c']);
+    check({ type: 'string', pattern: '^[a-z]{2,10}$', maxLength: 3 }, ['ab', 'abc'], ['a', 'abcd']);
+    refuses({ type: 'string', pattern: '^a+b$', maxLength: 3 }, /minLength.*pattern/);
+  });
+
+  it('allOf merges object keywords exactly: a name one member lists is under the other\'s additionalProperties', () => {
+    check({ allOf: [{ properties: { a: { type: 'integer' } }, additionalProperties: false }, { properties: { b: { type: 'string' } } }] }, [{ a: 1 }, {}], [{ b: 'x' }, { a: 1, b: 'x' }]);
+    check({ allOf: [{ patternProperties: { '^a': { minimum: 10 } } }, { patternProperties: { '^b': { minimum: 3 } } }], minProperties: 1 }, [{ a: 10 }, { b: 3 }, { ab: 10 }], [{ a: 9 }, { ba: 2 }, {}]);
+    // patterns that may meet on one key with different schemas: refused
+    refuses({ allOf: [{ patternProperties: { a: { minimum: 10 } } }, { patternProperties: { b: { minimum: 3 } } }] }, /patternProperties/);
+    // a listed name a pattern matches keeps its own schema (written under the pattern too: narrower)
+    check({ properties: { ax: { type: 'string' } }, patternProperties: { '^a': {} }, additionalProperties: false }, [{ ax: 'x' }, { ay: 'y' }], [{ ax: 1 }]);
+    refuses({ allOf: [{ patternProperties: { a: {} } }, { additionalProperties: false }] }, /patternProperties/);
+  });
+
+  it('format uri-reference', () => {
+    check({ type: 'string', format: 'uri-reference' }, ['https://example.com/a?b#c', '../x/y', '#frag'], ['invalid uri', 'a b']);
   });
 
   it('arrays: items, prefixItems, min/maxItems, contains, draft-04 items lists', () => {
