@@ -3,8 +3,9 @@
 // llama-server on the same text model and projector, alternating requests. Each request
 // carries a different image (seeded noise over gradients, PNG) so neither side's cache can
 // answer it. Measured per request: time to the first streamed token (the image decoded,
-// encoded and prefilled with the prompt) and, for llama-server, the encoder's own time as it
-// logs it ("image slice encoded in N ms").
+// encoded and prefilled with the prompt) and loom's encoder time (its /metrics). This
+// llama-server logs no encoder time (mtmd_batch_encode is silent); scripts/mtmd-embeddings.cpp
+// prints libmtmd's for one image.
 import sharp from 'sharp';
 import { Rng } from '../engine/rng.js';
 import { ensureLlamaServer, startLlamaServer } from './llama-server.js';
@@ -34,6 +35,8 @@ export interface VisionPeerOptions {
   /** tokens generated per request (the first one is the measured one) */
   readonly maxTokens: number;
   readonly seed: number;
+  /** a llama-server binary to run instead of the cached build */
+  readonly llamaServer?: string;
 }
 
 export interface VisionRequest {
@@ -42,15 +45,21 @@ export interface VisionRequest {
   readonly ttftMs: number;
   readonly totalMs: number;
   readonly promptTokens: number;
-  /** the encoder's time as the server logs it (llama-server), if it does */
+  /** loom's encoder time (its /metrics) */
   readonly encodeMs?: number;
 }
 
 export interface VisionPeerReport {
   readonly settings: VisionPeerOptions;
   readonly requests: VisionRequest[];
-  readonly loom: { readonly ttft: Range; readonly promptTokens: number };
-  readonly llamacpp: { readonly ttft: Range; readonly encode?: Range; readonly promptTokens: number };
+  readonly loom: VisionSide;
+  readonly llamacpp: VisionSide;
+}
+
+export interface VisionSide {
+  readonly ttft: Range;
+  readonly encode?: Range;
+  readonly promptTokens: number;
 }
 
 /** A size×size PNG: gradients and seeded noise, so every seed is a different picture. */
@@ -80,9 +89,15 @@ function streamImageChat(url: string, png: Buffer, maxTokens: number): Promise<S
   return streamChat(url, [image, { type: 'text', text: 'Describe this image.' }], maxTokens);
 }
 
+/** The name the server serves its model under (its first /v1/models entry). */
+async function servedModel(url: string): Promise<string> {
+  const list = (await (await fetch(`${url}/v1/models`)).json()) as { data?: { id: string }[] };
+  return list.data?.[0]?.id ?? 'default';
+}
+
 async function streamChat(url: string, content: readonly object[], maxTokens: number): Promise<Streamed> {
   const body = {
-    model: 'm',
+    model: await servedModel(url),
     messages: [{ role: 'user', content }],
     max_tokens: maxTokens,
     temperature: 0,
@@ -113,21 +128,22 @@ async function streamChat(url: string, content: readonly object[], maxTokens: nu
   return { ttftMs: ttftMs < 0 ? totalMs : ttftMs, totalMs, promptTokens };
 }
 
-/** The encoder times llama-server logged since `from` (its log's length before the request). */
-function loggedEncodeMs(log: string, from: number): number | undefined {
-  const times = [...log.slice(from).matchAll(/image slice encoded in (\d+) ms/g)].map((m) => Number(m[1]));
-  return times.length ? times.reduce((a, b) => a + b, 0) : undefined;
+/** loom's encoder time so far (the sum of its loom:image_encode_seconds histogram), ms. */
+async function loomEncodeMs(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const m = /^loom:image_encode_seconds_sum(?:\{[^}]*\})? ([0-9.e+-]+)$/m.exec(text);
+  return m ? Number(m[1]) * 1000 : 0;
 }
 
 export async function runVisionPeer(o: VisionPeerOptions, log: (line: string) => void): Promise<VisionPeerReport> {
-  const build = await ensureLlamaServer(log);
+  const binary = o.llamaServer ?? (await ensureLlamaServer(log)).binary;
   const images = await Promise.all(Array.from({ length: o.requests }, (_, i) => benchImage(o.imageSize, o.seed * 1000 + i)));
   const servers: { side: VisionRequest['side']; server: RunningServer }[] = [];
   try {
     servers.push({ side: 'loom', server: await startLoomServer(o.model, ['--mmproj', o.mmproj, '--threads', String(o.threads), '--max-num-seqs', '1'], log) });
     servers.push({
       side: 'llama.cpp',
-      server: await startLlamaServer(build.binary, o.model, { threads: o.threads, parallel: 1, slotContext: 8192, extraArgs: ['--mmproj', o.mmproj, '--cache-ram', '0'] }, log),
+      server: await startLlamaServer(binary, o.model, { threads: o.threads, parallel: 1, slotContext: 8192, extraArgs: ['--mmproj', o.mmproj, '--cache-ram', '0'] }, log),
     });
     // a first, text-only request each, not measured: page in the text weights, start the thread
     // pools (an image here would cost a whole encoder run a side)
@@ -137,21 +153,19 @@ export async function runVisionPeer(o: VisionPeerOptions, log: (line: string) =>
       // alternate which side goes first, so a drifting machine load falls on both
       const order = r % 2 === 0 ? servers : [...servers].reverse();
       for (const { side, server } of order) {
-        const before = server.log().length;
+        const loomBefore = side === 'loom' ? await loomEncodeMs(server.url) : 0;
         const s = await streamImageChat(server.url, images[r]!, o.maxTokens);
-        const encodeMs = side === 'llama.cpp' ? loggedEncodeMs(server.log(), before) : undefined;
+        const encodeMs = side === 'loom' ? (await loomEncodeMs(server.url)) - loomBefore : undefined;
         requests.push({ side, request: r, ...s, ...(encodeMs !== undefined && { encodeMs }) });
         log(`${side} request ${r}: TTFT ${s.ttftMs.toFixed(0)} ms, ${s.promptTokens} prompt tokens${encodeMs !== undefined ? `, encoder ${encodeMs} ms` : ''}`);
       }
     }
     const of = (side: VisionRequest['side']): VisionRequest[] => requests.filter((q) => q.side === side);
-    const encode = of('llama.cpp').flatMap((q) => (q.encodeMs !== undefined ? [q.encodeMs] : []));
-    return {
-      settings: o,
-      requests,
-      loom: { ttft: range(of('loom').map((q) => q.ttftMs)), promptTokens: of('loom')[0]?.promptTokens ?? 0 },
-      llamacpp: { ttft: range(of('llama.cpp').map((q) => q.ttftMs)), ...(encode.length && { encode: range(encode) }), promptTokens: of('llama.cpp')[0]?.promptTokens ?? 0 },
+    const side = (name: VisionRequest['side']): VisionSide => {
+      const encode = of(name).flatMap((q) => (q.encodeMs !== undefined ? [q.encodeMs] : []));
+      return { ttft: range(of(name).map((q) => q.ttftMs)), ...(encode.length && { encode: range(encode) }), promptTokens: of(name)[0]?.promptTokens ?? 0 };
     };
+    return { settings: o, requests, loom: side('loom'), llamacpp: side('llama.cpp') };
   } finally {
     for (const { server } of servers) await server.stop();
   }
@@ -161,9 +175,10 @@ export function formatVisionPeerReport(r: VisionPeerReport): string {
   const ms = (s: Range): string => `${s.median.toFixed(0)} ms (min ${s.min.toFixed(0)}, max ${s.max.toFixed(0)})`;
   const lines = [
     `${r.settings.imageSize}×${r.settings.imageSize} image, ${r.settings.requests} requests a side, ${r.settings.threads} threads`,
-    `loom       TTFT ${ms(r.loom.ttft)}, ${r.loom.promptTokens} prompt tokens`,
+    `loom       TTFT ${ms(r.loom.ttft)}, ${r.loom.promptTokens} prompt tokens${r.loom.encode ? `; encoder ${ms(r.loom.encode)}` : ''}`,
     `llama.cpp  TTFT ${ms(r.llamacpp.ttft)}, ${r.llamacpp.promptTokens} prompt tokens${r.llamacpp.encode ? `; encoder ${ms(r.llamacpp.encode)}` : ''}`,
-    `TTFT ratio (llama.cpp / loom, medians): ${(r.llamacpp.ttft.median / r.loom.ttft.median).toFixed(2)}x`,
+    `TTFT ratio (llama.cpp / loom, medians): ${(r.llamacpp.ttft.median / r.loom.ttft.median).toFixed(2)}x` +
+      (r.loom.encode && r.llamacpp.encode ? `; encoder ratio ${(r.llamacpp.encode.median / r.loom.encode.median).toFixed(2)}x` : ''),
   ];
   return lines.join('\n');
 }

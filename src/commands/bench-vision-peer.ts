@@ -11,6 +11,7 @@ interface VisionPeerFlags {
   threads: number;
   maxTokens: number;
   seed: number;
+  llamaServer?: string;
   json?: boolean;
 }
 
@@ -19,7 +20,7 @@ export function benchVisionPeerCommand(): Command {
     .description(
       'one image a request (an OpenAI chat request with an image_url data URL, streamed) against loom serve and llama.cpp\'s ' +
         'llama-server on the same text model and projector, alternating requests, a different seeded image each time: time to ' +
-        'the first token per request, and llama-server\'s logged encoder time. llama-server is built once from the source ' +
+        'the first token per request, and loom\'s encoder time (its /metrics; llama-server logs none). llama-server is built once from the source ' +
         'node-llama-cpp ships (as bench serve-peer does). Run it alone on the machine',
     )
     .requiredOption('--model <path>', 'the text model GGUF (e.g. `loom bench make-model --shape gemma3-4b`)')
@@ -29,10 +30,11 @@ export function benchVisionPeerCommand(): Command {
     .addOption(new Option('--threads <n>', 'compute threads of both servers').default(2).argParser(intArg('threads')))
     .addOption(new Option('--max-tokens <n>', 'tokens generated a request').default(4).argParser(intArg('max-tokens')))
     .addOption(new Option('--seed <n>', 'seed of the images').default(0).argParser(intArg('seed', 0)))
+    .option('--llama-server <path>', 'a llama-server binary to run instead of building one')
     .option('--json', 'print one JSON object with every request and the settings')
     .action(async (f: VisionPeerFlags) => {
       const report = await runVisionPeer(
-        { model: f.model, mmproj: f.mmproj, imageSize: f.imageSize, requests: f.requests, threads: f.threads, maxTokens: f.maxTokens, seed: f.seed },
+        { model: f.model, mmproj: f.mmproj, imageSize: f.imageSize, requests: f.requests, threads: f.threads, maxTokens: f.maxTokens, seed: f.seed, ...(f.llamaServer !== undefined && { llamaServer: f.llamaServer }) },
         (line) => process.stderr.write(line + '\n'),
       );
       process.stdout.write((f.json ? JSON.stringify(report) : formatVisionPeerReport(report)) + '\n');

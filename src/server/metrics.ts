@@ -156,7 +156,7 @@ export class ServerMetrics {
       bytes.set(this.labels, engine.info.kvCacheBytes);
     }
     // the vision projector's encoding (--mmproj): time a step's encode call took, images encoded
-    const encode = new Histogram({ name: 'loom:image_encode_seconds', help: 'Time the vision projector took in an engine step that encoded images (one call for all of them).', buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], labelNames: Object.keys(this.labels), registers: reg });
+    const encode = new Histogram({ name: 'loom:image_encode_seconds', help: 'Time the vision projector took in an engine step that encoded images (one call for all of them).', buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120], labelNames: Object.keys(this.labels), registers: reg });
     const images = new Counter({ name: 'loom:images_encoded_total', help: 'Images the vision projector encoded (a prefix-cache hit on an image encodes none).', labelNames: Object.keys(this.labels), registers: reg });
     images.inc(this.labels, 0);
     engine.onStep(({ stats }) => {
