@@ -37,6 +37,8 @@ export interface VisionPeerOptions {
   readonly seed: number;
   /** a llama-server binary to run instead of the cached build */
   readonly llamaServer?: string;
+  /** more llama-server flags (e.g. -fa off: its CPU flash attention is the slower path for an encoder) */
+  readonly llamaArgs?: readonly string[];
 }
 
 export interface VisionRequest {
@@ -143,7 +145,7 @@ export async function runVisionPeer(o: VisionPeerOptions, log: (line: string) =>
     servers.push({ side: 'loom', server: await startLoomServer(o.model, ['--mmproj', o.mmproj, '--threads', String(o.threads), '--max-num-seqs', '1'], log) });
     servers.push({
       side: 'llama.cpp',
-      server: await startLlamaServer(binary, o.model, { threads: o.threads, parallel: 1, slotContext: 8192, extraArgs: ['--mmproj', o.mmproj, '--cache-ram', '0'] }, log),
+      server: await startLlamaServer(binary, o.model, { threads: o.threads, parallel: 1, slotContext: 8192, extraArgs: ['--mmproj', o.mmproj, '--cache-ram', '0', ...(o.llamaArgs ?? [])] }, log),
     });
     // a first, text-only request each, not measured: page in the text weights, start the thread
     // pools (an image here would cost a whole encoder run a side)

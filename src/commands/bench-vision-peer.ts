@@ -12,6 +12,7 @@ interface VisionPeerFlags {
   maxTokens: number;
   seed: number;
   llamaServer?: string;
+  llamaArgs?: string;
   json?: boolean;
 }
 
@@ -31,10 +32,12 @@ export function benchVisionPeerCommand(): Command {
     .addOption(new Option('--max-tokens <n>', 'tokens generated a request').default(4).argParser(intArg('max-tokens')))
     .addOption(new Option('--seed <n>', 'seed of the images').default(0).argParser(intArg('seed', 0)))
     .option('--llama-server <path>', 'a llama-server binary to run instead of building one')
+    .option('--llama-args <flags>', 'more llama-server flags, space-separated (e.g. "-fa off")')
     .option('--json', 'print one JSON object with every request and the settings')
     .action(async (f: VisionPeerFlags) => {
       const report = await runVisionPeer(
-        { model: f.model, mmproj: f.mmproj, imageSize: f.imageSize, requests: f.requests, threads: f.threads, maxTokens: f.maxTokens, seed: f.seed, ...(f.llamaServer !== undefined && { llamaServer: f.llamaServer }) },
+        { model: f.model, mmproj: f.mmproj, imageSize: f.imageSize, requests: f.requests, threads: f.threads, maxTokens: f.maxTokens, seed: f.seed, ...(f.llamaServer !== undefined && { llamaServer: f.llamaServer }),
+          ...(f.llamaArgs !== undefined && { llamaArgs: f.llamaArgs.split(/\s+/).filter(Boolean) }) },
         (line) => process.stderr.write(line + '\n'),
       );
       process.stdout.write((f.json ? JSON.stringify(report) : formatVisionPeerReport(report)) + '\n');
