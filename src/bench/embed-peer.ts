@@ -10,6 +10,7 @@ import { InvalidArgumentError, LoomError } from '../errors.js';
 import { loadModel } from '../model/load.js';
 import { vocabularyIds } from './datasets.js';
 import { ensureLlamaServer, startLlamaServer } from './llama-server.js';
+import { cosine } from './stats.js';
 import { startLoomServer } from './loom-server.js';
 import type { RunningServer } from './loom-server.js';
 
@@ -157,18 +158,6 @@ export async function embedRequest(baseUrl: string, inputs: readonly (readonly n
   const body = JSON.parse(text) as { data?: { index: number; embedding: number[] }[] };
   if (!Array.isArray(body.data) || body.data.length !== inputs.length) throw new LoomError(`${baseUrl}/v1/embeddings returned ${body.data?.length ?? 'no'} vectors for ${inputs.length} inputs`);
   return [...body.data].sort((x, y) => x.index - y.index).map((d) => d.embedding);
-}
-
-function cosine(a: readonly number[], b: readonly number[]): number {
-  let dot = 0;
-  let na = 0;
-  let nb = 0;
-  for (let i = 0; i < a.length; i++) {
-    dot += a[i]! * b[i]!;
-    na += a[i]! * a[i]!;
-    nb += b[i]! * b[i]!;
-  }
-  return dot / Math.sqrt(na * nb);
 }
 
 function median(xs: readonly number[]): number {

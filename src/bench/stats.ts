@@ -62,3 +62,16 @@ export function slope(xs: readonly number[], ys: readonly number[]): number {
   }
   return sxx === 0 ? NaN : sxy / sxx;
 }
+
+/** Cosine similarity of two vectors of the same length. */
+export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let dot = 0;
+  let na = 0;
+  let nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i]! * b[i]!;
+    na += a[i]! * a[i]!;
+    nb += b[i]! * b[i]!;
+  }
+  return dot / Math.sqrt(na * nb);
+}
