@@ -107,6 +107,7 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
         finish_reason: null as string | null,
         stop_reason: null as string | number | null,
         token_ids: tokenIds ? ([] as number[]) : null,
+        routed_experts: null,
       }));
       for await (const e of events) {
         const c = choices[e.index]!;
@@ -138,7 +139,10 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
         usage: usageOf([summary]),
         prompt_logprobs: body.prompt_logprobs != null ? vllmPromptLogprobs(ctx.tokenizer, prompt.ids, summary) : null,
         prompt_token_ids: tokenIds ? [...prompt.ids] : null,
+        prompt_text: null,
         kv_transfer_params: null,
+        ec_transfer_params: null,
+        metrics: null,
       };
     } finally {
       release();

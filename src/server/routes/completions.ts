@@ -72,6 +72,7 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
         token_ids: number[] | null;
         prompt_logprobs: unknown;
         prompt_token_ids: number[] | null;
+        routed_experts: null;
       }
       const choices = new Map<number, Choice>();
       for await (const [prompt, e] of events) {
@@ -86,6 +87,7 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
           token_ids: tokenIds ? [] : null,
           prompt_logprobs: body.prompt_logprobs != null ? vllmPromptLogprobs(ctx.tokenizer, p.ids, summaries[prompt]!) : null,
           prompt_token_ids: tokenIds ? [...p.ids] : null,
+          routed_experts: null,
         };
         const lp = logprobsOf(e, c.text.length);
         if (lp) c.logprobs = c.logprobs ? appendLogprobs(c.logprobs, lp) : lp;
@@ -97,7 +99,7 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
       }
       const list = [...choices.entries()].sort((a, b) => a[0] - b[0]).map(([index, c]) => ({ index, ...c }));
       // vLLM's CompletionResponse: every field, null where it has none
-      return { id, object: 'text_completion', created, model: body.model, choices: list, service_tier: null, system_fingerprint: null, usage: usageOf(summaries), kv_transfer_params: null };
+      return { id, object: 'text_completion', created, model: body.model, choices: list, service_tier: null, system_fingerprint: null, usage: usageOf(summaries), kv_transfer_params: null, ec_transfer_params: null, metrics: null };
     } finally {
       release();
     }

@@ -55,7 +55,7 @@ const bad = (message: string, param: string): never => {
 export function generateRequest(ctx: ServerContext, body: GenerateBody): GenerateRequest {
   noteIgnoredFields(ctx, body, FIELDS, '/generate');
   if (body.return_routed_experts) bad('return_routed_experts is not supported: loom does not record routed experts.', 'return_routed_experts');
-  if (body.image_data != null) bad('image_data is not supported: loom serves text-only models.', 'image_data');
+  if (body.image_data != null) bad('image_data is not supported on /generate: send images in a chat request (/v1/chat/completions, /v1/messages, /v1/responses or /api/chat).', 'image_data');
   const hasPrompt = body.prompt != null;
   if (hasPrompt === (body.input_ids != null)) bad('You must specify exactly one of prompt or input_ids', hasPrompt ? 'input_ids' : 'prompt');
   if (body.prompt === '') bad('The prompt must not be an empty string', 'prompt');

@@ -230,12 +230,12 @@ describe('OpenAI endpoints as vLLM: byte-level BPE (qwen3 fixture, ChatML)', () 
 
   it("responses carry every field of vLLM's, null where vLLM has None", async () => {
     const c = (await complete({})) as unknown as Record<string, unknown> & { choices: Record<string, unknown>[] };
-    for (const k of ['service_tier', 'system_fingerprint', 'kv_transfer_params']) assert.ok(k in c && c[k] === null, `completion ${k}`);
-    for (const k of ['token_ids', 'prompt_logprobs', 'prompt_token_ids']) assert.ok(k in c.choices[0]! && c.choices[0]![k] === null, `completion choice ${k}`);
+    for (const k of ['service_tier', 'system_fingerprint', 'kv_transfer_params', 'ec_transfer_params', 'metrics']) assert.ok(k in c && c[k] === null, `completion ${k}`);
+    for (const k of ['token_ids', 'prompt_logprobs', 'prompt_token_ids', 'routed_experts']) assert.ok(k in c.choices[0]! && c.choices[0]![k] === null, `completion choice ${k}`);
     const res = await s.post('/v1/chat/completions', { ...greedy, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3 });
     const chat = (await res.json()) as Record<string, unknown> & { choices: (Record<string, unknown> & { message: Record<string, unknown> })[] };
-    for (const k of ['service_tier', 'system_fingerprint', 'prompt_logprobs', 'prompt_token_ids', 'kv_transfer_params']) assert.ok(k in chat && chat[k] === null, `chat ${k}`);
-    assert.ok('token_ids' in chat.choices[0]! && chat.choices[0]!.token_ids === null);
+    for (const k of ['service_tier', 'system_fingerprint', 'prompt_logprobs', 'prompt_token_ids', 'prompt_text', 'kv_transfer_params', 'ec_transfer_params', 'metrics']) assert.ok(k in chat && chat[k] === null, `chat ${k}`);
+    for (const k of ['token_ids', 'routed_experts']) assert.ok(k in chat.choices[0]! && chat.choices[0]![k] === null, `chat choice ${k}`);
     const m = chat.choices[0]!.message;
     for (const k of ['refusal', 'annotations', 'audio', 'function_call', 'reasoning']) assert.ok(k in m && m[k] === null, `message ${k}`);
     assert.deepEqual(m.tool_calls, []);
