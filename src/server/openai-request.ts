@@ -19,7 +19,8 @@ import type { ImageList } from './image-list.js';
 
 /** Sampling and request fields both endpoints share (OpenAI + vLLM). */
 export interface OpenAISampling extends StructuredOutputFields {
-  model: string;
+  /** optional, as in vLLM and llama-server: the served model when left out */
+  model?: string;
   max_tokens?: number | null;
   temperature?: number | null;
   top_p?: number | null;

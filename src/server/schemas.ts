@@ -55,7 +55,7 @@ const sampling = {
 
 export const completionsBody = {
   type: 'object',
-  required: ['model', 'prompt'],
+  required: ['prompt'],
   properties: {
     ...sampling,
     prompt: {
@@ -108,7 +108,7 @@ const toolCall = {
 
 export const chatBody = {
   type: 'object',
-  required: ['model', 'messages'],
+  required: ['messages'],
   properties: {
     ...sampling,
     messages: {

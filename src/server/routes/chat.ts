@@ -22,6 +22,7 @@ import { newSummary, runPrompt } from './run.js';
 export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Body: ChatBody }>('/v1/chat/completions', { schema: { body: chatBody } }, async (req, reply) => {
     const body = req.body;
+    const model = body.model ?? ctx.options.servedModelName; // optional, as in vLLM
     const { spec, echoText } = await chatSpec(ctx, body);
     const r = await resolveRequest(ctx, spec);
     const output = chatOutputConfig(ctx, body, r);
@@ -34,7 +35,7 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
     const release = admit(ctx, reply, r.prompts);
     const summary = newSummary();
     const events = runPrompt(ctx, r, 0, disconnectSignal(reply), summary);
-    const base = { id, object: 'chat.completion.chunk', created, model: body.model };
+    const base = { id, object: 'chat.completion.chunk', created, model };
     // vLLM: with include_usage and continuous_usage_stats, every chunk carries the usage so far
     const continuous = body.stream_options?.include_usage === true && body.stream_options.continuous_usage_stats === true;
     const usage = (index: number): object => (continuous ? { usage: usageSoFar(summary, tokensSoFar[index]!) } : {});
@@ -132,7 +133,7 @@ export function chatRoute(app: FastifyInstance, ctx: ServerContext): void {
         id,
         object: 'chat.completion',
         created,
-        model: body.model,
+        model,
         choices,
         service_tier: null,
         system_fingerprint: null,

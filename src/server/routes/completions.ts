@@ -17,6 +17,7 @@ import { newSummary, runAll } from './run.js';
 export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void {
   app.post<{ Body: CompletionsBody }>('/v1/completions', { schema: { body: completionsBody } }, async (req, reply) => {
     const body = req.body;
+    const model = body.model ?? ctx.options.servedModelName; // optional, as in vLLM
     const r = await resolveRequest(ctx, completionsSpec(ctx, body));
     const { id, prompts } = r;
     const created = Math.floor(Date.now() / 1000);
@@ -57,7 +58,7 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
               await sse.send(chunk(index, e.text, logprobsOf(e, offset), e, tokenIds ? { token_ids: e.tokenIds } : {}));
             }
             if (body.stream_options?.include_usage) {
-              await sse.send({ id, object: 'text_completion', created, model: body.model, choices: [], usage: usageOf(summaries) });
+              await sse.send({ id, object: 'text_completion', created, model, choices: [], usage: usageOf(summaries) });
             }
           },
           toVllmError,
@@ -99,7 +100,7 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
       }
       const list = [...choices.entries()].sort((a, b) => a[0] - b[0]).map(([index, c]) => ({ index, ...c }));
       // vLLM's CompletionResponse: every field, null where it has none
-      return { id, object: 'text_completion', created, model: body.model, choices: list, service_tier: null, system_fingerprint: null, usage: usageOf(summaries), kv_transfer_params: null, ec_transfer_params: null, metrics: null };
+      return { id, object: 'text_completion', created, model, choices: list, service_tier: null, system_fingerprint: null, usage: usageOf(summaries), kv_transfer_params: null, ec_transfer_params: null, metrics: null };
     } finally {
       release();
     }
@@ -109,7 +110,7 @@ export function completionsRoute(app: FastifyInstance, ctx: ServerContext): void
         id,
         object: 'text_completion',
         created,
-        model: body.model,
+        model,
         choices: [{ index, text, logprobs, finish_reason: e?.finishReason ?? null, stop_reason: e?.stopReason ?? null, ...extra }],
         ...(continuous && { usage: usageSoFar(summaries[Math.floor(index / n)]!, tokensSoFar[index] ?? 0) }),
       };

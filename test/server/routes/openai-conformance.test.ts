@@ -228,6 +228,15 @@ describe('OpenAI endpoints as vLLM: byte-level BPE (qwen3 fixture, ChatML)', () 
     assert.match(text, /^vllm:request_success_total\{model_name="fixture",engine="0",finished_reason="length"\} [1-9]/m);
   });
 
+  it('model may be left out, as in vLLM and llama-server: the served model answers and is named', async () => {
+    const c = (await (await s.post('/v1/completions', { temperature: 0, prompt: 'hi', max_tokens: 2 })).json()) as { model: string; choices: unknown[] };
+    assert.equal(c.model, MODEL);
+    assert.equal(c.choices.length, 1);
+    const chat = (await (await s.post('/v1/chat/completions', { temperature: 0, messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })).json()) as { model: string };
+    assert.equal(chat.model, MODEL);
+    assert.equal((await s.post('/v1/completions', { model: 'other', prompt: 'hi', max_tokens: 2 })).status, 404);
+  });
+
   it("responses carry every field of vLLM's, null where vLLM has None", async () => {
     const c = (await complete({})) as unknown as Record<string, unknown> & { choices: Record<string, unknown>[] };
     for (const k of ['service_tier', 'system_fingerprint', 'kv_transfer_params', 'ec_transfer_params', 'metrics']) assert.ok(k in c && c[k] === null, `completion ${k}`);
