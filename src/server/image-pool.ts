@@ -1,7 +1,7 @@
 // A few worker threads (image-worker.ts) that make request images ready off the serving
 // thread: decode, limits, hash, and the projector's prepare (resize, normalize). A job goes
-// to the worker with the fewest images waiting; a worker that dies fails its jobs (a 500) and
-// the others go on.
+// to the worker with the fewest images waiting; a worker that dies fails its jobs (a 500), the
+// others go on, and it is replaced once (a worker that keeps dying leaves its place empty).
 import { Worker } from 'node:worker_threads';
 import { InvalidArgumentError, LoomError } from '../errors.js';
 import type { ModelConfig } from '../model/weights.js';
@@ -34,7 +34,10 @@ interface Pending {
 class Slot {
   readonly pending = new Map<number, Pending>();
   dead = false;
-  constructor(readonly worker: Worker) {
+  constructor(
+    readonly worker: Worker,
+    onDeath: (slot: Slot) => void = () => {},
+  ) {
     worker.unref();
     worker.on('message', (msg: ImageWorkerOutbound) => {
       if (msg.type !== 'ready-image' && msg.type !== 'error') return;
@@ -49,19 +52,20 @@ class Slot {
       this.dead = true;
       for (const p of this.pending.values()) p.reject(new Error(why));
       this.pending.clear();
+      onDeath(this);
     };
     worker.on('error', (err) => die(`the image worker failed: ${err.message}`));
     worker.on('exit', (code) => die(`the image worker exited (code ${code})`));
   }
 }
 
-function spawn(init: ImageWorkerInit): Promise<Slot> {
+function spawn(init: ImageWorkerInit, onDeath?: (slot: Slot) => void): Promise<Slot> {
   const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
   const worker = new Worker(new URL('./image-worker.js', import.meta.url), { workerData: init, execArgv });
   return new Promise((resolve, reject) => {
     const onMessage = (msg: ImageWorkerOutbound): void => {
       worker.off('message', onMessage);
-      if (msg.type === 'ready') return resolve(new Slot(worker));
+      if (msg.type === 'ready') return resolve(new Slot(worker, onDeath));
       void worker.terminate();
       reject(new LoomError(`the image worker could not load ${init.mmproj}: ${msg.type === 'fatal' ? msg.message : msg.type}`));
     };
@@ -73,23 +77,49 @@ function spawn(init: ImageWorkerInit): Promise<Slot> {
 export class ImagePool implements VisionContext {
   private nextId = 1;
   private closed = false;
+  private readonly slots: Slot[] = [];
+  private readonly replacements = new WeakSet<Slot>();
 
   private constructor(
     readonly projector: VisionProjector,
-    readonly limits: ImageLimits,
-    private readonly slots: Slot[],
+    private readonly init: ImageWorkerInit,
   ) {}
+
+  get limits(): ImageLimits {
+    return this.init.limits;
+  }
+
+  /** workers running now */
+  get size(): number {
+    return this.slots.filter((s) => !s.dead).length;
+  }
 
   /** Starts `size` workers, each with the projector `projector` was read from. */
   static async start(projector: VisionProjector, init: ImageWorkerInit, size: number): Promise<ImagePool> {
-    const started = await Promise.allSettled(Array.from({ length: Math.max(1, size) }, () => spawn(init)));
-    const slots = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const pool = new ImagePool(projector, init);
+    const started = await Promise.allSettled(Array.from({ length: Math.max(1, size) }, () => spawn(init, (s) => void pool.replace(s))));
+    pool.slots.push(...started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : [])));
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) {
-      await Promise.all(slots.map((s) => s.worker.terminate()));
+      await pool.close();
       throw failed.reason;
     }
-    return new ImagePool(projector, init.limits, slots);
+    return pool;
+  }
+
+  /** one replacement per original worker, so a worker that keeps dying cannot loop */
+  private async replace(dead: Slot): Promise<void> {
+    if (this.closed || this.replacements.has(dead)) return;
+    try {
+      const fresh = await spawn(this.init, (s) => void this.replace(s));
+      if (this.closed) return void (await fresh.worker.terminate());
+      const at = this.slots.indexOf(dead);
+      if (at < 0) return void (await fresh.worker.terminate());
+      this.replacements.add(fresh);
+      this.slots[at] = fresh;
+    } catch {
+      // its place stays empty; the other workers go on
+    }
   }
 
   prepare(input: ImageInput): Promise<ReadyImage> {

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import { after, before, describe, it } from 'node:test';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { loadProjector } from '../../src/model/vision/projector-file.js';
@@ -36,6 +37,25 @@ describe('image workers', () => {
       assert.equal(r.prepared.numTokens, here[k]!.prepared.numTokens);
       assert.deepEqual(r.prepared.pixels, here[k]!.prepared.pixels);
     });
+  });
+
+  it('a worker that dies fails its jobs and is replaced once', async () => {
+    const input = { bytes: readFileSync(join(IMAGE_DIR, TEST_IMAGES[0]!.file)), param: 'images[0]' };
+    const slots = (pool as unknown as { slots: { worker: Worker; dead: boolean }[] }).slots;
+    const first = slots[0]!.worker;
+    const job = Promise.all([pool.prepare(input), pool.prepare(input), pool.prepare(input)]);
+    await first.terminate();
+    await assert.rejects(job, /image worker exited/);
+    for (let i = 0; i < 400 && pool.size < 2; i++) await new Promise((r) => setTimeout(r, 25));
+    assert.equal(pool.size, 2, 'a replacement worker runs');
+    assert.notEqual(slots[0]!.worker, first);
+    const here = await inlineVision(projector).prepare(input);
+    for (let k = 0; k < 3; k++) assert.equal((await pool.prepare(input)).hash, here.hash);
+    // the replacement is not replaced again: a worker that keeps dying leaves its place empty
+    await slots[0]!.worker.terminate();
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(pool.size, 1);
+    assert.equal((await pool.prepare(input)).hash, here.hash);
   });
 
   it('a broken or too large image is an InvalidArgumentError naming its field', async () => {
