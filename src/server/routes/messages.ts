@@ -16,7 +16,7 @@ import type { ResolvedRequest } from '../../pipeline/request.js';
 import type { ServerContext } from '../context.js';
 import { checkModel } from '../context.js';
 import { toAnthropicError } from '../errors.js';
-import { anthropicPrompt, countTokensBody, countTokensVars, messagesBody, messagesOutputConfig, messagesSpec, messagesSpecOf } from '../anthropic-request.js';
+import { anthropicPrompt, checkVersionFields, countTokensBody, countTokensVars, messagesBody, messagesOutputConfig, messagesSpec, messagesSpecOf } from '../anthropic-request.js';
 import type { AnthropicBody } from '../anthropic-request.js';
 import { ClientGoneError, SseWriter, disconnectSignal } from '../sse.js';
 import { admit } from './admission.js';
@@ -158,6 +158,8 @@ export function messagesRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
     api.post<{ Body: AnthropicBody }>('/v1/messages', { schema: { body: messagesBody } }, async (req, reply) => {
       const body = req.body;
+      const version = req.headers['anthropic-version'];
+      checkVersionFields(body, typeof version === 'string' ? version : undefined);
       const { r, clamped } = await resolveMessages(ctx, body);
       const prompt = r.prompts[0]!;
       const release = admit(ctx, reply, r.prompts);
