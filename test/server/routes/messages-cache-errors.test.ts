@@ -60,6 +60,22 @@ describe('Anthropic Messages API: cache usage, is_error, cache_control, versions
     assert.equal(start.message.usage.cache_read_input_tokens, read);
   });
 
+  it('usage: a prompt of whole blocks sent again counts its last block (recomputed, already cached) as input, not as created twice', async () => {
+    const bs = s.engine.info.blockSize;
+    const countOf = async (text: string): Promise<number> => (await client.messages.countTokens({ model: MODEL, messages: [{ role: 'user', content: text }] })).input_tokens;
+    let text = 'Show me the largest file';
+    while ((await countOf(text)) % bs !== 0) text += ' x';
+    const count = await countOf(text);
+    const params = { model: MODEL, max_tokens: 1, messages: [{ role: 'user' as const, content: text }] };
+    assert.ok(await s.engine.resetPrefixCache());
+    const first = await client.messages.create(params);
+    assert.deepEqual({ read: first.usage.cache_read_input_tokens, creation: first.usage.cache_creation_input_tokens, input: first.usage.input_tokens }, { read: 0, creation: count, input: 0 });
+    // again: every block but the last is read; the last is computed again (a hit leaves a token to compute) but was cached before
+    for (const again of [await client.messages.create(params), await client.messages.stream(params).finalMessage()]) {
+      assert.deepEqual({ read: again.usage.cache_read_input_tokens, creation: again.usage.cache_creation_input_tokens, input: again.usage.input_tokens }, { read: count - bs, creation: 0, input: bs });
+    }
+  });
+
   it('is_error: the result reaches the template marked "Error: " (as /v1/chat/completions renders that text), unmarked without the flag, and not twice', async () => {
     const conversation = (content: string, is_error?: boolean): Anthropic.MessageCountTokensParams => ({
       model: MODEL,
