@@ -1,7 +1,8 @@
 // Anthropic's conversation as the chat messages the template gets.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { anthropicMessages, errorMarked } from '../../src/server/anthropic-request.js';
+import { anthropicMessages, checkVersionFields, errorMarked } from '../../src/server/anthropic-request.js';
+import { HttpError } from '../../src/server/errors.js';
 import { anthropicUsage } from '../../src/server/routes/messages.js';
 
 describe('anthropicMessages', () => {
@@ -54,6 +55,17 @@ describe('anthropicMessages', () => {
     assert.deepEqual(messages.filter((m) => m.role === 'tool').map((m) => m.content), ['Error: Exit code 1', '<tool_use_error>File does not exist.</tool_use_error>', 'ok']);
     assert.equal(errorMarked('error: no such file', true), 'error: no such file');
     assert.equal(errorMarked('Errors: 0', true), 'Error: Errors: 0');
+  });
+
+  it('versions: 2026-10-21 and later dates have no temperature/top_p/top_k; 2023-06-01, no header or a non-date read them', () => {
+    const body = (extra: object) => ({ model: 'm', max_tokens: 1, messages: [], ...extra });
+    for (const field of ['temperature', 'top_p', 'top_k'] as const) {
+      for (const version of ['2026-10-21', '2027-01-01']) {
+        assert.throws(() => checkVersionFields(body({ [field]: 0 }), version), (e: unknown) => e instanceof HttpError && e.status === 400 && e.param === field && e.message.startsWith(`${field}: `) && e.message.includes(version));
+      }
+      for (const version of ['2023-06-01', undefined, 'latest']) assert.doesNotThrow(() => checkVersionFields(body({ [field]: 0 }), version));
+    }
+    assert.doesNotThrow(() => checkVersionFields(body({ metadata: {} }), '2026-10-21'));
   });
 
   it('usage: read from the cache, creation what the engine newly cached past the hit, input the rest', () => {
