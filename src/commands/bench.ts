@@ -10,6 +10,7 @@ import { benchVisionPeerCommand } from './bench-vision-peer.js';
 import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
 import { benchChatTurnsCommand } from './bench-chat-turns.js';
+import { benchAgentTurnsCommand } from './bench-agent-turns.js';
 import { benchScaleoutCommand } from './bench-scaleout.js';
 import { benchServeCommand } from './bench-serve.js';
 import { benchServePeerCommand } from './bench-serve-peer.js';
@@ -24,6 +25,7 @@ export function benchCommand(): Command {
     .description('benchmarks; each prints a report, or one JSON object with --json')
     .addCommand(benchProtocolCommand())
     .addCommand(benchChatTurnsCommand())
+    .addCommand(benchAgentTurnsCommand())
     .addCommand(benchEngineCommand())
     .addCommand(benchKernelsCommand())
     .addCommand(benchPeerCommand())

@@ -181,9 +181,10 @@ export class BlockManager {
     return ops;
   }
 
-  /** Registers owner's full blocks among its first numComputed tokens (`tokens` = owner's tokens so far). */
-  cacheFullBlocks(owner: BlockOwner, tokens: ArrayLike<number>, numComputed: number): void {
-    if (!this.enablePrefixCaching) return;
+  /** Registers owner's full blocks among its first numComputed tokens (`tokens` = owner's tokens so far).
+   *  Returns how many of them entered the prefix cache (a block whose content was already cached does not). */
+  cacheFullBlocks(owner: BlockOwner, tokens: ArrayLike<number>, numComputed: number): number {
+    if (!this.enablePrefixCaching) return 0;
     const bs = this.blockSize;
     const table = owner.blockTable;
     const computed = Math.min(numComputed, tokens.length);
@@ -192,6 +193,7 @@ export class BlockManager {
     let i = numFull; // walk back to the last registered block: its cid names our prefix up to it
     while (i > 0 && this.cid[table[i - 1]!] === NONE) i--;
     let parent = i === 0 ? (owner.prefixRoot ?? 0) : this.cid[table[i - 1]!]!;
+    let entered = 0;
     for (; i < numFull; i++) {
       const b = table[i]!;
       const start = i * bs;
@@ -199,6 +201,7 @@ export class BlockManager {
       const found = this.cache.get(h);
       const entersCache = found === undefined;
       if (entersCache) {
+        entered++;
         this.cache.set(h, b);
         this.key[b] = h;
         this.parentCid[b] = parent;
@@ -213,6 +216,7 @@ export class BlockManager {
       this.onRegister?.(b, i === 0 ? -1 : table[i - 1]!, owner.prefixRoot ?? 0, tokens, start);
       parent = this.cid[b]!;
     }
+    return entered;
   }
 
   /** child (empty table) shares all of parent's blocks, refcount + 1 each. */

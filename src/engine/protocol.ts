@@ -68,6 +68,8 @@ export interface RequestDelta {
   readonly stopTokenId?: number;
   /** tokens of the prompt found in the prefix cache (first delta) */
   readonly cachedPromptTokens?: number;
+  /** tokens of the prompt its prefill wrote into the prefix cache, full blocks not cached before (first delta) */
+  readonly newlyCachedPromptTokens?: number;
   /** set on the first delta: when the request was first scheduled (queue time ends) */
   readonly firstScheduledTime?: number;
   /** a request the engine refused (bad parameters, too long): no tokens, finishes at once */

@@ -272,7 +272,7 @@ export class RequestState {
       }),
       ...(seq.finishReason && { finishReason: seq.finishReason }),
       ...(seq.stopTokenId !== undefined && { stopTokenId: seq.stopTokenId }),
-      ...(!seq.announced && { cachedPromptTokens: seq.numCachedPrompt, firstScheduledTime: seq.firstScheduledTime ?? 0 }),
+      ...(!seq.announced && { cachedPromptTokens: seq.numCachedPrompt, newlyCachedPromptTokens: seq.numNewlyCachedPrompt, firstScheduledTime: seq.firstScheduledTime ?? 0 }),
       ...(!seq.announced &&
         seq.index === 0 &&
         this.params.promptLogprobs !== null && {

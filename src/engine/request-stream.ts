@@ -110,6 +110,7 @@ export function mergeDeltas(a: RequestDelta, b: RequestDelta): RequestDelta {
     promptTopIds: a.promptTopIds ?? b.promptTopIds,
     promptTopLogprobs: a.promptTopLogprobs ?? b.promptTopLogprobs,
     cachedPromptTokens: a.cachedPromptTokens ?? b.cachedPromptTokens,
+    newlyCachedPromptTokens: a.newlyCachedPromptTokens ?? b.newlyCachedPromptTokens,
     firstScheduledTime: a.firstScheduledTime ?? b.firstScheduledTime,
     pooled: b.pooled ?? a.pooled,
   };

@@ -316,7 +316,8 @@ export class Scheduler {
     for (const { seq, numTokens } of chunks) {
       seq.numComputed += numTokens;
       if (!(this.config.enablePrefixCaching && seq.status === 'running')) continue;
-      this.blocks.cacheFullBlocks(seq, seq.tokens, seq.numComputed);
+      const entered = this.blocks.cacheFullBlocks(seq, seq.tokens, seq.numComputed);
+      if (seq.numComputed <= seq.promptLength) seq.numNewlyCachedPrompt += entered * this.blocks.blockSize;
       this.checkpoints?.afterStep(seq);
     }
   }

@@ -18,6 +18,8 @@ export class Sequence implements BlockOwner {
   numComputed = 0;
   /** prompt tokens found in the prefix cache when first scheduled */
   numCachedPrompt = 0;
+  /** prompt tokens its prefill wrote into the prefix cache: its full blocks whose content was not cached yet */
+  numNewlyCachedPrompt = 0;
   finishReason: FinishReason | undefined;
   stopTokenId: number | undefined;
   firstScheduledTime: number | undefined;

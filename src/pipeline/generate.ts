@@ -64,13 +64,15 @@ export interface GenerationSummary {
   promptTokens: number;
   completionTokens: number;
   cachedTokens: number;
+  /** prompt tokens this request wrote into the prefix cache (full blocks that were not cached yet) */
+  newlyCachedTokens: number;
   /** prompt tokens' logprobs (from the second token on), when asked: [P-1] and [P-1, topN] */
   promptLogprobs?: { logprobs: Float32Array; ranks: Int32Array; topIds: Int32Array; topLogprobs: Float32Array };
   /** engine clock of when the request was first scheduled */
   firstScheduledTime: number | undefined;
 }
 
-export const newSummary = (): GenerationSummary => ({ promptTokens: 0, completionTokens: 0, cachedTokens: 0, firstScheduledTime: undefined });
+export const newSummary = (): GenerationSummary => ({ promptTokens: 0, completionTokens: 0, cachedTokens: 0, newlyCachedTokens: 0, firstScheduledTime: undefined });
 
 /** The engine's id of prompt i (a single prompt keeps the request's id). */
 export const engineId = (r: ResolvedRequest, i: number): string => (r.prompts.length > 1 ? `${r.id}-${i}` : r.id);
@@ -177,6 +179,7 @@ export async function* generate(
       const t = texts[delta.index];
       if (!t || t.done) continue;
       summary.cachedTokens = delta.cachedPromptTokens ?? summary.cachedTokens;
+      summary.newlyCachedTokens = delta.newlyCachedPromptTokens ?? summary.newlyCachedTokens;
       if (delta.promptLogprobs) {
         summary.promptLogprobs = { logprobs: delta.promptLogprobs, ranks: delta.promptRanks ?? new Int32Array(delta.promptLogprobs.length), topIds: delta.promptTopIds ?? new Int32Array(0), topLogprobs: delta.promptTopLogprobs ?? new Float32Array(0) };
       }

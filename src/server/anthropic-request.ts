@@ -281,6 +281,22 @@ export async function messagesSpec(ctx: ServerContext, body: AnthropicBody): Pro
   return messagesSpecOf(body, await anthropicPrompt(ctx, body));
 }
 
+/**
+ * anthropic-version 2026-10-21 (the current SDK's) dropped temperature, top_p and top_k;
+ * 2023-06-01 has them. A request under a version without them that sends one is refused, as
+ * Anthropic's API refuses a field its version does not have. Without the header (or with a
+ * version that is not a date) they are read, as loom always has.
+ */
+const SAMPLING_DROPPED = '2026-10-21';
+const SAMPLING_FIELDS = ['temperature', 'top_p', 'top_k'] as const;
+
+export function checkVersionFields(body: AnthropicBody, version: string | undefined): void {
+  if (version === undefined || !/^\d{4}-\d{2}-\d{2}$/.test(version) || version < SAMPLING_DROPPED) return;
+  const field = SAMPLING_FIELDS.find((f) => body[f] !== undefined);
+  if (field === undefined) return;
+  throw new HttpError(400, `${field}: Extra inputs are not permitted (anthropic-version ${version} has no temperature, top_p or top_k; send anthropic-version: 2023-06-01 to set them)`, 'invalid_request_error', field);
+}
+
 /** The request around its prompt (already parsed, its images decoded or fetched). */
 export function messagesSpecOf(body: AnthropicBody, prompt: ChatPrompt): RequestSpec {
   return {

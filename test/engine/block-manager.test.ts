@@ -206,18 +206,18 @@ describe('BlockManager: prefix cache', () => {
     bm.assertConsistent([b]);
   });
 
-  it('the same content computed twice shares one name: children of the copy are found', () => {
+  it('the same content computed twice shares one name (and enters the cache once): children of the copy are found', () => {
     const bm = manager(16);
     const t = range(12, 100);
     const a = owner(), b = owner();
     bm.allocate(a, 12);
     bm.allocate(b, 12); // both prefill before either registers
-    bm.cacheFullBlocks(a, t, 12);
-    bm.cacheFullBlocks(b, t, 12);
+    assert.equal(bm.cacheFullBlocks(a, t, 12), 3, 'all three enter the cache');
+    assert.equal(bm.cacheFullBlocks(b, t, 12), 0, 'none of the copies enters it');
     assert.equal(bm.numCachedBlocks, 3);
     const longer = [...t, 1, 2, 3, 4];
     bm.allocate(b, 16);
-    bm.cacheFullBlocks(b, longer, 16);
+    assert.equal(bm.cacheFullBlocks(b, longer, 16), 1);
     assert.deepEqual(bm.findCachedPrefix([...longer, 5]), [...a.blockTable, b.blockTable[3]]);
     bm.free(b); // its first 3 blocks are unmapped duplicates: truly free
     assert.equal(bm.numCachedBlocks, 4);

@@ -27,6 +27,7 @@ interface Outcome {
   tokens: number[];
   finishReason?: string;
   cachedPromptTokens?: number;
+  newlyCachedPromptTokens?: number;
   error?: string;
 }
 
@@ -39,6 +40,7 @@ function runToEnd(e: EngineCore, onStep?: (step: number) => void): Map<string, O
     o.tokens.push(...d.tokenIds);
     o.finishReason ??= d.finishReason;
     o.cachedPromptTokens ??= d.cachedPromptTokens;
+    o.newlyCachedPromptTokens ??= d.newlyCachedPromptTokens;
     o.error ??= d.error;
     out.set(key, o);
   };
@@ -91,6 +93,31 @@ describe('engine correctness under batching', () => {
     const blockSize = e.config.blockSize;
     assert.equal(after.get(`${second}#0`)!.cachedPromptTokens, Math.floor((g.promptIds.length - 1) / blockSize) * blockSize);
     assert.ok(e.blocks.stats.hits > 0);
+  });
+
+  it('the first delta says how many prompt tokens entered the prefix cache: full blocks not cached before, counted across prefill chunks', () => {
+    for (const enablePrefixCaching of [true, false]) {
+      const e = engine({ maxNumBatchedTokens: 7, enablePrefixCaching });
+      const bs = e.config.blockSize;
+      const prompt = Array.from({ length: 3 * bs }, (_, k) => 3 + ((k * 29) % 400)); // whole blocks
+      const run = (ids: number[]): Outcome => {
+        const id = add(e, ids, greedy(2));
+        return runToEnd(e).get(`${id}#0`)!;
+      };
+      // [prompt, cached, newly cached]
+      const cases: [number[], number, number][] = enablePrefixCaching
+        ? [
+            [prompt, 0, 3 * bs], // fresh: every block enters
+            [prompt, 2 * bs, 0], // again: the last block is computed anew (a hit leaves a token to compute), but it was cached
+            [[...prompt, 7, 8, 9], 3 * bs, 0], // a partial block more: nothing enters
+            [[...prompt, ...prompt.slice(0, bs)], 3 * bs, bs], // a full block more: it enters
+          ]
+        : [[prompt, 0, 0], [prompt, 0, 0]];
+      for (const [ids, cached, newly] of cases) {
+        const o = run(ids);
+        assert.deepEqual([o.cachedPromptTokens, o.newlyCachedPromptTokens], [cached, newly], `${ids.length} tokens, prefix caching ${enablePrefixCaching}`);
+      }
+    }
   });
 
   it('preempted requests are recomputed and still give their tokens', () => {

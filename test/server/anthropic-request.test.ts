@@ -1,7 +1,8 @@
 // Anthropic's conversation as the chat messages the template gets.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { anthropicMessages, errorMarked } from '../../src/server/anthropic-request.js';
+import { anthropicMessages, checkVersionFields, errorMarked } from '../../src/server/anthropic-request.js';
+import { HttpError } from '../../src/server/errors.js';
 import { anthropicUsage } from '../../src/server/routes/messages.js';
 
 describe('anthropicMessages', () => {
@@ -56,10 +57,23 @@ describe('anthropicMessages', () => {
     assert.equal(errorMarked('Errors: 0', true), 'Error: Errors: 0');
   });
 
-  it('usage: read from the cache, creation the full blocks past the hit, input the rest; no creation with prefix caching off', () => {
-    const s = { promptTokens: 100, completionTokens: 3, cachedTokens: 32, firstScheduledTime: undefined };
-    assert.deepEqual(anthropicUsage(s, 100, { blockSize: 16, prefixCaching: true }), { input_tokens: 4, cache_creation_input_tokens: 64, cache_read_input_tokens: 32, output_tokens: 3 });
-    assert.deepEqual(anthropicUsage({ ...s, cachedTokens: 0 }, 100, { blockSize: 16, prefixCaching: false }), { input_tokens: 100, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 3 });
-    assert.deepEqual(anthropicUsage({ ...s, cachedTokens: 96 }, 100, { blockSize: 16 }), { input_tokens: 4, cache_creation_input_tokens: 0, cache_read_input_tokens: 96, output_tokens: 3 });
+  it('versions: 2026-10-21 and later dates have no temperature/top_p/top_k; 2023-06-01, no header or a non-date read them', () => {
+    const body = (extra: object) => ({ model: 'm', max_tokens: 1, messages: [], ...extra });
+    for (const field of ['temperature', 'top_p', 'top_k'] as const) {
+      for (const version of ['2026-10-21', '2027-01-01']) {
+        assert.throws(() => checkVersionFields(body({ [field]: 0 }), version), (e: unknown) => e instanceof HttpError && e.status === 400 && e.param === field && e.message.startsWith(`${field}: `) && e.message.includes(version));
+      }
+      for (const version of ['2023-06-01', undefined, 'latest']) assert.doesNotThrow(() => checkVersionFields(body({ [field]: 0 }), version));
+    }
+    assert.doesNotThrow(() => checkVersionFields(body({ metadata: {} }), '2026-10-21'));
+  });
+
+  it('usage: read from the cache, creation what the engine newly cached past the hit, input the rest', () => {
+    const s = { promptTokens: 100, completionTokens: 3, cachedTokens: 32, newlyCachedTokens: 64, firstScheduledTime: undefined };
+    assert.deepEqual(anthropicUsage(s, 100), { input_tokens: 4, cache_creation_input_tokens: 64, cache_read_input_tokens: 32, output_tokens: 3 });
+    // prefix caching off: nothing read or written
+    assert.deepEqual(anthropicUsage({ ...s, cachedTokens: 0, newlyCachedTokens: 0 }, 100), { input_tokens: 100, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 3 });
+    // a prompt of whole blocks sent again: its last block is computed again but was cached before
+    assert.deepEqual(anthropicUsage({ ...s, promptTokens: 96, cachedTokens: 80, newlyCachedTokens: 0 }, 96), { input_tokens: 16, cache_creation_input_tokens: 0, cache_read_input_tokens: 80, output_tokens: 3 });
   });
 });

@@ -16,7 +16,7 @@ import type { ResolvedRequest } from '../../pipeline/request.js';
 import type { ServerContext } from '../context.js';
 import { checkModel } from '../context.js';
 import { toAnthropicError } from '../errors.js';
-import { anthropicPrompt, countTokensBody, countTokensVars, messagesBody, messagesOutputConfig, messagesSpec, messagesSpecOf } from '../anthropic-request.js';
+import { anthropicPrompt, checkVersionFields, countTokensBody, countTokensVars, messagesBody, messagesOutputConfig, messagesSpec, messagesSpecOf } from '../anthropic-request.js';
 import type { AnthropicBody } from '../anthropic-request.js';
 import { ClientGoneError, SseWriter, disconnectSignal } from '../sse.js';
 import { admit } from './admission.js';
@@ -34,19 +34,18 @@ function stopOf(finish: string | null, stopReason: string | number | undefined, 
 
 /**
  * Anthropic's usage: the prompt split three ways, as its total is their sum. Read: tokens the
- * engine's prefix cache served. Creation: tokens this prompt newly wrote into the cache, its
- * full blocks past the hit (the engine registers every full block of a computed prompt; the
- * partial last block is not kept, and nothing is with prefix caching off). Input: the rest.
+ * engine's prefix cache served. Creation: tokens this prompt newly wrote into the cache, as the
+ * engine counts them: its full blocks past the hit whose content was not cached yet (not the
+ * partial last block, not a block computed again that was cached before, as the last block of a
+ * prompt of whole blocks is: a hit always leaves a token to compute; none with prefix caching off).
+ * Input: the rest.
  */
-export function anthropicUsage(s: GenerationSummary, promptTokens: number, cache: { blockSize: number; prefixCaching?: boolean }) {
+export function anthropicUsage(s: GenerationSummary, promptTokens: number) {
   const prompt = s.promptTokens || promptTokens;
   const read = Math.min(s.cachedTokens, prompt);
-  const full = cache.prefixCaching ? Math.floor(prompt / cache.blockSize) * cache.blockSize : 0;
-  const creation = Math.max(0, full - read);
+  const creation = Math.min(s.newlyCachedTokens, prompt - read);
   return { input_tokens: prompt - read - creation, cache_creation_input_tokens: creation, cache_read_input_tokens: read, output_tokens: s.completionTokens };
 }
-
-const usage = (ctx: ServerContext, s: GenerationSummary, promptTokens: number) => anthropicUsage(s, promptTokens, ctx.engine.info);
 
 /** toolu_ ids, as Anthropic's (the pipeline makes OpenAI's call_ ones) */
 const toolUseId = (id: string): string => id.replace(/^call_/, 'toolu_');
@@ -115,7 +114,7 @@ async function stream(ctx: ServerContext, sse: SseWriter, body: AnthropicBody, r
   for await (const e of events) {
     if (first) {
       first = false;
-      const message = { id: messageId(r), type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage(ctx, summary, prompt.ids.length), output_tokens: 0 } };
+      const message = { id: messageId(r), type: 'message', role: 'assistant', model: body.model, content: [], stop_reason: null, stop_sequence: null, usage: { ...anthropicUsage(summary, prompt.ids.length), output_tokens: 0 } };
       await send('message_start', { type: 'message_start', message });
       await send('ping', { type: 'ping' });
     }
@@ -125,7 +124,7 @@ async function stream(ctx: ServerContext, sse: SseWriter, body: AnthropicBody, r
       await blocks.push(end);
       await blocks.close();
       const stop = stopOf(end.finishReason, e.stopReason, r.stop, clamped);
-      await send('message_delta', { type: 'message_delta', delta: stop, usage: usage(ctx, summary, prompt.ids.length) });
+      await send('message_delta', { type: 'message_delta', delta: stop, usage: anthropicUsage(summary, prompt.ids.length) });
       await send('message_stop', { type: 'message_stop' });
     }
   }
@@ -158,6 +157,8 @@ export function messagesRoutes(app: FastifyInstance, ctx: ServerContext): void {
 
     api.post<{ Body: AnthropicBody }>('/v1/messages', { schema: { body: messagesBody } }, async (req, reply) => {
       const body = req.body;
+      const version = req.headers['anthropic-version'];
+      checkVersionFields(body, typeof version === 'string' ? version : undefined);
       const { r, clamped } = await resolveMessages(ctx, body);
       const prompt = r.prompts[0]!;
       const release = admit(ctx, reply, r.prompts);
@@ -202,7 +203,7 @@ export function messagesRoutes(app: FastifyInstance, ctx: ServerContext): void {
           model: body.model,
           content: blocks,
           ...stopOf(end.finishReason, stopReason, r.stop, clamped),
-          usage: usage(ctx, summary, prompt.ids.length),
+          usage: anthropicUsage(summary, prompt.ids.length),
         };
       } finally {
         release();

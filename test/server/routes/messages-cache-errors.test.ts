@@ -2,7 +2,7 @@
 // of the prompt (cache read, cache creation, the rest) from the engine's prefix cache,
 // tool_result blocks with is_error reaching the model marked, cache_control accepted wherever
 // Anthropic's API puts it, and both anthropic-versions (2023-06-01 with x-api-key and sampling
-// fields; 2026-10-21 with a Bearer key and none), whole and streamed, through the official SDK.
+// fields; 2026-10-21 with a Bearer key and none: sending one is a 400), whole and streamed, through the official SDK.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
@@ -58,6 +58,22 @@ describe('Anthropic Messages API: cache usage, is_error, cache_control, versions
     const start = (await namedEvents(res)).find((e) => e.event === 'message_start')!.data as unknown as { message: { usage: Usage } };
     assert.equal(total(start.message.usage), count);
     assert.equal(start.message.usage.cache_read_input_tokens, read);
+  });
+
+  it('usage: a prompt of whole blocks sent again counts its last block (recomputed, already cached) as input, not as created twice', async () => {
+    const bs = s.engine.info.blockSize;
+    const countOf = async (text: string): Promise<number> => (await client.messages.countTokens({ model: MODEL, messages: [{ role: 'user', content: text }] })).input_tokens;
+    let text = 'Show me the largest file';
+    while ((await countOf(text)) % bs !== 0) text += ' x';
+    const count = await countOf(text);
+    const params = { model: MODEL, max_tokens: 1, messages: [{ role: 'user' as const, content: text }] };
+    assert.ok(await s.engine.resetPrefixCache());
+    const first = await client.messages.create(params);
+    assert.deepEqual({ read: first.usage.cache_read_input_tokens, creation: first.usage.cache_creation_input_tokens, input: first.usage.input_tokens }, { read: 0, creation: count, input: 0 });
+    // again: every block but the last is read; the last is computed again (a hit leaves a token to compute) but was cached before
+    for (const again of [await client.messages.create(params), await client.messages.stream(params).finalMessage()]) {
+      assert.deepEqual({ read: again.usage.cache_read_input_tokens, creation: again.usage.cache_creation_input_tokens, input: again.usage.input_tokens }, { read: count - bs, creation: 0, input: bs });
+    }
   });
 
   it('is_error: the result reaches the template marked "Error: " (as /v1/chat/completions renders that text), unmarked without the flag, and not twice', async () => {
@@ -132,7 +148,7 @@ describe('Anthropic Messages API: cache usage, is_error, cache_control, versions
     assert.equal(m.type, 'message');
   });
 
-  it('2023-06-01 with x-api-key and temperature/top_p/top_k; 2026-10-21 with a Bearer key and none (defaults): both whole and streamed', async () => {
+  it('2023-06-01 (or no header) with x-api-key and temperature/top_p/top_k; 2026-10-21 with a Bearer key and none (defaults), each of them a 400 there: whole and streamed', async () => {
     const ask = [{ role: 'user', content: 'Hello' }];
     const old = { 'x-api-key': 'sekrit', 'anthropic-version': '2023-06-01' };
     const current = { authorization: 'Bearer sekrit', 'anthropic-version': '2026-10-21' };
@@ -146,9 +162,25 @@ describe('Anthropic Messages API: cache usage, is_error, cache_control, versions
       const events = await namedEvents(res);
       assert.deepEqual([events[0]!.event, events.at(-1)!.event], ['message_start', 'message_stop']);
     }
-    // a greedy 2023-06-01 request is deterministic: its sampling fields are read
-    const greedy = async (): Promise<unknown> => ((await (await s.post('/v1/messages', { model: MODEL, max_tokens: 6, messages: ask, temperature: 0 }, old)).json()) as Anthropic.Message).content;
-    assert.deepEqual(await greedy(), await greedy());
+    // a greedy 2023-06-01 request is deterministic: its sampling fields are read; so is one without the header
+    const key = { 'x-api-key': 'sekrit' };
+    const greedy = async (headers: Record<string, string>): Promise<unknown> => ((await (await s.post('/v1/messages', { model: MODEL, max_tokens: 6, messages: ask, temperature: 0 }, headers)).json()) as Anthropic.Message).content;
+    assert.deepEqual(await greedy(old), await greedy(old));
+    assert.deepEqual(await greedy(key), await greedy(old));
+    assert.equal((await s.post('/v1/messages', { model: MODEL, max_tokens: 1, messages: ask, temperature: 0.5, top_p: 0.9, top_k: 5 }, key)).status, 200);
+    // 2026-10-21 has no sampling fields: each is a 400 in Anthropic's shape naming it and the version, whole or streamed
+    for (const [field, value] of [['temperature', 0], ['top_p', 0.9], ['top_k', 5]] as const) {
+      for (const stream of [false, true]) {
+        const res = await s.post('/v1/messages', { model: MODEL, max_tokens: 1, messages: ask, stream, [field]: value }, current);
+        assert.equal(res.status, 400);
+        const body = (await res.json()) as { type: string; error: { type: string; message: string } };
+        assert.equal(body.type, 'error');
+        assert.equal(body.error.type, 'invalid_request_error');
+        assert.ok(body.error.message.startsWith(`${field}: `) && body.error.message.includes('2026-10-21'), body.error.message);
+      }
+    }
+    // the current SDK sending one gets the same refusal
+    await assert.rejects(client.messages.create({ model: MODEL, max_tokens: 1, messages: [{ role: 'user', content: 'Hello' }], temperature: 0 } as Anthropic.MessageCreateParamsNonStreaming), (err: unknown) => err instanceof Anthropic.BadRequestError && /^temperature: .*2026-10-21/.test((err.error as { error: { message: string } }).error.message));
     // the current SDK (2026-10-21, Bearer), whole and streamed
     const sdk = await client.messages.create({ model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'Hello' }] });
     assert.equal(sdk.usage.output_tokens, 2);

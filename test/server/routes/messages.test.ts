@@ -22,8 +22,9 @@ const weather: Anthropic.Tool = {
 /** the whole prompt: Anthropic splits it into input, cache-creation and cache-read tokens */
 const promptOf = (u: Anthropic.Usage): number => u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
 const ask: Anthropic.MessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
-// anthropic-version 2026-10-21 (this SDK's) dropped temperature from its types; loom still reads it
+// anthropic-version 2026-10-21 (this SDK's) dropped temperature; greedy requests go as 2023-06-01 (`old`)
 const greedy = { temperature: 0 } as object;
+const OLD_VERSION = { 'anthropic-version': '2023-06-01' };
 
 /** the named events of an SSE body, in order */
 export async function namedEvents(res: Response): Promise<{ event: string; data: { type: string } & Record<string, unknown> }[]> {
@@ -40,9 +41,11 @@ export async function namedEvents(res: Response): Promise<{ event: string; data:
 describe('Anthropic Messages API (qwen3 fixture, a Hermes ChatML template)', () => {
   let s: TestServer;
   let client: Anthropic;
+  let old: Anthropic;
   before(async () => {
     s = await startTestServer(fixtureBy((f) => f.name === 'qwen3-q8_0'), { chatTemplate: HERMES_TEMPLATE });
     client = new Anthropic({ baseURL: s.url, apiKey: 'x', maxRetries: 0 });
+    old = new Anthropic({ baseURL: s.url, apiKey: 'x', maxRetries: 0, defaultHeaders: OLD_VERSION });
   });
   after(() => s?.close());
 
@@ -73,21 +76,21 @@ describe('Anthropic Messages API (qwen3 fixture, a Hermes ChatML template)', () 
     const delta = events.at(-2)!.data as unknown as { delta: { stop_reason: string }; usage: { output_tokens: number } };
     assert.equal(delta.delta.stop_reason, 'max_tokens');
     assert.equal(delta.usage.output_tokens, 6);
-    const whole = await client.messages.create({ model: MODEL, max_tokens: 6, ...greedy, messages: ask });
-    const streamed = await client.messages.stream({ model: MODEL, max_tokens: 6, ...greedy, messages: ask }).finalMessage();
+    const whole = await old.messages.create({ model: MODEL, max_tokens: 6, ...greedy, messages: ask });
+    const streamed = await old.messages.stream({ model: MODEL, max_tokens: 6, ...greedy, messages: ask }).finalMessage();
     assert.deepEqual(streamed.content, whole.content);
     assert.equal(streamed.stop_reason, 'max_tokens');
   });
 
   it('stop_sequences: stop_reason stop_sequence with the matched sequence', async () => {
-    const whole = await client.messages.create({ model: MODEL, max_tokens: 12, ...greedy, messages: ask });
+    const whole = await old.messages.create({ model: MODEL, max_tokens: 12, ...greedy, messages: ask });
     const text = whole.content[0]!.type === 'text' ? whole.content[0].text : '';
     const seq = text.slice(3, 5);
     assert.ok(seq.length === 2, text);
     for (const stream of [false, true]) {
       const m = stream
-        ? await client.messages.stream({ model: MODEL, max_tokens: 12, ...greedy, messages: ask, stop_sequences: ['zzzz', seq] }).finalMessage()
-        : await client.messages.create({ model: MODEL, max_tokens: 12, ...greedy, messages: ask, stop_sequences: ['zzzz', seq] });
+        ? await old.messages.stream({ model: MODEL, max_tokens: 12, ...greedy, messages: ask, stop_sequences: ['zzzz', seq] }).finalMessage()
+        : await old.messages.create({ model: MODEL, max_tokens: 12, ...greedy, messages: ask, stop_sequences: ['zzzz', seq] });
       assert.equal(m.stop_reason, 'stop_sequence');
       assert.equal(m.stop_sequence, seq);
       const first = m.content[0];
@@ -97,7 +100,7 @@ describe('Anthropic Messages API (qwen3 fixture, a Hermes ChatML template)', () 
 
   it('tools: tool_choice tool and any force a tool_use whose input matches the schema, whole and streamed as input_json_delta', async () => {
     for (const tool_choice of [{ type: 'tool', name: 'get_weather' }, { type: 'any', disable_parallel_tool_use: true }] as const) {
-      const m = await client.messages.create({ model: MODEL, max_tokens: 200, ...greedy, messages: ask, tools: [weather], tool_choice });
+      const m = await old.messages.create({ model: MODEL, max_tokens: 200, ...greedy, messages: ask, tools: [weather], tool_choice });
       assert.equal(m.stop_reason, 'tool_use', JSON.stringify(m));
       const use = m.content.find((b) => b.type === 'tool_use')!;
       assert.ok(use && use.type === 'tool_use');
@@ -110,7 +113,7 @@ describe('Anthropic Messages API (qwen3 fixture, a Hermes ChatML template)', () 
       const events = await namedEvents(res);
       const json = events.filter((e) => (e.data as { delta?: { type: string } }).delta?.type === 'input_json_delta').map((e) => (e.data as unknown as { delta: { partial_json: string } }).delta.partial_json);
       assert.deepEqual(JSON.parse(json.join('')), input);
-      const streamed = await client.messages.stream({ model: MODEL, max_tokens: 200, ...greedy, messages: ask, tools: [weather], tool_choice }).finalMessage();
+      const streamed = await old.messages.stream({ model: MODEL, max_tokens: 200, ...greedy, messages: ask, tools: [weather], tool_choice }).finalMessage();
       assert.deepEqual(streamed.content.find((b) => b.type === 'tool_use')?.input, input);
     }
   });
@@ -204,7 +207,7 @@ describe('Anthropic Messages API (qwen3 fixture, a Hermes ChatML template)', () 
   });
 
   it('tool_choice none: the tools are in the prompt, the text is never read as a call', async () => {
-    const m = await client.messages.create({ model: MODEL, max_tokens: 4, ...greedy, messages: ask, tools: [weather], tool_choice: { type: 'none' } });
+    const m = await old.messages.create({ model: MODEL, max_tokens: 4, ...greedy, messages: ask, tools: [weather], tool_choice: { type: 'none' } });
     assert.deepEqual(m.content.map((b) => b.type), ['text']);
     const without = await client.messages.countTokens({ model: MODEL, messages: ask });
     assert.ok(promptOf(m.usage) > without.input_tokens);
