@@ -1,13 +1,15 @@
 // Random quantized blocks (`loom bench make-model --weights blocks`): every value finite, the
 // requested RMS, the same bytes for the same seed, whole blocks per chunk; a file made of them
-// loads in loom and gives finite, spread logits. (llama.cpp's loader and greedy tokens on a
-// 2-layer gpt-oss-20b MXFP4_MOE file made this way were checked by hand with llama-server.)
+// loads in loom and gives finite, spread logits, and with LOOM_LLAMA_SERVER=<llama-server binary>
+// llama-server's greedy tokens on it. (A 2-layer gpt-oss-20b MXFP4_MOE file made this way was
+// checked by hand: llama-server loads it and greedy text matches loom's.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeGGUFStream } from '../../src/bench/gguf-stream.js';
+import { startLlamaServer } from '../../src/bench/llama-server.js';
 import { benchModelPath, defaultBenchWeights, makeModel } from '../../src/bench/make-model.js';
 import { hasRandomBlocks, randomBlockRows } from '../../src/bench/random-blocks.js';
 import { referenceKernels } from '../../src/kernels/reference.js';
@@ -82,7 +84,9 @@ test('random blocks stream in chunks of whole blocks, and writeGGUFStream writes
   }
 });
 
-test('make-model --weights blocks: a Q4_K_M-mix file of random blocks loads in loom and gives finite, spread logits', (t) => {
+const llamaServer = process.env.LOOM_LLAMA_SERVER;
+
+test('make-model --weights blocks: a Q4_K_M-mix file of random blocks loads in loom and gives finite, spread logits (and llama-server\'s greedy tokens, with LOOM_LLAMA_SERVER)', async (t) => {
   assert.equal(defaultBenchWeights('mxfp4_moe'), 'blocks');
   assert.equal(defaultBenchWeights('q4_k_m'), 'quantized');
   const options = { shape: 'smollm2-135m', type: 'q4_k_m', seed: 0, layers: 2, weights: 'blocks' } as const;
@@ -105,6 +109,16 @@ test('make-model --weights blocks: a Q4_K_M-mix file of random blocks loads in l
       }
       const sd = Math.sqrt(sq / row.length - (sum / row.length) ** 2);
       assert.ok(sd > 0.1 && sd < 1e3, `logits' spread ${sd}`);
+    }
+    if (llamaServer) {
+      const server = await startLlamaServer(llamaServer, path, { threads: 1, parallel: 1, slotContext: 64 }, () => {});
+      try {
+        const res = await fetch(`${server.url}/completion`, { method: 'POST', body: JSON.stringify({ prompt: [1, 2, 3, 4], n_predict: 2, temperature: 0, return_tokens: true }) });
+        const body = (await res.json()) as { tokens: number[] };
+        assert.deepEqual(body.tokens, run.tokens);
+      } finally {
+        await server.stop();
+      }
     }
   } finally {
     model.dispose();
