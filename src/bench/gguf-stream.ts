@@ -1,7 +1,7 @@
 // A streaming GGUF writer for generated benchmark models: the header (in the layout of
 // model/gguf-writer.ts: v3, alignment 32, tensor data aligned and zero-padded) goes out
-// first, then each tensor's bytes as its producer makes them, so only one tensor is in
-// memory at a time. Metadata values are the few kinds a generated model needs.
+// first, then each tensor's bytes as its producer makes them, so only one tensor (or one
+// chunk of it) is in memory at a time. Metadata values are the few kinds a generated model needs.
 import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import { InvalidArgumentError } from '../errors.js';
 import { rowBytes, typeName } from '../tensor/weight-types.js';
@@ -33,8 +33,8 @@ export interface StreamTensor {
   readonly type: GGMLType;
   /** ggml order: dims[0] contiguous */
   readonly dims: readonly number[];
-  /** the tensor's bytes, called once, in file order */
-  readonly produce: () => Uint8Array;
+  /** the tensor's bytes, called once, in file order: whole, or in chunks (a tensor of any size in bounded memory) */
+  readonly produce: () => Uint8Array | Iterable<Uint8Array>;
 }
 
 /** Little-endian chunks collected in order, joined once. */
@@ -118,9 +118,13 @@ export function writeGGUFStream(path: string, metadata: readonly StreamEntry[], 
     const zeros = new Uint8Array(GGUF_DEFAULT_ALIGNMENT);
     tensors.forEach((t, i) => {
       const data = t.produce();
-      if (data.length !== sizes[i]) throw new InvalidArgumentError(`GGUF tensor ${t.name}: produced ${data.length} bytes, expected ${sizes[i]}`);
-      writeAll(fd, data);
-      writeAll(fd, zeros.subarray(0, (GGUF_DEFAULT_ALIGNMENT - (data.length % GGUF_DEFAULT_ALIGNMENT)) % GGUF_DEFAULT_ALIGNMENT));
+      let length = 0;
+      for (const chunk of data instanceof Uint8Array ? [data] : data) {
+        writeAll(fd, chunk);
+        length += chunk.length;
+      }
+      if (length !== sizes[i]) throw new InvalidArgumentError(`GGUF tensor ${t.name}: produced ${length} bytes, expected ${sizes[i]}`);
+      writeAll(fd, zeros.subarray(0, (GGUF_DEFAULT_ALIGNMENT - (length % GGUF_DEFAULT_ALIGNMENT)) % GGUF_DEFAULT_ALIGNMENT));
     });
   } finally {
     closeSync(fd);

@@ -85,7 +85,8 @@ export function llamaServerArgs(model: string, port: number, o: LlamaServerOptio
     '-c', String(o.parallel * o.slotContext), '--no-webui', '-ngl', '0', ...(o.extraArgs ?? [])];
 }
 
-async function freePort(): Promise<number> {
+/** a TCP port nothing listens on now (127.0.0.1) */
+export async function freePort(): Promise<number> {
   const srv = createServer();
   srv.listen(0, '127.0.0.1');
   await once(srv, 'listening');

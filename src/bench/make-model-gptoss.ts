@@ -3,6 +3,8 @@
 // the other bench shapes. The experts are 3-D [in, out, experts] tensors; with --type mxfp4_moe
 // they are MXFP4 and every other matrix Q8_0 (llama-quantize's MXFP4_MOE, ftype 38); the router
 // stays F32 (llama-quantize never quantizes ffn_gate_inp), as do norms, biases and sinks.
+// mxfp4_moe's weights are random blocks by default (random-blocks.ts): the whole-size file,
+// about 12 GB, is written in minutes (issue 36's start-up benchmark, `bench start-peer`).
 import type { StreamEntry } from './gguf-stream.js';
 import { entry as kv } from './gguf-stream.js';
 import type { BenchShapeCore, Matrix, Vector } from './bench-writers.js';

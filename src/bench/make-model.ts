@@ -5,7 +5,9 @@
 // requested type; for q4_k a matrix whose rows are not a multiple of 256 values (K-quant
 // blocks) is stored as Q8_0 instead; q4_k_m and q5_k_m mix types as llama-quantize's presets
 // do (quant-mix.ts: Q6_K promotions, Q5_0/Q5_1/Q8_0 fallbacks). Norm weights and biases stay
-// F32, as llama.cpp keeps them.
+// F32, as llama.cpp keeps them. With weights 'blocks' (mxfp4_moe's default) quantized matrices
+// are random blocks drawn directly (random-blocks.ts) instead of quantized Gaussians: the same
+// RMS, minutes instead of hours for a whole-size file.
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,6 +21,7 @@ import type { Gemma4BenchShape } from './make-model-gemma4.js';
 import { gptOssBenchMetadata, gptOssBenchTensors } from './make-model-gptoss.js';
 import type { GptOssBenchShape } from './make-model-gptoss.js';
 import { mixType } from './quant-mix.js';
+import { randomBlockRows } from './random-blocks.js';
 import type { AttnVPosition } from './quant-mix.js';
 import { moeBenchMetadata, moeBenchTensors } from './make-model-moe.js';
 import type { MoeBenchShape } from './make-model-moe.js';
@@ -203,6 +206,15 @@ export type BenchShapeName = keyof typeof BENCH_SHAPES;
 export const BENCH_TYPES = ['q8_0', 'q4_k', 'q4_k_m', 'q5_k_m', 'f16', 'q4_0', 'mxfp4_moe'] as const;
 export type BenchWeightType = (typeof BENCH_TYPES)[number];
 
+/** how random weights are made: Gaussians quantized (slow in TypeScript), or random blocks drawn directly */
+export const BENCH_WEIGHTS = ['quantized', 'blocks'] as const;
+export type BenchWeights = (typeof BENCH_WEIGHTS)[number];
+
+/** blocks where a whole-size file is the point and quantizing would take hours (gpt-oss-20b's 12 GB of MXFP4) */
+export function defaultBenchWeights(type: BenchWeightType): BenchWeights {
+  return type === 'mxfp4_moe' ? 'blocks' : 'quantized';
+}
+
 /** llama_ftype: MOSTLY_Q8_0, MOSTLY_Q4_K_S, MOSTLY_Q4_K_M, MOSTLY_Q5_K_M, MOSTLY_F16, MOSTLY_Q4_0, MOSTLY_MXFP4_MOE */
 const FILE_TYPE: Record<BenchWeightType, number> = { q8_0: 7, q4_k: 14, q4_k_m: 15, q5_k_m: 17, f16: 1, q4_0: 2, mxfp4_moe: 38 };
 /** bump when the generator's output changes, so cached files are rebuilt */
@@ -214,6 +226,8 @@ export interface MakeModelOptions {
   readonly seed: number;
   /** fewer (or more) layers than the shape has: a draft model with the shape's vocabulary */
   readonly layers?: number;
+  /** default: defaultBenchWeights(type) */
+  readonly weights?: BenchWeights;
 }
 
 /** The type matrix `name` (rows of `rowLength` values, bench models tie output to token_embd) is stored in. */
@@ -231,7 +245,8 @@ export function matrixType(type: BenchWeightType, name: string, rowLength: numbe
 
 /** where `ensureBenchModel` caches a file: dist/bench-models/<shape>-<type>-s<seed>-v<n>.gguf */
 export function benchModelPath(dir: string, o: MakeModelOptions): string {
-  return join(dir, `${o.shape}${o.layers !== undefined ? `-l${o.layers}` : ''}-${o.type}-s${o.seed}-v${GENERATOR_VERSION}.gguf`);
+  const blocks = (o.weights ?? defaultBenchWeights(o.type)) === 'blocks' ? '-blocks' : '';
+  return join(dir, `${o.shape}${o.layers !== undefined ? `-l${o.layers}` : ''}-${o.type}${blocks}-s${o.seed}-v${GENERATOR_VERSION}.gguf`);
 }
 
 /** The cached file for these options, written first when missing (via a temporary name). */
@@ -252,7 +267,7 @@ export function ensureBenchModel(dir: string, o: MakeModelOptions, log?: (line: 
 /** Writes the model to `path`. */
 export function makeModel(path: string, o: MakeModelOptions, log?: (line: string) => void): void {
   const { name, metadata, tensors } = benchModelContents(o);
-  log?.(`make-model: writing a ${name}-shaped ${o.type} model, seed ${o.seed} …`);
+  log?.(`make-model: writing a ${name}-shaped ${o.type} model (${o.weights ?? defaultBenchWeights(o.type)} weights), seed ${o.seed} …`);
   writeGGUFStream(path, metadata, tensors);
 }
 
@@ -275,13 +290,16 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
   const out: StreamTensor[] = [];
   // one seeded stream per tensor: a tensor's values depend only on (seed, its index)
   const seedOf = (): number => (o.seed * 7919 + out.length + 1) >>> 0;
+  const blocks = (o.weights ?? defaultBenchWeights(o.type)) === 'blocks';
+  const rowsOf = (type: GGMLType, inF: number, rows: number, std: number, seed: number): Uint8Array | Iterable<Uint8Array> =>
+    (blocks ? randomBlockRows(type, inF, rows, std, seed) : undefined) ?? quantizedRows(type, inF, rows, std, seed);
   // attn_v-like matrices take their type once all are listed: llama-quantize's choice depends on
   // their position among them (layers without one: Gemma 4's shared-KV and V = K layers)
   const attnV: { name: string; inF: number; entry: { type: GGMLType } }[] = [];
   const matrix = (name: string, inF: number, outF: number, std: number, experts?: number): void => {
     const seed = seedOf();
     const rows = outF * (experts ?? 1);
-    const entry = { name, type: matrixType(o.type, name, inF, s.layers), dims: experts === undefined ? [inF, outF] : [inF, outF, experts], produce: () => quantizedRows(entry.type, inF, rows, std, seed) };
+    const entry = { name, type: matrixType(o.type, name, inF, s.layers), dims: experts === undefined ? [inF, outF] : [inF, outF, experts], produce: () => rowsOf(entry.type, inF, rows, std, seed) };
     if (/\.(attn_v|attn_qkv)\.weight$/.test(name)) attnV.push({ name, inF, entry });
     out.push(entry);
   };
@@ -318,7 +336,7 @@ function benchTensors(s: BenchShape, o: MakeModelOptions): StreamTensor[] {
     const experts = (name: string, inF: number, outF: number, n: number, std: number): void => {
       const type = o.type === 'mxfp4_moe' ? GGMLType.MXFP4 : matrixType(o.type, name, inF, s.layers);
       const seed = seedOf();
-      out.push({ name, type, dims: [inF, outF, n], produce: () => quantizedRows(type, inF, outF * n, std, seed) });
+      out.push({ name, type, dims: [inF, outF, n], produce: () => rowsOf(type, inF, outF * n, std, seed) });
     };
     const f32Matrix = (name: string, inF: number, outF: number, std: number): void => {
       const seed = seedOf();

@@ -18,6 +18,7 @@ import { benchEmbedPeerCommand } from './bench-embed-peer.js';
 import { benchSoakCommand } from './bench-soak.js';
 import { benchSpecCommand } from './bench-spec.js';
 import { benchStandardCommand } from './bench-standard.js';
+import { benchStartPeerCommand } from './bench-start-peer.js';
 import { benchStructuredCommand } from './bench-structured.js';
 
 export function benchCommand(): Command {
@@ -32,6 +33,7 @@ export function benchCommand(): Command {
     .addCommand(benchMakeModelCommand())
     .addCommand(benchMakeMmprojCommand())
     .addCommand(benchVisionPeerCommand())
+    .addCommand(benchStartPeerCommand())
     .addCommand(benchServeCommand())
     .addCommand(benchServePeerCommand())
     .addCommand(benchEmbedPeerCommand())
