@@ -6,6 +6,8 @@
 // its prepare adds the crops pan-and-scan.ts cuts, each prepared as the file's projector prepares
 // an image; an mmproj file never crops.
 import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { referenceKernels } from '../../../src/kernels/reference.js';
 import { loadModel } from '../../../src/model/load.js';
@@ -16,7 +18,9 @@ import { forcedLogits } from '../../fixtures/forced-logits.js';
 import { GEMMA3_VISION_PROJECTOR, GEMMA3_VISION_TEXT, gemma3PanAndScanFolder, gemma3VisionFolder } from '../../fixtures/hf-gemma3-vision.js';
 import { hfFixturePaths } from '../../fixtures/index.js';
 import { projectorFixturePath } from '../../fixtures/mmproj-fixture.js';
-import { TEST_IMAGES, readTestImage } from '../../fixtures/test-images.js';
+import { IMAGE_DIR, TEST_IMAGES, readTestImage } from '../../fixtures/test-images.js';
+import { LLM } from '../../../src/llm.js';
+import { IMAGE_MARKER } from '../../../src/pipeline/image-input.js';
 
 describe('Gemma3ForConditionalGeneration folders', () => {
   const folder = gemma3VisionFolder();
@@ -85,6 +89,43 @@ describe('Gemma3ForConditionalGeneration folders', () => {
     } finally {
       pas.dispose();
       fromFile.dispose();
+    }
+  });
+});
+
+describe('LLM on a Gemma3ForConditionalGeneration folder', () => {
+  const prompt = `Look: ${IMAGE_MARKER} What is it?`;
+  const image = () => ({ bytes: readFileSync(join(IMAGE_DIR, 'wide-97x53.png')), param: 'image' });
+  const opts = { worker: false, maxModelLen: 256, kvCacheMemory: '64MiB' } as const;
+  const sampling = { maxTokens: 4, temperature: 0, ignoreEos: true } as const;
+
+  it('reads images with the folder\'s own tower (no mmproj): as with the mmproj file of the same weights; mmproj: false is text only', async () => {
+    const folder = gemma3VisionFolder();
+    const own = await LLM.load(folder, opts);
+    const file = await LLM.load(folder, { ...opts, mmproj: projectorFixturePath(GEMMA3_VISION_PROJECTOR) });
+    const textOnly = await LLM.load(folder, { ...opts, mmproj: false });
+    try {
+      const a = await own.generate({ text: prompt, images: [image()] }, sampling);
+      const b = await file.generate({ text: prompt, images: [image()] }, sampling);
+      assert.deepEqual([a.tokenIds, a.promptTokens], [b.tokenIds, b.promptTokens]);
+      await assert.rejects(textOnly.generate({ text: prompt, images: [image()] }, sampling), /--mmproj/);
+    } finally {
+      await Promise.all([own.close(), file.close(), textOnly.close()]);
+    }
+  });
+
+  it('pan and scan: the prompt carries the original image, then its two crops in Gemma3Processor\'s words', async () => {
+    const llm = await LLM.load(gemma3PanAndScanFolder(), opts);
+    try {
+      const r = await llm.generate({ text: prompt, images: [image()] }, sampling);
+      const tok = llm.model.tokenizer;
+      const enc = (s: string) => tok.encode(s, { addSpecial: false, parseSpecial: true }).length;
+      const image16 = enc('<start_of_image>') + 16 + enc('<end_of_image>');
+      const bos = tok.addBos ? 1 : 0;
+      const want = bos + enc('Look: Here is the original image ') + image16 + enc(' and here are some crops to help you see better ') + image16 + enc(' ') + image16 + enc(' What is it?');
+      assert.equal(r.promptTokens, want);
+    } finally {
+      await llm.close();
     }
   });
 });
