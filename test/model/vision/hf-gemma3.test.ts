@@ -15,7 +15,7 @@ import { builtInProjector } from '../../../src/model/vision/folder-projector.js'
 import { cropImage } from '../../../src/model/vision/pan-and-scan.js';
 import { loadProjector } from '../../../src/model/vision/projector-file.js';
 import { forcedLogits } from '../../fixtures/forced-logits.js';
-import { GEMMA3_VISION_PROJECTOR, GEMMA3_VISION_TEXT, gemma3PanAndScanFolder, gemma3VisionFolder } from '../../fixtures/hf-gemma3-vision.js';
+import { GEMMA3_VISION_PROJECTOR, GEMMA3_VISION_TEXT, gemma3PanAndScanFolder, gemma3VisionFolder, gemma3VisionFolderV452 } from '../../fixtures/hf-gemma3-vision.js';
 import { hfFixturePaths } from '../../fixtures/index.js';
 import { projectorFixturePath } from '../../fixtures/mmproj-fixture.js';
 import { IMAGE_DIR, TEST_IMAGES, readTestImage } from '../../fixtures/test-images.js';
@@ -54,6 +54,22 @@ describe('Gemma3ForConditionalGeneration folders', () => {
     } finally {
       fromFolder.dispose();
       fromFile.dispose();
+    }
+  });
+
+  it('as transformers 4.52+ save it (model.language_model.*, model.vision_tower.*): the same model and projector', async () => {
+    const newer = loadModel(gemma3VisionFolderV452());
+    const [a, b] = [loadProjector(newer.path, newer.config), loadProjector(folder, model.config)];
+    try {
+      assert.deepEqual(newer.config, model.config);
+      const prompt = [5, 17, 3, 40];
+      assert.deepEqual(forcedLogits(newer, referenceKernels, prompt, [7]), forcedLogits(model, referenceKernels, prompt, [7]));
+      const image = await readTestImage('wide-97x53.png');
+      assert.deepEqual(a.encode([a.prepare(image)], referenceKernels), b.encode([b.prepare(image)], referenceKernels));
+    } finally {
+      a.dispose();
+      b.dispose();
+      newer.dispose();
     }
   });
 
