@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { UnsupportedModelError } from '../../errors.js';
 import type { LoadOptions } from '../model-memory.js';
 import { ModelMemory } from '../model-memory.js';
+import { openSafetensorsModel } from '../safetensors.js';
 import type { ArchName, ModelConfig } from '../weights.js';
 import { gemma3FolderProjector } from './hf-gemma3.js';
 import { readJson } from './hf-folder-files.js';
@@ -35,10 +36,16 @@ function towerOf(dir: string): (typeof FOLDER_TOWERS)[string] | undefined {
   return arch !== undefined && config?.['vision_config'] !== undefined ? FOLDER_TOWERS[arch] : undefined;
 }
 
-/** The model path itself when it is a folder of an image-text checkpoint loom reads images with, else undefined. */
+/** The model path itself when it is a folder of an image-text checkpoint loom reads images with
+ *  (and its weights hold the tower: a folder stripped to its text model serves text), else undefined. */
 export function builtInProjector(modelPath: string): string | undefined {
-  return isFolder(modelPath) && towerOf(modelPath) !== undefined ? modelPath : undefined;
+  if (!isFolder(modelPath) || towerOf(modelPath) === undefined) return undefined;
+  const names = openSafetensorsModel(modelPath).names();
+  return names.some((n) => TOWER_NAME.test(n)) ? modelPath : undefined;
 }
+
+/** where Gemma 3's (vision_tower.vision_model.*) and Qwen3.5's (model.visual.*) towers keep their tensors */
+const TOWER_NAME = /^(model\.)?(vision_tower\.vision_model|visual)\./;
 
 /** The folder's vision tower as a projector for `text`, refused in one line naming the folder when it has none or is for other models. */
 export function loadFolderProjector(dir: string, text: ModelConfig, opts: LoadOptions = {}): LoadedProjector {

@@ -6,7 +6,8 @@
 // its prepare adds the crops pan-and-scan.ts cuts, each prepared as the file's projector prepares
 // an image; an mmproj file never crops.
 import { strict as assert } from 'node:assert';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { referenceKernels } from '../../../src/kernels/reference.js';
@@ -77,6 +78,20 @@ describe('Gemma3ForConditionalGeneration folders', () => {
     assert.equal(builtInProjector(folder), folder);
     assert.equal(builtInProjector(causalFolder), undefined);
     assert.throws(() => loadProjector(causalFolder, causal.config), /names no image-text architecture/);
+  });
+
+  it('a Gemma3ForConditionalGeneration config over text weights only (a stripped folder) serves text: no projector', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'loom-gemma3-text-'));
+    try {
+      for (const f of readdirSync(causalFolder)) copyFileSync(join(causalFolder, f), join(dir, f));
+      copyFileSync(join(folder, 'config.json'), join(dir, 'config.json'));
+      assert.equal(builtInProjector(dir), undefined);
+      const stripped = loadModel(dir);
+      assert.deepEqual(stripped.config, causal.config);
+      stripped.dispose();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('its tower is for Gemma 3 text models only', () => {
