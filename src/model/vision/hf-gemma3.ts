@@ -3,13 +3,13 @@
 // Gemma3VisionModel over MmprojModel): vision_config and preprocessor_config.json as the
 // clip.vision.* keys; SigLIP's vision_tower.vision_model.* and multi_modal_projector.* under the
 // mmproj names, with the converter's transforms: mm_soft_emb_norm + 1 (Gemma3RMSNorm's 1 + w),
-// the patch and position embeddings in F32 (its tensor_force_quant). mm_input_projection_weight
-// keeps the folder's type (F32, F16 or BF16: the converter writes F16 unless asked for F32).
-// Read by the same Gemma3Projector as an mmproj file, plus what only the folder says: its
-// resample filter and pan and scan.
+// and its tensor_force_quant: the patch and position embeddings in F32, mm_input_projection_weight
+// in F16 whatever the folder's type or --outtype (llama.cpp issue 13025), so that the embeddings
+// are the converted file's. Read by the same Gemma3Projector as an mmproj file, plus what only
+// the folder says: its resample filter and pan and scan.
 import { join } from 'node:path';
 import { ModelFormatError } from '../../errors.js';
-import { roundToF16 } from '../../tensor/half.js';
+import { f32ArrayToF16, roundToF16 } from '../../tensor/half.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import { GGMLType } from '../../tensor/weight-types.js';
 import { loadVector } from '../arch/architecture.js';
@@ -110,7 +110,10 @@ export function gemma3FolderProjector(dir: string, text: ModelConfig, inPlace?: 
     const file = model.fileOf(hf)!;
     const entry = file.entry(hf)!;
     const raw: WeightTensor = { name, type: ggmlTypeOf(file.path, entry), dims: [...entry.shape].reverse(), data: file.read(hf, { cache: false }) };
-    const t = name === 'mm.soft_emb_norm.weight' ? plusOne(raw) : name.startsWith('v.patch_embd.') || name === 'v.position_embd.weight' ? asF32(raw) : raw;
+    const t = name === 'mm.soft_emb_norm.weight' ? plusOne(raw)
+      : name === 'mm.input_projection.weight' ? asF16(raw)
+      : name.startsWith('v.patch_embd.') || name === 'v.position_embd.weight' ? asF32(raw)
+      : raw;
     cache.set(name, t);
     return t;
   };
@@ -156,6 +159,13 @@ const f32Tensor = (t: WeightTensor, values: Float32Array): WeightTensor => ({ na
 
 function asF32(t: WeightTensor): WeightTensor {
   return t.type === GGMLType.F32 ? t : f32Tensor(t, loadVector({ has: () => true, get: () => t }, t.name));
+}
+
+/** rounded to nearest even, as numpy's astype(float16) in the converter's writer */
+function asF16(t: WeightTensor): WeightTensor {
+  if (t.type === GGMLType.F16) return t;
+  const bits = f32ArrayToF16(loadVector({ has: () => true, get: () => t }, t.name));
+  return { name: t.name, type: GGMLType.F16, dims: t.dims, data: new Uint8Array(bits.buffer) };
 }
 
 /** Gemma3RMSNorm's 1 + w as the converter adds it: in F32, or in F16 for an F16 tensor (it adds in the tensor's own type then) */

@@ -1,8 +1,9 @@
 // A Hugging Face Gemma3ForConditionalGeneration folder: its text model (text_config, tensors under
 // language_model.*) computes what the same weights in a Gemma3ForCausalLM folder compute, and its
 // vision tower is the projector llama.cpp's converter would have written from it: the same
-// prepared pixels and embeddings, bit for bit, as the mmproj file of the same weights (whose
-// embeddings test/model/vision/encoders.test.ts checks against llama.cpp). With do_pan_and_scan
+// prepared pixels and embeddings, bit for bit, as the mmproj file the converter writes from the
+// same weights (the mmproj-gemma3-f32 fixture, whose embeddings encoders.test.ts checks against
+// llama.cpp, with its input projection in F16 as the converter forces it). With do_pan_and_scan
 // its prepare adds the crops pan-and-scan.ts cuts, each prepared as the file's projector prepares
 // an image; an mmproj file never crops.
 import { strict as assert } from 'node:assert';
@@ -16,7 +17,7 @@ import { builtInProjector } from '../../../src/model/vision/folder-projector.js'
 import { cropImage } from '../../../src/model/vision/pan-and-scan.js';
 import { loadProjector } from '../../../src/model/vision/projector-file.js';
 import { forcedLogits } from '../../fixtures/forced-logits.js';
-import { GEMMA3_VISION_PROJECTOR, GEMMA3_VISION_TEXT, gemma3PanAndScanFolder, gemma3VisionFolder, gemma3VisionFolderV452 } from '../../fixtures/hf-gemma3-vision.js';
+import { GEMMA3_VISION_PROJECTOR, GEMMA3_VISION_TEXT, gemma3ConvertedPath, gemma3PanAndScanFolder, gemma3VisionFolder, gemma3VisionFolderV452 } from '../../fixtures/hf-gemma3-vision.js';
 import { hfFixturePaths } from '../../fixtures/index.js';
 import { projectorFixturePath } from '../../fixtures/mmproj-fixture.js';
 import { IMAGE_DIR, TEST_IMAGES, readTestImage } from '../../fixtures/test-images.js';
@@ -39,9 +40,9 @@ describe('Gemma3ForConditionalGeneration folders', () => {
     assert.deepEqual(forcedLogits(model, referenceKernels, prompt, [7, 8]), forcedLogits(causal, referenceKernels, prompt, [7, 8]));
   });
 
-  it("the vision tower: the projector of the same weights' mmproj file, bit for bit", async () => {
+  it("the vision tower: the projector of the converted mmproj file, bit for bit", async () => {
     const fromFolder = loadProjector(folder, model.config);
-    const fromFile = loadProjector(projectorFixturePath(GEMMA3_VISION_PROJECTOR), model.config);
+    const fromFile = loadProjector(gemma3ConvertedPath(), model.config);
     try {
       const facts = (p: typeof fromFile) => [p.kind, p.outputSize, p.imageBegin, p.imageEnd, p.nonCausalImage, p.positions, p.panAndScanText];
       assert.deepEqual(facts(fromFolder), facts(fromFile));
@@ -55,6 +56,26 @@ describe('Gemma3ForConditionalGeneration folders', () => {
     } finally {
       fromFolder.dispose();
       fromFile.dispose();
+    }
+  });
+
+  it("the converted file is the golden-checked fixture but for the input projection's f16 rounding", async () => {
+    const converted = loadProjector(gemma3ConvertedPath(), model.config);
+    const fixture = loadProjector(projectorFixturePath(GEMMA3_VISION_PROJECTOR), model.config);
+    try {
+      const image = await readTestImage('wide-97x53.png');
+      const [a] = converted.encode([converted.prepare(image)], referenceKernels);
+      const [b] = fixture.encode([fixture.prepare(image)], referenceKernels);
+      let err = 0, scale = 0;
+      for (let i = 0; i < a!.length; i++) {
+        err = Math.max(err, Math.abs(a![i]! - b![i]!));
+        scale = Math.max(scale, Math.abs(b![i]!));
+      }
+      // f16 keeps 11 significant bits: the projection's outputs move by about 2^-11 of their size
+      assert.ok(err > 0 && err < 2e-3 * scale, `differ by ${err} of ${scale}`);
+    } finally {
+      converted.dispose();
+      fixture.dispose();
     }
   });
 
@@ -101,7 +122,7 @@ describe('Gemma3ForConditionalGeneration folders', () => {
 
   it('do_pan_and_scan: the original image, then each crop prepared as an image of its own', async () => {
     const pas = loadProjector(gemma3PanAndScanFolder(), model.config);
-    const fromFile = loadProjector(projectorFixturePath(GEMMA3_VISION_PROJECTOR), model.config);
+    const fromFile = loadProjector(gemma3ConvertedPath(), model.config);
     try {
       assert.deepEqual(pas.panAndScanText, { before: 'Here is the original image ', between: ' and here are some crops to help you see better ', separator: ' ' });
       // min crop 16, ratio 1.2 (pan-and-scan.test.ts works these boxes out)
@@ -133,7 +154,7 @@ describe('LLM on a Gemma3ForConditionalGeneration folder', () => {
   it('reads images with the folder\'s own tower (no mmproj): as with the mmproj file of the same weights; mmproj: false is text only', async () => {
     const folder = gemma3VisionFolder();
     const own = await LLM.load(folder, opts);
-    const file = await LLM.load(folder, { ...opts, mmproj: projectorFixturePath(GEMMA3_VISION_PROJECTOR) });
+    const file = await LLM.load(folder, { ...opts, mmproj: gemma3ConvertedPath() });
     const textOnly = await LLM.load(folder, { ...opts, mmproj: false });
     try {
       const a = await own.generate({ text: prompt, images: [image()] }, sampling);
