@@ -16,6 +16,7 @@ import { loadModel } from './model/load.js';
 import { resolveModelArg } from './model/model-arg.js';
 import type { LoadedModel } from './model/load.js';
 import { loadProjector } from './model/vision/projector-file.js';
+import { builtInProjector } from './model/vision/folder-projector.js';
 import type { LoadedProjector } from './model/vision/projector-file.js';
 import { inlineVision } from './pipeline/images.js';
 import type { TextImagesPrompt } from './pipeline/prompt.js';
@@ -30,7 +31,10 @@ import type { EmbedInput, EmbedOptions, RerankResult } from './pipeline/embed.js
 import { loadChatTemplate, renderChat } from './tokenizer/chat-template.js';
 import type { ChatMessage } from './tokenizer/chat-template.js';
 
-export interface LLMOptions extends Omit<EngineOptions, 'model'> {
+export interface LLMOptions extends Omit<EngineOptions, 'model' | 'mmproj'> {
+  /** a vision projector (mmproj GGUF); a Hugging Face image-text folder uses its own vision tower
+   *  unless this is false */
+  readonly mmproj?: string | false;
   /** run the engine in a worker thread (default) or on this thread */
   readonly worker?: boolean;
   /** a Jinja chat template (or a file holding one) used by chat() instead of the model's own */
@@ -80,14 +84,15 @@ export class LLM {
    * name; omitted, the built-in stories260K (said in one line on stderr).
    */
   static async load(model?: string, opts: LLMOptions = {}): Promise<LLM> {
-    const { chatTemplate: templateArg, ...rest } = opts;
+    const { chatTemplate: templateArg, mmproj: mmprojArg, ...rest } = opts;
     const chatTemplate = templateArg === undefined ? undefined : loadChatTemplate(templateArg, 'chatTemplate');
     const { path } = await resolveModelArg(model, { offline: offlineFromEnv() });
     // with a worker, this thread's copy serves the config and tokenizer: the worker locks the weights
     const loaded = loadModel(path, { ...loadOptions(rest), ...(opts.worker !== false && { mlock: false }) });
-    const engineOptions: EngineOptions = { ...rest, model: path };
+    const mmproj = mmprojArg === false ? undefined : (mmprojArg ?? builtInProjector(path));
+    const engineOptions: EngineOptions = { ...rest, model: path, ...(mmproj !== undefined && { mmproj }) };
     // the engine reads the projector's weights; this thread prepares images with its own mapping of the file
-    const projector = opts.mmproj !== undefined ? loadProjector(opts.mmproj, loaded.config, { ...loadOptions(rest), mlock: false }) : undefined;
+    const projector = mmproj !== undefined ? loadProjector(mmproj, loaded.config, { ...loadOptions(rest), mlock: false }) : undefined;
     const engine = opts.worker === false ? new InProcessEngineClient(createEngineCore(engineOptions, loaded)) : await WorkerEngineClient.start(engineOptions);
     return new LLM(engine, loaded, chatTemplate, projector);
   }

@@ -24,7 +24,7 @@ import { tokenizeImagePrompt } from '../pipeline/image-prompt.js';
 import type { ImageInput } from '../pipeline/image-input.js';
 import type { PromptInput } from '../pipeline/prompt.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
-import { addVisionFlags, imageLimitsOf, openProjector, preparedOnce, readImageFiles, withImageMarkers } from './vision-flags.js';
+import { addVisionFlags, imageLimitsOf, openProjector, preparedOnce, projectorPath, readImageFiles, withImageMarkers } from './vision-flags.js';
 import type { VisionFlags } from './vision-flags.js';
 
 interface GenerateFlags extends LoadFlags, VisionFlags {
@@ -105,7 +105,8 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
   const contextLength = Math.min(flags.ctxSize ?? config.contextLength, config.contextLength);
   const template = flags.chat && flags.chatTemplate !== undefined ? loadChatTemplate(flags.chatTemplate) : undefined;
   const images = readImageFiles(flags.image ?? []);
-  const projector = openProjector(flags, config, loadOptionsOf(flags));
+  const mmproj = projectorPath(flags, path);
+  const projector = openProjector(mmproj, config, loadOptionsOf(flags));
   if (images.length > 0 && !projector) throw new InvalidArgumentError('--image needs a vision projector (--mmproj)', '--image');
   const vision = projector && preparedOnce(inlineVision(projector, imageLimitsOf(flags)));
   const promptIds = await promptIdsFor(inlineText(tokenizer, template), flags, images, vision, tokenizer);
@@ -127,7 +128,7 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
         maxNumBatchedTokens: Math.max(2048, promptIds.length),
         enablePrefixCaching: false,
         ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
-        ...(flags.mmproj !== undefined && { mmproj: flags.mmproj }),
+        ...(mmproj !== undefined && { mmproj }),
         ...loadOptionsOf(flags),
       },
       { ...model, projector },

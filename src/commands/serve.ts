@@ -35,7 +35,7 @@ import type { ToolCallParserName } from '../pipeline/tools/parsers.js';
 import { RUNNER_KINDS } from '../model/pooling.js';
 import type { RunnerKind } from '../model/pooling.js';
 import { addLoadFlags, loadOptionsOf } from './load-flags.js';
-import { addVisionFlags, imageLimitsOf, openProjector } from './vision-flags.js';
+import { addVisionFlags, imageLimitsOf, openProjector, projectorPath } from './vision-flags.js';
 import type { VisionFlags } from './vision-flags.js';
 import { ImagePool } from '../server/image-pool.js';
 import { inlineVision } from '../pipeline/images.js';
@@ -185,6 +185,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const model = loadModel(path, { ...loadOptionsOf(flags), mlock: false });
   // a bad template is a startup error, not a 400 on every chat
   const chatTemplate = flags.chatTemplate === undefined ? undefined : loadChatTemplate(flags.chatTemplate);
+  const mmproj = projectorPath(flags, path);
   const engineOptions: EngineOptions = {
     model: path,
     backend: flags.backend,
@@ -203,14 +204,14 @@ async function runServe(flags: ServeFlags): Promise<void> {
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
     ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
-    ...(flags.mmproj !== undefined && { mmproj: flags.mmproj }),
+    ...(mmproj !== undefined && { mmproj }),
     ...loadOptionsOf(flags),
   };
   // a projector that does not fit the model is a start-up error naming the file
   const images = imageOptionsOf(flags);
   // one byte bound: the APIs check it as they parse, the pipeline again on what it decodes
   const imageLimits = imageLimitsOf(flags, images.maxImageBytes);
-  const projector = openProjector(flags, model.config, loadOptionsOf(flags));
+  const projector = openProjector(mmproj, model.config, loadOptionsOf(flags));
   if ((flags.sslKeyfile === undefined) !== (flags.sslCertfile === undefined)) throw new InvalidArgumentError('--ssl-keyfile and --ssl-certfile go together');
   const tls = flags.sslKeyfile && flags.sslCertfile ? { key: readPem(flags.sslKeyfile, 'ssl-keyfile'), cert: readPem(flags.sslCertfile, 'ssl-certfile') } : undefined;
   const log = (line: string): void => console.error(`loom: ${line}`);
@@ -235,7 +236,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
   });
   const tokenizerPool = flags.tokenizerPoolSize > 0 ? await TokenizerPool.start({ modelPath: path, size: flags.tokenizerPoolSize, chatTemplate }) : undefined;
   const vision = projector && (flags.imageWorkers > 0
-    ? await ImagePool.start(projector, { mmproj: flags.mmproj!, textConfig: model.config, limits: imageLimits }, flags.imageWorkers)
+    ? await ImagePool.start(projector, { mmproj: mmproj!, textConfig: model.config, limits: imageLimits }, flags.imageWorkers)
     : inlineVision(projector, imageLimits));
   const built = buildApp({
     engine,

@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
 import type { ModelConfig } from '../model/weights.js';
 import { loadProjector } from '../model/vision/projector-file.js';
+import { builtInProjector } from '../model/vision/folder-projector.js';
 import type { LoadedProjector } from '../model/vision/projector-file.js';
 import type { LoadOptions } from '../model/model-memory.js';
 import { readFileSync } from 'node:fs';
@@ -15,14 +16,16 @@ import type { ImageInput } from '../pipeline/image-input.js';
 import { numberOption } from './parse.js';
 
 export interface VisionFlags {
-  mmproj?: string;
+  /** false: --no-mmproj */
+  mmproj?: string | false;
   maxImagePixels: number;
   maxImagesPerRequest: number;
 }
 
 /** `limits`: the image limits too (commands that take images from others: serve, generate) */
 export function addVisionFlags(cmd: Command, limits = true): Command {
-  cmd.option('--mmproj <file>', "a vision projector (llama.cpp's mmproj GGUF) for the model: prompts may then carry images");
+  cmd.option('--mmproj <file>', "a vision projector (llama.cpp's mmproj GGUF) for the model: prompts may then carry images (a Hugging Face image-text folder needs none: its own vision tower is used)");
+  cmd.option('--no-mmproj', "serve a Hugging Face image-text folder as text only (its vision tower is not loaded)");
   if (!limits) return cmd;
   return cmd
     .addOption(new Option('--max-image-pixels <n>', 'most pixels (width × height) of one image; larger ones are refused before they are decoded').default(DEFAULT_IMAGE_LIMITS.maxPixels).argParser(numberOption('max-image-pixels', true)))
@@ -35,9 +38,14 @@ export function imageLimitsOf(flags: VisionFlags, maxBytes = DEFAULT_IMAGE_LIMIT
   return { maxBytes, maxPixels: flags.maxImagePixels, maxImages: flags.maxImagesPerRequest };
 }
 
-/** This thread's copy of the projector (mapped): its layout and prepare; the engine loads its own. */
-export function openProjector(flags: VisionFlags, textConfig: ModelConfig, load: LoadOptions): LoadedProjector | undefined {
-  return flags.mmproj === undefined ? undefined : loadProjector(flags.mmproj, textConfig, { ...load, mlock: false });
+/** The projector to serve: --mmproj's file, else the model folder's own vision tower (none with --no-mmproj). */
+export function projectorPath(flags: Pick<VisionFlags, 'mmproj'>, modelPath: string): string | undefined {
+  return flags.mmproj === false ? undefined : (flags.mmproj ?? builtInProjector(modelPath));
+}
+
+/** This thread's copy of the projector at `path` (mapped): its layout and prepare; the engine loads its own. */
+export function openProjector(path: string | undefined, textConfig: ModelConfig, load: LoadOptions): LoadedProjector | undefined {
+  return path === undefined ? undefined : loadProjector(path, textConfig, { ...load, mlock: false });
 }
 
 /** The files of --image as the pipeline's inputs (a file that cannot be read is refused naming it). */

@@ -4,8 +4,7 @@
 // `sliding_window_pattern`-th (6) — the same layers llama.cpp's pattern picks.
 // Gemma3TextModel (EmbeddingGemma) is the same config run as llama.cpp's gemma-embedding.
 import { UnsupportedModelError } from '../errors.js';
-import { attentionHeads } from './hf-fields.js';
-import type { Fields } from './hf-fields.js';
+import { Fields, attentionHeads } from './hf-fields.js';
 import { ropeOf } from './hf-config.js';
 import { hfRopeScaling } from './hf-rope.js';
 import type { ModelConfig } from './weights.js';
@@ -53,6 +52,30 @@ export function gemmaConfig(c: Fields, arch: 'gemma2' | 'gemma3'): ModelConfig {
       normOffset: 1,
     },
   };
+}
+
+/** transformers' Gemma3TextConfig defaults, which google/gemma-3-*-it's text_config leaves out */
+const GEMMA3_TEXT_DEFAULTS: Readonly<Record<string, unknown>> = {
+  vocab_size: 262208,
+  hidden_size: 2304,
+  intermediate_size: 9216,
+  num_hidden_layers: 26,
+  num_attention_heads: 8,
+  num_key_value_heads: 4,
+  head_dim: 256,
+  max_position_embeddings: 131072,
+  rms_norm_eps: 1e-6,
+  rope_theta: 1_000_000,
+  rope_local_base_freq: 10_000,
+  query_pre_attn_scalar: 256,
+  sliding_window: 4096,
+  sliding_window_pattern: 6,
+};
+
+/** A Gemma3ForConditionalGeneration's text_config with Gemma3TextConfig's defaults under it. */
+export function gemma3TextDefaults(text: Fields): Fields {
+  const own = Object.fromEntries(Object.entries(text.json).filter(([, v]) => v !== undefined));
+  return new Fields(text.file, { ...GEMMA3_TEXT_DEFAULTS, ...own });
 }
 
 function slidingLayers(c: Fields, arch: 'gemma2' | 'gemma3', numLayers: number): boolean[] {

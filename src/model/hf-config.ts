@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
 import { Fields, attentionHeads } from './hf-fields.js';
-import { embeddingGemmaConfig, gemmaConfig } from './hf-config-gemma.js';
+import { embeddingGemmaConfig, gemma3TextDefaults, gemmaConfig } from './hf-config-gemma.js';
 import type { ArchName, ModelConfig } from './weights.js';
 import { qwen35Config } from './hf-qwen35.js';
 import { hfRopeScaling } from './hf-rope.js';
@@ -42,6 +42,8 @@ const BY_ARCHITECTURE: Readonly<Record<string, Family>> = {
   // is the projector, src/model/vision/hf-qwen3vl.ts)
   Qwen3_5ForConditionalGeneration: 'qwen35',
   Qwen3_5MoeForConditionalGeneration: 'qwen35moe',
+  // its vision tower and projector: src/model/vision/hf-gemma3.ts
+  Gemma3ForConditionalGeneration: 'gemma3',
   BertModel: 'bert',
   BertForMaskedLM: 'bert',
   BertForSequenceClassification: 'bert-classifier',
@@ -88,7 +90,9 @@ export function parseHFConfig(file: string, json: unknown): ModelConfig {
   const c = new Fields(file, json as Record<string, unknown>);
   if (isGptOss(c)) return gptOssConfig(c);
   const family = familyOf(c);
-  if (family === 'gemma2' || family === 'gemma3') return gemmaConfig(c, family);
+  if (family === 'gemma2') return gemmaConfig(c, family);
+  // Gemma3ForConditionalGeneration: text_config holds only what differs from Gemma3TextConfig's defaults
+  if (family === 'gemma3') return gemmaConfig(c.raw('text_config') === undefined ? c : gemma3TextDefaults(textFields(c)), family);
   if (family === 'qwen35' || family === 'qwen35moe') return qwen35Config(textFields(c), family === 'qwen35moe');
   if (family === 'bert' || family === 'bert-classifier') return bertConfig(c, family === 'bert-classifier');
   if (family === 'nomic-bert') return nomicBertConfig(c);

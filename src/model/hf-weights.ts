@@ -106,8 +106,14 @@ export function hfLocation(arch: ArchName, numLayers: number, canonical: string)
   const layer = m ? Number(m[1]) : -1;
   if (m && layer >= numLayers) return undefined;
   if (arch !== 'gpt2') {
-    // a base model saved by sentence-transformers (Qwen3Model, Gemma3TextModel) has no `model.` prefix
-    const withBase = (name: string): string[] => (name.startsWith('model.') ? [name, name.slice('model.'.length)] : [name]);
+    // a base model saved by sentence-transformers (Qwen3Model, Gemma3TextModel) has no `model.` prefix;
+    // Gemma3ForConditionalGeneration keeps the text model under language_model.model (transformers
+    // before 4.52, as google/gemma-3-*-it) or model.language_model (since)
+    const withBase = (name: string): string[] => {
+      if (!name.startsWith('model.')) return arch === 'gemma3' ? [name, `language_model.${name}`] : [name];
+      const rest = name.slice('model.'.length);
+      return arch === 'gemma3' ? [name, rest, `language_model.${name}`, `model.language_model.${rest}`] : [name, rest];
+    };
     const global = LLAMA_GLOBAL[canonical];
     if (global) return { names: withBase(global), conv: false };
     const block = arch === 'phi3' ? PHI3_BLOCK : arch === 'gemma2' || arch === 'gemma3' || arch === 'gemma-embedding' ? GEMMA_BLOCK : LLAMA_BLOCK;

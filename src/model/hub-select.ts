@@ -2,8 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { HubError } from './hub-errors.js';
 
-/** Small files a Hugging Face model folder needs beside its weights (each only if present). */
-export const FOLDER_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json', 'special_tokens_map.json'] as const;
+/** Small files a Hugging Face model folder needs beside its weights (each only if present); an
+ *  image-text folder's vision tower reads its image preprocessor's settings */
+export const FOLDER_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'generation_config.json', 'special_tokens_map.json', 'preprocessor_config.json', 'processor_config.json'] as const;
 
 export type RepoModel =
   /** a Hugging Face folder: `files` (config, tokenizer…) then `weights`; `index` lists further shards */

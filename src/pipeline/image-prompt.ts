@@ -9,7 +9,9 @@ import type { EngineImage } from '../engine/image-spans.js';
 import type { PipelineContext } from './context.js';
 import { IMAGE_MARKER } from './image-input.js';
 import type { ImageInput } from './image-input.js';
-import type { VisionContext } from './images.js';
+import type { ReadyImage, VisionContext } from './images.js';
+import type { PanAndScanText } from '../model/vision/projector.js';
+import { createHash } from 'node:crypto';
 
 export interface ImagePrompt {
   /** the prompt's ids: IMAGE_TOKEN_ID at each image's positions */
@@ -33,13 +35,21 @@ export function checkImagePrompt(vision: VisionContext | undefined, text: string
 /** The prompt's ids and its images, ready for the engine (every image decoded and prepared at once). */
 export async function tokenizeImagePrompt(
   ctx: Pick<PipelineContext, 'text' | 'tokenizer' | 'vision'>,
-  text: string,
+  prompt: string,
   images: readonly ImageInput[],
   opts: { readonly addSpecial: boolean; readonly parseSpecial: boolean; readonly param: string },
 ): Promise<ImagePrompt> {
-  const vision = checkImagePrompt(ctx.vision, text, images, opts.param);
-  const ready = Promise.all(images.map((image) => vision.prepare(image)));
+  const vision = checkImagePrompt(ctx.vision, prompt, images, opts.param);
+  let text = prompt;
+  let ready = Promise.all(images.map((image) => vision.prepare(image)));
   ready.catch(() => undefined); // awaited below; a refusal of the tokenizer's first must not leave it unhandled
+  // pan and scan: the crops (known once prepared) become images of their own, with their words
+  const words = vision.projector.panAndScanText;
+  if (words) {
+    const expanded = withCrops(text, await ready, words);
+    text = expanded.text;
+    ready = Promise.resolve(expanded.images);
+  }
   const encode = (s: string, parseSpecial: boolean) => (s ? ctx.text.encode(s, { addSpecial: false, parseSpecial }) : Promise.resolve([]));
   const pieces = text.split(IMAGE_MARKER);
   const [begin, end, ...texts] = await Promise.all([
@@ -62,6 +72,29 @@ export async function tokenizeImagePrompt(
   });
   ids.push(...eos);
   return { ids, images: out };
+}
+
+/**
+ * Each image that came with crops as transformers' Gemma3Processor writes it: its marker becomes
+ * before + marker + between + one marker per crop joined by separator, and its crops follow it
+ * in the images, each hashed as the image's hash and its crop's index.
+ */
+export function withCrops(text: string, ready: readonly ReadyImage[], words: PanAndScanText): { text: string; images: ReadyImage[] } {
+  const pieces = text.split(IMAGE_MARKER);
+  const images: ReadyImage[] = [];
+  let out = pieces[0]!;
+  ready.forEach((image, i) => {
+    const { crops, ...whole } = image.prepared;
+    images.push({ prepared: whole, hash: image.hash });
+    if (crops && crops.length > 0) {
+      out += words.before + IMAGE_MARKER + words.between + crops.map(() => IMAGE_MARKER).join(words.separator);
+      crops.forEach((crop, k) => images.push({ prepared: crop, hash: createHash('sha256').update(`${image.hash}:crop:${k}`).digest('hex') }));
+    } else {
+      out += IMAGE_MARKER;
+    }
+    out += pieces[i + 1] ?? '';
+  });
+  return { text: out, images };
 }
 
 /** the ids the tokenizer adds around a text (BOS, and EOS where the model adds it) */

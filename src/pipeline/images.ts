@@ -27,7 +27,7 @@ export const DEFAULT_IMAGE_LIMITS: ImageLimits = Object.freeze({
 
 /** What the pipeline knows of the served model's projector: its layout facts and how images are made ready. */
 export interface VisionContext {
-  readonly projector: Pick<VisionProjector, 'source' | 'kind' | 'imageBegin' | 'imageEnd' | 'nonCausalImage' | 'positions'>;
+  readonly projector: Pick<VisionProjector, 'source' | 'kind' | 'imageBegin' | 'imageEnd' | 'nonCausalImage' | 'positions' | 'panAndScanText'>;
   readonly limits: ImageLimits;
   /** decode, check, hash and prepare one image, off the serving thread */
   prepare(input: ImageInput): Promise<ReadyImage>;

@@ -15,7 +15,7 @@ try {
   let queue: Promise<void> = Promise.resolve();
   port.on('message', ({ id, input }: ImageJob) => {
     queue = queue.then(() => vision.prepare(input)).then(
-      (ready) => port.postMessage({ type: 'ready-image', id, ready } satisfies ImageWorkerOutbound, [ready.prepared.pixels.buffer as ArrayBuffer]),
+      (ready) => port.postMessage({ type: 'ready-image', id, ready } satisfies ImageWorkerOutbound, [ready.prepared, ...(ready.prepared.crops ?? [])].map((p) => p.pixels.buffer as ArrayBuffer)),
       (err: unknown) => {
         const message = err instanceof Error ? err.message : String(err);
         const param = err instanceof InvalidArgumentError ? err.param : null;

@@ -280,3 +280,35 @@ describe('readHFConfig: Qwen3.5 (Qwen3_5ForCausalLM)', () => {
     throwsWith(() => readHFConfig(folder({ ...QWEN35_2B, rope_parameters: { ...QWEN35_2B.rope_parameters, mrope_section: [11, -1, 10] } })), ModelFormatError, 'mrope_section');
   });
 });
+
+// google/gemma-3-4b-it's config.json as released: text_config states only what differs from
+// transformers' Gemma3TextConfig defaults.
+const GEMMA3_4B_IT = {
+  architectures: ['Gemma3ForConditionalGeneration'], boi_token_index: 255999, eoi_token_index: 256000, eos_token_id: [1, 106],
+  image_token_index: 262144, initializer_range: 0.02, mm_tokens_per_image: 256, model_type: 'gemma3',
+  text_config: { hidden_size: 2560, intermediate_size: 10240, model_type: 'gemma3_text', num_hidden_layers: 34, rope_scaling: { factor: 8.0, rope_type: 'linear' }, sliding_window: 1024 },
+  torch_dtype: 'bfloat16', transformers_version: '4.50.0.dev0',
+  vision_config: { hidden_size: 1152, image_size: 896, intermediate_size: 4304, model_type: 'siglip_vision_model', num_attention_heads: 16, num_hidden_layers: 27, patch_size: 14, vision_use_head: false },
+};
+
+describe('readHFConfig: Gemma3ForConditionalGeneration', () => {
+  test("google/gemma-3-4b-it: text_config over Gemma3TextConfig's defaults", () => {
+    const c = readHFConfig(folder(GEMMA3_4B_IT));
+    assert.equal(c.arch, 'gemma3');
+    assert.deepEqual(
+      [c.vocabSize, c.hiddenSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim, c.ffnSize, c.contextLength, c.normEps, c.ropeBase, c.tiedEmbeddings],
+      [262208, 2560, 34, 8, 4, 256, 10240, 131072, 1e-6, 1_000_000, true],
+    );
+    assert.equal(c.slidingWindow?.size, 1024);
+    assert.equal(c.slidingWindow?.ropeBase, 10000);
+    // five sliding layers of six
+    assert.deepEqual(c.slidingWindow?.layers.slice(0, 12), [true, true, true, true, true, false, true, true, true, true, true, false]);
+    assert.equal(c.gemma?.queryScale, 1 / 16);
+    assert.equal(c.ropeScaling?.type, 'linear');
+  });
+
+  test('a text_config that states a field wins over the default', () => {
+    const c = readHFConfig(folder({ ...GEMMA3_4B_IT, text_config: { ...GEMMA3_4B_IT.text_config, num_attention_heads: 16, num_key_value_heads: 8, vocab_size: 262144 } }));
+    assert.deepEqual([c.numHeads, c.numKvHeads, c.vocabSize], [16, 8, 262144]);
+  });
+});

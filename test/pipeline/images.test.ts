@@ -101,6 +101,28 @@ describe('prompts with images', () => {
     assert.deepEqual(got.images.map((i) => [i.offset, i.prepared.numTokens, i.hash]), [[first, 3, 'h3'], [first + 3 + enc('</img>').length + enc(' and ').length + enc('<img>').length, 2, 'h2']]);
   });
 
+  it('pan and scan: an image with crops becomes the original, then its crops, in the projector\'s words, each crop its own image and hash', async () => {
+    const words = { before: 'Here: ', between: ' and crops ', separator: ' ' };
+    const prepared = (n: number) => ({ pixels: new Float32Array(12), width: 2, height: 2, numTokens: n, gridRows: 1, gridCols: n });
+    const v: VisionContext = {
+      ...vision(),
+      projector: { ...vision().projector, panAndScanText: words },
+      // byte 2 has two crops of 1 token; others none
+      prepare: async (i) => ({ hash: `h${i.bytes[0]}`, prepared: i.bytes[0] === 2 ? { ...prepared(2), crops: [prepared(1), prepared(1)] } : prepared(i.bytes[0]!) }),
+    };
+    const got = await tokenizeImagePrompt({ text, tokenizer: model.tokenizer, vision: v }, `A ${IMAGE_MARKER} B ${IMAGE_MARKER} C`, [img(2), img(3)], { addSpecial: false, parseSpecial: true, param: 'prompt' });
+    const enc = (s: string) => model.tokenizer.encode(s, { addSpecial: false, parseSpecial: true });
+    const span = (n: number) => [...enc('<img>'), ...Array<number>(n).fill(IMAGE_TOKEN_ID), ...enc('</img>')];
+    assert.deepEqual(got.ids, [...enc('A Here: '), ...span(2), ...enc(' and crops '), ...span(1), ...enc(' '), ...span(1), ...enc(' B '), ...span(3), ...enc(' C')]);
+    assert.deepEqual(got.images.map((i) => i.prepared.numTokens), [2, 1, 1, 3]);
+    assert.ok(got.images.every((i) => i.prepared.crops === undefined), 'the engine gets no crops inside an image');
+    const hashes = got.images.map((i) => i.hash);
+    assert.equal(hashes[0], 'h2');
+    assert.equal(hashes[3], 'h3');
+    assert.equal(new Set(hashes).size, 4, 'each crop hashed apart');
+    assert.match(hashes[1]!, /^[0-9a-f]{64}$/);
+  });
+
   it('markers that do not match the images, too many images, or no projector are refused', async () => {
     const ctx = { text, tokenizer: model.tokenizer, vision: vision({ ...DEFAULT_IMAGE_LIMITS, maxImages: 2 }) };
     const opts = { addSpecial: true, parseSpecial: true, param: 'messages' };

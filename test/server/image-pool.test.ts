@@ -11,6 +11,8 @@ import type { LoadedProjector } from '../../src/model/vision/projector-file.js';
 import { DEFAULT_IMAGE_LIMITS, inlineVision } from '../../src/pipeline/images.js';
 import { ImagePool } from '../../src/server/image-pool.js';
 import { fixtureModel } from '../fixtures/engine-run.js';
+import { gemma3PanAndScanFolder } from '../fixtures/hf-gemma3-vision.js';
+import { loadModel } from '../../src/model/load.js';
 import { PROJECTOR_FIXTURES, projectorFixturePath } from '../fixtures/mmproj-fixture.js';
 import { IMAGE_DIR, TEST_IMAGES } from '../fixtures/test-images.js';
 
@@ -63,5 +65,24 @@ describe('image workers', () => {
     // wide-97x53 has 5141 pixels, over this pool's 5000
     const big = { bytes: readFileSync(join(IMAGE_DIR, 'wide-97x53.png')), param: 'images[0]' };
     await assert.rejects(pool.prepare(big), (e: unknown) => e instanceof InvalidArgumentError && e.param === 'images[0]' && /--max-image-pixels/.test(e.message));
+  });
+});
+
+describe('image workers on a Gemma 3 folder with pan and scan', () => {
+  it('the crops come back too, as this thread prepares them', async () => {
+    const folder = gemma3PanAndScanFolder();
+    const model = loadModel(folder);
+    const projector = loadProjector(folder, model.config);
+    const pool = await ImagePool.start(projector, { mmproj: folder, textConfig: model.config, limits: DEFAULT_IMAGE_LIMITS }, 1);
+    try {
+      const input = { bytes: readFileSync(join(IMAGE_DIR, 'wide-97x53.png')), param: 'images[0]' };
+      const [here, there] = [await inlineVision(projector).prepare(input), await pool.prepare(input)];
+      assert.equal(there.prepared.crops?.length, 2);
+      assert.deepEqual(there, here);
+    } finally {
+      await pool.close();
+      projector.dispose();
+      model.dispose();
+    }
   });
 });

@@ -7,11 +7,29 @@
 import type { Kernels } from '../../kernels/index.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import { normalizeImage, resizeLetterbox } from './preprocess.js';
-import type { PreparedImage, RgbImage, VisionProjector } from './projector.js';
+import type { ResizeAlgo } from './preprocess.js';
+import { cropImage, panAndScanBoxes } from './pan-and-scan.js';
+import type { PanAndScanConfig } from './pan-and-scan.js';
+import type { PanAndScanText, PreparedImage, RgbImage, VisionProjector } from './projector.js';
 import type { ClipFile } from './clip-file.js';
 import { loadVit, transposedMatrix, vitExtras } from './clip-file.js';
 import { Scratch, patchRows, vitForward } from './vit.js';
 import type { VitShape, VitWeights } from './vit.js';
+
+/** What a Hugging Face folder's preprocessor_config.json adds to an mmproj file's keys. */
+export interface Gemma3Options {
+  /** its resample (llama.cpp: bilinear, Gemma3ImageProcessor's default) */
+  readonly resample?: ResizeAlgo;
+  /** do_pan_and_scan with its settings */
+  readonly panAndScan?: PanAndScanConfig;
+}
+
+/** Gemma3Processor's words around an image and its crops */
+export const GEMMA3_PAN_AND_SCAN_TEXT: PanAndScanText = {
+  before: 'Here is the original image ',
+  between: ' and here are some crops to help you see better ',
+  separator: ' ',
+};
 
 export class Gemma3Projector implements VisionProjector {
   readonly kind = 'gemma3' as const;
@@ -31,8 +49,14 @@ export class Gemma3Projector implements VisionProjector {
   /** mm.input_projection as [vision hidden → text hidden] rows (the file holds its transpose) */
   private readonly projection: WeightTensor;
   private readonly scratch = new Scratch();
+  private readonly resample: ResizeAlgo;
+  private readonly panAndScan: PanAndScanConfig | undefined;
+  readonly panAndScanText?: PanAndScanText;
 
-  constructor(file: ClipFile) {
+  constructor(file: ClipFile, options: Gemma3Options = {}) {
+    this.resample = options.resample ?? 'bilinear';
+    this.panAndScan = options.panAndScan;
+    if (options.panAndScan) this.panAndScanText = GEMMA3_PAN_AND_SCAN_TEXT;
     this.source = file.path;
     // a SigLIP encoder has none of the extras other families' ViTs carry
     file.refuseAny(vitExtras(file.u32('clip.vision.block_count')), 'SigLIP');
@@ -56,10 +80,17 @@ export class Gemma3Projector implements VisionProjector {
     }
   }
 
-  /** mtmd_image_preprocessor_fixed_size: bilinear into image_size², letterboxed on black */
+  /** mtmd_image_preprocessor_fixed_size: bilinear into image_size², letterboxed on black; with
+   *  pan and scan, each crop the same way */
   prepare(image: RgbImage): PreparedImage {
+    const whole = this.prepareOne(image);
+    const boxes = this.panAndScan ? panAndScanBoxes(image.width, image.height, this.panAndScan) : [];
+    return boxes.length === 0 ? whole : { ...whole, crops: boxes.map((b) => this.prepareOne(cropImage(image, b))) };
+  }
+
+  private prepareOne(image: RgbImage): PreparedImage {
     const size = this.imageSize;
-    const resized = resizeLetterbox(image, size, size, 'bilinear');
+    const resized = resizeLetterbox(image, size, size, this.resample);
     const side = size / this.shape.patchSize / this.merge;
     return { pixels: normalizeImage(resized, this.mean, this.std), width: size, height: size, numTokens: side * side, gridRows: side, gridCols: side };
   }

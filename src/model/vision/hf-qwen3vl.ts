@@ -5,7 +5,6 @@
 // .weight.1, the merger's norm as v.post_ln, linear_fc1 / linear_fc2 as mm.0 / mm.2), read by the
 // same Qwen3vlProjector as an mmproj file. Used when a folder has a vision tower and no --mmproj
 // is given.
-import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ModelFormatError } from '../../errors.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
@@ -14,6 +13,7 @@ import type { InPlaceBytes } from '../model-memory.js';
 import { ggmlTypeOf, openSafetensorsModel } from '../safetensors.js';
 import type { ModelConfig } from '../weights.js';
 import { ClipFile } from './clip-file.js';
+import { preprocessorConfig, preprocessorStats, readJson } from './hf-folder-files.js';
 import type { ClipSource } from './clip-file.js';
 import type { LoadedProjector } from './projector-file.js';
 import { Qwen3vlProjector } from './qwen3vl.js';
@@ -37,15 +37,6 @@ const NAMES: readonly [RegExp, (m: RegExpExecArray) => string][] = [
 
 const PATCH = 'patch_embed.proj.weight';
 
-function readJson(path: string): Record<string, unknown> | undefined {
-  if (!existsSync(path)) return undefined;
-  try {
-    return JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
-  } catch (e) {
-    throw new ModelFormatError(path, `not valid JSON (${(e as Error).message})`);
-  }
-}
-
 /** The folder's projector, or undefined when it has no vision tower. */
 export function qwen35FolderProjector(dir: string, text: ModelConfig, inPlace?: InPlaceBytes): LoadedProjector | undefined {
   const configPath = join(dir, 'config.json');
@@ -67,16 +58,8 @@ export function qwen35FolderProjector(dir: string, text: ModelConfig, inPlace?: 
   const deepstack = Array.isArray(v['deepstack_visual_indexes']) ? (v['deepstack_visual_indexes'] as unknown[]) : [];
   const act = String(v['hidden_act'] ?? 'gelu_pytorch_tanh');
   const textConfig = (config['text_config'] ?? {}) as Record<string, unknown>;
-  // preprocessor_config.json, else processor_config.json's image_processor (the converter reads both)
-  const processor = readJson(join(dir, 'processor_config.json'));
-  const pre = { ...((processor?.['image_processor'] as Record<string, unknown> | undefined) ?? processor ?? {}), ...(readJson(join(dir, 'preprocessor_config.json')) ?? {}) };
-  const stats = (key: string): number[] => {
-    const x = pre[key];
-    if (!Array.isArray(x) || x.length < 3 || !x.every((y) => typeof y === 'number')) {
-      throw new ModelFormatError(join(dir, 'preprocessor_config.json'), `${key} should be 3 numbers (the folder's image preprocessor)`);
-    }
-    return x as number[];
-  };
+  const pre = preprocessorConfig(dir);
+  const stats = (key: string): number[] => preprocessorStats(dir, pre, key);
   const metadata = new Map<string, GGUFValue>([
     ['general.architecture', 'clip'],
     ['clip.has_vision_encoder', true],

@@ -9,6 +9,7 @@ import { ModelMemory } from '../model-memory.js';
 import type { LoadOptions } from '../model-memory.js';
 import type { ArchName, ModelConfig } from '../weights.js';
 import { ClipFile } from './clip-file.js';
+import { isFolder, loadFolderProjector } from './folder-projector.js';
 import { Gemma3Projector } from './gemma3.js';
 import { Gemma4VisionProjector } from './gemma4v.js';
 import { Qwen3vlProjector } from './qwen3vl.js';
@@ -35,7 +36,9 @@ export interface LoadedProjector extends VisionProjector {
   dispose(): void;
 }
 
+/** `path`: an mmproj GGUF, or a Hugging Face image-text folder (its vision tower: folder-projector.ts). */
 export function loadProjector(path: string, textConfig: ModelConfig, opts: LoadOptions = {}): LoadedProjector {
+  if (isFolder(path)) return loadFolderProjector(path, textConfig, opts);
   const memory = new ModelMemory(opts);
   const gguf = openGGUF(path, memory.take, undefined, memory.inPlace);
   try {

@@ -24,6 +24,16 @@ export interface PreparedImage {
   /** the grid those tokens form, rows × cols = numTokens (Qwen's M-RoPE positions read it) */
   readonly gridRows: number;
   readonly gridCols: number;
+  /** pan and scan (a Gemma 3 folder that asks for it): crops of the image, each read as an
+   *  image of its own after this one, with the projector's panAndScanText around them */
+  readonly crops?: readonly PreparedImage[];
+}
+
+/** The words around an image that has crops (transformers' Gemma3Processor): before + image + between + crops joined by separator. */
+export interface PanAndScanText {
+  readonly before: string;
+  readonly between: string;
+  readonly separator: string;
 }
 
 export type ProjectorKind = 'gemma3' | 'gemma4v' | 'qwen3vl';
@@ -43,6 +53,8 @@ export interface VisionProjector {
   /** 'linear': an image's tokens take consecutive positions like text; 'mrope': Qwen's
    *  (t, h, w) positions per token, and the image advances the text position by max(rows, cols) */
   readonly positions: 'linear' | 'mrope';
+  /** set when prepare may give an image crops (PreparedImage.crops) */
+  readonly panAndScanText?: PanAndScanText;
   /** resize, tile and normalize a decoded image as llama.cpp's preprocessor for this family does */
   prepare(image: RgbImage): PreparedImage;
   /** the images' embeddings, [numTokens, outputSize] each, in order; on the compute threads */

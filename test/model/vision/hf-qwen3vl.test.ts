@@ -8,6 +8,7 @@ import { after, describe, it } from 'node:test';
 import { referenceKernels } from '../../../src/kernels/reference.js';
 import { loadModel } from '../../../src/model/load.js';
 import { qwen35FolderProjector } from '../../../src/model/vision/hf-qwen3vl.js';
+import { builtInProjector } from '../../../src/model/vision/folder-projector.js';
 import { loadProjector } from '../../../src/model/vision/projector-file.js';
 import { forcedLogits } from '../../fixtures/forced-logits.js';
 import { QWEN35_VISION_PROJECTOR, QWEN35_VISION_TEXT, qwen35VisionFolder } from '../../fixtures/hf-qwen35-vision.js';
@@ -47,7 +48,12 @@ describe('Qwen3_5ForConditionalGeneration folders', () => {
     }
   });
 
-  it('a folder without a vision tower has no projector', () => {
+  it('a folder without a vision tower has no projector; one with is its own (no --mmproj needed)', () => {
     assert.equal(qwen35FolderProjector(hfFixturePaths(QWEN35_VISION_TEXT).folder, causal.config), undefined);
+    assert.equal(builtInProjector(hfFixturePaths(QWEN35_VISION_TEXT).folder), undefined);
+    assert.equal(builtInProjector(folder), folder);
+    const loaded = loadProjector(folder, model.config);
+    assert.equal(loaded.kind, 'qwen3vl');
+    loaded.dispose();
   });
 });
