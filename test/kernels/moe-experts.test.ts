@@ -151,6 +151,23 @@ describe('moeExperts: native', { skip: nativeSkip() }, () => {
 
   invariants(k);
 
+  it('a long chunk run in groups of experts (LOOM_MOE_GROUP_ROWS: 5 rows a group) gives the same bits', () => {
+    const l = layer('groups', MIXES[5]!, { activation: 'swiglu-oai', biases: true });
+    for (const [T, K] of [[16, 4], [64, 2]] as const) {
+      const rng = rngFor(`groups ${T}x${K}`);
+      const x = rng.fill(T * l.D, 1);
+      const r = routing(rng, T, K, l.E);
+      const whole = run(k, l, x, T, K, r);
+      process.env.LOOM_MOE_GROUP_ROWS = '5';
+      try {
+        const grouped = run(k, l, x, T, K, r);
+        assert.equal(grouped.findIndex((v, i) => !Object.is(v, whole[i])), -1, `${T} tokens × ${K} ${seedNote}`);
+      } finally {
+        delete process.env.LOOM_MOE_GROUP_ROWS;
+      }
+    }
+  });
+
   it('refuses expert ids outside the layer and weights shorter than E experts', () => {
     const l = layer('errors', MIXES[0]!, { activation: 'silu' });
     const x = new Float32Array(l.D);
