@@ -1,5 +1,6 @@
 #include "act.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -45,6 +46,18 @@ void gelu_mul(float* out, const float* gate, const float* up, int64_t n) {
   const uint16_t* table = gelu_table();
   const SimdOps& ops = simd();
   parallel_ranges(n, 8, [&](int64_t i0, int64_t i1) { ops.gelu_table_mul(out + i0, gate + i0, up + i0, i1 - i0, table); });
+}
+
+void swiglu_oai(float* out, const float* gate, const float* up, int64_t n, float alpha, float limit) {
+  parallel_ranges(n, 32, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) {
+      const float x = std::min(gate[i], limit);  // NaN stays NaN, as Math.min
+      const float y = std::min(std::max(up[i], -limit), limit);
+      const float e = static_cast<float>(std::exp(static_cast<double>(alpha * -x)));
+      const float glu = x / (1.0f + e);
+      out[i] = glu * (y + 1.0f);
+    }
+  });
 }
 
 void softcap(float* x, int64_t n, float cap) {

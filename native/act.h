@@ -14,6 +14,11 @@ void gelu(float* out, const float* x, int64_t n);
 // out[i] = gelu(gate[i]) · up[i], the GELU of gelu() (ggml's geglu); out may alias gate
 void gelu_mul(float* out, const float* gate, const float* up, int64_t n);
 
+// OpenAI's clamped SwiGLU (gpt-oss; ggml_swiglu_oai): out[i] = x / (1 + e^(−α·x)) · (y + 1),
+// x = min(gate[i], limit), y = clamp(up[i], −limit, limit), each step in f32 as
+// src/kernels/reference-moe.ts (e^ in f64 rounded to f32, as its Math.exp). out may alias gate.
+void swiglu_oai(float* out, const float* gate, const float* up, int64_t n, float alpha, float limit);
+
 // x[i] = cap · tanh(x[i] / cap), each step in f32 as ggml's scale → tanh → scale (Gemma 2's
 // final-logit soft-cap)
 void softcap(float* x, int64_t n, float cap);

@@ -54,6 +54,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("matmulSet", Napi::Function::New(env, MatmulSet, "matmulSet"));
   exports.Set("embedRows", Napi::Function::New(env, EmbedRows, "embedRows"));
   exports.Set("interleaveR16", Napi::Function::New(env, InterleaveR16, "interleaveR16"));
+  exports.Set("moeExperts", Napi::Function::New(env, MoeExperts, "moeExperts"));
   exports.Set("kernelInfo", Napi::Function::New(env, KernelInfo, "kernelInfo"));
   exports.Set("mapFile", Napi::Function::New(env, MapFile, "mapFile"));
   exports.Set("mappedView", Napi::Function::New(env, MappedView, "mappedView"));

@@ -13,6 +13,7 @@
 #include "quant.h"
 #include "threadpool.h"
 #include "x86/matmul_x86.h"
+#include "matmul-internal.h"
 
 #if (defined(__x86_64__) || defined(_M_X64)) && !defined(LOOM_NO_X86)  // LOOM_NO_X86: test the portable build
 #define LOOM_X86 1
@@ -46,10 +47,9 @@ int g_gemm_min_rows = 0;    // forced GEMM threshold, 0 = per type (gemm_min_row
 // rows from which a weight's GEMM runs (per type: its GemmKernel's min_rows)
 int gemm_min_rows(const GemmKernel& g) { return g_gemm_min_rows > 0 ? g_gemm_min_rows : g.min_rows; }
 
-int current_isa() { return g_isa < 0 ? best_isa() : g_isa; }
+}  // namespace
 
-// Activation preparation (by the weight's Act, quant.h) on an instruction set.
-using PrepareFn = void (*)(int, const float*, int, uint8_t*);
+int current_isa() { return g_isa < 0 ? best_isa() : g_isa; }
 
 PrepareFn prepare_for(int isa) {
 #ifdef LOOM_X86
@@ -61,29 +61,7 @@ PrepareFn prepare_for(int isa) {
   return prepare_row_scalar;
 }
 
-// ---- scratch: grows, never shrinks; one per calling thread ----
-
-class Scratch {
- public:
-  ~Scratch() { release(); }
-  uint8_t* get(size_t bytes) {
-    if (bytes > size_) {
-      release();
-      data_ = static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(64)));
-      size_ = bytes;
-    }
-    return data_;
-  }
-
- private:
-  void release() {
-    if (data_) ::operator delete(data_, std::align_val_t(64));
-    data_ = nullptr;
-    size_ = 0;
-  }
-  uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
+namespace {
 
 thread_local Scratch t_xa;  // prepared or packed activations of the current call
 

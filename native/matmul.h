@@ -29,6 +29,22 @@ constexpr int kMaxMatmulParts = 8;
 // parallel region. At most kMaxMatmulParts parts.
 void matmul_set(const float* x, int rows, int in_features, const MatmulPart* parts, int n_parts);
 
+// One of the independent products of a matmul_batch: x [rows, in_features] against n_parts
+// weights (as matmul_set; at most kMaxMatmulParts).
+struct MatmulJob {
+  const float* x;
+  int rows;
+  int in_features;
+  const MatmulPart* parts;
+  int n_parts;
+};
+
+// Many independent matmul_sets (a mixture of experts' per-expert products: each expert a few
+// rows against its own weights) in one preparation region and one compute region, the work
+// units (job, weight, output rows) spread over the pool. Each out is bit for bit what
+// matmul_set gives for its job alone.
+void matmul_batch(const MatmulJob* jobs, int n_jobs);
+
 // Which kernels matmul runs for `type` on the instruction set now in use (for tests: a type
 // that silently fell to a slower kernel would pass every numerical check). Names are
 // "<isa>:<kernel>" as the kernels are called in native/; gemm is the AVX-512 GEMM's

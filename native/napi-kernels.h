@@ -40,6 +40,7 @@ Napi::Value MatmulSet(const Napi::CallbackInfo& info);
 Napi::Value EmbedRows(const Napi::CallbackInfo& info);
 Napi::Value InterleaveR16(const Napi::CallbackInfo& info);
 Napi::Value KernelInfo(const Napi::CallbackInfo& info);
+Napi::Value MoeExperts(const Napi::CallbackInfo& info);
 
 Napi::Value MapFile(const Napi::CallbackInfo& info);
 Napi::Value MappedView(const Napi::CallbackInfo& info);

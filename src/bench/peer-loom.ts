@@ -71,6 +71,8 @@ class KernelClock {
       name: k.name,
       matmul: timed(k.matmul, (_o, _x, w) => matmulBucket(w.name)),
       matmulSet: timed(k.matmulSet, (_x, _rows, targets) => matmulBucket(targets[0]!.w.name)),
+      // the routed experts' whole FFN (matmuls, biases, activation, weighted sum) is one kernel
+      moeExperts: timed(k.moeExperts, 'matmul experts'),
       embedRows: timed(k.embedRows, 'other kernels'),
       rmsNorm: timed(k.rmsNorm, 'other kernels'),
       layerNorm: timed(k.layerNorm, 'other kernels'),

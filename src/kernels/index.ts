@@ -102,6 +102,35 @@ export interface MatmulTarget {
   readonly w: WeightTensor;
 }
 
+/** The experts' gated activation: SiLU (SwiGLU, the Qwen families), GELU-tanh (GeGLU, Gemma 4) or
+ *  OpenAI's clamped SwiGLU (gpt-oss: reference-moe.ts swigluOai). */
+export type ExpertActivation = 'silu' | 'gelu' | 'swiglu-oai';
+
+/** One layer's routed experts as moeExperts reads them. Expert e's matrices are gate[e] ([hidden,
+ *  F], or without `up`, [hidden, 2F]: gate rows then up rows), up[e] ([hidden, F]) and down[e]
+ *  ([F, hidden]); all experts of a kind share a type. */
+export interface ExpertWeights {
+  readonly gate: readonly WeightTensor[];
+  readonly up?: readonly WeightTensor[];
+  readonly down: readonly WeightTensor[];
+  /** [E, F], [E, F], [E, hidden]: added to each expert's gate, up and down outputs (gpt-oss) */
+  readonly gateBias?: Float32Array;
+  readonly upBias?: Float32Array;
+  readonly downBias?: Float32Array;
+  /** [E]: multiplies each expert's down output, after its bias (Gemma 4's per_expert_scale) */
+  readonly downScale?: Float32Array;
+  readonly activation: ExpertActivation;
+  /** when each kind's experts are the consecutive slices of one tensor (a GGUF file's 3-D
+   *  [.., .., E] tensor): those bytes, which the native core reads as one */
+  readonly stacked?: { readonly gate: Uint8Array; readonly up?: Uint8Array; readonly down: Uint8Array };
+}
+
+/** A step's routing: per token its k experts, best first, and their weights ([T, k] each). */
+export interface ExpertRouting {
+  readonly experts: Int32Array;
+  readonly weights: Float32Array;
+}
+
 export interface Kernels {
   readonly name: string;
 
@@ -113,6 +142,15 @@ export interface Kernels {
    *  gives it; the native core prepares x once and runs the few-row products in one parallel region.
    *  Every weight has x's row width as its dims[0]. */
   matmulSet(x: Float32Array, rows: number, targets: readonly MatmulTarget[]): void;
+
+  /**
+   * A mixture of experts' routed FFN over a batch (llama.cpp's build_moe_ffn after the router):
+   * out[t] = Σ_j weights[t, j] · expert_{experts[t, j]}(x[t]), the k terms added in f32 best
+   * first, an expert being up/gate matmuls, their biases, the gated activation, down, its bias
+   * and scale. Each expert runs over its tokens (in token order) as one matmul batch, so a
+   * token's result is what the per-expert kernel calls give. x, out: [T, hidden].
+   */
+  moeExperts(out: Float32Array, x: Float32Array, T: number, k: number, routing: ExpertRouting, w: ExpertWeights): void;
 
   /** out[t, :] = row ids[t] of table (any weight type), dequantized. out: [ids.length, dims[0]] */
   embedRows(out: Float32Array, table: WeightTensor, ids: Int32Array): void;

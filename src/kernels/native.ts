@@ -6,7 +6,8 @@
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { AttentionBatch, AttentionShape, DeltaRuleShape, KvCacheShape, KvDtype, KvLayer, Kernels, MatmulTarget, MropeMode, RopeSections } from './index.js';
+import type { AttentionBatch, AttentionShape, DeltaRuleShape, ExpertActivation, ExpertRouting, ExpertWeights, KvCacheShape, KvDtype, KvLayer, Kernels, MatmulTarget, MropeMode, RopeSections } from './index.js';
+import { moeExpertsComposed, SWIGLU_OAI_ALPHA, SWIGLU_OAI_LIMIT } from './reference-moe.js';
 import { referenceKernels } from './reference.js';
 import type { RopeStyle, WeightTensor } from '../tensor/weight-tensor.js';
 import type { RopeScaling } from '../tensor/rope-scaling.js';
@@ -48,6 +49,7 @@ export interface FmaPeak {
 }
 
 type F32 = Float32Array;
+type ExpertData = Uint8Array | readonly Uint8Array[];
 type Cache = Float32Array | Uint16Array | Uint8Array;
 
 /** The addon's exports, argument for argument (see native/napi-*.cc). */
@@ -90,6 +92,10 @@ interface NativeAddon {
   /** (x, rows, inFeatures, then out, data, type, outFeatures for each weight) */
   matmulSet?(x: F32, rows: number, inFeatures: number, ...targets: (F32 | Uint8Array | number)[]): void;
   embedRows?(out: F32, data: Uint8Array, type: number, dim: number, nRows: number, ids: Int32Array): void;
+  /** native/napi-moe.cc; absent in older builds. Expert data: one Uint8Array of all E, or one per expert */
+  moeExperts?(out: F32, x: F32, tokens: number, k: number, ids: Int32Array, weights: F32, experts: number, hidden: number, ffn: number,
+    act: number, alpha: number, limit: number, gate: ExpertData, gateType: number, up: ExpertData | null, upType: number,
+    down: ExpertData, downType: number, gateBias: F32 | null, upBias: F32 | null, downBias: F32 | null, downScale: F32 | null): void;
   /** a matrix of N rows of K values of the plain type of `type` into that layout interleaved by 16 rows, in place */
   interleaveR16?(data: Uint8Array, type: number, K: number, N: number): void;
   /** absent in older builds */
@@ -277,9 +283,44 @@ function matrixDims(w: WeightTensor): [number, number] {
 /** weights per native matmulSet call (native/matmul.h kMaxMatmulParts) */
 const MAX_MATMUL_SET = 8;
 
+/** the addon's numbers for the experts' activations (native/moe.h ExpertAct) */
+const EXPERT_ACTS: Record<ExpertActivation, number> = { silu: 0, gelu: 1, 'swiglu-oai': 2 };
+
+interface ExpertArgs {
+  readonly gate: ExpertData;
+  readonly up: ExpertData | null;
+  readonly down: ExpertData;
+  readonly types: readonly [number, number, number];
+  readonly hidden: number;
+  readonly ffn: number;
+}
+
+/** Each ExpertWeights' arguments for the addon, checked and built once. */
+const expertArgsOf = new WeakMap<ExpertWeights, ExpertArgs>();
+function expertArgs(w: ExpertWeights): ExpertArgs {
+  let args = expertArgsOf.get(w);
+  if (args) return args;
+  const typeOf = (ts: readonly WeightTensor[], kind: string): number => {
+    const t = ts[0]!.type;
+    if (ts.some((x) => x.type !== t)) throw new Error(`moeExperts: the ${kind} experts are not all of one type`);
+    return t;
+  };
+  const [ffn, hidden] = matrixDims(w.down[0]!);
+  args = {
+    gate: w.stacked?.gate ?? w.gate.map((t) => t.data),
+    up: w.up ? (w.stacked?.up ?? w.up.map((t) => t.data)) : null,
+    down: w.stacked?.down ?? w.down.map((t) => t.data),
+    types: [typeOf(w.gate, 'gate'), w.up ? typeOf(w.up, 'up') : 0, typeOf(w.down, 'down')],
+    hidden,
+    ffn,
+  };
+  expertArgsOf.set(w, args);
+  return args;
+}
+
 function wrap(a: NativeAddon): Kernels {
-  const { matmul, matmulSet, embedRows } = a;
-  return {
+  const { matmul, matmulSet, embedRows, moeExperts } = a;
+  const kernels: Kernels = {
     name: matmul && embedRows ? 'native' : 'native (reference matmul)',
     matmul: matmul
       ? (out: F32, x: F32, w: WeightTensor, rows: number) => {
@@ -307,6 +348,12 @@ function wrap(a: NativeAddon): Kernels {
           embedRows(out, table.data, table.type, dim, rows, ids);
         }
       : referenceKernels.embedRows,
+    moeExperts: (out: F32, x: F32, T: number, k: number, r: ExpertRouting, w: ExpertWeights) => {
+      if (!moeExperts || !matmul) return moeExpertsComposed(kernels, out, x, T, k, r, w);
+      const e = expertArgs(w);
+      moeExperts(out, x, T, k, r.experts, r.weights, w.down.length, e.hidden, e.ffn, EXPERT_ACTS[w.activation], SWIGLU_OAI_ALPHA, SWIGLU_OAI_LIMIT,
+        e.gate, e.types[0], e.up, e.types[1], e.down, e.types[2], w.gateBias ?? null, w.upBias ?? null, w.downBias ?? null, w.downScale ?? null);
+    },
     rmsNorm: a.rmsNorm,
     layerNorm: a.layerNorm,
     convSilu: a.convSilu ?? referenceKernels.convSilu,
@@ -345,7 +392,8 @@ function wrap(a: NativeAddon): Kernels {
       a.attention(out, q, layer.k, layer.v, c.dtype, c.numBlocks, c.blockSize, c.numKvHeads, c.headDim,
         b.seqStarts, b.positions, b.blockTables, b.maxBlocksPerSeq, shape.numHeads, shape.scale, shape.window ?? 0, shape.softcap ?? 0, shape.sinks ?? null, b.firstPositions ?? null, b.windowPositions ?? null);
     },
-  };
+   };
+  return kernels;
 }
 
 /** the addon's numbers for ggml_rope_multi's modes (native/rope.h MropeMode) */

@@ -4,9 +4,10 @@
 // cache, GELU through f16), these round the same way, so that greedy tokens agree.
 import { convSilu, gatedDeltaRule } from './reference-recurrent.js';
 import { attention, capScore, softmax, writeKv } from './reference-attention.js';
-import type { Kernels, MatmulTarget } from './index.js';
+import type { ExpertRouting, ExpertWeights, Kernels, MatmulTarget } from './index.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 import { rope, ropeMulti } from './reference-rope.js';
+import { moeExpertsComposed } from './reference-moe.js';
 import { dequantizeTensorRow } from '../tensor/quant/dequantize.js';
 import { roundActivations } from '../tensor/quant/q8-activations.js';
 import { roundToF16 } from '../tensor/half.js';
@@ -179,6 +180,8 @@ export const referenceKernels: Kernels = {
   name: 'reference',
   matmul,
   matmulSet,
+  moeExperts: (out: Float32Array, x: Float32Array, T: number, k: number, routing: ExpertRouting, w: ExpertWeights) =>
+    moeExpertsComposed(referenceKernels, out, x, T, k, routing, w),
   embedRows,
   rmsNorm,
   layerNorm,

@@ -6,24 +6,8 @@ import type { MoeParams } from '../weights.js';
 import type { Routing } from './moe.js';
 import { topKOfRow } from './top-k.js';
 
-/** ggml_swiglu_oai's constants as llama.cpp's openai-moe graph passes them */
-export const SWIGLU_OAI_ALPHA = 1.702;
-export const SWIGLU_OAI_LIMIT = 7.0;
-
-/**
- * out[i] = x / (1 + e^(−α·x)) · (y + 1) with x = min(gate[i], limit), y = clamp(up[i], −limit,
- * limit), in f32 step by step as ggml_compute_forward_swiglu_oai_f32. out may alias gate.
- */
-export function swigluOai(out: Float32Array, gate: Float32Array, up: Float32Array, n: number, alpha = SWIGLU_OAI_ALPHA, limit = SWIGLU_OAI_LIMIT): void {
-  const fr = Math.fround;
-  const a = fr(alpha), l = fr(limit);
-  for (let i = 0; i < n; i++) {
-    const x = Math.min(gate[i]!, l);
-    const y = Math.min(Math.max(up[i]!, -l), l);
-    const glu = fr(x / fr(1 + fr(Math.exp(fr(a * -x)))));
-    out[i] = glu * fr(y + 1);
-  }
-}
+// the clamped SwiGLU lives with the experts' kernel (kernels/reference-moe.ts)
+export { swigluOai, SWIGLU_OAI_ALPHA, SWIGLU_OAI_LIMIT } from '../../kernels/reference-moe.js';
 
 /**
  * Top-k over T rows of router logits [T, numExperts] (argsort top-k: the lowest id first among
