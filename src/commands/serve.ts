@@ -42,8 +42,10 @@ import { inlineVision } from '../pipeline/images.js';
 import type { LoadFlags } from './load-flags.js';
 import { addImageFlags, bodyLimitFor, imageOptionsOf } from './image-flags.js';
 import type { ImageFlags } from './image-flags.js';
+import { addKvCacheDirFlags, kvCacheDirOptionsOf } from './kv-cache-dir-flags.js';
+import type { KvCacheDirFlags } from './kv-cache-dir-flags.js';
 
-interface ServeFlags extends LoadFlags, ImageFlags, VisionFlags {
+interface ServeFlags extends LoadFlags, ImageFlags, VisionFlags, KvCacheDirFlags {
   model?: string;
   host: string;
   port: number;
@@ -60,8 +62,6 @@ interface ServeFlags extends LoadFlags, ImageFlags, VisionFlags {
   runner: RunnerKind;
   stepTimeFactor: number;
   enablePrefixCaching: boolean;
-  kvCacheDir?: string;
-  kvCacheDirSize: string;
   stateCheckpoints?: number;
   logprobsMode: LogprobsMode;
   maxPendingRequests: number;
@@ -122,8 +122,6 @@ export function serveCommand(): Command {
         .argParser(n('step-time-factor', false)),
     )
     .option('--no-enable-prefix-caching', 'turn automatic prefix caching off')
-    .option('--kv-cache-dir <dir>', 'keep prefix-cache blocks on disk too, so a restarted server finds them (checksummed files keyed by the model file, dtype and block hashes)')
-    .option('--kv-cache-dir-size <size>', 'bytes the --kv-cache-dir files may take (8GiB, 500MB); least recently used out first', ENGINE_DEFAULTS.kvCacheDirSize)
     .addOption(
       new Option(
         '--state-checkpoints <n>',
@@ -174,7 +172,7 @@ export function serveCommand(): Command {
     .addOption(new Option('--reasoning-parser <name>', 'return the reasoning (<think>…</think>; gemma4: the thought channel; openai_gptoss: the analysis channel) as reasoning_content; structured output starts after it [openai_gptoss for a harmony template]').choices([...REASONING_PARSERS]))
     .addOption(new Option('--tool-call-parser <name>', "how the model writes tool calls (default: from its chat template)").choices([...TOOL_CALL_PARSERS]))
     .action((flags: ServeFlags) => runServe(flags));
-  return withEnvAndConfig(addVisionFlags(addLoadFlags(addImageFlags(cmd))));
+  return withEnvAndConfig(addKvCacheDirFlags(addVisionFlags(addLoadFlags(addImageFlags(cmd)))));
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
@@ -198,7 +196,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     stepTimeFactor: flags.stepTimeFactor,
     ...(flags.maxModelLen !== undefined && { maxModelLen: flags.maxModelLen }),
     enablePrefixCaching: flags.enablePrefixCaching,
-    ...(flags.kvCacheDir !== undefined && { kvCacheDir: flags.kvCacheDir, kvCacheDirSize: flags.kvCacheDirSize }),
+    ...kvCacheDirOptionsOf(flags),
     ...(flags.stateCheckpoints !== undefined && { stateCheckpoints: flags.stateCheckpoints }),
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),
