@@ -188,9 +188,18 @@ export class LoomSide implements PeerSide {
   }
 
   decode(prompt: Int32Array, warmup: number, tokens: number): Promise<TimedTokens> {
-    // step 0 prefills (and samples the first token); steps 1..warmup warm up
-    const { window } = this.run([prompt], 1 + warmup + tokens, (s, i) => i > warmup && s.scheduledTokens === 1);
-    return Promise.resolve(window);
+    return this.longContext(prompt, warmup, tokens).then((r) => r.decode);
+  }
+
+  longContext(prompt: Int32Array, warmup: number, tokens: number): Promise<{ prefill: TimedTokens; decode: TimedTokens }> {
+    // the prompt's steps (chunks of --max-num-batched-tokens; the last samples the first token),
+    // then `warmup` decode steps, then the measured ones
+    let decodes = 0;
+    const { steps, window } = this.run([prompt], 1 + warmup + tokens, (s) => s.scheduledTokens === 1 && ++decodes > warmup);
+    // the prompt's chunks, up to the step that sampled its first token
+    const first = steps.findIndex((s) => s.newTokens > 0);
+    const prefill = steps.slice(0, first + 1);
+    return Promise.resolve({ prefill: { tokens: prompt.length, ms: prefill.reduce((n, s) => n + s.ms, 0), calls: prefill.length }, decode: window });
   }
 
   batched(prompts: readonly Int32Array[], warmup: number, steps: number): Promise<TimedTokens> {
