@@ -11,6 +11,7 @@ import { createEngineCore } from '../../src/engine/create.js';
 import { InProcessEngineClient } from '../../src/engine/in-process-client.js';
 import { loadModel } from '../../src/model/load.js';
 import { buildApp } from '../../src/server/app.js';
+import { advance } from '../../src/server/kv-cache-dir-metrics.js';
 import { ggufFixturePath } from '../fixtures/index.js';
 import { GGUF_FIXTURES } from '../fixtures/recipe.js';
 
@@ -77,6 +78,12 @@ describe('--kv-cache-dir over HTTP', () => {
     assert.equal(await plain.metric('vllm:external_prefix_cache_queries_total'), 0);
     assert.equal(await plain.metric('loom:kv_cache_dir_bytes'), undefined, 'no directory, no kv_cache_dir series');
     await plain.close();
+  });
+
+  it("a counter advances by an engine's cumulative count, which a restarted engine starts again from zero", () => {
+    assert.equal(advance(10, 4), 6);
+    assert.equal(advance(3, 10), 3, 'after a restart: what the new engine counted');
+    assert.equal(advance(5, 5), 0);
   });
 
   it('POST /reset_prefix_cache empties the memory; ?reset_external=true the directory too', async () => {
