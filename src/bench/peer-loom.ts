@@ -5,6 +5,7 @@ import type { Kernels } from '../kernels/index.js';
 import { selectKernels } from '../kernels/select.js';
 import { EngineCore, now } from '../engine/engine.js';
 import { resolveEngineConfig } from '../engine/options.js';
+import { KvCache } from '../model/kv-cache.js';
 import type { LoadedModel } from '../model/load.js';
 import type { ExpertUse, PeerSide, Profile, TimedTokens } from './peer-types.js';
 import { resolveSamplingParams } from '../engine/sampling-params.js';
@@ -132,7 +133,8 @@ export class LoomSide implements PeerSide {
         enablePrefixCaching: false,
         maxNumSeqs: Math.max(maxSequences, 1),
         maxModelLen: Math.min(model.config.contextLength, maxTokensPerSeq),
-        kvCacheMemory: '4GiB',
+        // 4 GiB, or what one sequence of the longest context needs with room to spare (a 32k context of a 4B model takes more)
+        kvCacheMemory: Math.max(4 * 2 ** 30, Math.ceil(1.25 * maxTokensPerSeq * KvCache.bytesPerToken(model.config, 'f16'))),
       },
       model.config,
       [...model.tokenizer.stopIds],
