@@ -96,7 +96,8 @@ interface ServeFlags extends LoadFlags, ImageFlags, VisionFlags, KvCacheDirFlags
 
 export function serveCommand(): Command {
   const n = numberOption;
-  const cmd = new Command('serve')
+  // the --kv-cache-dir flags right after the prefix cache's own, as --help listed them before
+  const cmd = addKvCacheDirFlags(new Command('serve')
     .description('serve a model over an OpenAI-compatible HTTP API')
     .option('-m, --model <path>', 'GGUF file, Hugging Face folder, hf:ORG/REPO[:FILE] from the Hub, or a cached model\'s name (default: the built-in stories260K)')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
@@ -121,7 +122,7 @@ export function serveCommand(): Command {
         .default(ENGINE_DEFAULTS.stepTimeFactor)
         .argParser(n('step-time-factor', false)),
     )
-    .option('--no-enable-prefix-caching', 'turn automatic prefix caching off')
+    .option('--no-enable-prefix-caching', 'turn automatic prefix caching off'))
     .addOption(
       new Option(
         '--state-checkpoints <n>',
@@ -172,7 +173,7 @@ export function serveCommand(): Command {
     .addOption(new Option('--reasoning-parser <name>', 'return the reasoning (<think>…</think>; gemma4: the thought channel; openai_gptoss: the analysis channel) as reasoning_content; structured output starts after it [openai_gptoss for a harmony template]').choices([...REASONING_PARSERS]))
     .addOption(new Option('--tool-call-parser <name>', "how the model writes tool calls (default: from its chat template)").choices([...TOOL_CALL_PARSERS]))
     .action((flags: ServeFlags) => runServe(flags));
-  return withEnvAndConfig(addKvCacheDirFlags(addVisionFlags(addLoadFlags(addImageFlags(cmd)))));
+  return withEnvAndConfig(addVisionFlags(addLoadFlags(addImageFlags(cmd))));
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
