@@ -124,8 +124,13 @@ const char* check_attention_batch(const AttentionBatchView& b, int64_t n_tokens,
   return nullptr;
 }
 
-void attention(float* out, const float* q, const KvCacheView& c, const AttentionBatchView& b, int64_t n_tokens,
-               int num_heads, float scale, int window, float softcap, const float* sinks) {
+namespace {
+
+// keys per chunk of a long context (whole blocks, about 1024 keys)
+int chunk_keys_of(int block_size) { return std::max(1, 1024 / block_size) * block_size; }
+
+void attention_group(float* out, const float* q, const KvCacheView& c, const AttentionBatchView& b, int64_t n_tokens,
+                     int num_heads, float scale, int window, float softcap, const float* sinks) {
   if (n_tokens <= 0) return;
   const int d = c.head_dim;
   const int group = num_heads / c.num_kv_heads;
@@ -138,7 +143,7 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
   // V per chunk, then the chunks' outputs summed in order. The chunks depend on the token's
   // attended range only (its position, and the window), never on the batch, so a token's output is the same in any batch; a
   // context of one chunk is computed exactly as before.
-  const int chunk_keys = std::max(1, 1024 / c.block_size) * c.block_size;
+  const int chunk_keys = chunk_keys_of(c.block_size);
   const auto chunks_in = [&](int64_t span) { return (span + chunk_keys - 1) / chunk_keys; };
   int64_t work = 0, token_chunks = 0;
   for (int s = 0; s < b.num_seqs; s++)
@@ -336,6 +341,50 @@ void attention(float* out, const float* q, const KvCacheView& c, const Attention
       for (int64_t s = 0; s < nc; s++) sum += src[s * heads * d + i];
       dst[i] = sum;
     }
+  }
+}
+
+// scores a group of tokens may keep between the phases (64 MiB)
+constexpr int64_t kMaxSplitFloats = int64_t{1} << 24;
+
+}  // namespace
+
+// A token split into chunks keeps its scores ([heads, context] floats) between the two phases:
+// a 2048-token prefill chunk at 32k keys and 32 heads would hold 8 GiB. So the batch is
+// attended in consecutive groups of tokens whose scores fit kMaxSplitFloats (a token alone
+// whatever it needs). A token's output never depends on its batch (chunking and grouping
+// depend on the token only), so the groups give the bits one call would.
+void attention(float* out, const float* q, const KvCacheView& c, const AttentionBatchView& b, int64_t n_tokens,
+               int num_heads, float scale, int window, float softcap, const float* sinks) {
+  const int chunk_keys = chunk_keys_of(c.block_size);
+  const auto cost = [&](int64_t t) -> int64_t {
+    const int64_t span = b.positions[t] + 1 - first_of_token(b, t, window);
+    return span > chunk_keys ? static_cast<int64_t>(num_heads) * span : 0;
+  };
+  int64_t total = 0;
+  for (int64_t t = 0; t < n_tokens && total <= kMaxSplitFloats; t++) total += cost(t);
+  if (total <= kMaxSplitFloats) return attention_group(out, q, c, b, n_tokens, num_heads, scale, window, softcap, sinks);
+  const int64_t width = static_cast<int64_t>(num_heads) * c.head_dim;
+  std::vector<int32_t> starts;
+  int s0 = 0;  // the sequence of token t0
+  for (int64_t t0 = 0; t0 < n_tokens;) {
+    int64_t t1 = t0 + 1, used = cost(t0);
+    while (t1 < n_tokens && used + cost(t1) <= kMaxSplitFloats) used += cost(t1++);
+    while (b.seq_starts[s0 + 1] <= t0) s0++;
+    // the sequences [s0, s1] the group's tokens belong to, their starts rebased to t0
+    starts.assign(1, 0);
+    int s1 = s0;
+    while (b.seq_starts[s1 + 1] < t1) starts.push_back(b.seq_starts[++s1] - static_cast<int32_t>(t0));
+    starts.push_back(static_cast<int32_t>(t1 - t0));
+    AttentionBatchView g = b;
+    g.seq_starts = starts.data();
+    g.num_seqs = s1 - s0 + 1;
+    g.positions = b.positions + t0;
+    g.block_tables = b.block_tables + static_cast<int64_t>(s0) * b.max_blocks_per_seq;
+    if (b.first_positions) g.first_positions = b.first_positions + t0;
+    if (b.window_positions) g.window_positions = b.window_positions + t0;
+    attention_group(out + t0 * width, q + t0 * width, c, g, t1 - t0, num_heads, scale, window, softcap, sinks);
+    t0 = t1;
   }
 }
 

@@ -1,7 +1,10 @@
 // llama.cpp's side of `loom bench peer`, through node-llama-cpp (installed into oracle/ only
 // for this command and loaded from there by path, typed structurally: no dependency of loom).
-// CPU only, f16 KV cache, flash attention off, the thread count given explicitly (to the
-// Llama instance and to every context, ideal = min = N).
+// CPU only, f16 KV cache, flash attention off unless asked (--llama-flash-attention), the
+// thread count given explicitly (to the Llama instance and to every context, ideal = min = N).
+// A long context is prefilled in batches of LONG_CONTEXT_BATCH tokens (node-llama-cpp makes
+// n_ubatch = n_batch: one batch of the whole prompt would need a score matrix of prompt ×
+// context floats a head without flash attention).
 //
 // How the batched case is driven, llama.cpp's best way: one context with `sequences: N`, one
 // LlamaContextSequence per prompt; each step calls controlledEvaluate([[lastToken, {generateNext:
@@ -46,7 +49,11 @@ interface NodeLlamaCpp {
 }
 
 export const NODE_LLAMA_CPP_VERSION = '3.22.1';
-export const LLAMA_CPP_SETTINGS = 'node-llama-cpp 3.22.1, CPU (gpu: false), f16 KV cache, flashAttention: false, batchSize ≥ prompt and ≥ sequences';
+/** llama.cpp's default n_ubatch (llama-server, llama-bench) */
+export const LONG_CONTEXT_BATCH = 512;
+
+export const llamaCppSettings = (flashAttention: boolean): string =>
+  `node-llama-cpp 3.22.1, CPU (gpu: false), f16 KV cache, flashAttention: ${flashAttention}, batchSize ≥ prompt and ≥ sequences (long contexts: ${LONG_CONTEXT_BATCH})`;
 
 export async function importNodeLlamaCpp(projectRoot: string): Promise<NodeLlamaCpp> {
   const entry = join(projectRoot, 'oracle', 'node_modules', 'node-llama-cpp', 'dist', 'index.js');
@@ -104,12 +111,13 @@ export class LlamaCppSide implements PeerSide {
     private readonly llama: Llama,
     private readonly model: LlamaModel,
     private readonly threads: number,
+    private readonly flashAttention: boolean,
   ) {}
 
-  static async open(nlc: NodeLlamaCpp, path: string, threads: number, load: LoadOptions = {}): Promise<LlamaCppSide> {
+  static async open(nlc: NodeLlamaCpp, path: string, threads: number, load: LoadOptions = {}, flashAttention = false): Promise<LlamaCppSide> {
     const llama = await nlc.getLlama({ gpu: false, build: 'never', logLevel: 'error', maxThreads: threads });
     const model = await llama.loadModel({ modelPath: path, gpuLayers: 0, useMmap: load.mmap !== false, useMlock: load.mlock === true });
-    return new LlamaCppSide(llama, model, threads);
+    return new LlamaCppSide(llama, model, threads, flashAttention);
   }
 
   private context(sequences: number, contextSize: number, batchSize: number): Promise<LlamaContext> {
@@ -118,7 +126,7 @@ export class LlamaCppSide implements PeerSide {
       contextSize,
       batchSize: Math.max(batchSize, sequences),
       threads: { ideal: this.threads, min: this.threads },
-      flashAttention: false,
+      flashAttention: this.flashAttention,
     });
   }
 
@@ -140,6 +148,31 @@ export class LlamaCppSide implements PeerSide {
 
   async decode(prompt: Int32Array, warmup: number, tokens: number): Promise<TimedTokens> {
     return this.batched([prompt], warmup, tokens);
+  }
+
+  async longContext(prompt: Int32Array, warmup: number, tokens: number): Promise<{ prefill: TimedTokens; decode: TimedTokens }> {
+    const ctx = await this.context(1, prompt.length + warmup + tokens + 16, Math.min(prompt.length, LONG_CONTEXT_BATCH));
+    const meter = new DecodeMeter(ctx);
+    try {
+      const seq = ctx.getSequence();
+      const t0 = performance.now();
+      let last = tokenOf(await seq.controlledEvaluate(promptInput(prompt)));
+      const prefill = { tokens: prompt.length, ms: performance.now() - t0, calls: meter.calls };
+      for (let i = 0; i < warmup; i++) last = tokenOf(await seq.controlledEvaluate([greedy(last)]));
+      meter.reset();
+      const t1 = performance.now();
+      for (let i = 0; i < tokens; i++) last = tokenOf(await seq.controlledEvaluate([greedy(last)]));
+      const ms = performance.now() - t1;
+      return {
+        prefill,
+        decode: {
+          tokens, ms, calls: meter.available ? meter.calls : tokens,
+          ...(meter.available && { profile: { 'llama_decode': meter.ms / ms, 'outside llama_decode': Math.max(0, ms - meter.ms) / ms } }),
+        },
+      };
+    } finally {
+      await ctx.dispose();
+    }
   }
 
   async batched(prompts: readonly Int32Array[], warmup: number, steps: number): Promise<TimedTokens> {

@@ -5,6 +5,7 @@ import type { Kernels } from '../kernels/index.js';
 import { selectKernels } from '../kernels/select.js';
 import { EngineCore, now } from '../engine/engine.js';
 import { resolveEngineConfig } from '../engine/options.js';
+import { KvCache } from '../model/kv-cache.js';
 import type { LoadedModel } from '../model/load.js';
 import type { ExpertUse, PeerSide, Profile, TimedTokens } from './peer-types.js';
 import { resolveSamplingParams } from '../engine/sampling-params.js';
@@ -134,7 +135,8 @@ export class LoomSide implements PeerSide {
         enablePrefixCaching: false,
         maxNumSeqs: Math.max(maxSequences, 1),
         maxModelLen: Math.min(model.config.contextLength, maxTokensPerSeq),
-        kvCacheMemory: '4GiB',
+        // 4 GiB, or what one sequence of the longest context needs with room to spare (a 32k context of a 4B model takes more)
+        kvCacheMemory: Math.max(4 * 2 ** 30, Math.ceil(1.25 * maxTokensPerSeq * KvCache.bytesPerToken(model.config, 'f16'))),
       },
       model.config,
       [...model.tokenizer.stopIds],
@@ -190,9 +192,18 @@ export class LoomSide implements PeerSide {
   }
 
   decode(prompt: Int32Array, warmup: number, tokens: number): Promise<TimedTokens> {
-    // step 0 prefills (and samples the first token); steps 1..warmup warm up
-    const { window } = this.run([prompt], 1 + warmup + tokens, (s, i) => i > warmup && s.scheduledTokens === 1);
-    return Promise.resolve(window);
+    return this.longContext(prompt, warmup, tokens).then((r) => r.decode);
+  }
+
+  longContext(prompt: Int32Array, warmup: number, tokens: number): Promise<{ prefill: TimedTokens; decode: TimedTokens }> {
+    // the prompt's steps (chunks of --max-num-batched-tokens; the last samples the first token),
+    // then `warmup` decode steps, then the measured ones
+    let decodes = 0;
+    const { steps, window } = this.run([prompt], 1 + warmup + tokens, (s) => s.scheduledTokens === 1 && ++decodes > warmup);
+    // the prompt's chunks, up to the step that sampled its first token
+    const first = steps.findIndex((s) => s.newTokens > 0);
+    const prefill = steps.slice(0, first + 1);
+    return Promise.resolve({ prefill: { tokens: prompt.length, ms: prefill.reduce((n, s) => n + s.ms, 0), calls: prefill.length }, decode: window });
   }
 
   batched(prompts: readonly Int32Array[], warmup: number, steps: number): Promise<TimedTokens> {

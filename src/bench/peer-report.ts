@@ -58,7 +58,7 @@ export function formatPeerReport(r: PeerReport): string {
     'where the time went (last run of each):',
   ];
   for (const row of r.rows) {
-    if (row.kind === 'prefill' && !row.loom.profile) continue;
+    if (row.kind.endsWith('prefill') && !row.loom.profile) continue;
     lines.push(`  ${row.label}`);
     if (row.loom.profile) lines.push(`    loom:      ${profileLine(row.loom.profile)}`);
     if (row.loom.experts) lines.push(`    experts:   ${expertLine(row.loom.experts)}`);

@@ -33,6 +33,9 @@ export interface PeerSide {
   prefill(prompt: Int32Array): Promise<number>;
   /** one sequence: after `prompt` and `warmup` tokens, `tokens` more decode steps */
   decode(prompt: Int32Array, warmup: number, tokens: number): Promise<TimedTokens>;
+  /** one sequence at a long context: `prompt` prefilled (timed, to its first token), then after
+   *  `warmup` tokens, `tokens` decode steps at that context (timed); the prompt computed once */
+  longContext(prompt: Int32Array, warmup: number, tokens: number): Promise<{ readonly prefill: TimedTokens; readonly decode: TimedTokens }>;
   /** every prompt decoding together: after all prefilled and `warmup` steps, `steps` steps of all of them */
   batched(prompts: readonly Int32Array[], warmup: number, steps: number): Promise<TimedTokens>;
   close(): Promise<void>;

@@ -1,6 +1,7 @@
 // `loom bench peer`: loom and llama.cpp on the same GGUF file with the same thread count, one
 // after the other in one process: prefill tokens/s of one long prompt (time to first token),
-// decode tokens/s of one sequence after it, and tokens/s of N sequences decoding together.
+// decode tokens/s of one sequence after it, and tokens/s of N sequences decoding together;
+// with --context, one sequence at each long context: its prefill, then its decode there.
 // Both sides get the same token ids. Each figure is measured `repeat` times, the sides
 // alternating (loom, llama.cpp, loom, …) so a noisy machine disturbs both alike; the report
 // gives median, min and max, and the ratio loom / llama.cpp of the medians.
@@ -13,7 +14,7 @@ import { Rng } from '../engine/rng.js';
 import { vocabularyIds } from './datasets.js';
 import { BENCH_MODELS_DIR, ensureBenchModel } from './make-model.js';
 import type { BenchShapeName, BenchWeightType } from './make-model.js';
-import { LLAMA_CPP_SETTINGS, LlamaCppSide, importNodeLlamaCpp } from './peer-llamacpp.js';
+import { LlamaCppSide, importNodeLlamaCpp, llamaCppSettings } from './peer-llamacpp.js';
 import { LoomSide } from './peer-loom.js';
 import type { ExpertUse, PeerSide, Profile, TimedTokens } from './peer-types.js';
 import { percentile } from './stats.js';
@@ -27,6 +28,12 @@ export interface PeerBenchOptions {
   readonly promptLen: number;
   readonly decodeTokens: number;
   readonly sequences: readonly number[];
+  /** long contexts: for each, one prompt of that many tokens prefilled, then decoded at that context (computed once for both rows) */
+  readonly context?: readonly number[];
+  /** only the --context cases (not the prompt-len prefill and decode nor the batched ones) */
+  readonly contextOnly?: boolean;
+  /** llama.cpp with flash attention (its CPU default is auto: on) */
+  readonly llamaFlashAttention?: boolean;
   /** prompt length of each batched sequence */
   readonly batchPromptLen: number;
   /** unmeasured decode steps before each window */
@@ -55,7 +62,7 @@ export interface PeerSideFigures {
 }
 
 export interface PeerRow {
-  /** 'prefill' | 'decode' | 'batched' */
+  /** 'prefill' | 'decode' | 'batched' | 'context prefill' | 'context decode' */
   readonly kind: string;
   readonly label: string;
   readonly sequences: number;
@@ -98,29 +105,40 @@ export function measure(runs: readonly number[]): Measure {
   return { median: percentile(runs, 50), min: Math.min(...runs), max: Math.max(...runs), runs };
 }
 
-interface Case {
-  readonly kind: 'prefill' | 'decode' | 'batched';
+interface CaseRow {
+  readonly kind: 'prefill' | 'decode' | 'batched' | 'context prefill' | 'context decode';
   readonly label: string;
   readonly sequences: number;
   readonly goal?: number;
-  readonly run: (side: PeerSide) => Promise<TimedTokens>;
 }
 
-function cases(o: PeerBenchOptions, prompt: Int32Array, batchPrompts: (n: number) => Int32Array[]): Case[] {
-  return [
-    {
-      kind: 'prefill', label: `prefill, ${o.promptLen}-token prompt`, sequences: 1, goal: 1,
-      run: async (side) => ({ tokens: prompt.length, ms: await side.prefill(prompt), calls: 1 }),
-    },
-    {
-      kind: 'decode', label: 'decode, 1 sequence', sequences: 1, goal: 1,
-      run: (side) => side.decode(prompt, o.warmup, o.decodeTokens),
-    },
-    ...o.sequences.map((n): Case => ({
-      kind: 'batched', label: `${n} sequences together`, sequences: n, ...(n >= 16 && { goal: 2 }),
-      run: (side) => side.batched(batchPrompts(n), o.warmup, o.decodeTokens),
-    })),
+/** one run on a side, giving one figure per row (a long context: its prefill and its decode) */
+interface Case {
+  readonly rows: readonly CaseRow[];
+  readonly run: (side: PeerSide) => Promise<TimedTokens[]>;
+}
+
+const one = (row: CaseRow, run: (side: PeerSide) => Promise<TimedTokens>): Case => ({ rows: [row], run: async (side) => [await run(side)] });
+
+function cases(o: PeerBenchOptions, prompt: Int32Array, batchPrompts: (n: number) => Int32Array[], longPrompt: (n: number) => Int32Array): Case[] {
+  const short = o.contextOnly ? [] : [
+    one({ kind: 'prefill', label: `prefill, ${o.promptLen}-token prompt`, sequences: 1, goal: 1 },
+      async (side) => ({ tokens: prompt.length, ms: await side.prefill(prompt), calls: 1 })),
+    one({ kind: 'decode', label: 'decode, 1 sequence', sequences: 1, goal: 1 }, (side) => side.decode(prompt, o.warmup, o.decodeTokens)),
+    ...o.sequences.map((n) => one({ kind: 'batched', label: `${n} sequences together`, sequences: n, ...(n >= 16 && { goal: 2 }) },
+      (side) => side.batched(batchPrompts(n), o.warmup, o.decodeTokens))),
   ];
+  const long = (o.context ?? []).map((n): Case => ({
+    rows: [
+      { kind: 'context prefill', label: `prefill, ${n}-token context`, sequences: 1 },
+      { kind: 'context decode', label: `decode at ${n} tokens of context`, sequences: 1 },
+    ],
+    run: async (side) => {
+      const r = await side.longContext(longPrompt(n), o.warmup, o.decodeTokens);
+      return [r.prefill, r.decode];
+    },
+  }));
+  return [...short, ...long];
 }
 
 function randomPrompt(vocab: Int32Array, length: number, rng: Rng): Int32Array {
@@ -139,6 +157,7 @@ export function resolvePeerModel(o: Pick<PeerBenchOptions, 'model' | 'makeModel'
 }
 
 export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => void = () => {}): Promise<PeerReport> {
+  if (o.contextOnly && !o.context?.length) throw new InvalidArgumentError('--context-only needs --context');
   const path = resolvePeerModel(o, log);
   const loadBefore = loadavg()[0]!;
   const threads = o.threads ?? availableParallelism();
@@ -148,14 +167,17 @@ export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => v
   const prompt = randomPrompt(vocab, o.promptLen, rng);
   const maxSeqs = Math.max(1, ...o.sequences);
   const shortPrompts = Array.from({ length: maxSeqs }, () => randomPrompt(vocab, o.batchPromptLen, rng));
-  const perSeq = Math.max(o.promptLen, o.batchPromptLen) + 1 + o.warmup + o.decodeTokens + 16;
+  const perSeq = Math.max(o.promptLen, o.batchPromptLen, ...(o.context ?? [])) + 1 + o.warmup + o.decodeTokens + 16;
   if (perSeq > model.config.contextLength) throw new InvalidArgumentError(`prompt + decode tokens (${perSeq}) exceed the model's context of ${model.config.contextLength}`);
+  // each long context's prompt: the same ids on both sides and in every run
+  const longPrompts = new Map((o.context ?? []).map((n) => [n, randomPrompt(vocab, n, rng)]));
 
   log(`loading ${path} for loom (native, ${threads} threads) and llama.cpp (${threads} threads)…`);
   const nlc = await importNodeLlamaCpp(fileURLToPath(new URL('../../../', import.meta.url)));
-  const sides: PeerSide[] = [new LoomSide(model, threads, maxSeqs, perSeq), await LlamaCppSide.open(nlc, path, threads, o.load)];
-  const all = cases(o, prompt, (n) => shortPrompts.slice(0, n));
-  const results = sides.map(() => all.map(() => [] as TimedTokens[]));
+  const sides: PeerSide[] = [new LoomSide(model, threads, maxSeqs, perSeq), await LlamaCppSide.open(nlc, path, threads, o.load, o.llamaFlashAttention === true)];
+  const all = cases(o, prompt, (n) => shortPrompts.slice(0, n), (n) => longPrompts.get(n)!);
+  // [side][case][run] → one figure per row of the case
+  const results = sides.map(() => all.map(() => [] as TimedTokens[][]));
   const weightBytes = decodeWeightBytes(model);
   const probes: number[] = [];
   try {
@@ -166,16 +188,16 @@ export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => v
         for (const [c, kase] of all.entries()) {
           const r = await kase.run(side);
           results[s]![c]!.push(r);
-          log(`run ${rep + 1}/${o.repeat} ${side.name.padEnd(9)} ${kase.label}: ${((r.tokens * 1000) / r.ms).toFixed(1)} tok/s`);
+          kase.rows.forEach((row, i) => log(`run ${rep + 1}/${o.repeat} ${side.name.padEnd(9)} ${row.label}: ${((r[i]!.tokens * 1000) / r[i]!.ms).toFixed(1)} tok/s`));
         }
       }
     }
   } finally {
     for (const side of sides) await side.close();
   }
-  const figures = (runs: readonly TimedTokens[], kase: Case): PeerSideFigures => {
+  const figures = (runs: readonly TimedTokens[], row: CaseRow): PeerSideFigures => {
     const last = runs.at(-1);
-    const steps = kase.kind === 'prefill' ? undefined : o.decodeTokens;
+    const steps = row.kind === 'prefill' || row.kind === 'context prefill' ? undefined : o.decodeTokens;
     return {
       tokensPerSec: measure(runs.map((r) => (r.tokens * 1000) / r.ms)),
       ...(steps !== undefined && last && { callsPerStep: last.calls / steps }),
@@ -183,12 +205,12 @@ export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => v
       ...(last?.experts && { experts: last.experts }),
     };
   };
-  const rows = all.map((kase, c): PeerRow => {
-    const loom = figures(results[0]![c]!, kase);
-    const llamaCpp = figures(results[1]![c]!, kase);
+  const rows = all.flatMap((kase, c) => kase.rows.map((row, i): PeerRow => {
+    const loom = figures(results[0]![c]!.map((r) => r[i]!), row);
+    const llamaCpp = figures(results[1]![c]!.map((r) => r[i]!), row);
     const ratio = loom.tokensPerSec.median / llamaCpp.tokensPerSec.median;
-    return { kind: kase.kind, label: kase.label, sequences: kase.sequences, loom, llamaCpp, ratio, ...(kase.goal !== undefined && { goal: kase.goal, met: ratio >= kase.goal }) };
-  });
+    return { kind: row.kind, label: row.label, sequences: row.sequences, loom, llamaCpp, ratio, ...(row.goal !== undefined && { goal: row.goal, met: ratio >= row.goal }) };
+  }));
   const decode = rows.find((r) => r.kind === 'decode');
   const traffic = (tokensPerSec: number, readGBs: number) => ({ gbs: (weightBytes! * tokensPerSec) / 1e9, fraction: (weightBytes! * tokensPerSec) / 1e9 / readGBs });
   const readGBs = percentile(probes, 50);
@@ -202,7 +224,7 @@ export async function runPeerBench(o: PeerBenchOptions, log: (line: string) => v
       : undefined;
   return {
     ...(decodeTraffic && { decodeTraffic }),
-    settings: { ...o, model: path, threads, llamaCpp: LLAMA_CPP_SETTINGS, loom: 'EngineCore stepped in-process, native kernels, f16 KV cache, prefix cache off, greedy, ignore_eos' },
+    settings: { ...o, model: path, threads, llamaCpp: llamaCppSettings(o.llamaFlashAttention === true), loom: 'EngineCore stepped in-process, native kernels, f16 KV cache, prefix cache off, greedy, ignore_eos' },
     rows,
     loadAverage: { before: loadBefore, after: loadavg()[0]! },
   };

@@ -17,6 +17,9 @@ interface PeerFlags extends LoadFlags {
   promptLen: number;
   decodeTokens: number;
   sequences: number[];
+  context?: number[];
+  contextOnly?: boolean;
+  llamaFlashAttention?: boolean;
   batchPromptLen: number;
   warmup: number;
   repeat: number;
@@ -39,6 +42,9 @@ export function benchPeerCommand(): Command {
     .addOption(new Option('--prompt-len <n>', 'prompt tokens of the prefill and single-decode cases').default(512).argParser(intArg('prompt-len', 2)))
     .addOption(new Option('--decode-tokens <n>', 'measured decode steps per case').default(64).argParser(intArg('decode-tokens')))
     .addOption(new Option('--sequences <list>', 'batched cases: sequences decoding together').default([4, 16, 64], '4,16,64').argParser(intListArg('sequences')))
+    .addOption(new Option('--context <list>', 'long contexts, e.g. 16384,32768: for each, one prompt of that many tokens prefilled (prefill tok/s), then --decode-tokens decoded at that context (decode tok/s); the prompt computed once for both').argParser(intListArg('context', 2)))
+    .option('--context-only', 'run only the --context cases')
+    .option('--llama-flash-attention', "llama.cpp with flash attention on (its CPU default, -fa auto, turns it on; off by default here as before)")
     .addOption(new Option('--batch-prompt-len <n>', 'prompt tokens of each batched sequence').default(16).argParser(intArg('batch-prompt-len', 2)))
     .addOption(new Option('--warmup <n>', 'unmeasured decode steps before each window').default(4).argParser(intArg('warmup', 0)))
     .addOption(new Option('--repeat <n>', 'runs of every case on each side (alternating)').default(3).argParser(intArg('repeat')))
@@ -53,6 +59,9 @@ export function benchPeerCommand(): Command {
           promptLen: f.promptLen,
           decodeTokens: f.decodeTokens,
           sequences: f.sequences,
+          ...(f.context !== undefined && { context: f.context }),
+          ...(f.contextOnly === true && { contextOnly: true }),
+          ...(f.llamaFlashAttention === true && { llamaFlashAttention: true }),
           batchPromptLen: f.batchPromptLen,
           warmup: f.warmup,
           repeat: f.repeat,

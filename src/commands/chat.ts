@@ -18,8 +18,10 @@ import { addLoadFlags, loadOptionsOf } from './load-flags.js';
 import { addVisionFlags } from './vision-flags.js';
 import type { VisionFlags } from './vision-flags.js';
 import type { LoadFlags } from './load-flags.js';
+import { addKvCacheDirFlags, kvCacheDirOptionsOf } from './kv-cache-dir-flags.js';
+import type { KvCacheDirFlags } from './kv-cache-dir-flags.js';
 
-interface ChatFlags extends LoadFlags, Pick<VisionFlags, 'mmproj'> {
+interface ChatFlags extends LoadFlags, Pick<VisionFlags, 'mmproj'>, KvCacheDirFlags {
   model?: string;
   system?: string;
   maxTokens?: number;
@@ -80,7 +82,7 @@ export function chatCommand(): Command {
     .option('--cache-dir <dir>', 'model cache (default: $LOOM_CACHE or ~/.cache/loom)')
     .option('--image <path>', 'attach an image file to the first message (repeat for more; in the chat: /image PATH)', (v: string, all: string[]) => [...all, v], [] as string[])
     .action((flags: ChatFlags) => runChat(flags));
-  return addVisionFlags(addLoadFlags(cmd), false);
+  return addKvCacheDirFlags(addVisionFlags(addLoadFlags(cmd), false), 'a conversation resumed later (the same turns again) skips their prefill');
 }
 
 async function runChat(flags: ChatFlags): Promise<void> {
@@ -91,6 +93,7 @@ async function runChat(flags: ChatFlags): Promise<void> {
     ...(flags.ctxSize !== undefined && { maxModelLen: flags.ctxSize }),
     kvCacheDtype: flags.kvCacheDtype,
     maxNumSeqs: 1, // one conversation: the KV cache holds one context, no more
+    ...kvCacheDirOptionsOf(flags),
     ...(flags.mmproj !== undefined && { mmproj: flags.mmproj }),
     ...loadOptionsOf(flags),
   });

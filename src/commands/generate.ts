@@ -26,8 +26,10 @@ import type { PromptInput } from '../pipeline/prompt.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { addVisionFlags, imageLimitsOf, openProjector, preparedOnce, projectorPath, readImageFiles, withImageMarkers } from './vision-flags.js';
 import type { VisionFlags } from './vision-flags.js';
+import { addKvCacheDirFlags, kvCacheDirOptionsOf } from './kv-cache-dir-flags.js';
+import type { KvCacheDirFlags } from './kv-cache-dir-flags.js';
 
-interface GenerateFlags extends LoadFlags, VisionFlags {
+interface GenerateFlags extends LoadFlags, VisionFlags, KvCacheDirFlags {
   image?: string[];
   model?: string;
   prompt: string;
@@ -70,13 +72,13 @@ export function generateCommand(): Command {
     .option('--ignore-eos', 'keep generating past end-of-sequence tokens')
     .option('--chat', "apply the model's chat template to the prompt as a user message")
     .option('--chat-template <file-or-string>', "with --chat: a Jinja chat template (a file, or the template itself) used instead of the model's")
-    .option('--json', 'print one JSON object with prompt_ids, output_ids, text, finish_reason')
+    .option('--json', 'print one JSON object with prompt_ids, output_ids, text, finish_reason, cached_tokens')
     .option('--offline', 'never contact the Hub: use the local cache only (also HF_HUB_OFFLINE=1)')
     .option('--cache-dir <dir>', 'where hf: downloads go (default: $LOOM_CACHE or ~/.cache/loom)')
     .option('--speculative-config <json>', 'speculative decoding as vLLM\'s, e.g. \'{"method": "ngram", "num_speculative_tokens": 4}\'')
     .option('--image <file...>', 'with --mmproj: images the prompt reads (JPEG, PNG, WebP, GIF); at its <__media__> markers, or before its text')
     .action((flags: GenerateFlags) => runGenerate(flags));
-  return addVisionFlags(addLoadFlags(cmd));
+  return addKvCacheDirFlags(addVisionFlags(addLoadFlags(cmd)), 'the next run with the same prompt prefix skips their prefill');
 }
 
 /** the prompt's ids, before the engine exists (its context is sized by them) */
@@ -126,7 +128,10 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
         maxNumSeqs: 1,
         kvCacheDtype: flags.kvCacheDtype,
         maxNumBatchedTokens: Math.max(2048, promptIds.length),
-        enablePrefixCaching: false,
+        // one prompt has nothing to share in memory; with --kv-cache-dir, its blocks go to disk
+        // (and a prefix found there is loaded), which is prefix caching's path
+        enablePrefixCaching: flags.kvCacheDir !== undefined,
+        ...kvCacheDirOptionsOf(flags),
         ...(flags.speculativeConfig !== undefined && { speculativeConfig: flags.speculativeConfig }),
         ...(mmproj !== undefined && { mmproj }),
         ...loadOptionsOf(flags),
@@ -138,6 +143,7 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
   const outputIds: number[] = [];
   let text = '';
   let finishReason: string = 'length';
+  const summary = newSummary();
   const stop = new AbortController();
   const onSigint = (): void => stop.abort();
   process.once('SIGINT', onSigint);
@@ -155,7 +161,7 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
       sampling: { temperature: flags.temperature, topK: flags.topK, topP: flags.topP, minP: flags.minP, seed, ignoreEos: flags.ignoreEos ?? false },
       idPrefix: 'generate',
     });
-    const events = runPrompt(ctx, r, 0, stop.signal, newSummary());
+    const events = runPrompt(ctx, r, 0, stop.signal, summary);
     for await (const e of events) {
       outputIds.push(...e.tokenIds);
       text += e.text;
@@ -167,7 +173,8 @@ async function runGenerate(flags: GenerateFlags): Promise<void> {
     await engine.close();
   }
   if (flags.json) {
-    process.stdout.write(JSON.stringify({ prompt_ids: promptIds, output_ids: outputIds, text, finish_reason: finishReason }) + '\n');
+    // cached_tokens: the prompt's tokens found in the prefix cache (with --kv-cache-dir: on disk)
+    process.stdout.write(JSON.stringify({ prompt_ids: promptIds, output_ids: outputIds, text, finish_reason: finishReason, cached_tokens: summary.cachedTokens }) + '\n');
   } else {
     process.stdout.write('\n');
   }

@@ -42,8 +42,10 @@ import { inlineVision } from '../pipeline/images.js';
 import type { LoadFlags } from './load-flags.js';
 import { addImageFlags, bodyLimitFor, imageOptionsOf } from './image-flags.js';
 import type { ImageFlags } from './image-flags.js';
+import { addKvCacheDirFlags, kvCacheDirOptionsOf } from './kv-cache-dir-flags.js';
+import type { KvCacheDirFlags } from './kv-cache-dir-flags.js';
 
-interface ServeFlags extends LoadFlags, ImageFlags, VisionFlags {
+interface ServeFlags extends LoadFlags, ImageFlags, VisionFlags, KvCacheDirFlags {
   model?: string;
   host: string;
   port: number;
@@ -60,8 +62,6 @@ interface ServeFlags extends LoadFlags, ImageFlags, VisionFlags {
   runner: RunnerKind;
   stepTimeFactor: number;
   enablePrefixCaching: boolean;
-  kvCacheDir?: string;
-  kvCacheDirSize: string;
   stateCheckpoints?: number;
   logprobsMode: LogprobsMode;
   maxPendingRequests: number;
@@ -96,7 +96,8 @@ interface ServeFlags extends LoadFlags, ImageFlags, VisionFlags {
 
 export function serveCommand(): Command {
   const n = numberOption;
-  const cmd = new Command('serve')
+  // the --kv-cache-dir flags right after the prefix cache's own, as --help listed them before
+  const cmd = addKvCacheDirFlags(new Command('serve')
     .description('serve a model over an OpenAI-compatible HTTP API')
     .option('-m, --model <path>', 'GGUF file, Hugging Face folder, hf:ORG/REPO[:FILE] from the Hub, or a cached model\'s name (default: the built-in stories260K)')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
@@ -121,9 +122,7 @@ export function serveCommand(): Command {
         .default(ENGINE_DEFAULTS.stepTimeFactor)
         .argParser(n('step-time-factor', false)),
     )
-    .option('--no-enable-prefix-caching', 'turn automatic prefix caching off')
-    .option('--kv-cache-dir <dir>', 'keep prefix-cache blocks on disk too, so a restarted server finds them (checksummed files keyed by the model file, dtype and block hashes)')
-    .option('--kv-cache-dir-size <size>', 'bytes the --kv-cache-dir files may take (8GiB, 500MB); least recently used out first', ENGINE_DEFAULTS.kvCacheDirSize)
+    .option('--no-enable-prefix-caching', 'turn automatic prefix caching off'))
     .addOption(
       new Option(
         '--state-checkpoints <n>',
@@ -199,7 +198,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     stepTimeFactor: flags.stepTimeFactor,
     ...(flags.maxModelLen !== undefined && { maxModelLen: flags.maxModelLen }),
     enablePrefixCaching: flags.enablePrefixCaching,
-    ...(flags.kvCacheDir !== undefined && { kvCacheDir: flags.kvCacheDir, kvCacheDirSize: flags.kvCacheDirSize }),
+    ...kvCacheDirOptionsOf(flags),
     ...(flags.stateCheckpoints !== undefined && { stateCheckpoints: flags.stateCheckpoints }),
     logprobsMode: flags.logprobsMode,
     ...(flags.kvEventsEndpoint !== undefined && { kvEvents: { hashSeed: flags.kvEventsHashSeed } }),

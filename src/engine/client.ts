@@ -20,6 +20,8 @@ export interface EngineInfo {
   /** the KV cache's element type and the bytes its arrays take (numBlocks · blockSize tokens; absent from test doubles) */
   readonly kvCacheDtype?: KvDtype;
   readonly kvCacheBytes?: number;
+  /** when prefix blocks are kept on disk (--kv-cache-dir): its bound (--kv-cache-dir-size) and the bytes it held at start */
+  readonly kvCacheDir?: { readonly maxBytes: number; readonly bytes: number };
   /** start-up lines worth printing (the draft model's cache, ignored settings) */
   readonly notes?: readonly string[];
   /** set when the engine pools (embeddings, rerank) instead of generating */
@@ -41,7 +43,8 @@ export interface EngineClient {
   readonly stats: StepStats | undefined;
   add(id: string, promptIds: readonly number[] | Int32Array, params: SamplingParams, options?: AddOptions): RequestStream;
   abort(id: string): void;
-  resetPrefixCache(): Promise<boolean>;
+  /** empties the prefix cache; external: the blocks kept on disk for this model too (--kv-cache-dir) */
+  resetPrefixCache(opts?: { readonly external?: boolean }): Promise<boolean>;
   /** called after every step (metrics) */
   onStep(listener: (step: StepOutput) => void): void;
   /** called each time a fresh engine replaced a dead one (supervised clients only) */

@@ -80,6 +80,7 @@ export function engineInfo(engine: EngineCore): EngineInfo {
     prefixCaching: engine.config.enablePrefixCaching,
     kvCacheDtype: engine.config.kvDtype,
     kvCacheBytes: engine.runner.kv.bytes,
+    ...(engine.diskCache && { kvCacheDir: { maxBytes: engine.diskCache.config.maxBytes, bytes: engine.diskCache.bytes } }),
     ...(notes.length > 0 && { notes }),
     ...(engine.pooling && { pooling: poolingInfo(engine) }),
   };

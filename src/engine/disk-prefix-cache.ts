@@ -27,7 +27,12 @@ export interface KvCacheDirConfig {
   readonly modelId: string;
 }
 
+/** cumulative since the engine started */
 export interface DiskCacheStats {
+  /** tokens of prompts looked up on disk: each lookup's tokens past its prefix in memory (vLLM's external_prefix_cache_queries) */
+  queries: number;
+  /** tokens loaded from disk into the prefix cache (vLLM's external_prefix_cache_hits) */
+  hits: number;
   blocksLoaded: number;
   blocksWritten: number;
   filesRefused: number;
@@ -41,7 +46,7 @@ const TOUCH_INTERVAL_MS = 60_000;
 const STALE_TMP_MS = 3_600_000;
 
 export class DiskPrefixCache {
-  readonly stats: DiskCacheStats = { blocksLoaded: 0, blocksWritten: 0, filesRefused: 0, filesEvicted: 0, readMs: 0, writeMs: 0 };
+  readonly stats: DiskCacheStats = { queries: 0, hits: 0, blocksLoaded: 0, blocksWritten: 0, filesRefused: 0, filesEvicted: 0, readMs: 0, writeMs: 0 };
   /** this model's, dtype's and block size's files */
   readonly dir: string;
   private readonly key: KvBlockKey;
@@ -116,6 +121,7 @@ export class DiskPrefixCache {
     const bs = this.blockSize;
     const maxBlocks = Math.floor(Math.max(0, tokens.length - 1) / bs);
     const inMemory = blocks.cachedPrefix(tokens, root);
+    this.stats.queries += tokens.length - inMemory.length * bs;
     // a prefix used from memory is used on disk too: tail first, so that its head is the last to go
     for (let i = inMemory.length - 1; i >= 0; i--) {
       const name = this.names.get(inMemory[i]!);
@@ -151,7 +157,25 @@ export class DiskPrefixCache {
     blocks.free(owner);
     for (let i = loaded - 1; i >= 0; i--) this.touch(this.pathOf(found[i]!));
     this.stats.blocksLoaded += loaded;
+    this.stats.hits += loaded * bs;
     this.stats.readMs += performance.now() - t0;
+  }
+
+  /**
+   * Removes this namespace's block files, the ones this engine could load (POST
+   * /reset_prefix_cache?reset_external=true); other models', dtypes' and block sizes' files stay.
+   * A block still held in memory is written again when it is registered again.
+   */
+  clear(): number {
+    let removed = 0;
+    for (const name of readdirSync(this.dir)) {
+      if (!name.endsWith('.kv')) continue; // a .tmp is another writer's, still writing
+      const path = join(this.dir, name);
+      if (this.files.has(path)) this.remove(path);
+      else try { unlinkSync(path); } catch { /* removed meanwhile */ }
+      removed++;
+    }
+    return removed;
   }
 
   /** reads, checks and copies one file into block b; false (one log line, the file removed) when refused */

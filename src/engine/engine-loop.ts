@@ -42,7 +42,7 @@ export class EngineLoop {
         if (!this.engine.hasWork) this.post(this.stepOf([]));
         break;
       case 'reset-prefix-cache':
-        this.post({ type: 'reset', ok: this.engine.resetPrefixCache() });
+        this.post({ type: 'reset', ok: this.engine.resetPrefixCache(msg.external === true) });
         break;
       case 'shutdown':
         this.stopped = true;
@@ -83,8 +83,7 @@ export class EngineLoop {
         numRunning: s.numRunning,
         numWaiting: s.numWaiting,
         kvCacheUsage: b.usage(),
-        prefixCacheQueries: b.stats.queries,
-        prefixCacheHits: b.stats.hits,
+        ...this.engine.cacheStats(),
         numPreemptions: s.numPreemptions,
         scheduledTokens: 0,
         forwardMs: 0,

@@ -13,7 +13,7 @@ import { PoolingRequests } from './pooling-requests.js';
 import type { ModelConfig, TensorSource } from '../model/weights.js';
 import { BlockManager } from './block-manager.js';
 import { KvEventRecorder } from './kv-events.js';
-import type { AddRequest, RequestDelta, StepOutput } from './protocol.js';
+import type { AddRequest, RequestDelta, StepOutput, StepStats } from './protocol.js';
 import type { SamplingKernels } from './sampler.js';
 import { Scheduler } from './scheduler.js';
 import { SwaBlocks } from './swa-blocks.js';
@@ -220,8 +220,23 @@ export class EngineCore {
     return this.stopConfig.grammars;
   }
 
-  resetPrefixCache(): boolean {
-    return this.blocks.resetPrefixCache();
+  /** external: the blocks on disk too (this model's, --kv-cache-dir) */
+  resetPrefixCache(external = false): boolean {
+    const ok = this.blocks.resetPrefixCache();
+    if (external) this.diskCache?.clear();
+    return ok;
+  }
+
+  /** The prefix cache's counters as vLLM splits them: a lookup's hits in memory, then the blocks
+   *  found on disk (its external cache). Disk blocks are loaded and registered before the lookup
+   *  that finds them, so the memory's hits count them too: they are taken out here. */
+  cacheStats(): Pick<StepStats, 'prefixCacheQueries' | 'prefixCacheHits' | 'kvCacheDir'> {
+    const disk = this.diskCache;
+    return {
+      prefixCacheQueries: this.blocks.stats.queries,
+      prefixCacheHits: this.blocks.stats.hits - (disk?.stats.hits ?? 0),
+      ...(disk && { kvCacheDir: { ...disk.stats, bytes: disk.bytes } }),
+    };
   }
 
   /** One step; undefined when there was nothing to do. */
@@ -329,8 +344,7 @@ export class EngineCore {
         numRunning: this.scheduler.numRunning,
         numWaiting: this.scheduler.numWaiting,
         kvCacheUsage: Math.max(this.blocks.usage(), this.swaBlocks?.usage() ?? 0),
-        prefixCacheQueries: this.blocks.stats.queries,
-        prefixCacheHits: this.blocks.stats.hits,
+        ...this.cacheStats(),
         numPreemptions: this.scheduler.numPreemptions,
         scheduledTokens: chunks.reduce((n, c) => n + c.numTokens + (c.draft?.length ?? 0), 0),
         forwardMs,

@@ -35,10 +35,10 @@ export class InProcessEngineClient implements EngineClient {
     this.loop.handle({ type: 'abort', ids: [id] });
   }
 
-  resetPrefixCache(): Promise<boolean> {
+  resetPrefixCache(opts: { readonly external?: boolean } = {}): Promise<boolean> {
     return new Promise((resolve) => {
       this.resetWaiters.push(resolve);
-      this.loop.handle({ type: 'reset-prefix-cache' });
+      this.loop.handle({ type: 'reset-prefix-cache', ...(opts.external && { external: true }) });
     });
   }
 

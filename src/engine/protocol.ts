@@ -1,6 +1,7 @@
 // Messages between the frontend (main thread) and the engine core (worker). Plain
 // objects; typed arrays travel as transferables. Out of the engine, each step carries
 // only what is new per request: never a request's whole sequence.
+import type { DiskCacheStats } from './disk-prefix-cache.js';
 import type { KvDtype } from '../kernels/index.js';
 import type { LogprobsMode } from './logprobs.js';
 import type { SamplingParams } from './sampling-params.js';
@@ -32,9 +33,11 @@ export interface AbortRequests {
   readonly ids: readonly string[];
 }
 
-/** Empties the prefix cache (between benchmark runs); answered with a `reset` message. */
+/** Empties the prefix cache (POST /reset_prefix_cache, between benchmark runs); answered with a `reset` message. */
 export interface ResetPrefixCache {
   readonly type: 'reset-prefix-cache';
+  /** also remove the blocks kept on disk (--kv-cache-dir) for this engine's model (vLLM's reset_external) */
+  readonly external?: boolean;
 }
 
 export interface Shutdown {
@@ -96,6 +99,8 @@ export interface StepStats {
   readonly stepMs: number;
   /** this step's speculative drafts and acceptances, when any sequence drafted */
   readonly spec?: SpecStepStats;
+  /** the blocks kept on disk (--kv-cache-dir), cumulative, when on; bytes: the directory's now */
+  readonly kvCacheDir?: DiskCacheStats & { readonly bytes: number };
 }
 
 export interface StepOutput {
@@ -128,6 +133,8 @@ export interface EngineReady {
   readonly maxNumSeqs: number;
   readonly kvCacheDtype?: KvDtype;
   readonly kvCacheBytes?: number;
+  /** when prefix blocks are kept on disk (--kv-cache-dir): its bound (--kv-cache-dir-size) and the bytes it held at start */
+  readonly kvCacheDir?: { readonly maxBytes: number; readonly bytes: number };
   readonly notes?: readonly string[];
   /** set when the engine pools (an embedding or rerank model) instead of generating */
   readonly pooling?: PoolingInfo;

@@ -72,8 +72,8 @@ export class SupervisedEngineClient implements EngineClient {
     this.current.abort(id);
   }
 
-  resetPrefixCache(): Promise<boolean> {
-    return this.current.resetPrefixCache();
+  resetPrefixCache(opts?: { readonly external?: boolean }): Promise<boolean> {
+    return this.current.resetPrefixCache(opts);
   }
 
   onStep(listener: (step: StepOutput) => void): void {

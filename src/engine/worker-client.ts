@@ -104,11 +104,11 @@ export class WorkerEngineClient implements EngineClient {
     if (this.healthy) this.send({ type: 'abort', ids: [id] });
   }
 
-  resetPrefixCache(): Promise<boolean> {
+  resetPrefixCache(opts: { readonly external?: boolean } = {}): Promise<boolean> {
     if (!this.healthy) return Promise.resolve(false);
     return new Promise((resolve) => {
       this.resetWaiters.push(resolve);
-      this.send({ type: 'reset-prefix-cache' });
+      this.send({ type: 'reset-prefix-cache', ...(opts.external && { external: true }) });
     });
   }
 

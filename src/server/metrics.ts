@@ -5,6 +5,7 @@ import type { EngineClient } from '../engine/client.js';
 import { now } from '../engine/engine.js';
 import type { StepOutput } from '../engine/protocol.js';
 import type { GenerationObserver } from '../pipeline/generate.js';
+import { advance, kvCacheDirMetrics } from './kv-cache-dir-metrics.js';
 
 const PREFIXES = ['vllm:', 'loom:'] as const;
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
@@ -54,6 +55,9 @@ export class ServerMetrics {
   private readonly success: Twin<Counter<string>>;
   private readonly prefixQueries: Twin<Counter<string>>;
   private readonly prefixHits: Twin<Counter<string>>;
+  /** vLLM's KV connector cache: for loom, the blocks kept on disk (--kv-cache-dir) */
+  private readonly externalQueries: Twin<Counter<string>>;
+  private readonly externalHits: Twin<Counter<string>>;
   private readonly preemptions: Twin<Counter<string>>;
   private readonly requestPromptTokens: Twin<Histogram<string>>;
   private readonly requestGenerationTokens: Twin<Histogram<string>>;
@@ -70,7 +74,7 @@ export class ServerMetrics {
   private readonly specAccepted: Twin<Counter<string>>;
   private readonly specAcceptedPerPos: Twin<Counter<string>>;
   /** engine counters are cumulative; the Prometheus counters advance by the difference */
-  private last = { queries: 0, hits: 0, preemptions: 0 };
+  private last = { queries: 0, hits: 0, preemptions: 0, externalQueries: 0, externalHits: 0 };
   /** generated tokens since the last busy-log line */
   tokensSinceLog = 0;
   /** speculative drafts since the last busy-log line */
@@ -108,13 +112,16 @@ export class ServerMetrics {
     this.paramsMaxTokens = histogram('request_params_max_tokens', 'Histogram of the max_tokens request parameter.', tokenBuckets);
     this.maxGenerationTokens = histogram('request_max_num_generation_tokens', 'Histogram of maximum number of requested generation tokens.', tokenBuckets);
     this.timePerOutputToken = histogram('request_time_per_output_token_seconds', 'Histogram of time_per_output_token_seconds per request.', ITL_BUCKETS);
-    // vLLM's families for what loom does not have (a KV connector, multimodal inputs, sleep
-    // mode): present at zero, and the engine always awake, so dashboards find every series
-    const external = [counter('external_prefix_cache_queries_total', 'External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.'),
-      counter('external_prefix_cache_hits_total', 'External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.'),
-      counter('mm_cache_queries_total', 'Multi-modal cache queries, in terms of number of queried items.'),
+    // vLLM's prefix cache behind a KV connector (an offloading or LMCache connector): queries are
+    // the tokens a lookup did not find in memory, hits those it found there. loom's is the disk
+    // (--kv-cache-dir); without one they stay at zero
+    this.externalQueries = counter('external_prefix_cache_queries_total', 'External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens.');
+    this.externalHits = counter('external_prefix_cache_hits_total', 'External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens.');
+    // vLLM's families for what loom does not have (multimodal inputs cache, sleep mode):
+    // present at zero, and the engine always awake, so dashboards find every series
+    const absent = [counter('mm_cache_queries_total', 'Multi-modal cache queries, in terms of number of queried items.'),
       counter('mm_cache_hits_total', 'Multi-modal cache hits, in terms of number of cached items.')];
-    for (const twin of external) twin.each((c) => c.inc(this.labels, 0));
+    for (const twin of [this.externalQueries, this.externalHits, ...absent]) twin.each((c) => c.inc(this.labels, 0));
     for (const p of PREFIXES) {
       const sleep = new Gauge({
         name: `${p}engine_sleep_state`,
@@ -145,6 +152,7 @@ export class ServerMetrics {
     }
     for (const reason of ['stop', 'length', 'abort']) this.success.each((c) => c.inc({ ...this.labels, finished_reason: reason }, 0));
     engine.onStep((step) => this.onStep(step));
+    kvCacheDirMetrics(reg[0]!, this.labels, engine);
     // loom's own: vLLM exits instead of restarting its engine
     const restarts = new Counter({ name: 'loom:engine_restarts_total', help: 'Fresh engines started after the engine died or hung.', labelNames: Object.keys(this.labels), registers: reg });
     restarts.inc(this.labels, 0);
@@ -183,10 +191,13 @@ export class ServerMetrics {
     this.kvUsage.each((g) => g.set(this.labels, stats.kvCacheUsage));
     if (stats.scheduledTokens > 0) this.iterationTokens.each((h) => h.observe(this.labels, stats.scheduledTokens));
     const inc = (twin: Twin<Counter<string>>, by: number) => by > 0 && twin.each((c) => c.inc(this.labels, by));
-    inc(this.prefixQueries, stats.prefixCacheQueries - this.last.queries);
-    inc(this.prefixHits, stats.prefixCacheHits - this.last.hits);
-    inc(this.preemptions, stats.numPreemptions - this.last.preemptions);
-    this.last = { queries: stats.prefixCacheQueries, hits: stats.prefixCacheHits, preemptions: stats.numPreemptions };
+    const disk = stats.kvCacheDir;
+    inc(this.prefixQueries, advance(stats.prefixCacheQueries, this.last.queries));
+    inc(this.prefixHits, advance(stats.prefixCacheHits, this.last.hits));
+    inc(this.preemptions, advance(stats.numPreemptions, this.last.preemptions));
+    if (disk) inc(this.externalQueries, advance(disk.queries, this.last.externalQueries));
+    if (disk) inc(this.externalHits, advance(disk.hits, this.last.externalHits));
+    this.last = { queries: stats.prefixCacheQueries, hits: stats.prefixCacheHits, preemptions: stats.numPreemptions, externalQueries: disk?.queries ?? 0, externalHits: disk?.hits ?? 0 };
     const spec = stats.spec;
     if (spec) {
       inc(this.specDrafts, spec.numDrafts);

@@ -113,6 +113,49 @@ describe('--kv-cache-dir', () => {
     assert.deepEqual(same.tokens, cold.tokens);
   });
 
+  it("counts the disk as vLLM counts a KV connector's cache: queries past the memory's prefix, hits loaded, the memory's hits without them", () => {
+    const d = tempDir();
+    run(engine({ kvCacheDir: d }).core, P);
+    const e = engine({ kvCacheDir: d }).core;
+    run(e, P);
+    let s = e.cacheStats();
+    assert.equal(s.kvCacheDir!.queries, P.length, 'nothing in memory: the whole prompt is looked up on disk');
+    assert.equal(s.kvCacheDir!.hits, 6 * BS);
+    assert.equal(s.kvCacheDir!.blocksLoaded, 6);
+    assert.equal(s.prefixCacheQueries, P.length);
+    assert.equal(s.prefixCacheHits, 0, 'the blocks came from disk, not from memory');
+    run(e, P); // in memory now: the disk is asked only for what follows the memory's prefix
+    s = e.cacheStats();
+    assert.equal(s.prefixCacheHits, 6 * BS);
+    assert.equal(s.kvCacheDir!.queries, P.length + (P.length - 6 * BS));
+    assert.equal(s.kvCacheDir!.hits, 6 * BS);
+    assert.equal(s.kvCacheDir!.bytes, e.diskCache!.bytes);
+    assert.equal(engine({}).core.cacheStats().kvCacheDir, undefined);
+  });
+
+  it("resetPrefixCache leaves the files; with external, this model's are removed and other namespaces' stay", () => {
+    const d = tempDir();
+    const e = engine({ kvCacheDir: d }).core;
+    const computed = run(e, P);
+    const other = engine({ kvCacheDir: d, kvCacheDtype: 'f32' }).core;
+    run(other, P);
+    const files = (x: string) => readdirSync(x).filter((f) => f.endsWith('.kv')).length;
+    const [ns, otherNs] = [e.diskCache!.dir, other.diskCache!.dir];
+    const [n, otherN] = [files(ns), files(otherNs)];
+    assert.ok(n >= 6 && otherN >= 6);
+    assert.equal(e.resetPrefixCache(), true);
+    assert.equal(files(ns), n);
+    assert.equal(run(e, P).cached, 6 * BS, 'the memory forgot, the disk did not');
+    assert.equal(e.resetPrefixCache(true), true);
+    assert.equal(files(ns), 0);
+    assert.equal(files(otherNs), otherN);
+    assert.equal(e.diskCache!.bytes, 0);
+    const again = run(e, P);
+    assert.equal(again.cached, 0, 'nothing left to find');
+    assert.deepEqual(again.tokens, computed.tokens);
+    assert.ok(files(ns) >= 6, 'computed again, written again');
+  });
+
   for (const [what, spoil] of [
     ['a corrupt file (one byte flipped)', (f: string) => { const b = readFileSync(f); b[b.length - 7] = b[b.length - 7]! ^ 0x20; writeFileSync(f, b); }],
     ['a truncated file', (f: string) => truncateSync(f, statSync(f).size - 100)],

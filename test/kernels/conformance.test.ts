@@ -580,15 +580,19 @@ function nativeOnly(k: Kernels): void {
     const rng = rngFor('threads mm');
     const w = randomWeight(rng, 'Q4_K', 512, 300);
     const x = rng.fill(33 * 512, 1);
+    // one sequence alone decoding at 4100 keys: its 1024-key chunks are what the threads share
+    const lone = attentionCase(rngFor('threads lone'), 'f16', [{ cached: 4100, chunk: 1 }], { numHeads: 8, numKvHeads: 2, headDim: 64 }, 16);
     const run = (threads: number): Float32Array[] => {
       setThreads(threads);
       const a = new Float32Array(c.numTokens * 8 * 64);
       k.attention(a, c.q, c.layer, c.cache, c.batch, c.shape);
+      const l = new Float32Array(8 * 64);
+      k.attention(l, lone.q, lone.layer, lone.cache, lone.batch, lone.shape);
       const m = new Float32Array(33 * 300);
       k.matmul(m, x, w, 33);
       const s = x.slice();
       k.softmax(s, 33, 512);
-      return [a, m, s];
+      return [a, m, s, l];
     };
     const one = run(1);
     const many = run(Math.max(2, availableParallelism()));

@@ -1,4 +1,5 @@
-// The small endpoints: /v1/models, /tokenize, /detokenize, /health, /ready, /metrics.
+// The small endpoints: /v1/models, /tokenize, /detokenize, /health, /ready, /metrics,
+// /reset_prefix_cache.
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../errors.js';
@@ -85,8 +86,28 @@ export function miscRoutes(app: FastifyInstance, ctx: ServerContext): void {
     return { status: 'ready' };
   });
 
+  // vLLM's: empties the prefix cache in memory; reset_external=true also removes this model's
+  // blocks kept on disk (--kv-cache-dir), vLLM's KV connector cache. reset_running_requests is
+  // accepted: loom's reset always succeeds, running requests' blocks leave the cache too.
+  app.post<{ Querystring: Record<string, string | undefined> }>('/reset_prefix_cache', async (req, reply) => {
+    const external = queryFlag(req.query, 'reset_external');
+    queryFlag(req.query, 'reset_running_requests');
+    const ok = await ctx.engine.resetPrefixCache({ external });
+    if (!ok) throw new HttpError(503, 'the engine is not running');
+    return reply.code(200).send();
+  });
+
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', ctx.metrics.contentType);
     return ctx.metrics.render();
   });
+}
+
+/** a boolean query parameter as FastAPI reads one (true/false, 1/0, yes/no, on/off); absent: false */
+function queryFlag(query: Record<string, string | undefined>, name: string): boolean {
+  const v = query[name];
+  if (v === undefined) return false;
+  if (/^(true|1|yes|on)$/i.test(v)) return true;
+  if (/^(false|0|no|off)$/i.test(v)) return false;
+  throw new HttpError(400, `${name}: expected a boolean, got "${v}"`, 'invalid_request_error', name);
 }
