@@ -36,6 +36,15 @@ const [viewed, unmapped] = skip ? [] : [addon!.mapFile!(fd, 64), addon!.mapFile!
 // f16 cache of 2 blocks × 4 tokens × 1 head × 8 dims
 const cache = () => [new Uint16Array(64), new Uint16Array(64), 'f16', 2, 4, 1, 8] as unknown[];
 
+/** moeExperts' valid call (2 tokens, k 1, 2 experts, hidden 4, ffn 4, SiLU, F32) with arguments replaced */
+function moeCall(replace: Record<number, unknown>): unknown[] {
+  const F32 = 0;
+  const expertBytes = 4 * 4 * 4; // 4 rows of 4 f32 values
+  const args: unknown[] = [f32(8), f32(8), 2, 1, i32(0, 1), f32(2), 2, 4, 4, 0, 0, 0, new Uint8Array(2 * expertBytes), F32, new Uint8Array(2 * expertBytes), F32, new Uint8Array(2 * expertBytes), F32, null, null, null, null];
+  for (const [i, v] of Object.entries(replace)) args[Number(i)] = v;
+  return args;
+}
+
 const CASES: Record<string, Case> = {
   setThreads: { ok: [2], bad: [[['2'], TypeError, /threads must be a number/], [[0], RangeError, /threads must be an integer in \[1/], [[1.5], RangeError, /integer/]] },
   probeFmaPeak: { ok: [0.001, 32], bad: [[[0], RangeError, /seconds/], [[0.001, 64], RangeError, /bits/], [[NaN], RangeError, /finite/]] },
@@ -191,6 +200,27 @@ const CASES: Record<string, Case> = {
       [[f32(2 * 63), 2, 64, f32(2 * 3), new Uint8Array(3 * 68), Q8_0, 3], RangeError, /x holds/],
       [[f32(2 * 64), 2, 64, f32(2 * 3), new Uint8Array(3 * 68), 99, 3], TypeError, /unsupported weight type 99/],
       [[f32(2 * 64), 2, 64, f32(2 * 24), new Uint8Array(24 * 36), Q4_0_R16, 24], RangeError, /outFeatures of a tensor interleaved by 16 rows must be a multiple of 16/],
+    ],
+  },
+  // (out, x, tokens, k, ids, weights, experts, hidden, ffn, act, alpha, limit, gate, gateType, up,
+  //  upType, down, downType, gateBias, upBias, downBias, downScale): 2 tokens, top-1 of 2 experts, F32
+  moeExperts: {
+    ok: moeCall({}),
+    bad: [
+      [moeCall({ 1: f32(4) }), RangeError, /x holds 4 elements, needs 8/],
+      [moeCall({ 0: f32(7) }), RangeError, /out holds/],
+      [moeCall({ 4: i32(0, 2) }), RangeError, /expert id 2 outside \[0, 2\)/],
+      [moeCall({ 4: i32(-1, 0) }), RangeError, /expert id -1/],
+      [moeCall({ 5: f32(1) }), RangeError, /weights holds/],
+      [moeCall({ 9: 3 }), RangeError, /act/],
+      [moeCall({ 12: new Uint8Array(127) }), RangeError, /gate holds/],
+      [moeCall({ 12: f32(32) }), TypeError, /gate must be/],
+      [moeCall({ 14: [new Uint8Array(64)] }), TypeError, /up must be a Uint8Array or an Array of one per expert/],
+      [moeCall({ 14: [new Uint8Array(64), new Uint8Array(63)] }), RangeError, /up holds/],
+      [moeCall({ 16: new Uint8Array(128), 17: 99 }), TypeError, /unsupported weight type 99/],
+      [moeCall({ 21: f32(1) }), RangeError, /downScale holds/],
+      [moeCall({ 2: BIG, 7: BIG }), RangeError, /./],
+      [moeCall({}).slice(0, 21), TypeError, /22 arguments/],
     ],
   },
   embedRows: {
