@@ -97,11 +97,13 @@ interface Usage {
 
 /**
  * POST body to url; the response once its headers are in. node:http, not fetch: fetch gives up
- * on headers after 300 s, and a server may send none until a long first prefill is done.
+ * on headers after 300 s, and a server may send none until a long first prefill is done. A fresh
+ * connection each time (agent: false): a kept-alive socket left idle through the other side's
+ * ten-minute prefill has been closed by its server, and reusing it hangs up.
  */
 function post(url: string, body: object): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' } }, resolve);
+    const req = request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' } }, resolve);
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });
