@@ -16,6 +16,7 @@ import { LoomError } from '../errors.js';
 import { startLlamaServer } from './llama-server.js';
 import { startLoomServer } from './loom-server.js';
 import type { RunningServer } from './loom-server.js';
+import { sseData } from './sse-data.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 /** Claude Code's fourth request of a recorded session (three tool calls and their results before it) */
@@ -121,19 +122,11 @@ async function streamTurn(url: string, body: object): Promise<SideTurn> {
   }
   let ttftMs = -1;
   let usage: Usage | undefined;
-  let buffered = '';
-  for await (const chunk of res) {
-    buffered += chunk as string;
-    let cut: number;
-    while ((cut = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, cut).trim();
-      buffered = buffered.slice(cut + 1);
-      if (!line.startsWith('data:')) continue;
-      const event = JSON.parse(line.slice(5)) as { type: string; message?: { usage?: Usage }; error?: { message: string } };
-      if (event.type === 'error') throw new LoomError(`${url}${ENDPOINT}: ${event.error?.message ?? line}`);
-      if (event.type === 'message_start') usage = event.message?.usage;
-      if (ttftMs < 0 && event.type === 'content_block_delta') ttftMs = performance.now() - start;
-    }
+  for await (const data of sseData(res as AsyncIterable<string>)) {
+    const event = JSON.parse(data) as { type: string; message?: { usage?: Usage }; error?: { message: string } };
+    if (event.type === 'error') throw new LoomError(`${url}${ENDPOINT}: ${event.error?.message ?? data}`);
+    if (event.type === 'message_start') usage = event.message?.usage;
+    if (ttftMs < 0 && event.type === 'content_block_delta') ttftMs = performance.now() - start;
   }
   if (!usage) throw new LoomError(`${url}${ENDPOINT}: the stream had no message_start`);
   const cached = usage.cache_read_input_tokens ?? 0;

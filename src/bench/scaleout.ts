@@ -10,6 +10,7 @@ import { KvRouterIndex } from './kv-router.js';
 import { startLoomServer } from './loom-server.js';
 import type { RunningServer } from './loom-server.js';
 import { mean, percentile } from './stats.js';
+import { sseData } from './sse-data.js';
 
 export const ROUTING_POLICIES = ['round-robin', 'prefix-aware'] as const;
 export type RoutingPolicy = (typeof ROUTING_POLICIES)[number];
@@ -146,22 +147,15 @@ async function generate(url: string, inputIds: number[], maxTokens: number): Pro
     body: JSON.stringify({ input_ids: inputIds, max_tokens: maxTokens, temperature: 0, ignore_eos: true, stream: true }),
   }).catch(() => undefined);
   if (!res?.ok || !res.body) return undefined;
-  let ttftMs = NaN, buffered = '';
+  let ttftMs = NaN;
   const outputIds: number[] = [];
-  const decoder = new TextDecoder();
-  for await (const chunk of res.body) {
-    buffered += decoder.decode(chunk as Uint8Array, { stream: true });
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl).trim();
-      buffered = buffered.slice(nl + 1);
-      if (!line.startsWith('data:') || line === 'data: [DONE]') continue;
-      const event = JSON.parse(line.slice(5)) as { output_ids?: number[]; error?: unknown };
-      if (event.error !== undefined) return undefined;
-      if (event.output_ids?.length) {
-        if (Number.isNaN(ttftMs)) ttftMs = performance.now() - t0;
-        outputIds.push(...event.output_ids);
-      }
+  for await (const data of sseData(res.body)) {
+    if (data === '[DONE]') continue;
+    const event = JSON.parse(data) as { output_ids?: number[]; error?: unknown };
+    if (event.error !== undefined) return undefined;
+    if (event.output_ids?.length) {
+      if (Number.isNaN(ttftMs)) ttftMs = performance.now() - t0;
+      outputIds.push(...event.output_ids);
     }
   }
   return { ttftMs, e2eMs: performance.now() - t0, outputIds };

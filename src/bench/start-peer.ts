@@ -14,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { LoomError } from '../errors.js';
 import { freePort, llamaServerArgs } from './llama-server.js';
+import { sseData } from './sse-data.js';
 
 const CLI = fileURLToPath(new URL('../cli.js', import.meta.url));
 
@@ -136,21 +137,13 @@ async function firstToken(url: string, o: StartPeerOptions, onFirst: () => void)
   const res = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   if (!res.ok || !res.body) throw new LoomError(`${url}/v1/completions: HTTP ${res.status}: ${await res.text()}`);
   let first = false;
-  let buffered = '';
-  const decoder = new TextDecoder();
-  for await (const chunk of res.body) {
-    buffered += decoder.decode(chunk as Uint8Array, { stream: true });
-    let cut: number;
-    while ((cut = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, cut).trim();
-      buffered = buffered.slice(cut + 1);
-      if (first || !line.startsWith('data:') || line === 'data: [DONE]') continue;
-      // neither server sends an event before the first token: the first choice is it (its text may be part of a character)
-      const event = JSON.parse(line.slice(5)) as { choices?: unknown[] };
-      if (event.choices?.length) {
-        first = true;
-        onFirst();
-      }
+  for await (const data of sseData(res.body)) {
+    if (first || data === '[DONE]') continue;
+    // neither server sends an event before the first token: the first choice is it (its text may be part of a character)
+    const event = JSON.parse(data) as { choices?: unknown[] };
+    if (event.choices?.length) {
+      first = true;
+      onFirst();
     }
   }
   if (!first) throw new LoomError(`${url}: the stream ended without a token`);

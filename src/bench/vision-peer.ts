@@ -12,6 +12,7 @@ import { ensureLlamaServer, startLlamaServer } from './llama-server.js';
 import { startLoomServer } from './loom-server.js';
 import type { RunningServer } from './loom-server.js';
 import { percentile } from './stats.js';
+import { sseData } from './sse-data.js';
 
 /** Median and extremes of a side's figures (few requests: the spread is the honest figure). */
 export interface Range {
@@ -111,20 +112,12 @@ async function streamChat(url: string, content: readonly object[], maxTokens: nu
   if (!res.ok || !res.body) throw new Error(`${url}: HTTP ${res.status}: ${await res.text()}`);
   let ttftMs = -1;
   let promptTokens = 0;
-  let buffered = '';
-  const decoder = new TextDecoder();
-  for await (const chunk of res.body) {
-    buffered += decoder.decode(chunk as Uint8Array, { stream: true });
-    let cut: number;
-    while ((cut = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, cut).trim();
-      buffered = buffered.slice(cut + 1);
-      if (!line.startsWith('data:') || line === 'data: [DONE]') continue;
-      const event = JSON.parse(line.slice(5)) as { choices?: { delta?: { content?: string | null; reasoning_content?: string | null } }[]; usage?: { prompt_tokens?: number } };
-      const delta = event.choices?.[0]?.delta;
-      if (ttftMs < 0 && (delta?.content || delta?.reasoning_content)) ttftMs = performance.now() - start;
-      if (event.usage?.prompt_tokens) promptTokens = event.usage.prompt_tokens;
-    }
+  for await (const data of sseData(res.body)) {
+    if (data === '[DONE]') continue;
+    const event = JSON.parse(data) as { choices?: { delta?: { content?: string | null; reasoning_content?: string | null } }[]; usage?: { prompt_tokens?: number } };
+    const delta = event.choices?.[0]?.delta;
+    if (ttftMs < 0 && (delta?.content || delta?.reasoning_content)) ttftMs = performance.now() - start;
+    if (event.usage?.prompt_tokens) promptTokens = event.usage.prompt_tokens;
   }
   const totalMs = performance.now() - start;
   return { ttftMs: ttftMs < 0 ? totalMs : ttftMs, totalMs, promptTokens };

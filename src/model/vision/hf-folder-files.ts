@@ -4,6 +4,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ModelFormatError } from '../../errors.js';
+import type { InPlaceBytes } from '../model-memory.js';
+import { openSafetensorsModel } from '../safetensors.js';
 
 export function readJson(path: string): Record<string, unknown> | undefined {
   if (!existsSync(path)) return undefined;
@@ -27,4 +29,17 @@ export function preprocessorStats(dir: string, pre: Record<string, unknown>, key
     throw new ModelFormatError(join(dir, 'preprocessor_config.json'), `${key} should be 3 numbers (the folder's image preprocessor)`);
   }
   return x as number[];
+}
+
+/** A folder's vision tower: its config.json (with a vision_config), its weights and the prefix
+ *  under which `patch` (the tower's first tensor) is found; undefined when it has no tower. */
+export function visionTower(dir: string, prefixes: readonly string[], patch: string, inPlace?: InPlaceBytes) {
+  const configPath = join(dir, 'config.json');
+  const config = readJson(configPath);
+  const vision = config?.['vision_config'];
+  if (!config || typeof vision !== 'object' || vision === null) return undefined;
+  const model = openSafetensorsModel(dir, inPlace);
+  const prefix = prefixes.find((p) => model.has(p + patch));
+  if (prefix === undefined) return undefined;
+  return { configPath, config, vision: vision as Record<string, unknown>, model, prefix };
 }

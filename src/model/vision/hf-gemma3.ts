@@ -15,13 +15,13 @@ import { GGMLType } from '../../tensor/weight-types.js';
 import { loadVector } from '../arch/architecture.js';
 import type { GGUFValue } from '../gguf-metadata.js';
 import type { InPlaceBytes } from '../model-memory.js';
-import { ggmlTypeOf, openSafetensorsModel } from '../safetensors.js';
+import { ggmlTypeOf } from '../safetensors.js';
 import type { ModelConfig } from '../weights.js';
 import { ClipFile } from './clip-file.js';
 import type { ClipSource } from './clip-file.js';
 import { Gemma3Projector } from './gemma3.js';
 import type { Gemma3Options } from './gemma3.js';
-import { preprocessorConfig, preprocessorStats, readJson } from './hf-folder-files.js';
+import { preprocessorConfig, preprocessorStats, visionTower } from './hf-folder-files.js';
 import { PAN_AND_SCAN_DEFAULTS } from './pan-and-scan.js';
 import type { ResizeAlgo } from './preprocess.js';
 import type { LoadedProjector } from './projector-file.js';
@@ -50,14 +50,9 @@ const RESAMPLE: Readonly<Record<number, ResizeAlgo>> = { 1: 'lanczos', 2: 'bilin
 
 /** The folder's projector, or undefined when it has no vision tower. */
 export function gemma3FolderProjector(dir: string, text: ModelConfig, inPlace?: InPlaceBytes): LoadedProjector | undefined {
-  const configPath = join(dir, 'config.json');
-  const config = readJson(configPath);
-  const vision = config?.['vision_config'];
-  if (!config || typeof vision !== 'object' || vision === null) return undefined;
-  const model = openSafetensorsModel(dir, inPlace);
-  const prefix = PREFIXES.find((p) => model.has(p + PATCH));
-  if (prefix === undefined) return undefined;
-  const v = vision as Record<string, unknown>;
+  const tower = visionTower(dir, PREFIXES, PATCH, inPlace);
+  if (!tower) return undefined;
+  const { configPath, config, vision: v, model, prefix } = tower;
   // SiglipVisionConfig's defaults
   const num = (key: string, fallback: number): number => {
     const x = v[key] ?? fallback;

@@ -5,15 +5,14 @@
 // .weight.1, the merger's norm as v.post_ln, linear_fc1 / linear_fc2 as mm.0 / mm.2), read by the
 // same Qwen3vlProjector as an mmproj file. Used when a folder has a vision tower and no --mmproj
 // is given.
-import { join } from 'node:path';
 import { ModelFormatError } from '../../errors.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { GGUFValue } from '../gguf-metadata.js';
 import type { InPlaceBytes } from '../model-memory.js';
-import { ggmlTypeOf, openSafetensorsModel } from '../safetensors.js';
+import { ggmlTypeOf } from '../safetensors.js';
 import type { ModelConfig } from '../weights.js';
 import { ClipFile } from './clip-file.js';
-import { preprocessorConfig, preprocessorStats, readJson } from './hf-folder-files.js';
+import { preprocessorConfig, preprocessorStats, visionTower } from './hf-folder-files.js';
 import type { ClipSource } from './clip-file.js';
 import type { LoadedProjector } from './projector-file.js';
 import { Qwen3vlProjector } from './qwen3vl.js';
@@ -39,14 +38,9 @@ const PATCH = 'patch_embed.proj.weight';
 
 /** The folder's projector, or undefined when it has no vision tower. */
 export function qwen35FolderProjector(dir: string, text: ModelConfig, inPlace?: InPlaceBytes): LoadedProjector | undefined {
-  const configPath = join(dir, 'config.json');
-  const config = readJson(configPath);
-  const vision = config?.['vision_config'];
-  if (!config || typeof vision !== 'object' || vision === null) return undefined;
-  const model = openSafetensorsModel(dir, inPlace);
-  const prefix = PREFIXES.find((p) => model.has(p + PATCH));
-  if (prefix === undefined) return undefined;
-  const v = vision as Record<string, unknown>;
+  const tower = visionTower(dir, PREFIXES, PATCH, inPlace);
+  if (!tower) return undefined;
+  const { configPath, config, vision: v, model, prefix } = tower;
   const num = (key: string, fallback?: number): number => {
     const x = v[key] ?? fallback;
     if (typeof x !== 'number' || !Number.isInteger(x) || x < 0) throw new ModelFormatError(configPath, `vision_config.${key} should be a count, got ${JSON.stringify(v[key])}`);
