@@ -1,7 +1,8 @@
 // `loom bench embed-peer`: embedding throughput, loom serve against llama.cpp's llama-server
 // --embeddings on the same GGUF with the same threads (issue 39's benchmark). Per case (inputs
 // per request × tokens per input) each server answers the same POST /v1/embeddings requests
-// of token ids, one request at a time, in alternating rounds; the figure is inputs a second.
+// of token ids (new ones each round, so no prompt cache answers them), one request at a time,
+// in alternating rounds; the figure is inputs a second.
 // The first request's vectors of the two servers are compared (cosine), so a fast wrong
 // answer shows.
 import { availableParallelism, loadavg } from 'node:os';
@@ -84,17 +85,20 @@ export async function runEmbedPeer(o: EmbedPeerOptions, log: (line: string) => v
   const vocab = vocabularyIds(model.tokenizer, model.config.vocabSize);
   const rng = new Rng(o.seed);
   const draw = (n: number): number[] => Array.from({ length: n }, () => vocab[Math.floor(rng.next() * vocab.length)]!);
-  // the same inputs for both servers: per case, its requests of `batch` inputs of `length` ids
-  const requests = new Map<string, number[][][]>();
+  // the same inputs for both servers, new ones for the warm-up and for every round: a server that
+  // keeps prompts' KV (llama-server's slots and --cache-ram, for a decoder such as Qwen3-Embedding)
+  // must not answer a round from its cache. Per case: the warm-up request, then each round's requests
+  const requests = new Map<string, { warmup: number[][]; rounds: number[][][][] }>();
   for (const length of o.lengths) {
     for (const batch of o.batches) {
       const count = Math.max(1, Math.ceil(o.inputs / batch));
-      requests.set(`${batch}x${length}`, Array.from({ length: count }, () => Array.from({ length: batch }, () => draw(length))));
+      const request = (): number[][] => Array.from({ length: batch }, () => draw(length));
+      requests.set(`${batch}x${length}`, { warmup: request(), rounds: Array.from({ length: o.rounds }, () => Array.from({ length: count }, request)) });
     }
   }
   const binary = o.llamaServer ?? (await ensureLlamaServer(log)).binary;
   const parallel = Math.max(...o.batches);
-  const llamaExtra = ['--embeddings', '-b', String(o.ubatch), '-ub', String(o.ubatch), ...o.llamaArgs];
+  const llamaExtra = ['--embeddings', '-b', String(o.ubatch), '-ub', String(o.ubatch), '--cache-ram', '0', ...o.llamaArgs];
   const loomArgs = ['--served-model-name', SERVED_NAME, '--threads', String(threads), ...o.loomArgs];
   const loadBefore = loadavg()[0]!;
   const servers: { loom?: RunningServer; llama?: RunningServer & { args: readonly string[] } } = {};
@@ -107,9 +111,9 @@ export async function runEmbedPeer(o: EmbedPeerOptions, log: (line: string) => v
     const url = (side: Side): string => (side === 'loom' ? servers.loom! : servers.llama!).url;
     for (const length of o.lengths) {
       for (const batch of o.batches) {
-        const reqs = requests.get(`${batch}x${length}`)!;
-        // warm-up, and the agreement check: the first request on each side
-        const [a, b] = [await embedRequest(url('loom'), reqs[0]!), await embedRequest(url('llama-server'), reqs[0]!)];
+        const { warmup, rounds } = requests.get(`${batch}x${length}`)!;
+        // warm-up, and the agreement check: the same request on each side
+        const [a, b] = [await embedRequest(url('loom'), warmup), await embedRequest(url('llama-server'), warmup)];
         dimensions = a[0]!.length;
         const minCosine = Math.min(...a.map((v, i) => cosine(v, b[i]!)));
         const perSide: Record<Side, number[]> = { loom: [], 'llama-server': [] };
@@ -118,9 +122,9 @@ export async function runEmbedPeer(o: EmbedPeerOptions, log: (line: string) => v
           const order: Side[] = round % 2 === 0 ? ['loom', 'llama-server'] : ['llama-server', 'loom'];
           for (const side of order) {
             const start = performance.now();
-            for (const req of reqs) await embedRequest(url(side), req);
+            for (const req of rounds[round]!) await embedRequest(url(side), req);
             const seconds = (performance.now() - start) / 1000;
-            const inputs = reqs.length * batch;
+            const inputs = rounds[round]!.length * batch;
             runs.push({ side, batch, length, round, inputs, seconds, inputsPerSecond: inputs / seconds });
             perSide[side].push(inputs / seconds);
             log(`${side.padEnd(12)} batch ${batch}, ${length} tokens, round ${round + 1}: ${(inputs / seconds).toFixed(1)} inputs/s`);
