@@ -304,6 +304,18 @@ export class BlockManager {
     return this.key[b] !== NONE;
   }
 
+  /** The block a lookup reaches for the content of owner's i-th block: that block when it is
+   *  mapped; when the same content was cached first by another table (ours then stays unmapped),
+   *  that table's block; else undefined. */
+  mappedTwin(owner: BlockOwner, tokens: ArrayLike<number>, i: number): number | undefined {
+    const b = owner.blockTable[i];
+    if (b === undefined || this.cid[b] === NONE) return undefined;
+    if (this.isCached(b)) return b;
+    const parent = i === 0 ? (owner.prefixRoot ?? 0) : this.cid[owner.blockTable[i - 1]!]!;
+    const twin = this.lookup(parent, tokens, i * this.blockSize);
+    return twin === NONE ? undefined : twin;
+  }
+
   /** the evictable cached blocks, the next to be evicted first */
   *evictionOrder(): Generator<number> {
     const s = this.numBlocks;

@@ -12,8 +12,7 @@ import type { StateCheckpoints } from './state-checkpoints.js';
 import type { WindowCheckpoints } from './window-checkpoints.js';
 
 /** What a checkpoint taker is: a running sequence. */
-export interface CheckpointOwner {
-  readonly blockTable: readonly number[];
+export interface CheckpointOwner extends BlockOwner {
   readonly tokens: readonly number[];
   readonly promptLength: number;
   readonly numComputed: number;
@@ -83,9 +82,10 @@ export class CheckpointPolicy {
     if (at === 0 || at % bs !== 0) return;
     const rolling = at >= seq.promptLength;
     if (!rolling && at !== this.promptBoundary(seq)) return;
-    const block = seq.blockTable[at / bs - 1]!;
-    // an unmapped block (the same content cached by another table first) is never looked up
-    if (!this.blocks.isCached(block)) return;
+    // lookups reach the mapped block of this content: ours, or the one another table (or an
+    // earlier run of this prompt) cached first, whose checkpoint may have been evicted since
+    const block = this.blocks.mappedTwin(seq, seq.tokens, at / bs - 1);
+    if (block === undefined) return;
     const tickets = this.stores.map((s) => (s.has(block) ? 0 : s.take(block, seq, this.blocks.evictionOrder())));
     if (!rolling) return;
     const previous = seq.rollingCheckpoint;

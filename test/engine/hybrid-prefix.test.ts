@@ -75,6 +75,21 @@ for (const fixture of FIXTURES) {
       assertSameRun(got!, reference(fixture, turn2, 10), 'turn 2');
     });
 
+    it('a prompt whose blocks outlived their checkpoint takes one again when it is computed again', () => {
+      const e = engine(fixture, { stateCheckpoints: 1 });
+      const prompt = base.slice(0, 3 * BS + 3);
+      run(e, [prompt], 2);
+      // another prompt's checkpoint takes the only slot; the first prompt's blocks stay cached
+      run(e, [tail(3 * BS + 3, 5)], 2);
+      const [again] = run(e, [prompt], 2);
+      assert.equal(again!.cached, 0, 'no checkpoint: no hit');
+      // recomputed, its blocks are twins of the cached ones: the checkpoint goes on those
+      const [third] = run(e, [prompt], 8);
+      assert.equal(third!.cached, 3 * BS);
+      assertSameRun(third!, reference(fixture, prompt, 8), 'hit on the recomputed prompt');
+      e.checkpoints!.assertConsistent(e.blocks);
+    });
+
     it('a corrupted checkpoint shows in the logits (the comparison can fail)', () => {
       const e = engine(fixture);
       run(e, [base.slice(0, 2 * BS + 3)], 2);

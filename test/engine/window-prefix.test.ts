@@ -71,6 +71,21 @@ for (const fixture of FIXTURES) {
       assertSameRun(got!, reference(fixture, turn2, 10), 'turn 2');
     });
 
+    it('a prompt whose blocks outlived their pinned window pins one again when it is computed again', () => {
+      const e = engine(fixture, { stateCheckpoints: 1 });
+      const prompt = base.slice(0, 3 * BS + 3);
+      run(e, [prompt], 1);
+      // another prompt's window takes the only pin; the first prompt's global blocks stay cached
+      run(e, [tail(3 * BS + 3, 5)], 1);
+      const [again] = run(e, [prompt], 1);
+      assert.equal(again!.cached, 0, 'no pinned window: no hit');
+      // recomputed, its blocks are twins of the cached ones: the window is pinned on those
+      const [third] = run(e, [prompt], 8);
+      assert.equal(third!.cached, 3 * BS);
+      assertSameRun(third!, reference(fixture, prompt, 8), 'hit on the recomputed prompt');
+      e.windowCheckpoints!.assertConsistent(e.blocks);
+    });
+
     it('a corrupted pinned window shows in the logits (the comparison can fail)', () => {
       const e = engine(fixture);
       run(e, [base.slice(0, 4 * BS + 3)], 2);
