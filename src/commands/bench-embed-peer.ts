@@ -6,7 +6,7 @@ import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
 import { resolvePeerModel } from '../bench/peer.js';
 import { EMBED_PEER_DEFAULTS, runEmbedPeer } from '../bench/embed-peer.js';
 import { embedPeerJson, formatEmbedPeer } from '../bench/embed-peer-report.js';
-import { intArg, intListArg } from './bench-args.js';
+import { intArg, intListArg, words } from './bench-args.js';
 
 interface EmbedPeerFlags {
   model?: string;
@@ -25,8 +25,6 @@ interface EmbedPeerFlags {
   json?: boolean;
   outputFile?: string;
 }
-
-const words = (s: string | undefined): string[] => (s?.trim() ? s.trim().split(/\s+/) : []);
 
 export function benchEmbedPeerCommand(): Command {
   const d = EMBED_PEER_DEFAULTS;
