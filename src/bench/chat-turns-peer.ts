@@ -16,22 +16,18 @@ import { availableParallelism, loadavg } from 'node:os';
 import { Rng } from '../engine/rng.js';
 import { InvalidArgumentError, LoomError } from '../errors.js';
 import { loadModel } from '../model/load.js';
+import { conversationLength } from './chat-turns.js';
+import type { ChatShape } from './chat-turns.js';
 import { partialCharacterIds, vocabularyIds } from './datasets.js';
 import { ensureLlamaServer, startLlamaServer } from './llama-server.js';
+import type { ServersRun } from './llama-server.js';
 import { startLoomServer } from './loom-server.js';
 import type { RunningServer } from './loom-server.js';
 import { postSse } from './sse-post.js';
 import { turnsTable } from './turns-table.js';
 import type { SideTurn, TurnSides } from './turns-table.js';
 
-export interface ChatTurnsPeerOptions {
-  readonly model: string;
-  readonly turns: number;
-  readonly systemLen: number;
-  readonly userLen: number;
-  readonly replyLen: number;
-  readonly threads?: number;
-  readonly seed: number;
+export interface ChatTurnsPeerOptions extends ChatShape {
   /** a llama-server binary (default: built once from the source node-llama-cpp ships) */
   readonly llamaServer?: string;
   readonly loomArgs: readonly string[];
@@ -56,21 +52,17 @@ export interface ChatPeerTurn extends TurnSides {
   readonly llamacpp: PeerSideTurn;
 }
 
-export interface ChatTurnsPeerReport {
+export interface ChatTurnsPeerReport extends ServersRun {
   readonly settings: ChatTurnsPeerOptions & { readonly threads: number; readonly context: number };
-  readonly llamaServer: { readonly binary: string; readonly args: readonly string[] };
-  readonly loomArgs: readonly string[];
   /** ids the replies may not use (pieces of a character) */
   readonly bannedTokens: number;
-  readonly loadBefore: number;
-  readonly loadAfter: number;
   readonly turns: ChatPeerTurn[];
 }
 
 export type Side = 'loom' | 'llamacpp';
 
 /** The conversation's token ids, drawn from ids (non-special tokens) by a seeded generator. */
-export function drawConversation(ids: ArrayLike<number>, o: Pick<ChatTurnsPeerOptions, 'turns' | 'systemLen' | 'userLen' | 'replyLen' | 'seed'>): Conversation {
+export function drawConversation(ids: ArrayLike<number>, o: Pick<ChatShape, 'turns' | 'systemLen' | 'userLen' | 'replyLen' | 'seed'>): Conversation {
   const rng = new Rng(o.seed);
   const draw = (n: number): number[] => Array.from({ length: n }, () => ids[Math.floor(rng.next() * ids.length)]!);
   const system = draw(o.systemLen);
@@ -86,11 +78,6 @@ export function drawConversation(ids: ArrayLike<number>, o: Pick<ChatTurnsPeerOp
 /** Turn t's prompt (from 0): the system prompt, every earlier user message and reply, then user message t. */
 export function turnPrompt(c: Conversation, t: number): number[] {
   return [...c.system, ...c.users.slice(0, t).flatMap((u, i) => [...u, ...c.replies[i]!]), ...c.users[t]!];
-}
-
-/** Tokens a server's context must hold: the last prompt and its reply. */
-export function conversationLength(o: Pick<ChatTurnsPeerOptions, 'turns' | 'systemLen' | 'userLen' | 'replyLen'>): number {
-  return o.systemLen + o.turns * (o.userLen + o.replyLen);
 }
 
 export const LOOM_ENDPOINT = '/v1/completions';

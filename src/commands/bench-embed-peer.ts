@@ -6,9 +6,11 @@ import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
 import { resolvePeerModel } from '../bench/peer.js';
 import { EMBED_PEER_DEFAULTS, runEmbedPeer } from '../bench/embed-peer.js';
 import { embedPeerJson, formatEmbedPeer } from '../bench/embed-peer-report.js';
-import { intArg, intListArg, words } from './bench-args.js';
+import { intArg, intListArg } from './bench-args.js';
+import { addServerFlags, serverArgsOf } from './peer-flags.js';
+import type { ServerFlags } from './peer-flags.js';
 
-interface EmbedPeerFlags {
+interface EmbedPeerFlags extends ServerFlags {
   model?: string;
   makeModel?: BenchShapeName;
   type: BenchWeightType;
@@ -19,16 +21,13 @@ interface EmbedPeerFlags {
   rounds: number;
   seed: number;
   ubatch: number;
-  llamaServer?: string;
-  loomArgs?: string;
-  llamaArgs?: string;
   json?: boolean;
   outputFile?: string;
 }
 
 export function benchEmbedPeerCommand(): Command {
   const d = EMBED_PEER_DEFAULTS;
-  return new Command('embed-peer')
+  return addServerFlags(new Command('embed-peer'))
     .description(
       "embeddings a second, loom serve against llama.cpp's llama-server --embeddings on the same GGUF with the same threads: " +
         'POST /v1/embeddings of random token ids, every (inputs per request, tokens per input) case, one request at a time, ' +
@@ -45,9 +44,6 @@ export function benchEmbedPeerCommand(): Command {
     .addOption(new Option('--rounds <n>', 'rounds per case on each server').default(d.rounds).argParser(intArg('rounds')))
     .addOption(new Option('--seed <s>', 'seed of the token ids').default(0).argParser(intArg('seed', 0)))
     .addOption(new Option('--ubatch <n>', "llama-server's -b and -ub (an encoder's input must fit one)").default(d.ubatch).argParser(intArg('ubatch')))
-    .option('--llama-server <path>', 'a llama-server binary to run instead of building one')
-    .option('--loom-args <flags>', 'more loom serve flags, space-separated')
-    .option('--llama-args <flags>', 'more llama-server flags, space-separated')
     .option('--json', 'print one JSON object with every run and the cases')
     .option('--output-file <file>', 'append that JSON object as one line')
     .action(async (f: EmbedPeerFlags) => {
@@ -63,9 +59,7 @@ export function benchEmbedPeerCommand(): Command {
           rounds: f.rounds,
           seed: f.seed,
           ubatch: f.ubatch,
-          ...(f.llamaServer !== undefined && { llamaServer: f.llamaServer }),
-          loomArgs: words(f.loomArgs),
-          llamaArgs: words(f.llamaArgs),
+          ...serverArgsOf(f),
         },
         log,
       );
