@@ -193,12 +193,15 @@ export async function replayConversation(
 /** Starts both servers on the model, replays the conversation, stops them. */
 export async function runChatTurnsPeer(o: ChatTurnsPeerOptions, log: (line: string) => void): Promise<ChatTurnsPeerReport> {
   const threads = o.threads ?? availableParallelism();
+  // the vocabulary and context only: the model is let go before the servers map it
   const model = loadModel(o.model);
-  // the last prompt, its reply, and room for the token a server keeps free
-  const context = conversationLength(o) + 16;
-  if (context > model.config.contextLength) throw new InvalidArgumentError(`the conversation (${context} tokens) exceeds the model's context of ${model.config.contextLength}`);
   const ids = vocabularyIds(model.tokenizer, model.config.vocabSize);
   const banned = partialCharacterIds(model.tokenizer, model.config.vocabSize);
+  const modelContext = model.config.contextLength;
+  model.dispose();
+  // the last prompt, its reply, and room for the token a server keeps free
+  const context = conversationLength(o) + 16;
+  if (context > modelContext) throw new InvalidArgumentError(`the conversation (${context} tokens) exceeds the model's context of ${modelContext}`);
   const conversation = drawConversation(ids, o);
   const warmup = drawConversation(ids, { turns: 1, systemLen: 0, userLen: 16, replyLen: 0, seed: o.seed + 1 }).users[0]!;
   const binary = o.llamaServer ?? (await ensureLlamaServer(log)).binary;
@@ -223,7 +226,7 @@ export function formatChatTurnsPeerReport(r: ChatTurnsPeerReport): string {
   const s = r.settings;
   const llamaPromptMs = r.turns.map((t) => t.llamacpp.serverPromptMs?.toFixed(0) ?? '-').join(', ');
   return [
-    `chat turns against llama-server: ${r.turns.length} turns, system ${s.systemLen} tokens, ${s.userLen} per user message, ${s.replyLen} per reply ` +
+    `chat turns against llama-server: ${s.model}, ${r.turns.length} turns, system ${s.systemLen} tokens, ${s.userLen} per user message, ${s.replyLen} per reply ` +
       `(drawn, the same on both sides; replies greedy without the ${r.bannedTokens} tokens that are pieces of a character), ${s.threads} threads, context ${s.context}; load average ${r.loadBefore.toFixed(1)} before, ${r.loadAfter.toFixed(1)} after`,
     `loom serve ${r.loomArgs.join(' ')}; llama-server ${r.llamaServer.args.filter((_, i, all) => !PER_RUN.has(all[i]!) && !PER_RUN.has(all[i - 1] ?? '')).join(' ')}`,
     '',
