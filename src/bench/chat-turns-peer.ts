@@ -9,7 +9,9 @@
 // generates --reply-len tokens a turn): the prompts stay identical on both sides, and as in a
 // real chat with Qwen3.5 (whose template drops the thinking from the history, and whose client
 // resends text to be tokenized again) a turn cannot reuse the state after the generated reply:
-// its hit comes from a checkpoint at or before the end of the previous prompt.
+// its hit comes from a checkpoint at or before the end of the previous prompt. With ownReplies
+// each side's history carries its own greedy reply instead, as resent by a client that keeps
+// the generated ids (llama-server then continues from its slot's state, with no checkpoint).
 // The replies may not use tokens that are pieces of a character (a logit bias on both sides):
 // llama-server sends no chunk for such a token until a later one completes the character.
 import { availableParallelism, loadavg } from 'node:os';
@@ -32,6 +34,8 @@ export interface ChatTurnsPeerOptions extends ChatShape {
   readonly llamaServer?: string;
   readonly loomArgs: readonly string[];
   readonly llamaArgs: readonly string[];
+  /** each side's history carries its own greedy replies instead of the drawn ones */
+  readonly ownReplies?: boolean;
 }
 
 export interface Conversation {
@@ -40,9 +44,10 @@ export interface Conversation {
   readonly replies: readonly (readonly number[])[];
 }
 
-/** One side's turn: the shared figures, the tokens it generated, and llama-server's own prompt time. */
+/** One side's turn: the shared figures, the reply it generated, and llama-server's own prompt time. */
 export interface PeerSideTurn extends SideTurn {
-  readonly generatedTokens: number;
+  /** the generated ids as streamed (every one: the server's own count is checked) */
+  readonly reply: readonly number[];
   /** llama-server's timings.prompt_ms (loom reports none) */
   readonly serverPromptMs?: number;
 }
@@ -127,36 +132,49 @@ export async function loomTurn(url: string, prompt: readonly number[], r: ReplyS
   const start = performance.now();
   let ttftMs = -1;
   let usage: LoomChunk['usage'];
+  const reply: number[] = [];
   for await (const data of postSse(`${url}${LOOM_ENDPOINT}`, loomRequest(prompt, r))) {
     const chunk = data as LoomChunk;
-    if (ttftMs < 0 && chunk.choices?.some((c) => (c.token_ids?.length ?? 0) > 0)) ttftMs = performance.now() - start;
+    const ids = chunk.choices?.flatMap((c) => c.token_ids ?? []) ?? [];
+    if (ttftMs < 0 && ids.length > 0) ttftMs = performance.now() - start;
+    reply.push(...ids);
     if (chunk.usage) usage = chunk.usage;
   }
   if (!usage || ttftMs < 0) throw new LoomError(`${url}${LOOM_ENDPOINT}: the stream ended without ${usage ? 'a token' : 'its usage'}`);
-  return { promptTokens: usage.prompt_tokens, cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0, ttftMs, generatedTokens: usage.completion_tokens };
+  checkReply(`${url}${LOOM_ENDPOINT}`, reply, usage.completion_tokens);
+  return { promptTokens: usage.prompt_tokens, cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0, ttftMs, reply };
+}
+
+/** Every generated id came in the stream (none held back: the first token's time is that of the first one). */
+function checkReply(where: string, reply: readonly number[], generated: number | undefined): void {
+  if (reply.length !== generated) throw new LoomError(`${where}: the stream carried ${reply.length} token ids of the ${String(generated)} the server generated`);
 }
 
 /**
  * One streamed turn on llama-server: the first chunk with a token is the first token (its first
- * chunk, with none, only opens the stream; a token that ends mid-character is held back until
- * the next completes it); the last chunk (stop) has its prompt split and own prompt time.
+ * chunk, with none, only opens the stream; a token that ends mid-character would be held back
+ * until the next completes it, hence the ban); the last chunk (stop) has its prompt split and
+ * own prompt time.
  */
 export async function llamaTurn(url: string, prompt: readonly number[], r: ReplySpec): Promise<PeerSideTurn> {
   const start = performance.now();
   let ttftMs = -1;
   let last: LlamaChunk | undefined;
+  const reply: number[] = [];
   for await (const data of postSse(`${url}${LLAMA_ENDPOINT}`, llamaRequest(prompt, r))) {
     const chunk = data as LlamaChunk;
     if (ttftMs < 0 && (chunk.tokens?.length ?? 0) > 0) ttftMs = performance.now() - start;
+    reply.push(...(chunk.tokens ?? []));
     if (chunk.stop) last = chunk;
   }
   if (!last?.timings || ttftMs < 0) throw new LoomError(`${url}${LLAMA_ENDPOINT}: the stream ended without ${last ? 'a token' : 'its last chunk (stop: true)'}`);
+  checkReply(`${url}${LLAMA_ENDPOINT}`, reply, last.tokens_predicted);
   const cached = last.timings.cache_n ?? 0;
   return {
     promptTokens: last.tokens_evaluated ?? cached + (last.timings.prompt_n ?? 0),
     cachedTokens: cached,
     ttftMs,
-    generatedTokens: last.tokens_predicted ?? 0,
+    reply,
     ...(last.timings.prompt_ms !== undefined && { serverPromptMs: last.timings.prompt_ms }),
   };
 }
@@ -165,23 +183,27 @@ const TURN: Record<Side, (url: string, prompt: readonly number[], r: ReplySpec) 
 
 /**
  * The conversation against running servers, turn by turn, the sides alternating which goes first;
- * first one unmeasured request each (warm), of ids no turn starts with.
+ * first one unmeasured request each (warm), of ids no turn starts with. The history carries the
+ * drawn replies, or with ownReplies each side's own (its prompts then differ from the other's
+ * in the replies' ids only).
  */
 export async function replayConversation(
   c: Conversation,
   urls: Record<Side, string>,
-  o: ReplySpec & { readonly warmup: readonly number[] },
+  o: ReplySpec & { readonly warmup: readonly number[]; readonly ownReplies?: boolean },
   log: (line: string) => void = () => {},
 ): Promise<ChatPeerTurn[]> {
   const sides: Side[] = ['loom', 'llamacpp'];
   for (const side of sides) await TURN[side](urls[side], o.warmup, { ...o, replyLen: 1 });
+  const history: Record<Side, number[]> = { loom: [...c.system], llamacpp: [...c.system] };
   const turns: ChatPeerTurn[] = [];
   for (let t = 0; t < c.users.length; t++) {
-    const prompt = turnPrompt(c, t);
     const got: Partial<Record<Side, PeerSideTurn>> = {};
     for (const side of t % 2 === 0 ? sides : [...sides].reverse()) {
+      const prompt = o.ownReplies ? [...history[side], ...c.users[t]!] : turnPrompt(c, t);
       const r = await TURN[side](urls[side], prompt, o);
       if (r.promptTokens !== prompt.length) throw new LoomError(`${side} counted ${r.promptTokens} prompt tokens in turn ${t + 1}, not the ${prompt.length} sent`);
+      history[side] = [...prompt, ...r.reply];
       got[side] = r;
       log(`turn ${t + 1} ${side}: ${r.promptTokens} prompt tokens, ${r.cachedTokens} cached, TTFT ${r.ttftMs.toFixed(0)} ms` + (r.serverPromptMs !== undefined ? ` (its own prompt time ${r.serverPromptMs.toFixed(0)} ms)` : ''));
     }
@@ -211,7 +233,7 @@ export async function runChatTurnsPeer(o: ChatTurnsPeerOptions, log: (line: stri
   try {
     servers.loom = await startLoomServer(o.model, loomArgs, log);
     servers.llama = await startLlamaServer(binary, o.model, { threads, parallel: 1, slotContext: context, extraArgs: o.llamaArgs }, log);
-    const turns = await replayConversation(conversation, { loom: servers.loom.url, llamacpp: servers.llama.url }, { replyLen: o.replyLen, banned, warmup }, log);
+    const turns = await replayConversation(conversation, { loom: servers.loom.url, llamacpp: servers.llama.url }, { replyLen: o.replyLen, banned, warmup, ownReplies: o.ownReplies === true }, log);
     return { settings: { ...o, threads, context }, llamaServer: { binary, args: servers.llama.args }, loomArgs, bannedTokens: banned.length, loadBefore, loadAfter: loadavg()[0]!, turns };
   } finally {
     await servers.loom?.stop();
@@ -225,13 +247,15 @@ const PER_RUN = new Set(['-m', '--port']);
 export function formatChatTurnsPeerReport(r: ChatTurnsPeerReport): string {
   const s = r.settings;
   const llamaPromptMs = r.turns.map((t) => t.llamacpp.serverPromptMs?.toFixed(0) ?? '-').join(', ');
+  const agreed = r.turns.filter((t) => t.loom.reply.join() === t.llamacpp.reply.join()).length;
   return [
     `chat turns against llama-server: ${s.model}, ${r.turns.length} turns, system ${s.systemLen} tokens, ${s.userLen} per user message, ${s.replyLen} per reply ` +
-      `(drawn, the same on both sides; replies greedy without the ${r.bannedTokens} tokens that are pieces of a character), ${s.threads} threads, context ${s.context}; load average ${r.loadBefore.toFixed(1)} before, ${r.loadAfter.toFixed(1)} after`,
+      (s.ownReplies ? '(each side\'s own' : '(drawn, the same on both sides') + `; replies greedy without the ${r.bannedTokens} tokens that are pieces of a character), ${s.threads} threads, context ${s.context}; load average ${r.loadBefore.toFixed(1)} before, ${r.loadAfter.toFixed(1)} after`,
     `loom serve ${r.loomArgs.join(' ')}; llama-server ${r.llamaServer.args.filter((_, i, all) => !PER_RUN.has(all[i]!) && !PER_RUN.has(all[i - 1] ?? '')).join(' ')}`,
     '',
     ...turnsTable(r.turns),
     '',
     `llama-server's own prompt time per turn (ms): ${llamaPromptMs}`,
+    `the two servers' greedy replies were the same ids in ${agreed} of ${r.turns.length} turns`,
   ].join('\n');
 }

@@ -14,6 +14,7 @@ interface ChatTurnsPeerFlags extends ModelFlags, ServerFlags {
   replyLen: number;
   threads?: number;
   seed: number;
+  ownReplies?: boolean;
   json?: boolean;
   outputFile?: string;
 }
@@ -33,6 +34,7 @@ export function benchChatTurnsPeerCommand(): Command {
     .addOption(new Option('--reply-len <n>', 'tokens of each reply (generated greedily by each server; the history carries drawn ones of this length)').default(16).argParser(intArg('reply-len')))
     .addOption(new Option('--threads <n>', 'compute threads of both servers (default: hardware threads)').argParser(intArg('threads')))
     .addOption(new Option('--seed <n>', 'seed of the token ids').default(0).argParser(intArg('seed', 0)))
+    .option('--own-replies', "each server's history carries its own greedy replies, not the drawn ones (a client resending the generated ids: llama-server then continues from its slot's state)")
     .option('--json', 'print one JSON object with every turn and the settings')
     .option('--output-file <file>', 'append that JSON object as one line')
     .action(async (f: ChatTurnsPeerFlags) => {
@@ -41,7 +43,7 @@ export function benchChatTurnsPeerCommand(): Command {
       const r = await runChatTurnsPeer(
         {
           model, turns: f.turns, systemLen: f.systemLen, userLen: f.userLen, replyLen: f.replyLen, seed: f.seed,
-          ...(f.threads !== undefined && { threads: f.threads }), ...serverArgsOf(f),
+          ...(f.threads !== undefined && { threads: f.threads }), ...serverArgsOf(f), ...(f.ownReplies === true && { ownReplies: true }),
         },
         log,
       );

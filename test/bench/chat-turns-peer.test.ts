@@ -41,7 +41,7 @@ function commonPrefix(a: readonly number[], b: readonly number[]): number {
  * A server answering /v1/completions as loom does and /completion as llama-server does, streamed;
  * "cached" is the common prefix with the previous prompt on that route, less `lag` tokens.
  */
-function fakeServer(seen: Seen[], opts: { lag?: number; tokens?: boolean; promptCount?: (n: number) => number; status?: number } = {}): Server {
+function fakeServer(seen: Seen[], opts: { lag?: number; tokens?: boolean; holdBack?: boolean; promptCount?: (n: number) => number; status?: number } = {}): Server {
   const last = new Map<string, number[]>();
   return createServer((req: IncomingMessage, res: ServerResponse) => {
     let text = '';
@@ -65,13 +65,13 @@ function fakeServer(seen: Seen[], opts: { lag?: number; tokens?: boolean; prompt
       if (path === '/v1/completions') {
         const replyLen = body.max_tokens as number;
         send({ object: 'text_completion', choices: [{ index: 0, text: '', prompt_token_ids: prompt }] });
-        for (let i = 0; i < replyLen; i++) send({ object: 'text_completion', choices: [{ index: 0, text: 'x', ...(withTokens && { token_ids: [7 + i] }) }] });
+        for (let i = 0; i < replyLen; i++) if (!(opts.holdBack && i === 1)) send({ object: 'text_completion', choices: [{ index: 0, text: 'x', ...(withTokens && { token_ids: [7 + i] }) }] });
         send({ object: 'text_completion', choices: [], usage: { prompt_tokens: n, completion_tokens: replyLen, total_tokens: n + replyLen, prompt_tokens_details: { cached_tokens: cached } } });
         res.end('data: [DONE]\n\n');
       } else {
         const replyLen = body.n_predict as number;
         send({ index: 0, content: '', tokens: [], stop: false, id_slot: -1, tokens_predicted: 0, tokens_evaluated: n });
-        for (let i = 0; i < replyLen; i++) if (withTokens) send({ index: 0, content: 'x', tokens: [7 + i], stop: false, tokens_predicted: i + 1, tokens_evaluated: n });
+        for (let i = 0; i < replyLen; i++) if (withTokens && !(opts.holdBack && i === 1)) send({ index: 0, content: 'x', tokens: [7 + i], stop: false, tokens_predicted: i + 1, tokens_evaluated: n });
         send({ index: 0, content: '', tokens: [], stop: true, tokens_predicted: replyLen, tokens_evaluated: n, tokens_cached: n + replyLen - 1, timings: { cache_n: cached, prompt_n: n - cached, prompt_ms: 12.5 } });
         res.end();
       }
@@ -154,7 +154,7 @@ describe('bench chat-turns-peer: against fake servers', () => {
     assert.deepEqual(turns.map((t) => t.turn), [1, 2, 3]);
     // the fake caches the previous prompt's prefix less 2 tokens: turn 2 shares 15, turn 3 shares 23
     for (const side of ['loom', 'llamacpp'] as const) {
-      assert.deepEqual(turns.map((t) => [t[side].promptTokens, t[side].cachedTokens, t[side].generatedTokens]), [[15, 0, 3], [23, 13, 3], [31, 21, 3]]);
+      assert.deepEqual(turns.map((t) => [t[side].promptTokens, t[side].cachedTokens, t[side].reply]), [[15, 0, [7, 8, 9]], [23, 13, [7, 8, 9]], [31, 21, [7, 8, 9]]]);
       for (const t of turns) assert.ok(t[side].ttftMs > 0);
     }
     assert.ok(turns.every((t) => t.llamacpp.serverPromptMs === 12.5 && t.loom.serverPromptMs === undefined));
@@ -162,9 +162,25 @@ describe('bench chat-turns-peer: against fake servers', () => {
     assert.match(lines[1]!, /^turn 1 llamacpp: 15 prompt tokens, 0 cached, TTFT \d+ ms \(its own prompt time 13 ms\)$/);
   });
 
+  it('with own replies, each side\'s history carries the ids it streamed', async () => {
+    seen.length = 0;
+    const c = drawConversation([5, 6, 7, 8, 9], SHAPE);
+    const turns = await replayConversation(c, { loom: url, llamacpp: url }, { replyLen: 3, banned: [], warmup: [9, 9], ownReplies: true });
+    const own = [7, 8, 9]; // what the fake generates
+    const expected = [
+      [...c.system, ...c.users[0]!],
+      [...c.system, ...c.users[0]!, ...own, ...c.users[1]!],
+      [...c.system, ...c.users[0]!, ...own, ...c.users[1]!, ...own, ...c.users[2]!],
+    ];
+    for (const path of ['/v1/completions', '/completion']) assert.deepEqual(seen.filter((s) => s.path === path).slice(1).map((s) => s.body.prompt), expected);
+    // the fake's cache: the previous prompt, less 2
+    assert.deepEqual(turns.map((t) => t.loom.cachedTokens), [0, 13, 21]);
+  });
+
   it('refuses a stream with no token, a prompt miscounted, and an HTTP error', async () => {
     const cases: [Parameters<typeof fakeServer>[1], RegExp][] = [
       [{ tokens: false }, /the stream ended without a token/],
+      [{ holdBack: true }, /the stream carried 1 token ids of the 2 the server generated/],
       [{ promptCount: (n) => n + 1 }, /counted 16 prompt tokens in turn 1, not the 15 sent/],
       [{ status: 500 }, /HTTP 500: \{"error":"refused"\}/],
     ];
@@ -194,7 +210,9 @@ describe('bench chat-turns-peer: against fake servers', () => {
     assert.match(text, /llama-server --host 127\.0\.0\.1 -np 1 -t 2$/m);
     assert.match(text, /^\| 2 \| 23 \/ 23 \| 13 \/ 13 \| \d+ \| \d+ \| [\d.]+x \|$/m);
     assert.match(text, /^\| all \| 69 \/ 69 \| 34 \/ 34 \| \d+ \| \d+ \| [\d.]+x \|$/m);
-    assert.match(text, /own prompt time per turn \(ms\): 13, 13, 13$/);
+    assert.match(text, /own prompt time per turn \(ms\): 13, 13, 13$/m);
+    assert.match(text, /^chat turns against llama-server: m\.gguf, 3 turns, .*\(drawn, the same on both sides;/);
+    assert.match(text, /replies were the same ids in 3 of 3 turns$/);
   });
 });
 
@@ -212,10 +230,14 @@ describe('bench chat-turns-peer: a real loom serve', () => {
       const banned = partialCharacterIds(tokenizer, config.vocabSize);
       const turns = await replayConversation(c, { loom: loom.url, llamacpp: llamaUrl }, { replyLen: 6, banned, warmup: [50, 51, 52] });
       assert.deepEqual(turns.map((t) => t.loom.promptTokens), [33, 52, 71]);
-      assert.deepEqual(turns.map((t) => t.loom.generatedTokens), [6, 6, 6]);
+      assert.deepEqual(turns.map((t) => t.loom.reply.length), [6, 6, 6]);
       // each later hit is the last full block (16 tokens) of the previous prompt: the drawn reply
       // differs from the one loom generated, so nothing past that prompt is reused
       assert.deepEqual(turns.map((t) => t.loom.cachedTokens), [0, 32, 48]);
+      // a new conversation with its own replies resent: the hits are those of the in-process bench
+      // (chat-turns.test.ts), the reply's last block never full when the turn ends
+      const own = await replayConversation(drawConversation(ids, { turns: 3, systemLen: 20, userLen: 13, replyLen: 6, seed: 2 }), { loom: loom.url, llamacpp: llamaUrl }, { replyLen: 6, banned, warmup: [53, 54, 55], ownReplies: true });
+      assert.deepEqual(own.map((t) => [t.loom.promptTokens, t.loom.cachedTokens]), [[33, 0], [52, 32], [71, 48]]);
     } finally {
       await loom.stop();
       llama.close();
