@@ -1,13 +1,12 @@
 // `loom bench chat-turns-peer`: time to first token per turn of a conversation, loom serve against llama-server.
-import { appendFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { formatChatTurnsPeerReport, runChatTurnsPeer } from '../bench/chat-turns-peer.js';
 import { resolvePeerModel } from '../bench/peer.js';
 import { intArg } from './bench-args.js';
-import { addModelFlags, addServerFlags, modelChoiceOf, serverArgsOf } from './peer-flags.js';
-import type { ModelFlags, ServerFlags } from './peer-flags.js';
+import { addModelFlags, addOutputFlags, addServerFlags, modelChoiceOf, serverArgsOf, writeReport } from './peer-flags.js';
+import type { ModelFlags, OutputFlags, ServerFlags } from './peer-flags.js';
 
-interface ChatTurnsPeerFlags extends ModelFlags, ServerFlags {
+interface ChatTurnsPeerFlags extends ModelFlags, ServerFlags, OutputFlags {
   turns: number;
   systemLen: number;
   userLen: number;
@@ -15,12 +14,11 @@ interface ChatTurnsPeerFlags extends ModelFlags, ServerFlags {
   threads?: number;
   seed: number;
   ownReplies?: boolean;
-  json?: boolean;
-  outputFile?: string;
 }
 
 export function benchChatTurnsPeerCommand(): Command {
-  return addServerFlags(addModelFlags(new Command('chat-turns-peer')), { loom: '--state-checkpoints 8', llama: '--ctx-checkpoints 8' })
+  const cmd = addServerFlags(addModelFlags(new Command('chat-turns-peer')), { loom: '--state-checkpoints 8', llama: '--ctx-checkpoints 8' });
+  return addOutputFlags(cmd, 'every turn and the settings')
     .description(
       "the conversation of bench chat-turns over HTTP, loom serve against llama.cpp's llama-server on the same GGUF with the same threads " +
         '(both started here, one slot each): each turn the whole history plus a new user message as token ids, the same on both sides ' +
@@ -35,8 +33,6 @@ export function benchChatTurnsPeerCommand(): Command {
     .addOption(new Option('--threads <n>', 'compute threads of both servers (default: hardware threads)').argParser(intArg('threads')))
     .addOption(new Option('--seed <n>', 'seed of the token ids').default(0).argParser(intArg('seed', 0)))
     .option('--own-replies', "each server's history carries its own greedy replies, not the drawn ones (a client resending the generated ids: llama-server then continues from its slot's state)")
-    .option('--json', 'print one JSON object with every turn and the settings')
-    .option('--output-file <file>', 'append that JSON object as one line')
     .action(async (f: ChatTurnsPeerFlags) => {
       const log = (line: string): void => void process.stderr.write(line + '\n');
       const model = resolvePeerModel(modelChoiceOf(f), log);
@@ -47,8 +43,6 @@ export function benchChatTurnsPeerCommand(): Command {
         },
         log,
       );
-      const json = JSON.stringify({ benchmark: 'chat-turns-peer', ...r });
-      if (f.outputFile !== undefined) appendFileSync(f.outputFile, json + '\n');
-      process.stdout.write((f.json ? json : formatChatTurnsPeerReport(r)) + '\n');
+      writeReport(f, { benchmark: 'chat-turns-peer', ...r }, () => formatChatTurnsPeerReport(r));
     });
 }

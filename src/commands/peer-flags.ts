@@ -1,6 +1,8 @@
 // Flags of the benchmarks against llama.cpp: the model, a GGUF file (-m) or a random-weight one
 // of a real model's shape made once and cached (--make-model, --type, --layers); and for those
-// that start llama-server beside loom serve, the binary and more flags for each server.
+// that start llama-server beside loom serve, the binary and more flags for each server; and where
+// the report goes (--json, --output-file).
+import { appendFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { BENCH_SHAPES, BENCH_TYPES } from '../bench/make-model.js';
 import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
@@ -47,4 +49,20 @@ export function addServerFlags(cmd: Command, examples: { loom?: string; llama?: 
 /** the flags as the benchmark options: a binary if given, each server's extra flags as a list */
 export function serverArgsOf(f: ServerFlags): { llamaServer?: string; loomArgs: string[]; llamaArgs: string[] } {
   return { ...(f.llamaServer !== undefined && { llamaServer: f.llamaServer }), loomArgs: words(f.loomArgs), llamaArgs: words(f.llamaArgs) };
+}
+
+export interface OutputFlags {
+  json?: boolean;
+  outputFile?: string;
+}
+
+export function addOutputFlags(cmd: Command, contents: string): Command {
+  return cmd.option('--json', `print one JSON object with ${contents}`).option('--output-file <file>', 'append that JSON object as one line');
+}
+
+/** The report on stdout (its JSON with --json), its JSON appended to --output-file. */
+export function writeReport(f: OutputFlags, report: object, text: () => string): void {
+  const json = JSON.stringify(report);
+  if (f.outputFile !== undefined) appendFileSync(f.outputFile, json + '\n');
+  process.stdout.write((f.json ? json : text()) + '\n');
 }
