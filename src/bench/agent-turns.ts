@@ -8,15 +8,15 @@
 // from the server's prefix cache (its message_start usage: cache_read_input_tokens). The sides
 // alternate which goes first each turn, so a drifting machine load falls on both.
 import { readFileSync } from 'node:fs';
-import { request } from 'node:http';
-import type { IncomingMessage } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LoomError } from '../errors.js';
 import { startLlamaServer } from './llama-server.js';
 import { startLoomServer } from './loom-server.js';
 import type { RunningServer } from './loom-server.js';
-import { sseData } from './sse-data.js';
+import { postSse } from './sse-post.js';
+import { turnsTable } from './turns-table.js';
+import type { SideTurn, TurnSides } from './turns-table.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 /** Claude Code's fourth request of a recorded session (three tool calls and their results before it) */
@@ -39,18 +39,9 @@ export interface AgentTurnsOptions {
   readonly context: number;
 }
 
-export interface SideTurn {
-  readonly promptTokens: number;
-  readonly cachedTokens: number;
-  readonly ttftMs: number;
-}
-
-export interface AgentTurn {
-  readonly turn: number;
+export interface AgentTurn extends TurnSides {
   /** messages of the transcript this turn sends */
   readonly messages: number;
-  readonly loom: SideTurn;
-  readonly llamacpp?: SideTurn;
 }
 
 export interface AgentTurnsReport {
@@ -96,35 +87,14 @@ interface Usage {
   cache_read_input_tokens?: number;
 }
 
-/**
- * POST body to url; the response once its headers are in. node:http, not fetch: fetch gives up
- * on headers after 300 s, and a server may send none until a long first prefill is done. A fresh
- * connection each time (agent: false): a kept-alive socket left idle through the other side's
- * ten-minute prefill has been closed by its server, and reusing it hangs up.
- */
-function post(url: string, body: object): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' } }, resolve);
-    req.on('error', reject);
-    req.end(JSON.stringify(body));
-  });
-}
-
 /** One streamed /v1/messages request: time to the first delta, and message_start's prompt split. */
 async function streamTurn(url: string, body: object): Promise<SideTurn> {
   const start = performance.now();
-  const res = await post(`${url}${ENDPOINT}`, body);
-  res.setEncoding('utf8');
-  if (res.statusCode !== 200) {
-    let text = '';
-    for await (const chunk of res) text += chunk as string;
-    throw new LoomError(`${url}${ENDPOINT}: HTTP ${res.statusCode}: ${text}`);
-  }
   let ttftMs = -1;
   let usage: Usage | undefined;
-  for await (const data of sseData(res as AsyncIterable<string>)) {
-    const event = JSON.parse(data) as { type: string; message?: { usage?: Usage }; error?: { message: string } };
-    if (event.type === 'error') throw new LoomError(`${url}${ENDPOINT}: ${event.error?.message ?? data}`);
+  for await (const data of postSse(`${url}${ENDPOINT}`, body, { 'anthropic-version': '2023-06-01' })) {
+    const event = data as { type: string; message?: { usage?: Usage }; error?: { message: string } };
+    if (event.type === 'error') throw new LoomError(`${url}${ENDPOINT}: ${event.error?.message ?? JSON.stringify(data)}`);
     if (event.type === 'message_start') usage = event.message?.usage;
     if (ttftMs < 0 && event.type === 'content_block_delta') ttftMs = performance.now() - start;
   }
@@ -167,23 +137,11 @@ export async function runAgentTurns(o: AgentTurnsOptions, log: (line: string) =>
 
 export function formatAgentTurnsReport(r: AgentTurnsReport): string {
   const peer = r.turns.some((t) => t.llamacpp);
-  const pair = (a: number, b: number | undefined): string => (b === undefined ? String(a) : `${a} / ${b}`);
-  const row = (name: string, loom: SideTurn, llama: SideTurn | undefined): string =>
-    `| ${name} | ${pair(loom.promptTokens, llama?.promptTokens)} | ${pair(loom.cachedTokens, llama?.cachedTokens)} | ${loom.ttftMs.toFixed(0)} |` +
-    (llama ? ` ${llama.ttftMs.toFixed(0)} | ${(llama.ttftMs / loom.ttftMs).toFixed(2)}x |` : '');
-  const sum = (side: 'loom' | 'llamacpp'): SideTurn | undefined => {
-    if (r.turns.some((t) => !t[side])) return undefined;
-    const add = (f: (s: SideTurn) => number) => r.turns.reduce((n, t) => n + f(t[side]!), 0);
-    return { promptTokens: add((s) => s.promptTokens), cachedTokens: add((s) => s.cachedTokens), ttftMs: add((s) => s.ttftMs) };
-  };
   const s = r.settings;
   return [
     `agent turns: ${s.transcript} replayed through ${r.endpoint}${peer ? ' on both sides' : ' (loom only: no --llama-server)'}, ${r.turns.length} turns, ${s.threads} threads, ${s.maxTokens} tokens a reply` +
       (s.chatTemplate !== undefined ? `, chat template ${s.chatTemplate}` : ''),
     '',
-    `| turn | prompt tokens${peer ? ' (loom / llama.cpp)' : ''} | cached${peer ? ' (loom / llama.cpp)' : ''} | TTFT loom (ms) |${peer ? ' TTFT llama.cpp (ms) | llama.cpp / loom |' : ''}`,
-    `| ---: | ---: | ---: | ---: |${peer ? ' ---: | ---: |' : ''}`,
-    ...r.turns.map((t) => row(String(t.turn), t.loom, t.llamacpp)),
-    row('all', sum('loom')!, sum('llamacpp')),
+    ...turnsTable(r.turns),
   ].join('\n');
 }

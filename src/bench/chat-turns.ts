@@ -11,17 +11,26 @@ import { Rng } from '../engine/rng.js';
 import { selectKernels } from '../kernels/select.js';
 import { loadModel } from '../model/load.js';
 
-export interface ChatTurnsOptions {
+/** The conversation of both chat-turns benchmarks (this one and chat-turns-peer): its lengths and seed. */
+export interface ChatShape {
   readonly model: string;
   readonly turns: number;
   readonly systemLen: number;
   readonly userLen: number;
   readonly replyLen: number;
   readonly threads?: number;
+  readonly seed: number;
+}
+
+/** Tokens the conversation's last prompt and its reply take. */
+export function conversationLength(o: Pick<ChatShape, 'turns' | 'systemLen' | 'userLen' | 'replyLen'>): number {
+  return o.systemLen + o.turns * (o.userLen + o.replyLen);
+}
+
+export interface ChatTurnsOptions extends ChatShape {
   readonly kvCacheMemory: string;
   readonly maxNumSeqs: number;
   readonly stateCheckpoints?: number;
-  readonly seed: number;
 }
 
 export interface ChatTurn {
@@ -61,7 +70,7 @@ function runTurn(e: EngineCore, id: string, prompt: readonly number[], replyLen:
 export function runChatTurnsBench(o: ChatTurnsOptions, log?: (line: string) => void): ChatTurnsReport {
   const model = loadModel(o.model);
   const kernels = selectKernels('auto', o.threads);
-  const maxModelLen = o.systemLen + o.turns * (o.userLen + o.replyLen) + 1;
+  const maxModelLen = conversationLength(o) + 1;
   const engine = (enablePrefixCaching: boolean): EngineCore => {
     const opts: EngineOptions = {
       model: o.model, kvCacheMemory: o.kvCacheMemory, maxNumSeqs: o.maxNumSeqs, maxModelLen, enablePrefixCaching,

@@ -39,6 +39,24 @@ export function vocabularyIds(tokenizer: Tokenizer, vocabSize = tokenizer.vocabS
   return Int32Array.from(ids);
 }
 
+/**
+ * Ids whose bytes are not whole UTF-8 characters (byte-level pieces of a character): a server
+ * streaming text holds such a token back until a later one completes the character
+ * (llama-server sends no chunk for it at all), so a benchmark timing the first token bans them.
+ */
+export function partialCharacterIds(tokenizer: Tokenizer, vocabSize = tokenizer.vocabSize): number[] {
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  const ids: number[] = [];
+  for (let id = 0; id < Math.min(vocabSize, tokenizer.vocabSize); id++) {
+    try {
+      utf8.decode(tokenizer.tokenBytes(id));
+    } catch {
+      ids.push(id);
+    }
+  }
+  return ids;
+}
+
 /** A uniform integer in [lo, hi]. */
 function uniformInt(rng: Rng, lo: number, hi: number): number {
   return lo + Math.floor(rng.next() * (hi - lo + 1));

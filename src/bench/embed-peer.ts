@@ -11,6 +11,7 @@ import { InvalidArgumentError, LoomError } from '../errors.js';
 import { loadModel } from '../model/load.js';
 import { vocabularyIds } from './datasets.js';
 import { ensureLlamaServer, startLlamaServer } from './llama-server.js';
+import type { ServersRun } from './llama-server.js';
 import { cosine } from './stats.js';
 import { startLoomServer } from './loom-server.js';
 import type { RunningServer } from './loom-server.js';
@@ -60,13 +61,9 @@ export interface EmbedCase {
   readonly minCosine: number;
 }
 
-export interface EmbedPeerReport {
+export interface EmbedPeerReport extends ServersRun {
   readonly options: EmbedPeerOptions & { readonly threads: number };
-  readonly llamaServer: { readonly binary: string; readonly args: readonly string[] };
-  readonly loomArgs: readonly string[];
   readonly dimensions: number;
-  readonly loadBefore: number;
-  readonly loadAfter: number;
   readonly runs: EmbedRun[];
   readonly cases: EmbedCase[];
 }

@@ -70,6 +70,14 @@ export async function ensureLlamaServer(log: (line: string) => void, bundle = LL
   return { binary, commit, built: true };
 }
 
+/** What a report of loom serve against llama-server records of the two servers and of the machine's load around the run. */
+export interface ServersRun {
+  readonly llamaServer: { readonly binary: string; readonly args: readonly string[] };
+  readonly loomArgs: readonly string[];
+  readonly loadBefore: number;
+  readonly loadAfter: number;
+}
+
 export interface LlamaServerOptions {
   readonly threads: number;
   /** slots (-np) */

@@ -1,5 +1,4 @@
 // `loom bench embed-peer`: /v1/embeddings throughput of loom serve against llama-server --embeddings.
-import { appendFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { BENCH_SHAPES, BENCH_TYPES } from '../bench/make-model.js';
 import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
@@ -7,8 +6,10 @@ import { resolvePeerModel } from '../bench/peer.js';
 import { EMBED_PEER_DEFAULTS, runEmbedPeer } from '../bench/embed-peer.js';
 import { embedPeerJson, formatEmbedPeer } from '../bench/embed-peer-report.js';
 import { intArg, intListArg } from './bench-args.js';
+import { addOutputFlags, addServerFlags, serverArgsOf, writeReport } from './peer-flags.js';
+import type { OutputFlags, ServerFlags } from './peer-flags.js';
 
-interface EmbedPeerFlags {
+interface EmbedPeerFlags extends ServerFlags, OutputFlags {
   model?: string;
   makeModel?: BenchShapeName;
   type: BenchWeightType;
@@ -19,18 +20,11 @@ interface EmbedPeerFlags {
   rounds: number;
   seed: number;
   ubatch: number;
-  llamaServer?: string;
-  loomArgs?: string;
-  llamaArgs?: string;
-  json?: boolean;
-  outputFile?: string;
 }
-
-const words = (s: string | undefined): string[] => (s?.trim() ? s.trim().split(/\s+/) : []);
 
 export function benchEmbedPeerCommand(): Command {
   const d = EMBED_PEER_DEFAULTS;
-  return new Command('embed-peer')
+  return addOutputFlags(addServerFlags(new Command('embed-peer')), 'every run and the cases')
     .description(
       "embeddings a second, loom serve against llama.cpp's llama-server --embeddings on the same GGUF with the same threads: " +
         'POST /v1/embeddings of random token ids, every (inputs per request, tokens per input) case, one request at a time, ' +
@@ -47,11 +41,6 @@ export function benchEmbedPeerCommand(): Command {
     .addOption(new Option('--rounds <n>', 'rounds per case on each server').default(d.rounds).argParser(intArg('rounds')))
     .addOption(new Option('--seed <s>', 'seed of the token ids').default(0).argParser(intArg('seed', 0)))
     .addOption(new Option('--ubatch <n>', "llama-server's -b and -ub (an encoder's input must fit one)").default(d.ubatch).argParser(intArg('ubatch')))
-    .option('--llama-server <path>', 'a llama-server binary to run instead of building one')
-    .option('--loom-args <flags>', 'more loom serve flags, space-separated')
-    .option('--llama-args <flags>', 'more llama-server flags, space-separated')
-    .option('--json', 'print one JSON object with every run and the cases')
-    .option('--output-file <file>', 'append that JSON object as one line')
     .action(async (f: EmbedPeerFlags) => {
       const log = (line: string): void => void process.stderr.write(line + '\n');
       const model = resolvePeerModel(f.model !== undefined ? { model: f.model } : { makeModel: { shape: f.makeModel!, type: f.type } }, log);
@@ -65,14 +54,10 @@ export function benchEmbedPeerCommand(): Command {
           rounds: f.rounds,
           seed: f.seed,
           ubatch: f.ubatch,
-          ...(f.llamaServer !== undefined && { llamaServer: f.llamaServer }),
-          loomArgs: words(f.loomArgs),
-          llamaArgs: words(f.llamaArgs),
+          ...serverArgsOf(f),
         },
         log,
       );
-      const json = JSON.stringify(embedPeerJson(r));
-      if (f.outputFile !== undefined) appendFileSync(f.outputFile, json + '\n');
-      process.stdout.write((f.json ? json : formatEmbedPeer(r)) + '\n');
+      writeReport(f, embedPeerJson(r), () => formatEmbedPeer(r));
     });
 }

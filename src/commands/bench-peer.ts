@@ -1,18 +1,14 @@
 // `loom bench peer`: loom against llama.cpp (node-llama-cpp from oracle/) on one GGUF file.
 import { Command, Option } from 'commander';
-import { BENCH_SHAPES, BENCH_TYPES } from '../bench/make-model.js';
-import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
 import { runPeerBench } from '../bench/peer.js';
 import { formatPeerReport } from '../bench/peer-report.js';
 import { intArg, intListArg } from './bench-args.js';
 import { addLoadFlags, loadOptionsOf } from './load-flags.js';
 import type { LoadFlags } from './load-flags.js';
+import { addModelFlags, modelChoiceOf } from './peer-flags.js';
+import type { ModelFlags } from './peer-flags.js';
 
-interface PeerFlags extends LoadFlags {
-  model?: string;
-  makeModel?: BenchShapeName;
-  type: BenchWeightType;
-  layers?: number;
+interface PeerFlags extends LoadFlags, ModelFlags {
   threads?: number;
   promptLen: number;
   decodeTokens: number;
@@ -28,16 +24,12 @@ interface PeerFlags extends LoadFlags {
 }
 
 export function benchPeerCommand(): Command {
-  const cmd = new Command('peer')
+  const cmd = addModelFlags(new Command('peer'))
     .description(
       'loom and llama.cpp (node-llama-cpp, installed into oracle/ by `npm run bench:peer`) on the same GGUF file with the ' +
         'same threads, one after the other: prefill tokens/s of one prompt, decode tokens/s of one sequence, and ' +
         'tokens/s of N sequences decoding together (llama.cpp: all N in one llama_decode per step); ratios loom/llama.cpp',
     )
-    .option('-m, --model <file>', 'GGUF file')
-    .addOption(new Option('--make-model <shape>', 'measure a random-weight GGUF of this shape (made once, cached in dist/bench-models/)').choices(Object.keys(BENCH_SHAPES)))
-    .addOption(new Option('--type <type>', 'weight type of --make-model').choices([...BENCH_TYPES]).default('q8_0'))
-    .addOption(new Option('--layers <n>', "--make-model with fewer layers than the shape's own (a token's cost is linear in them)").argParser(intArg('layers')))
     .addOption(new Option('--threads <n>', 'compute threads of both (default: hardware threads)').argParser(intArg('threads')))
     .addOption(new Option('--prompt-len <n>', 'prompt tokens of the prefill and single-decode cases').default(512).argParser(intArg('prompt-len', 2)))
     .addOption(new Option('--decode-tokens <n>', 'measured decode steps per case').default(64).argParser(intArg('decode-tokens')))
@@ -53,8 +45,7 @@ export function benchPeerCommand(): Command {
     .action(async (f: PeerFlags) => {
       const report = await runPeerBench(
         {
-          ...(f.model !== undefined && { model: f.model }),
-          ...(f.makeModel !== undefined && { makeModel: { shape: f.makeModel, type: f.type, ...(f.layers !== undefined && { layers: f.layers }) } }),
+          ...modelChoiceOf(f),
           ...(f.threads !== undefined && { threads: f.threads }),
           promptLen: f.promptLen,
           decodeTokens: f.decodeTokens,

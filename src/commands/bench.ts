@@ -10,6 +10,7 @@ import { benchVisionPeerCommand } from './bench-vision-peer.js';
 import { benchPeerCommand } from './bench-peer.js';
 import { benchProtocolCommand } from './bench-protocol.js';
 import { benchChatTurnsCommand } from './bench-chat-turns.js';
+import { benchChatTurnsPeerCommand } from './bench-chat-turns-peer.js';
 import { benchAgentTurnsCommand } from './bench-agent-turns.js';
 import { benchScaleoutCommand } from './bench-scaleout.js';
 import { benchServeCommand } from './bench-serve.js';
@@ -26,6 +27,7 @@ export function benchCommand(): Command {
     .description('benchmarks; each prints a report, or one JSON object with --json')
     .addCommand(benchProtocolCommand())
     .addCommand(benchChatTurnsCommand())
+    .addCommand(benchChatTurnsPeerCommand())
     .addCommand(benchAgentTurnsCommand())
     .addCommand(benchEngineCommand())
     .addCommand(benchKernelsCommand())
