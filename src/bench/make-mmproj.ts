@@ -10,7 +10,7 @@ import { GGMLType } from '../tensor/weight-types.js';
 import { entry as kv, writeGGUFStream } from './gguf-stream.js';
 import type { StreamEntry, StreamTensor } from './gguf-stream.js';
 import { gaussian, quantizedRows } from './make-model.js';
-import type { BenchShapeName } from './make-model.js';
+import type { BenchShapeName } from './bench-shapes.js';
 
 export interface MmprojShape {
   readonly name: string;

@@ -1,7 +1,9 @@
 // `loom bench peer`: loom against llama.cpp (node-llama-cpp from oracle/) on one GGUF file.
 import { Command, Option } from 'commander';
-import { BENCH_SHAPES, BENCH_TYPES } from '../bench/make-model.js';
-import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
+import { BENCH_TYPES } from '../bench/make-model.js';
+import { BENCH_SHAPES } from '../bench/bench-shapes.js';
+import type { BenchWeightType } from '../bench/make-model.js';
+import type { BenchShapeName } from '../bench/bench-shapes.js';
 import { runPeerBench } from '../bench/peer.js';
 import { formatPeerReport } from '../bench/peer-report.js';
 import { intArg, intListArg } from './bench-args.js';
