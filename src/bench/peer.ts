@@ -13,7 +13,7 @@ import type { LoadOptions } from '../model/load.js';
 import { Rng } from '../engine/rng.js';
 import { vocabularyIds } from './datasets.js';
 import { BENCH_MODELS_DIR, ensureBenchModel } from './make-model.js';
-import type { BenchWeightType } from './make-model.js';
+import type { BenchWeightType } from './bench-types.js';
 import type { BenchShapeName } from './bench-shapes.js';
 import { LlamaCppSide, importNodeLlamaCpp, llamaCppSettings } from './peer-llamacpp.js';
 import { LoomSide } from './peer-loom.js';

@@ -1,8 +1,8 @@
 // `loom bench peer`: loom against llama.cpp (node-llama-cpp from oracle/) on one GGUF file.
 import { Command, Option } from 'commander';
-import { BENCH_TYPES } from '../bench/make-model.js';
+import { BENCH_TYPES } from '../bench/bench-types.js';
 import { BENCH_SHAPES } from '../bench/bench-shapes.js';
-import type { BenchWeightType } from '../bench/make-model.js';
+import type { BenchWeightType } from '../bench/bench-types.js';
 import type { BenchShapeName } from '../bench/bench-shapes.js';
 import { runPeerBench } from '../bench/peer.js';
 import { formatPeerReport } from '../bench/peer-report.js';
