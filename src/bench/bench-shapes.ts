@@ -5,17 +5,12 @@ import type { Gemma4BenchShape } from './make-model-gemma4.js';
 import type { GptOssBenchShape } from './make-model-gptoss.js';
 import type { MoeBenchShape } from './make-model-moe.js';
 import type { BenchPooling } from './make-model-embed.js';
+import type { BenchShapeCore } from './bench-writers.js';
 
-export interface BenchShape {
+/** a real model's shape: the sizes every writer reads (BenchShapeCore), then the rest */
+export interface BenchShape extends BenchShapeCore {
   readonly arch: 'llama' | 'qwen2' | 'qwen3' | 'phi3' | 'gemma3' | 'gemma4' | 'qwen35' | 'qwen3moe' | 'qwen35moe' | 'gpt-oss' | 'bert' | 'nomic-bert' | 'gemma-embedding';
   readonly name: string;
-  readonly hidden: number;
-  readonly layers: number;
-  readonly heads: number;
-  readonly kvHeads: number;
-  readonly headDim: number;
-  readonly ffn: number;
-  readonly vocab: number;
   readonly context: number;
   readonly ropeBase: number;
   readonly rmsEps: number;
