@@ -81,6 +81,15 @@ export function benchTensors(s: BenchShape, o: BenchWeightOptions): StreamTensor
   const kvw = s.kvHeads * s.headDim;
   const hidden = 1 / Math.sqrt(d);
   const gemma = s.arch === 'gemma3' || s.arch === 'gemma-embedding';
+  // q (qRows wide: Qwen3.5's gated attention adds a gate per head), k, v, per-head q/k norms, the output
+  const normedAttention = (p: string, qRows: number): void => {
+    matrix(`${p}attn_q.weight`, d, qRows, 2 * hidden);
+    matrix(`${p}attn_k.weight`, d, kvw, 2 * hidden);
+    matrix(`${p}attn_v.weight`, d, kvw, hidden);
+    vector(`${p}attn_q_norm.weight`, s.headDim, 0.1, 1);
+    vector(`${p}attn_k_norm.weight`, s.headDim, 0.1, 1);
+    matrix(`${p}attn_output.weight`, q, d, 1 / Math.sqrt(q));
+  };
   // Gemma scales embeddings by √hidden: rows of std 1/√hidden keep the stream near unit scale
   matrix('token_embd.weight', d, s.vocab, gemma ? hidden : 1);
   for (let i = 0; i < s.layers; i++) {
@@ -103,12 +112,7 @@ export function benchTensors(s: BenchShape, o: BenchWeightOptions): StreamTensor
         vector(`${p}ssm_norm.weight`, l.stateSize, 0.1, 1);
         matrix(`${p}ssm_out.weight`, inner, d, 1 / Math.sqrt(inner));
       } else {
-        matrix(`${p}attn_q.weight`, d, 2 * q, 2 * hidden);
-        matrix(`${p}attn_k.weight`, d, kvw, 2 * hidden);
-        matrix(`${p}attn_v.weight`, d, kvw, hidden);
-        vector(`${p}attn_q_norm.weight`, s.headDim, 0.1, 1);
-        vector(`${p}attn_k_norm.weight`, s.headDim, 0.1, 1);
-        matrix(`${p}attn_output.weight`, q, d, 1 / Math.sqrt(q));
+        normedAttention(p, 2 * q);
       }
       vector(`${p}post_attention_norm.weight`, d, 0.1, 1);
       ffn(p, d);
@@ -117,12 +121,7 @@ export function benchTensors(s: BenchShape, o: BenchWeightOptions): StreamTensor
     if (gemma) {
       // Gemma 3's block (norms stored as 1 + w, as converted)
       vector(`${p}attn_norm.weight`, d, 0.1, 1);
-      matrix(`${p}attn_q.weight`, d, q, 2 * hidden);
-      matrix(`${p}attn_k.weight`, d, kvw, 2 * hidden);
-      matrix(`${p}attn_v.weight`, d, kvw, hidden);
-      vector(`${p}attn_q_norm.weight`, s.headDim, 0.1, 1);
-      vector(`${p}attn_k_norm.weight`, s.headDim, 0.1, 1);
-      matrix(`${p}attn_output.weight`, q, d, 1 / Math.sqrt(q));
+      normedAttention(p, q);
       vector(`${p}post_attention_norm.weight`, d, 0.1, 1);
       vector(`${p}ffn_norm.weight`, d, 0.1, 1);
       matrix(`${p}ffn_gate.weight`, d, s.ffn, hidden);
