@@ -6,7 +6,7 @@ import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import { InvalidArgumentError } from '../errors.js';
 import { rowBytes, typeName } from '../tensor/weight-types.js';
 import type { GGMLType } from '../tensor/weight-types.js';
-import { GGUFValueType, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC } from '../model/gguf.js';
+import { GGUFValueType, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC } from '../model/gguf-values.js';
 
 export type StreamEntry =
   | { readonly key: string; readonly type: GGUFValueType.UINT32 | GGUFValueType.FLOAT32; readonly value: number }

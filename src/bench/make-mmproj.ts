@@ -9,8 +9,8 @@ import { Rng } from '../engine/rng.js';
 import { GGMLType } from '../tensor/weight-types.js';
 import { entry as kv, writeGGUFStream } from './gguf-stream.js';
 import type { StreamEntry, StreamTensor } from './gguf-stream.js';
-import { gaussian, quantizedRows } from './make-model.js';
-import type { BenchShapeName } from './make-model.js';
+import { gaussian, quantizedRows } from './gaussian-weights.js';
+import type { BenchShapeName } from './bench-shapes.js';
 
 export interface MmprojShape {
   readonly name: string;

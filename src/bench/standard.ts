@@ -6,7 +6,8 @@
 import { statSync } from 'node:fs';
 import { startLoomServer } from './loom-server.js';
 import { BENCH_MODELS_DIR, ensureBenchModel } from './make-model.js';
-import type { BenchShapeName, BenchWeightType } from './make-model.js';
+import type { BenchWeightType } from './bench-types.js';
+import type { BenchShapeName } from './bench-shapes.js';
 import { runServeBench } from './serve.js';
 import type { ServeBenchOptions, ServeReport } from './serve.js';
 

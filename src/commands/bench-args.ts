@@ -19,5 +19,5 @@ export const numberArg = (name: string, min = -Infinity, max = Infinity) => (val
 /** "64,256" → [64, 256] */
 export const intListArg = (name: string, min = 1) => (value: string): number[] => value.split(',').map((v) => intArg(name, min)(v.trim()));
 
-/** "--a 1  --b" → ['--a', '1', '--b']: the --loom-args / --llama-args of the peer benchmarks */
-export const words = (s: string | undefined): string[] => (s?.trim() ? s.trim().split(/\s+/) : []);
+/** a flag's space-separated words ("--no-mmap -fa off" → ["--no-mmap", "-fa", "off"]); none when not given */
+export const flagWords = (s: string | undefined): string[] => (s ?? '').split(/\s+/).filter(Boolean);

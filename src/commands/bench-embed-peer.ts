@@ -1,7 +1,9 @@
 // `loom bench embed-peer`: /v1/embeddings throughput of loom serve against llama-server --embeddings.
 import { Command, Option } from 'commander';
-import { BENCH_SHAPES, BENCH_TYPES } from '../bench/make-model.js';
-import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
+import { BENCH_TYPES } from '../bench/bench-types.js';
+import { BENCH_SHAPES } from '../bench/bench-shapes.js';
+import type { BenchWeightType } from '../bench/bench-types.js';
+import type { BenchShapeName } from '../bench/bench-shapes.js';
 import { resolvePeerModel } from '../bench/peer.js';
 import { EMBED_PEER_DEFAULTS, runEmbedPeer } from '../bench/embed-peer.js';
 import { embedPeerJson, formatEmbedPeer } from '../bench/embed-peer-report.js';

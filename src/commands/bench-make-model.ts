@@ -2,8 +2,11 @@
 import { copyFileSync, renameSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { BENCH_MODELS_DIR, BENCH_SHAPES, BENCH_TYPES, BENCH_WEIGHTS, benchModelPath, ensureBenchModel, makeModel } from '../bench/make-model.js';
-import type { BenchShapeName, BenchWeights, BenchWeightType } from '../bench/make-model.js';
+import { BENCH_MODELS_DIR, benchModelPath, ensureBenchModel, makeModel } from '../bench/make-model.js';
+import { BENCH_TYPES, BENCH_WEIGHTS } from '../bench/bench-types.js';
+import { BENCH_SHAPES } from '../bench/bench-shapes.js';
+import type { BenchWeights, BenchWeightType } from '../bench/bench-types.js';
+import type { BenchShapeName } from '../bench/bench-shapes.js';
 import { InvalidArgumentError } from '../errors.js';
 import { intArg } from './bench-args.js';
 

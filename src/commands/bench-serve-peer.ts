@@ -2,8 +2,10 @@
 import { appendFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { InvalidArgumentError } from '../errors.js';
-import { BENCH_SHAPES, BENCH_TYPES } from '../bench/make-model.js';
-import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
+import { BENCH_TYPES } from '../bench/bench-types.js';
+import { BENCH_SHAPES } from '../bench/bench-shapes.js';
+import type { BenchWeightType } from '../bench/bench-types.js';
+import type { BenchShapeName } from '../bench/bench-shapes.js';
 import { resolvePeerModel } from '../bench/peer.js';
 import { SERVE_PEER_DEFAULTS, runServePeer } from '../bench/serve-peer.js';
 import { formatServePeer, servePeerJson } from '../bench/serve-peer-report.js';

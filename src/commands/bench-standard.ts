@@ -2,8 +2,10 @@
 // model under the standard serving scenario; prints the report.
 import { appendFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { BENCH_SHAPES, BENCH_TYPES } from '../bench/make-model.js';
-import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
+import { BENCH_TYPES } from '../bench/bench-types.js';
+import { BENCH_SHAPES } from '../bench/bench-shapes.js';
+import type { BenchWeightType } from '../bench/bench-types.js';
+import type { BenchShapeName } from '../bench/bench-shapes.js';
 import { formatServeReport, serveReportJson } from '../bench/serve-report.js';
 import { STANDARD_SCENARIO, runStandard } from '../bench/standard.js';
 import { fmtBytes } from '../bench/table.js';

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { formatStartPeer, startMedians } from '../bench/start-peer-report.js';
 import { runStartPeer } from '../bench/start-peer.js';
-import { intArg } from './bench-args.js';
+import { flagWords, intArg } from './bench-args.js';
 
 interface StartPeerFlags {
   model: string;
@@ -18,8 +18,6 @@ interface StartPeerFlags {
   llamaArgs?: string;
   json?: boolean;
 }
-
-const words = (s: string | undefined): string[] => (s ?? '').split(/\s+/).filter(Boolean);
 
 export function benchStartPeerCommand(): Command {
   return new Command('start-peer')
@@ -47,8 +45,8 @@ export function benchStartPeerCommand(): Command {
         {
           model: resolve(f.model), rounds: f.rounds, threads: f.threads, ctxSize: f.ctxSize, maxTokens: f.maxTokens, prompt: f.prompt, timeoutMs: f.timeout * 1000,
           ...(f.llamaServer !== undefined && { llamaServer: f.llamaServer }),
-          ...(f.loomArgs !== undefined && { loomArgs: words(f.loomArgs) }),
-          ...(f.llamaArgs !== undefined && { llamaArgs: words(f.llamaArgs) }),
+          ...(f.loomArgs !== undefined && { loomArgs: flagWords(f.loomArgs) }),
+          ...(f.llamaArgs !== undefined && { llamaArgs: flagWords(f.llamaArgs) }),
         },
         (line) => process.stderr.write(line + '\n'),
       );

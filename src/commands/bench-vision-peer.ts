@@ -1,7 +1,7 @@
 // `loom bench vision-peer`: time to first token of a request with one image, loom against llama-server.
 import { Command, Option } from 'commander';
 import { formatVisionPeerReport, runVisionPeer } from '../bench/vision-peer.js';
-import { intArg } from './bench-args.js';
+import { flagWords, intArg } from './bench-args.js';
 
 interface VisionPeerFlags {
   model: string;
@@ -37,7 +37,7 @@ export function benchVisionPeerCommand(): Command {
     .action(async (f: VisionPeerFlags) => {
       const report = await runVisionPeer(
         { model: f.model, mmproj: f.mmproj, imageSize: f.imageSize, requests: f.requests, threads: f.threads, maxTokens: f.maxTokens, seed: f.seed, ...(f.llamaServer !== undefined && { llamaServer: f.llamaServer }),
-          ...(f.llamaArgs !== undefined && { llamaArgs: f.llamaArgs.split(/\s+/).filter(Boolean) }) },
+          ...(f.llamaArgs !== undefined && { llamaArgs: flagWords(f.llamaArgs) }) },
         (line) => process.stderr.write(line + '\n'),
       );
       process.stdout.write((f.json ? JSON.stringify(report) : formatVisionPeerReport(report)) + '\n');

@@ -4,10 +4,12 @@
 // the report goes (--json, --output-file).
 import { appendFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { BENCH_SHAPES, BENCH_TYPES } from '../bench/make-model.js';
-import type { BenchShapeName, BenchWeightType } from '../bench/make-model.js';
+import { BENCH_SHAPES } from '../bench/bench-shapes.js';
+import type { BenchShapeName } from '../bench/bench-shapes.js';
+import { BENCH_TYPES } from '../bench/bench-types.js';
+import type { BenchWeightType } from '../bench/bench-types.js';
 import type { PeerBenchOptions } from '../bench/peer.js';
-import { intArg, words } from './bench-args.js';
+import { flagWords, intArg } from './bench-args.js';
 
 export interface ModelFlags {
   model?: string;
@@ -48,7 +50,7 @@ export function addServerFlags(cmd: Command, examples: { loom?: string; llama?: 
 
 /** the flags as the benchmark options: a binary if given, each server's extra flags as a list */
 export function serverArgsOf(f: ServerFlags): { llamaServer?: string; loomArgs: string[]; llamaArgs: string[] } {
-  return { ...(f.llamaServer !== undefined && { llamaServer: f.llamaServer }), loomArgs: words(f.loomArgs), llamaArgs: words(f.llamaArgs) };
+  return { ...(f.llamaServer !== undefined && { llamaServer: f.llamaServer }), loomArgs: flagWords(f.loomArgs), llamaArgs: flagWords(f.llamaArgs) };
 }
 
 export interface OutputFlags {

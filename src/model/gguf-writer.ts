@@ -6,9 +6,9 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { InvalidArgumentError } from '../errors.js';
 import { rowBytes, typeName } from '../tensor/weight-types.js';
 import type { GGMLType } from '../tensor/weight-types.js';
-import { GGUFValueType, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC } from './gguf.js';
+import { GGUFValueType, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC } from './gguf-values.js';
 
-export { GGUFValueType } from './gguf.js';
+export { GGUFValueType } from './gguf-values.js';
 
 type Scalar = number | bigint | boolean | string;
 

@@ -14,7 +14,7 @@ import { hfRopeScaling } from './hf-rope.js';
 import { ropeOf } from './hf-config.js';
 import { MAX_EXPERTS } from './gguf-config-moe.js';
 import { ggmlTypeOf } from './safetensors.js';
-import type { SafetensorsModel } from './safetensors.js';
+import type { SafetensorsModel } from './safetensors-folder.js';
 import type { ModelConfig, TensorSource } from './weights.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 import { GGMLType } from '../tensor/weight-types.js';

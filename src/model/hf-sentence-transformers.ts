@@ -7,7 +7,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ModelFormatError, UnsupportedModelError } from '../errors.js';
-import { ggmlTypeOf, openSafetensorsModel } from './safetensors.js';
+import { ggmlTypeOf } from './safetensors.js';
+import { openSafetensorsModel } from './safetensors-folder.js';
 import type { ArchName, ModelConfig, PoolingConfig, PoolingType } from './weights.js';
 import type { WeightTensor } from '../tensor/weight-tensor.js';
 import type { InPlaceBytes } from './model-memory.js';

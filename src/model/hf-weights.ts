@@ -4,8 +4,9 @@
 // and stores its Conv1D weights [in, out]: those are transposed once at load to the
 // Linear layout ([out, in] row-major, ggml dims [in, out]) in their own dtype.
 import { ModelFormatError } from '../errors.js';
-import { ggmlTypeOf, openSafetensorsModel } from './safetensors.js';
-import type { SafetensorsModel } from './safetensors.js';
+import { ggmlTypeOf } from './safetensors.js';
+import { openSafetensorsModel } from './safetensors-folder.js';
+import type { SafetensorsModel } from './safetensors-folder.js';
 import { qwen35HFNames, qwen35Transform } from './hf-qwen35.js';
 import { gptOssTensorSource } from './hf-gptoss.js';
 import { bertHFNames } from './hf-bert.js';

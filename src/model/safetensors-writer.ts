@@ -3,7 +3,7 @@
 // spaces so the data starts at a multiple of 8 bytes (as the reference writer does).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { INDEX_FILE } from './safetensors.js';
+import { INDEX_FILE } from './safetensors-folder.js';
 
 export type SafetensorsWriteDType = 'F32' | 'F16' | 'BF16' | 'U8';
 

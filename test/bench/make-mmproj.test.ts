@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeGGUFStream } from '../../src/bench/gguf-stream.js';
-import { BENCH_SHAPES } from '../../src/bench/make-model.js';
+import { BENCH_SHAPES } from '../../src/bench/bench-shapes.js';
 import { MMPROJ_SHAPES, mmprojContents } from '../../src/bench/make-mmproj.js';
 import type { MmprojShapeName } from '../../src/bench/make-mmproj.js';
 import type { ModelConfig } from '../../src/model/weights.js';

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { ModelFormatError, UnsupportedModelError } from '../../src/errors.js';
 import { GGMLType } from '../../src/tensor/weight-types.js';
-import { openSafetensors, openSafetensorsModel } from '../../src/model/safetensors.js';
+import { openSafetensors } from '../../src/model/safetensors.js';
+import { openSafetensorsModel } from '../../src/model/safetensors-folder.js';
 import { writeSafetensors, writeShardedSafetensors } from '../../src/model/safetensors-writer.js';
 import type { SafetensorsWriteTensor } from '../../src/model/safetensors-writer.js';
 

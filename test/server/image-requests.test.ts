@@ -8,7 +8,7 @@ import { IMAGE_MARKER as M } from '../../src/pipeline/image-input.js';
 import type { ImageInput } from '../../src/pipeline/image-input.js';
 import type { ChatPrompt, PromptInput, TextImagesPrompt } from '../../src/pipeline/prompt.js';
 import { messagesSpec } from '../../src/server/anthropic-request.js';
-import type { AnthropicBody } from '../../src/server/anthropic-request.js';
+import type { AnthropicBody } from '../../src/server/anthropic-body.js';
 import type { ServerContext } from '../../src/server/context.js';
 import { HttpError } from '../../src/server/errors.js';
 import { IMAGE_DEFAULTS } from '../../src/server/image-fetch.js';

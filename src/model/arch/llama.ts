@@ -8,7 +8,9 @@ import type { ModelConfig, TensorSource } from '../weights.js';
 import type { WeightTensor } from '../../tensor/weight-tensor.js';
 import type { Architecture } from './architecture.js';
 import { Scratch, rmsNormLogits, loadVector, optionalVector, outputWeight } from './architecture.js';
-import { loadQkv, projectQkv, splitRows } from './qkv-projection.js';
+import { loadQkv, projectQkv } from './qkv-projection.js';
+import { DenseFfn } from './residual-ffn.js';
+import type { ResidualFfn } from './residual-ffn.js';
 import type { QkvProjection } from './qkv-projection.js';
 import { ropeScalingAt } from '../../tensor/rope-scaling.js';
 import type { RopeScaling } from '../../tensor/rope-scaling.js';
@@ -22,10 +24,7 @@ interface LlamaLayer {
   kNorm: Float32Array | undefined;
   wo: WeightTensor;
   ffnNorm: Float32Array;
-  /** gate and up, or undefined gate with up [hidden] → [gate | up] (Phi-3) */
-  gate: WeightTensor | undefined;
-  up: WeightTensor;
-  down: WeightTensor;
+  ffn: ResidualFfn;
   rope: boolean;
 }
 
@@ -38,11 +37,15 @@ export class LlamaArchitecture implements Architecture {
 
   private readonly ropeScaling: RopeScaling | undefined;
 
-  /** `contextLength`: the per-sequence context served (picks longrope's short or long factors, as llama.cpp's n_ctx_seq) */
+  /**
+   * `contextLength`: the per-sequence context served (picks longrope's short or long factors, as
+   * llama.cpp's n_ctx_seq); `layerFfn`: layer i's FFN (default the dense SwiGLU; Qwen3-MoE's experts).
+   */
   constructor(
     readonly config: ModelConfig,
     tensors: TensorSource,
     contextLength = config.contextLength,
+    layerFfn: (i: number) => ResidualFfn = (i) => denseFfn(config, tensors, `blk.${i}.`),
   ) {
     this.ropeScaling = ropeScalingAt(config.ropeScaling, contextLength);
     const noRope = new Set(config.noRopeLayers ?? []);
@@ -58,9 +61,7 @@ export class LlamaArchitecture implements Architecture {
         kNorm: optionalVector(tensors, `${p}attn_k_norm.weight`),
         wo: tensors.get(`${p}attn_output.weight`),
         ffnNorm: loadVector(tensors, `${p}ffn_norm.weight`),
-        gate: config.arch === 'phi3' ? undefined : tensors.get(`${p}ffn_gate.weight`),
-        up: tensors.get(`${p}ffn_up.weight`),
-        down: tensors.get(`${p}ffn_down.weight`),
+        ffn: layerFfn(i),
         rope: !noRope.has(i),
       };
     });
@@ -91,8 +92,6 @@ export class LlamaArchitecture implements Architecture {
     const kk = this.scratch.take('kk', n * kvWidth);
     const v = this.scratch.take('v', n * kvWidth);
     const attn = this.scratch.take('attn', n * qWidth);
-    const gate = this.scratch.take('gate', n * c.ffnSize);
-    const up = this.scratch.take('up', n * c.ffnSize);
     const attnShape = { numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim, scale: 1 / Math.sqrt(c.headDim) };
 
     k.embedRows(x, this.embedding, batch.tokenIds);
@@ -114,17 +113,14 @@ export class LlamaArchitecture implements Architecture {
       k.add(x, x, h, n * c.hiddenSize);
 
       k.rmsNorm(h, x, layer.ffnNorm, n, c.hiddenSize, c.normEps);
-      if (layer.gate) {
-        k.matmulSet(h, n, [{ out: gate, w: layer.gate }, { out: up, w: layer.up }]);
-      } else {
-        const gateUp = this.scratch.take('gateUp', n * 2 * c.ffnSize);
-        k.matmul(gateUp, h, layer.up, n);
-        splitRows(gateUp, n, [gate, c.ffnSize], [up, c.ffnSize]);
-      }
-      k.siluMul(gate, gate, up, n * c.ffnSize);
-      k.matmul(h, gate, layer.down, n);
-      k.add(x, x, h, n * c.hiddenSize);
+      layer.ffn.addTo(x, h, n, k, this.scratch);
     });
     return x;
   }
+}
+
+/** the llama family's dense FFN of layer prefix p (Phi-3: ffn_up holds gate then up) */
+function denseFfn(config: ModelConfig, tensors: TensorSource, p: string): DenseFfn {
+  const gate = config.arch === 'phi3' ? undefined : tensors.get(`${p}ffn_gate.weight`);
+  return new DenseFfn(gate, tensors.get(`${p}ffn_up.weight`), tensors.get(`${p}ffn_down.weight`), config.ffnSize, config.hiddenSize);
 }

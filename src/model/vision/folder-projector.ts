@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { UnsupportedModelError } from '../../errors.js';
 import type { LoadOptions } from '../model-memory.js';
 import { ModelMemory } from '../model-memory.js';
-import { openSafetensorsModel } from '../safetensors.js';
+import { openSafetensorsModel } from '../safetensors-folder.js';
 import type { ArchName, ModelConfig } from '../weights.js';
 import { gemma3FolderProjector } from './hf-gemma3.js';
 import { readJson } from './hf-folder-files.js';

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ModelFormatError } from '../../errors.js';
 import type { InPlaceBytes } from '../model-memory.js';
-import { openSafetensorsModel } from '../safetensors.js';
+import { openSafetensorsModel } from '../safetensors-folder.js';
 
 export function readJson(path: string): Record<string, unknown> | undefined {
   if (!existsSync(path)) return undefined;

@@ -10,13 +10,14 @@ import { strict as assert } from 'node:assert';
 import { copyFileSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { referenceKernels } from '../../../src/kernels/reference.js';
 import { loadModel } from '../../../src/model/load.js';
 import { builtInProjector } from '../../../src/model/vision/folder-projector.js';
 import { cropImage } from '../../../src/model/vision/pan-and-scan.js';
 import { loadProjector } from '../../../src/model/vision/projector-file.js';
 import { forcedLogits } from '../../fixtures/forced-logits.js';
+import { withCausalTwin } from '../../fixtures/causal-twin.js';
 import { GEMMA3_VISION_PROJECTOR, GEMMA3_VISION_TEXT, gemma3ConvertedPath, gemma3PanAndScanFolder, gemma3VisionFolder, gemma3VisionFolderV452 } from '../../fixtures/hf-gemma3-vision.js';
 import { hfFixturePaths } from '../../fixtures/index.js';
 import { projectorFixturePath } from '../../fixtures/mmproj-fixture.js';
@@ -26,19 +27,8 @@ import { IMAGE_MARKER } from '../../../src/pipeline/image-input.js';
 
 describe('Gemma3ForConditionalGeneration folders', () => {
   const folder = gemma3VisionFolder();
-  const model = loadModel(folder);
   const causalFolder = hfFixturePaths(GEMMA3_VISION_TEXT).folder;
-  const causal = loadModel(causalFolder);
-  after(() => {
-    model.dispose();
-    causal.dispose();
-  });
-
-  it('the text model: text_config read as the CausalLM config, and the same logits', () => {
-    assert.deepEqual(model.config, causal.config);
-    const prompt = [5, 17, 3, 40, 41, 42];
-    assert.deepEqual(forcedLogits(model, referenceKernels, prompt, [7, 8]), forcedLogits(causal, referenceKernels, prompt, [7, 8]));
-  });
+  const { model, causal } = withCausalTwin(folder, causalFolder);
 
   it("the vision tower: the projector of the converted mmproj file, bit for bit", async () => {
     const fromFolder = loadProjector(folder, model.config);

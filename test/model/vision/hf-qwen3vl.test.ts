@@ -4,13 +4,12 @@
 // have written from it: the same embeddings, bit for bit, as the mmproj file of the same weights
 // (whose embeddings test/model/vision/qwen3vl.test.ts checks against llama.cpp).
 import { strict as assert } from 'node:assert';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { referenceKernels } from '../../../src/kernels/reference.js';
-import { loadModel } from '../../../src/model/load.js';
 import { qwen35FolderProjector } from '../../../src/model/vision/hf-qwen3vl.js';
 import { builtInProjector } from '../../../src/model/vision/folder-projector.js';
 import { loadProjector } from '../../../src/model/vision/projector-file.js';
-import { forcedLogits } from '../../fixtures/forced-logits.js';
+import { withCausalTwin } from '../../fixtures/causal-twin.js';
 import { QWEN35_VISION_PROJECTOR, QWEN35_VISION_TEXT, qwen35VisionFolder } from '../../fixtures/hf-qwen35-vision.js';
 import { hfFixturePaths } from '../../fixtures/index.js';
 import { qwen3vlFixturePath } from '../../fixtures/mmproj-qwen3vl.js';
@@ -18,18 +17,7 @@ import { TEST_IMAGES, readTestImage } from '../../fixtures/test-images.js';
 
 describe('Qwen3_5ForConditionalGeneration folders', () => {
   const folder = qwen35VisionFolder();
-  const model = loadModel(folder);
-  const causal = loadModel(hfFixturePaths(QWEN35_VISION_TEXT).folder);
-  after(() => {
-    model.dispose();
-    causal.dispose();
-  });
-
-  it('the text model: text_config read as the CausalLM config, and the same logits', () => {
-    assert.deepEqual(model.config, causal.config);
-    const prompt = [5, 17, 3, 40, 41, 42];
-    assert.deepEqual(forcedLogits(model, referenceKernels, prompt, [7, 8]), forcedLogits(causal, referenceKernels, prompt, [7, 8]));
-  });
+  const { model, causal } = withCausalTwin(folder, hfFixturePaths(QWEN35_VISION_TEXT).folder);
 
   it("the vision tower: the projector of the same weights' mmproj file, bit for bit", async () => {
     const fromFolder = qwen35FolderProjector(folder, model.config)!;
