@@ -72,6 +72,7 @@
             'native/x86/avx512/dot_iq4_xs.cc',
             'native/x86/avx512/dot_mxfp4.cc',
             'native/x86/avx512/dot_r16.cc',
+            'native/x86/avx512/prepare.cc',
             'native/x86/avx512/gemm_pack.cc',
             'native/x86/avx512/gemm.cc',
           ],

@@ -53,7 +53,7 @@ int current_isa() { return g_isa < 0 ? best_isa() : g_isa; }
 
 PrepareFn prepare_for(int isa) {
 #ifdef LOOM_X86
-  if (isa == kIsaAvx512) return x86::avx512_prepare_row;
+  if (isa == kIsaAvx512) return x86::avx512_prepare_dot_row;
   if (isa == kIsaAvx2) return x86::avx2_prepare_row;
 #else
   (void)isa;
@@ -109,10 +109,13 @@ void prepare_parts(int isa, const float* x, int rows, int K, const MatmulPart* p
       uint8_t* dst = buf + offset[j];
       const int type = parts[j].type;
       const size_t xs = dp[j].xstride;
-      auto prep = [&](int r, int) { prepare(type, x + static_cast<size_t>(r) * K, K, dst + xs * r); };
-      if (rows >= 8) pool().parallel_for(rows, prep);
-      else
-        for (int r = 0; r < rows; r++) prep(r, 0);
+      // 8 rows a task: a row takes well under a microsecond, and a task per row spent as
+      // long on claiming tasks (an atomic the threads share) as on the rows
+      constexpr int kPrepRows = 8;
+      auto prep = [&](int t, int) {
+        for (int r = t * kPrepRows; r < std::min(rows, (t + 1) * kPrepRows); r++) prepare(type, x + static_cast<size_t>(r) * K, K, dst + xs * r);
+      };
+      pool().parallel_for(ceil_div(rows, kPrepRows), prep);
     }
     dp[j].xa = buf + offset[owner[j]];
     dp[j].xstride = dp[owner[j]].xstride;

@@ -282,22 +282,32 @@ void check_prepare(int isa) {
       xx[41] = 1.00048828125f;   // f16 tie
       xx[42] = 1.00390625f;      // bf16 tie
       xx[43] = -3e-8f;           // f16 subnormal
+      // a block of scale 1 whose values are ties (±0.5, ±1.5, …: round half to even), and one of zeros
+      if (K >= 128) {
+        for (int i = 64; i < 96; i++) xx[i] = i == 64 ? 127.f : (i % 2 ? -1.f : 1.f) * (i - 64 + 0.5f);
+        for (int i = 96; i < 128; i++) xx[i] = 0.f;
+      }
       const size_t n = prepared_row_bytes(type, K);
-      std::vector<uint8_t> a(n, 0), b(n, 0);
+      std::vector<uint8_t> a(n, 0);
       prepare_row_scalar(type, xx.data(), K, a.data());
+      // AVX-512: the GEMM packing's preparation and the dot kernels' (avx512/prepare.cc)
+      for (int path = 0; path < (isa == 2 ? 2 : 1); path++) {
+        std::vector<uint8_t> b(n, 0);
 #ifdef LOOM_TEST_X86
-      if (isa == 2) x86::avx512_prepare_row(type, xx.data(), K, b.data());
-      else x86::avx2_prepare_row(type, xx.data(), K, b.data());
+        if (isa == 2 && path == 0) x86::avx512_prepare_row(type, xx.data(), K, b.data());
+        else if (isa == 2) x86::avx512_prepare_dot_row(type, xx.data(), K, b.data());
+        else x86::avx2_prepare_row(type, xx.data(), K, b.data());
 #else
-      (void)isa;
-      b = a;
+        (void)isa;
+        b = a;
 #endif
-      const bool ok = std::memcmp(a.data(), b.data(), n) == 0;
-      if (!ok) {
-        g_failures++;
-        size_t i = 0;
-        while (a[i] == b[i]) i++;
-        std::printf("  prepare %-5s %-6s K=%d FAIL at byte %zu of %zu\n", type_name(type), isa_name(isa), K, i, n);
+        const bool ok = std::memcmp(a.data(), b.data(), n) == 0;
+        if (!ok) {
+          g_failures++;
+          size_t i = 0;
+          while (a[i] == b[i]) i++;
+          std::printf("  prepare %-5s %-6s%s K=%d FAIL at byte %zu of %zu\n", type_name(type), isa_name(isa), path ? " (dot)" : "", K, i, n);
+        }
       }
     }
   }

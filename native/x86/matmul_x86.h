@@ -48,6 +48,9 @@ void avx2_prepare_row(int type, const float* x, int K, uint8_t* dst);
 // ---- AVX-512 (F, BW, VL, DQ, VNNI, BF16) ----
 
 void avx512_prepare_row(int type, const float* x, int K, uint8_t* dst);
+// The dot kernels' prepared rows (bit-exact with avx2_prepare_row): Q8_0 blocks in AVX-512
+// (avx512/prepare.cc), the other activation kinds as avx2_prepare_row.
+void avx512_prepare_dot_row(int type, const float* x, int K, uint8_t* dst);
 
 // Many-row matmul. x is first packed in tiles of 16 rows (kGemmTile) by avx512_gemm_pack
 // (rows past the end are zero), then the type's GEMM (its row's GemmKernel) computes rows

@@ -58,7 +58,7 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst
     if (act == Act::kF32) {
       rows_q[i] = reinterpret_cast<const uint32_t*>(xr);
     } else {
-      avx2_prepare_row(type, xr, K, prep + pb * i);
+      avx512_prepare_dot_row(type, xr, K, prep + pb * i);
       rows_q[i] = reinterpret_cast<const uint32_t*>(prep + pb * i);
     }
   }
