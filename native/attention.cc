@@ -129,6 +129,78 @@ namespace {
 // keys per chunk of a long context (whole blocks, about 1024 keys)
 int chunk_keys_of(int block_size) { return std::max(1, 1024 / block_size) * block_size; }
 
+// Runs of two or more tokens of a sequence that attend the same positions (an encoder's whole
+// sequence: every token sees all of it) go to ops.attend_tokens in groups of up to 16, one
+// query head a task, head by head within the run (one head's K/V rows stay in L2); by_group[t]
+// is set for them, and the rest are attended unit by unit. Whether a token goes here depends
+// on its sequence alone, never on the batch. Only where the CPU has the kernel and the cache
+// is f32 (pooling models' default) without soft-cap or sinks.
+void attend_token_groups(float* out, const float* q, const KvCacheView& c, const AttentionBatchView& b, int64_t n_tokens,
+                         int num_heads, float scale, int window, float softcap, const float* sinks,
+                         const int32_t* seq_of_token, uint8_t* by_group) {
+  const SimdOps& ops = simd();
+  const int d = c.head_dim;
+  if (!ops.attend_tokens || c.type != KvType::kF32 || softcap > 0 || sinks || d % 16 != 0) return;
+  struct Group {
+    int32_t t0, n, head;
+  };
+  thread_local std::vector<Group> groups;
+  groups.clear();
+  for (int s = 0; s < b.num_seqs; s++) {
+    const int32_t end = b.seq_starts[s + 1];
+    for (int32_t t = b.seq_starts[s]; t < end;) {
+      const int32_t first = first_of_token(b, t, window);
+      int32_t r = t + 1;
+      while (r < end && b.positions[r] == b.positions[t] && first_of_token(b, r, window) == first) r++;
+      if (r - t >= 2) {
+        for (int32_t i = t; i < r; i++) by_group[i] = 1;
+        for (int h = 0; h < num_heads; h++)
+          for (int32_t g = t; g < r; g += 16) groups.push_back({g, std::min<int32_t>(16, r - g), h});
+      }
+      t = r;
+    }
+  }
+  if (groups.empty()) return;
+  const Group* const gs = groups.data();
+  const int64_t n_groups = static_cast<int64_t>(groups.size());
+  const int group = num_heads / c.num_kv_heads;
+  const auto run = [&](int64_t g0, int64_t g1) {
+    thread_local std::vector<float> scratch;
+    for (int64_t i = g0; i < g1; i++) {
+      const Group& g = gs[i];
+      AttendTokens job;
+      job.first = first_of_token(b, g.t0, window);
+      job.ctx = b.positions[g.t0] + 1;
+      const size_t need = static_cast<size_t>(16) * (d + (job.ctx - job.first)) + 256;
+      if (scratch.size() < need) scratch.resize(need);
+      job.q = q + (static_cast<int64_t>(g.t0) * num_heads + g.head) * d;
+      job.out = out + (static_cast<int64_t>(g.t0) * num_heads + g.head) * d;
+      job.row_stride = static_cast<int64_t>(num_heads) * d;
+      job.n = g.n;
+      job.k = static_cast<const float*>(c.k);
+      job.v = static_cast<const float*>(c.v);
+      job.blocks = b.block_tables + static_cast<int64_t>(seq_of_token[g.t0]) * b.max_blocks_per_seq;
+      job.block_size = c.block_size;
+      job.block_stride = static_cast<int64_t>(c.num_kv_heads) * c.block_size * d;
+      job.head_offset = static_cast<int64_t>(g.head / group) * c.block_size * d;
+      job.head_dim = d;
+      job.scale = scale;
+      job.scratch = scratch.data();
+      ops.attend_tokens(job);
+    }
+  };
+  ThreadPool& p = pool();
+  if (p.size() == 1 || n_groups == 1) return run(0, n_groups);
+  const int tasks = static_cast<int>(std::min<int64_t>(n_groups, 16 * static_cast<int64_t>(p.size())));
+  struct Job {
+    int64_t groups;
+    int tasks;
+    const decltype(run)* body;
+  } job{n_groups, tasks, &run};
+  const Job* j = &job;  // one captured pointer, as attention_group's
+  p.parallel_for(tasks, [j](int task, int) { (*j->body)(j->groups * task / j->tasks, j->groups * (task + 1) / j->tasks); });
+}
+
 void attention_group(float* out, const float* q, const KvCacheView& c, const AttentionBatchView& b, int64_t n_tokens,
                      int num_heads, float scale, int window, float softcap, const float* sinks) {
   if (n_tokens <= 0) return;
@@ -187,10 +259,28 @@ void attention_group(float* out, const float* q, const KvCacheView& c, const Att
   }
   const int heads = heads_per_kv * kv_per_unit;  // query heads a unit
   const int units_per_token = num_heads / heads;
-  const int64_t units = n_tokens * units_per_token;
+  // Units run in order head by head within each sequence (every token's first heads, then
+  // the next): a sequence's tokens then read one head's K/V rows in turn, which stay in L2,
+  // where token by token each token read every head's rows (a 512-token sequence's f32 K and
+  // V of 12 heads of 32, 1.5 MiB, from L3 for every token). A unit's arithmetic does not
+  // depend on the order; one token a sequence (decoding) keeps the order it had.
+  thread_local std::vector<int32_t> unit_token_v, unit_head_v;
+  thread_local std::vector<uint8_t> by_group_v;
+  by_group_v.assign(static_cast<size_t>(n_tokens), 0);
+  attend_token_groups(out, q, c, b, n_tokens, num_heads, scale, window, softcap, sinks, seq_of_token, by_group_v.data());
+  unit_token_v.clear();
+  unit_head_v.clear();
+  for (int s = 0; s < b.num_seqs; s++)
+    for (int hu = 0; hu < units_per_token; hu++)
+      for (int32_t t = b.seq_starts[s]; t < b.seq_starts[s + 1]; t++)
+        if (!by_group_v[t]) unit_token_v.push_back(t), unit_head_v.push_back(hu);
+  const int64_t units = static_cast<int64_t>(unit_token_v.size());
+  if (units == 0) return;
+  const int32_t* const unit_token = unit_token_v.data();
+  const int32_t* const unit_head = unit_head_v.data();
   // a unit attends to positions [first_of(u), first_of(u) + span_of(u))
-  const auto first_of = [&](int64_t u) { return first_of_token(b, u / units_per_token, window); };
-  const auto span_of = [&](int64_t u) { return b.positions[u / units_per_token] + 1 - first_of(u); };
+  const auto first_of = [&](int64_t u) { return first_of_token(b, unit_token[u], window); };
+  const auto span_of = [&](int64_t u) { return b.positions[unit_token[u]] + 1 - first_of(u); };
   // items: a unit's chunks (a short context is one item that does everything). A split
   // unit's scores [heads, ctx] live in `shared` across the phases, at scores_at[u].
   thread_local std::vector<int64_t> item_start;  // [units + 1]: first item of each unit
@@ -219,8 +309,8 @@ void attention_group(float* out, const float* q, const KvCacheView& c, const Att
   float* const split_scores = shared.data();
 
   const auto job_for = [&](int64_t u, float* scratch) {
-    const int64_t t = u / units_per_token;
-    const int h = static_cast<int>(u % units_per_token) * heads;  // the unit's first query head
+    const int64_t t = unit_token[u];
+    const int h = unit_head[u] * heads;  // the unit's first query head
     AttendHead job;
     job.q = q + (t * num_heads + h) * d;
     job.k = c.k;
@@ -286,7 +376,7 @@ void attention_group(float* out, const float* q, const KvCacheView& c, const Att
         float max = -std::numeric_limits<float>::infinity();
         for (int64_t s = 0; s < nc; s++) max = std::max(max, item_stats[(i0 + s) * 2 * heads + g]);
         // each chunk's maximum already counts the sink; its share of the sum is added once
-        const float* sink = sinks ? sinks + (u % units_per_token) * heads + g : nullptr;
+        const float* sink = sinks ? sinks + unit_head[u] * heads + g : nullptr;
         double total = sink ? std::exp(static_cast<double>(*sink) - max) : 0;
         for (int64_t s = 0; s < nc; s++) {
           const float* st = item_stats + (i0 + s) * 2 * heads;
@@ -334,7 +424,7 @@ void attention_group(float* out, const float* q, const KvCacheView& c, const Att
   for (int64_t u = 0; u < units; u++) {
     const int64_t nc = first_item[u + 1] - first_item[u];
     if (nc == 1) continue;
-    float* dst = out + ((u / units_per_token) * num_heads + (u % units_per_token) * heads) * d;
+    float* dst = out + (static_cast<int64_t>(unit_token[u]) * num_heads + unit_head[u] * heads) * d;
     const float* src = item_out + first_item[u] * heads * d;
     for (int64_t i = 0; i < static_cast<int64_t>(heads) * d; i++) {
       float sum = 0;

@@ -38,6 +38,30 @@ struct AttendHead {
   float* out;            // [heads · kv_heads, head_dim]
 };
 
+// Several tokens of one sequence that attend the same positions [first, ctx) (an encoder's
+// whole sequence), one query head, an f32 cache, no soft-cap or sinks: the tokens ride in
+// the 16 lanes of a vector, so every K/V value is broadcast once to all of them and no dot
+// product ends in a horizontal sum (the per-token path spends more on those sums than on
+// the products). Per token the same arithmetic as any other group's: f32 products of the
+// query and f32 keys summed in order, scaled, softmax (e^ as exp_shift_sum's) with weights
+// e · (1/Σ), and V summed in order of position.
+struct AttendTokens {
+  const float* q;        // token t's query head at q + t·row_stride
+  float* out;            // token t's output at out + t·row_stride
+  int64_t row_stride;
+  int n;                 // tokens, 1..16
+  const float* k;        // cache layer base (f32)
+  const float* v;
+  const int32_t* blocks; // this sequence's block table row (validated)
+  int block_size;
+  int64_t block_stride;  // elements of a block
+  int64_t head_offset;   // the KV head's offset in a block
+  int head_dim;          // a multiple of 16
+  int first, ctx;
+  float scale;
+  float* scratch;        // [16 · head_dim + 16 · (ctx − first) + 256] floats
+};
+
 struct SimdOps {
   const char* name;
   float (*max_of)(const float* x, int n);
@@ -59,6 +83,8 @@ struct SimdOps {
   void (*attend_values)(const AttendHead& job, int p0, int p1, const float* factor, float* out);
   // attend_* read each K/V row once for all of a job's heads (else they go head by head)
   bool shares_kv_rows;
+  // null where the per-token path is the only one
+  void (*attend_tokens)(const AttendTokens& job) = nullptr;
 };
 
 const SimdOps& simd();

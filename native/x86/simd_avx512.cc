@@ -180,15 +180,30 @@ void accumulate_heads_nv(float* acc, int G, const float* w, int64_t w_stride, P 
   }
 }
 
+// One head's acc += Σ_j w[j]·v_j. A narrow head has too few accumulators to hide the FMA
+// latency (head_dim 32: 2 chains, each FMA waiting on the one before), so keys are dealt
+// round robin to CH = 8/NV chains (at most 4), summed into the first at the end of the call:
+// the order depends on the call's keys (one KV block's), never on the batch.
 template <int NV, class P>
 void accumulate_nv(float* acc, const float* w, P v, int64_t stride, int n) {
-  __m512 a[NV];
-  for (int c = 0; c < NV; c++) a[c] = _mm512_loadu_ps(acc + 16 * c);
-  for (int j = 0; j < n; j++) {
+  constexpr int CH = NV >= 8 ? 1 : (8 / NV > 4 ? 4 : 8 / NV);
+  __m512 a[CH][NV];
+  for (int c = 0; c < NV; c++) a[0][c] = _mm512_loadu_ps(acc + 16 * c);
+  _Pragma("GCC unroll 4") for (int h = 1; h < CH; h++)
+    for (int c = 0; c < NV; c++) a[h][c] = _mm512_setzero_ps();
+  int j = 0;
+  for (; j + CH <= n; j += CH)
+    _Pragma("GCC unroll 4") for (int h = 0; h < CH; h++) {
+      const __m512 wv = _mm512_set1_ps(w[j + h]);
+      for (int c = 0; c < NV; c++) a[h][c] = _mm512_fmadd_ps(wv, load16(v + (j + h) * stride + 16 * c), a[h][c]);
+    }
+  for (; j < n; j++) {
     const __m512 wv = _mm512_set1_ps(w[j]);
-    for (int c = 0; c < NV; c++) a[c] = _mm512_fmadd_ps(wv, load16(v + j * stride + 16 * c), a[c]);
+    for (int c = 0; c < NV; c++) a[0][c] = _mm512_fmadd_ps(wv, load16(v + j * stride + 16 * c), a[0][c]);
   }
-  for (int c = 0; c < NV; c++) _mm512_storeu_ps(acc + 16 * c, a[c]);
+  _Pragma("GCC unroll 4") for (int h = 1; h < CH; h++)
+    for (int c = 0; c < NV; c++) a[0][c] = _mm512_add_ps(a[0][c], a[h][c]);
+  for (int c = 0; c < NV; c++) _mm512_storeu_ps(acc + 16 * c, a[0][c]);
 }
 
 struct Avx512Ops : HeadLoopOps<Avx512Ops> {
@@ -293,6 +308,61 @@ struct Avx512Ops : HeadLoopOps<Avx512Ops> {
   }
 };
 
+// AttendTokens (simd.h), lanes = tokens: scores s[p] (16 lanes) = scale · Σ_i q^T[i] · k_p[i],
+// 8 keys at a time (8 FMA chains); softmax per lane; out^T[i] = Σ_p w[p] · v_p[i], 16
+// dimensions at a time in registers.
+void attend_tokens_avx512(const AttendTokens& a) {
+  const int d = a.head_dim, span = a.ctx - a.first;
+  float* const qt = a.scratch;       // [d][16]
+  float* const s = qt + 16 * d;      // [span][16]
+  float* const tile = s + 16 * static_cast<int64_t>(span);  // [16][16]
+  for (int i = 0; i < d; i++)
+    for (int t = 0; t < 16; t++) qt[16 * i + t] = t < a.n ? a.q[t * a.row_stride + i] : 0.0f;
+  const auto row = [&](const float* base, int p) {
+    return base + a.blocks[p / a.block_size] * a.block_stride + a.head_offset + static_cast<int64_t>(p % a.block_size) * d;
+  };
+  const __m512 sc = _mm512_set1_ps(a.scale);
+  int p = a.first;
+  for (; p + 8 <= a.ctx; p += 8) {
+    const float* kr[8];
+    __m512 acc[8];
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) kr[j] = row(a.k, p + j), acc[j] = _mm512_setzero_ps();
+    for (int i = 0; i < d; i++) {
+      const __m512 qv = _mm512_loadu_ps(qt + 16 * i);
+      _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) acc[j] = _mm512_fmadd_ps(qv, _mm512_set1_ps(kr[j][i]), acc[j]);
+    }
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) _mm512_storeu_ps(s + 16 * (p + j - a.first), _mm512_mul_ps(acc[j], sc));
+  }
+  for (; p < a.ctx; p++) {
+    const float* kr = row(a.k, p);
+    __m512 acc = _mm512_setzero_ps();
+    for (int i = 0; i < d; i++) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qt + 16 * i), _mm512_set1_ps(kr[i]), acc);
+    _mm512_storeu_ps(s + 16 * (p - a.first), _mm512_mul_ps(acc, sc));
+  }
+  __m512 mx = _mm512_loadu_ps(s);
+  for (int j = 1; j < span; j++) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + 16 * j));
+  __m512 sum = _mm512_setzero_ps();
+  for (int j = 0; j < span; j++) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + 16 * j), mx));
+    _mm512_storeu_ps(s + 16 * j, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  const __m512 inv = _mm512_div_ps(_mm512_set1_ps(1.0f), sum);
+  for (int j = 0; j < span; j++) _mm512_storeu_ps(s + 16 * j, _mm512_mul_ps(_mm512_loadu_ps(s + 16 * j), inv));
+  for (int c = 0; c < d; c += 16) {
+    __m512 acc[16];
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) acc[i] = _mm512_setzero_ps();
+    for (int j = 0; j < span; j++) {
+      const float* vr = row(a.v, a.first + j) + c;
+      const __m512 w = _mm512_loadu_ps(s + 16 * j);
+      _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) acc[i] = _mm512_fmadd_ps(w, _mm512_set1_ps(vr[i]), acc[i]);
+    }
+    _Pragma("GCC unroll 16") for (int i = 0; i < 16; i++) _mm512_storeu_ps(tile + 16 * i, acc[i]);
+    for (int t = 0; t < a.n; t++)
+      for (int i = 0; i < 16; i++) a.out[t * a.row_stride + c + i] = tile[16 * i + t];
+  }
+}
+
 float max_avx512(const float* x, int n) { return Avx512Ops::max_of(x, n); }
 
 float exp_shift_sum_avx512(float* x, int n, float max) { return Avx512Ops::exp_shift_sum(x, n, max); }
@@ -360,7 +430,7 @@ void attend_values_avx512(const AttendHead& job, int p0, int p1, const float* fa
 }  // namespace
 
 namespace x86 {
-const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, gelu_table_mul_avx512, argmax_avx512, f32_to_f16_avx512, attend_scores_avx512, attend_values_avx512, true};
+const SimdOps kAvx512Ops = {"avx512", max_avx512, exp_shift_sum_avx512, silu_mul_avx512, gelu_table_mul_avx512, argmax_avx512, f32_to_f16_avx512, attend_scores_avx512, attend_values_avx512, true, attend_tokens_avx512};
 }  // namespace x86
 
 }  // namespace loom

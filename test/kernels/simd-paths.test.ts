@@ -11,7 +11,7 @@ import { nativeSkip } from '../fixtures/native.js';
 import { PROJECT_ROOT } from '../fixtures/index.js';
 import { GGUF_FIXTURES, MORE_WEIGHT_TYPES } from '../fixtures/recipe.js';
 
-const SUITE = ['conformance.test.js', 'sliding-window.test.js', 'recurrent.test.js', 'moe-experts.test.js'].map((f) => join(PROJECT_ROOT, 'dist', 'test', 'kernels', f));
+const SUITE = ['conformance.test.js', 'encoder-attention.test.js', 'sliding-window.test.js', 'recurrent.test.js', 'moe-experts.test.js'].map((f) => join(PROJECT_ROOT, 'dist', 'test', 'kernels', f));
 const GENERATION = ['native-generate.test.js', 'native-logits.test.js'].map((f) => join(PROJECT_ROOT, 'dist', 'test', 'kernels', f));
 /**
  * Greedy generation on one fixture of every weight type and every architecture family (their
