@@ -81,15 +81,21 @@ for (const [kernelName, k] of KERNELS) {
         const m = fixtureModel(name);
         const imaged = [withImage(PROMPT, 7, 11), withImage(PROMPT.slice(3), 2, 5)];
         // a budget of 8 tokens a step: the 11-token span runs alone in its step, never split
+        const textUnder = (maxNumBatchedTokens: number) =>
+          run(engineFor(name, k!, undefined, { enablePrefixCaching: false, maxNumBatchedTokens }), [{ ids: PROMPT }, { ids: PROMPT.slice(3) }]);
+        // The native kernels' sums depend on how a prompt is chunked (which kernel a step's rows
+        // take, the order of sums; qwen35-f16 on an AVX2-only CPU moves by 0.02), and an unsplit
+        // image cannot take the text's chunks: it may move the logits by what chunking alone does.
+        const [whole, chunked] = [textUnder(256), textUnder(8)];
+        const chunkingMoves = Math.max(...whole.map((r, i) => maxRowDiff(r, chunked[i]!)));
         for (const maxNumBatchedTokens of [256, 8]) {
-          // the native kernels' sums depend (slightly) on a step's row count: the text runs under the same budget
-          const text = run(engineFor(name, k!, undefined, { enablePrefixCaching: false, maxNumBatchedTokens }), [{ ids: PROMPT }, { ids: PROMPT.slice(3) }]);
+          const text = maxNumBatchedTokens === 256 ? whole : chunked;
           const projector = tokenProjector(m);
           const e = engineFor(name, k!, projector, { enablePrefixCaching: false, maxNumBatchedTokens });
           const got = run(e, imaged);
           got.forEach((r, i) => {
             assert.deepEqual(r.tokens, text[i]!.tokens);
-            assert.ok(maxRowDiff(r, text[i]!) < 1e-3, `request ${i} (budget ${maxNumBatchedTokens}) differs by ${maxRowDiff(r, text[i]!)}`);
+            assert.ok(maxRowDiff(r, text[i]!) < Math.max(1e-3, 2 * chunkingMoves), `request ${i} (budget ${maxNumBatchedTokens}) differs by ${maxRowDiff(r, text[i]!)} (chunking alone: ${chunkingMoves})`);
           });
           if (maxNumBatchedTokens === 256) assert.deepEqual(projector.calls, [2], 'one encode call for both requests\' images');
         }
