@@ -1,9 +1,11 @@
-// One benchmark request over fetch. Streaming: every SSE event is timestamped when its bytes
+// One benchmark request over HTTP (a connection of its own). Streaming: every SSE event is timestamped when its bytes
 // arrive; an event that carries output (text, or loom's output_ids) is a token arrival: the
 // first sets TTFT, each later one adds an ITL gap (one per chunk, as vLLM counts). E2E runs
 // from sending to the last event. Without streaming, TTFT = E2E and there are no ITL gaps.
+import type { IncomingMessage } from 'node:http';
 import { readPiece } from './serve-backends.js';
 import type { Piece, ServeBackend } from './serve-backends.js';
+import { bodyText, postJson } from './sse-post.js';
 
 export interface RequestOutput {
   readonly success: boolean;
@@ -36,26 +38,27 @@ const failed = (startMs: number, error: string): RequestOutput => ({
 
 export async function sendRequest(o: SendOptions): Promise<RequestOutput> {
   const startMs = performance.now();
-  let res: Response;
+  let res: IncomingMessage;
   try {
-    res = await fetch(o.url, { method: 'POST', headers: { ...o.headers, 'content-type': 'application/json' }, body: JSON.stringify(o.body) });
+    // node:http (postJson): fetch gives up on a response whose headers take over 300 s, which a
+    // request queued behind long prefills on a slow CPU does
+    res = await postJson(o.url, o.body, o.headers);
   } catch (e) {
-    const cause = (e as Error).cause;
-    return failed(startMs, `${(e as Error).message}${cause instanceof Error ? `: ${cause.message}` : ''}`);
+    return failed(startMs, (e as Error).message);
   }
-  if (!res.ok) {
-    const text = await res.text().catch(() => '');
+  if (res.statusCode !== 200) {
+    const text = await bodyText(res).catch(() => '');
     let detail = text.slice(0, 200);
     try {
       detail = readPiece(o.backend, JSON.parse(text)).error ?? detail;
     } catch {
       // not JSON: keep the text
     }
-    return failed(startMs, `HTTP ${res.status}${detail ? `: ${detail}` : ''}`);
+    return failed(startMs, `HTTP ${res.statusCode}${detail ? `: ${detail}` : ''}`);
   }
   try {
     if (!o.stream) {
-      const p = readPiece(o.backend, await res.json());
+      const p = readPiece(o.backend, JSON.parse(await bodyText(res)));
       if (p.error !== undefined) return failed(startMs, p.error);
       const latencyMs = performance.now() - startMs;
       return { success: true, startMs, ttftMs: latencyMs, itlMs: [], latencyMs, generatedText: p.text, ...tokens(p, p.tokens) };
@@ -72,8 +75,7 @@ const tokens = (p: Piece | undefined, counted: number | undefined) => ({
   ...(counted !== undefined && { countedTokens: counted }),
 });
 
-async function readStream(backend: ServeBackend, res: Response, startMs: number): Promise<RequestOutput> {
-  if (!res.body) return failed(startMs, 'the response has no body');
+async function readStream(backend: ServeBackend, res: IncomingMessage, startMs: number): Promise<RequestOutput> {
   const decoder = new TextDecoder();
   let buffered = '';
   let ttftMs = NaN;
@@ -85,7 +87,7 @@ async function readStream(backend: ServeBackend, res: Response, startMs: number)
   let promptTokens: number | undefined;
   let completionTokens: number | undefined;
   let done = false;
-  for await (const bytes of res.body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const bytes of res as AsyncIterable<Buffer>) {
     const at = performance.now();
     buffered += decoder.decode(bytes, { stream: true });
     let nl: number;

@@ -1,5 +1,5 @@
-// A streamed POST for the bench clients that replay turns against a server (agent-turns,
-// chat-turns-peer): the request body as JSON, then each server-sent event's JSON as it arrives.
+// The bench clients' POST (bench serve, agent-turns, chat-turns-peer): the request body as
+// JSON, then the response; for the turn replays, each server-sent event's JSON as it arrives.
 import { request } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { LoomError } from '../errors.js';
@@ -11,7 +11,7 @@ import { sseData } from './sse-data.js';
  * connection each time (agent: false): a kept-alive socket left idle through the other side's
  * ten-minute prefill has been closed by its server, and reusing it hangs up.
  */
-function post(url: string, body: object, headers: Record<string, string>): Promise<IncomingMessage> {
+export function postJson(url: string, body: object, headers: Record<string, string> = {}): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', ...headers } }, resolve);
     req.on('error', reject);
@@ -21,12 +21,18 @@ function post(url: string, body: object, headers: Record<string, string>): Promi
 
 /** Each event of a streamed POST, parsed (`[DONE]` left out); a status other than 200 throws with the body. */
 export async function* postSse(url: string, body: object, headers: Record<string, string> = {}): AsyncGenerator<unknown> {
-  const res = await post(url, body, headers);
+  const res = await postJson(url, body, headers);
   res.setEncoding('utf8');
   if (res.statusCode !== 200) {
-    let text = '';
-    for await (const chunk of res) text += chunk as string;
-    throw new LoomError(`${url}: HTTP ${res.statusCode}: ${text}`);
+    throw new LoomError(`${url}: HTTP ${res.statusCode}: ${await bodyText(res)}`);
   }
   for await (const data of sseData(res as AsyncIterable<string>)) if (data !== '[DONE]') yield JSON.parse(data) as unknown;
+}
+
+/** The whole body of a response as text. */
+export async function bodyText(res: IncomingMessage): Promise<string> {
+  res.setEncoding('utf8');
+  let text = '';
+  for await (const chunk of res) text += chunk as string;
+  return text;
 }
