@@ -1,7 +1,10 @@
 // Grammars compiled for one tokenizer, cached by grammar; and the per-sequence matcher.
-// The vocabulary goes to xgrammar as each token's decoded bytes (vocab type "raw"), so the
-// grammar sees exactly the text loom's detokenizer produces; special tokens (hidden from
-// text) go as empty strings, which xgrammar never allows, except the stop ids at the end.
+// JSON schemas, json_object and choices run on loom's lazy automaton (lazy/): compiling is
+// parsing, masks are computed when asked. EBNF and regex grammars from requests (xgrammar's
+// full notation) run on xgrammar, which precomputes masks against the vocabulary.
+// Both see each token as its decoded bytes (xgrammar's vocab type "raw"), so the grammar
+// sees exactly the text loom's detokenizer produces; special tokens (hidden from text) are
+// empty, which no grammar allows, except the stop ids at the end.
 import { performance } from 'node:perf_hooks';
 import type { Tokenizer } from '../../tokenizer/tokenizer.js';
 import { callXGrammar } from './xgrammar-binding.js';
@@ -9,6 +12,10 @@ import type { CompiledGrammarHandle, GrammarMatcherHandle, XGrammarBinding } fro
 import { choiceGrammar, grammarKey, schemaToEbnf } from './spec.js';
 import { Utf8Guard } from './utf8-guard.js';
 import type { GrammarSpec } from './spec.js';
+import { EbnfSyntaxError } from './lazy/ebnf.js';
+import { GrammarTooLargeError, LeftRecursionError } from './lazy/byte-nfa.js';
+import { LazyGrammar, LazyPosition } from './lazy/lazy-grammar.js';
+import { TokenTrie } from './lazy/token-trie.js';
 
 
 /** What the compiler needs of a tokenizer: token bytes, which are hidden, the stop ids. */
@@ -27,6 +34,17 @@ export interface CompileStats {
 
 const CACHE_LIMIT = 256;
 
+/** a compiled grammar: loom's lazy automaton, or xgrammar's precomputed one */
+export type CompiledGrammar = { readonly lazy: LazyGrammar } | { readonly xgrammar: CompiledGrammarHandle };
+
+/** where one sequence is in its grammar, whichever engine runs it */
+interface GrammarPosition {
+  fillMask(out: Int32Array): void;
+  accept(id: number): boolean;
+  readonly isTerminated: boolean;
+  close(): void;
+}
+
 export class GrammarCompiler {
   /** ceil(vocabSize / 32): the length of a token bitmask */
   readonly maskWords: number;
@@ -40,7 +58,10 @@ export class GrammarCompiler {
   /** keeps every grammar's output valid UTF-8 */
   private readonly utf8: Utf8Guard;
   /** grammar key → compiled grammar; insertion order is recency (LRU) */
-  private readonly cache = new Map<string, CompiledGrammarHandle>();
+  private readonly cache = new Map<string, CompiledGrammar>();
+  /** each token's bytes (empty: never allowed) */
+  private readonly tokens: Uint8Array[];
+  private trieBuilt?: TokenTrie;
 
   /** `vocabSize`: the logits row length (may exceed the tokenizer's, padded ids are never allowed) */
   constructor(
@@ -52,6 +73,7 @@ export class GrammarCompiler {
     const tokens: Uint8Array[] = [];
     const empty = new Uint8Array(0);
     for (let id = 0; id < vocabSize; id++) tokens.push(id < vocab.vocabSize && !vocab.isSpecial(id) ? vocab.tokenBytes(id) : empty);
+    this.tokens = tokens;
     const vec = xg.vecStringFromJSArray(tokens);
     const stops = xg.vecIntFromJSArray(this.stopIds);
     const info = new xg.TokenizerInfo(vec, 'RAW', vocabSize, stops, false);
@@ -69,7 +91,7 @@ export class GrammarCompiler {
   }
 
   /** The compiled grammar of a (validated) spec, from the cache when it was compiled before. */
-  compile(spec: GrammarSpec): CompiledGrammarHandle {
+  compile(spec: GrammarSpec): CompiledGrammar {
     const key = grammarKey(spec);
     const hit = this.cache.get(key);
     if (hit) {
@@ -84,16 +106,16 @@ export class GrammarCompiler {
     this.stats.compiled++;
     this.cache.set(key, compiled);
     if (this.cache.size > CACHE_LIMIT) {
-      const [oldest, handle] = this.cache.entries().next().value!;
+      const [oldest, grammar] = this.cache.entries().next().value!;
       this.cache.delete(oldest);
-      handle.delete();
+      if ('xgrammar' in grammar) grammar.xgrammar.delete();
     }
     return compiled;
   }
 
   /** Frees every cached grammar (a benchmark compiling many schemas once each). */
   clearCache(): void {
-    for (const handle of this.cache.values()) handle.delete();
+    for (const grammar of this.cache.values()) if ('xgrammar' in grammar) grammar.xgrammar.delete();
     this.cache.clear();
   }
 
@@ -101,24 +123,39 @@ export class GrammarCompiler {
   matcher(spec: GrammarSpec): SequenceGrammar {
     const compiled = this.compile(spec);
     const json = spec.type === 'json_schema' || spec.type === 'json_object';
-    return new SequenceGrammar(this.xg, new this.xg.GrammarMatcher(compiled, undefined, false, -1), this.vocabSize, this.stats, this.utf8, json ? this.jsonSafe : this.utf8.valid);
+    const position = 'lazy' in compiled ? new LazyPosition(compiled.lazy) : new XGrammarPosition(this.xg, new this.xg.GrammarMatcher(compiled.xgrammar, undefined, false, -1), this.vocabSize);
+    return new SequenceGrammar(position, this.stats, this.utf8, json ? this.jsonSafe : this.utf8.valid);
   }
 
-  private compileUncached(spec: GrammarSpec): CompiledGrammarHandle {
+  private compileUncached(spec: GrammarSpec): CompiledGrammar {
     switch (spec.type) {
       // JSON as json.dumps writes it on one line (", " and ": "): free whitespace lets a model
-      // pad forever; strict: no properties the schema does not list
+      // pad forever
       case 'json_object':
-        return this.compiler.CompileJSONSchema('{"type": "object"}', false, undefined, undefined, false, undefined);
+        return this.lazyOrXGrammar(schemaToEbnf({ type: 'json_schema', schema: { type: 'object' } }).ebnf);
       case 'json_schema':
-        return this.fromEbnf(schemaToEbnf(spec).ebnf);
+        return this.lazyOrXGrammar(schemaToEbnf(spec).ebnf);
       case 'regex':
-        return this.compiler.CompileStructuralTag(JSON.stringify({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } }));
+        return { xgrammar: this.compiler.CompileStructuralTag(JSON.stringify({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } })) };
       case 'choice':
-        return this.fromEbnf(choiceGrammar(spec.choices));
+        return this.lazyOrXGrammar(choiceGrammar(spec.choices));
       case 'grammar':
-        return this.fromEbnf(spec.grammar);
+        return { xgrammar: this.fromEbnf(spec.grammar) };
     }
+  }
+
+  /** loom's lazy automaton when it runs the grammar (left recursion, a huge {m,n}: xgrammar) */
+  private lazyOrXGrammar(ebnf: string): CompiledGrammar {
+    try {
+      return { lazy: new LazyGrammar(ebnf, this.trie(), this.tokens, this.stopIds, this.maskWords) };
+    } catch (err) {
+      if (err instanceof EbnfSyntaxError || err instanceof LeftRecursionError || err instanceof GrammarTooLargeError) return { xgrammar: this.fromEbnf(ebnf) };
+      throw err;
+    }
+  }
+
+  private trie(): TokenTrie {
+    return (this.trieBuilt ??= new TokenTrie(this.tokens));
   }
 
   private fromEbnf(ebnf: string): CompiledGrammarHandle {
@@ -133,14 +170,11 @@ export class GrammarCompiler {
 
 /** One sequence's position in its grammar: the mask of allowed next tokens, and advancing. */
 export class SequenceGrammar {
-  private closed = false;
   /** the UTF-8 lead byte the output ends on, whose second byte is still to come (0: none) */
   private pendingLead = 0;
 
   constructor(
-    private readonly xg: XGrammarBinding,
-    private readonly handle: GrammarMatcherHandle,
-    private readonly vocabSize: number,
+    private readonly position: GrammarPosition,
     private readonly stats: CompileStats,
     private readonly utf8: Utf8Guard,
     /** [maskWords] ANDed into every mask */
@@ -150,12 +184,7 @@ export class SequenceGrammar {
   /** Writes the allowed-next-token bitmask ([ceil(vocab / 32)] words, bit set = allowed). */
   fillMask(out: Int32Array): void {
     const t0 = performance.now();
-    const vec = this.handle.GetNextTokenBitmask(this.vocabSize);
-    try {
-      out.set(this.xg.vecIntToView(vec));
-    } finally {
-      vec.delete();
-    }
+    this.position.fillMask(out);
     const r = this.restrict;
     for (let w = 0; w < out.length; w++) out[w]! &= r[w]!;
     if (this.pendingLead !== 0) this.utf8.restrictAfter(this.pendingLead, out);
@@ -166,7 +195,7 @@ export class SequenceGrammar {
   /** Advances by a sampled token; false when the grammar does not allow it (the state is unchanged). */
   accept(id: number): boolean {
     const t0 = performance.now();
-    const ok = this.handle.AcceptToken(id, false);
+    const ok = this.position.accept(id);
     if (ok) this.pendingLead = this.utf8.leadAfter(id);
     this.stats.acceptMs += performance.now() - t0;
     return ok;
@@ -174,10 +203,42 @@ export class SequenceGrammar {
 
   /** whether a stop token completed the grammar */
   get isTerminated(): boolean {
-    return this.handle.IsTerminated();
+    return this.position.isTerminated;
   }
 
   /** Frees the matcher (idempotent). */
+  close(): void {
+    this.position.close();
+  }
+}
+
+/** A position in an xgrammar-compiled grammar (its matcher lives in WebAssembly memory). */
+class XGrammarPosition implements GrammarPosition {
+  private closed = false;
+
+  constructor(
+    private readonly xg: XGrammarBinding,
+    private readonly handle: GrammarMatcherHandle,
+    private readonly vocabSize: number,
+  ) {}
+
+  fillMask(out: Int32Array): void {
+    const vec = this.handle.GetNextTokenBitmask(this.vocabSize);
+    try {
+      out.set(this.xg.vecIntToView(vec));
+    } finally {
+      vec.delete();
+    }
+  }
+
+  accept(id: number): boolean {
+    return this.handle.AcceptToken(id, false);
+  }
+
+  get isTerminated(): boolean {
+    return this.handle.IsTerminated();
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
