@@ -16,6 +16,7 @@ import { EbnfSyntaxError } from './lazy/ebnf.js';
 import { GrammarTooLargeError, LeftRecursionError } from './lazy/byte-nfa.js';
 import { LazyGrammar, LazyPosition } from './lazy/lazy-grammar.js';
 import { TokenTrie } from './lazy/token-trie.js';
+import { SharedWalks } from './lazy/mask-cache.js';
 
 
 /** What the compiler needs of a tokenizer: token bytes, which are hidden, the stop ids. */
@@ -62,6 +63,8 @@ export class GrammarCompiler {
   /** each token's bytes (empty: never allowed) */
   private readonly tokens: Uint8Array[];
   private trieBuilt?: TokenTrie;
+  /** walks every lazy grammar of this vocabulary shares */
+  private readonly walks = new SharedWalks();
 
   /** `vocabSize`: the logits row length (may exceed the tokenizer's, padded ids are never allowed) */
   constructor(
@@ -147,7 +150,7 @@ export class GrammarCompiler {
   /** loom's lazy automaton when it runs the grammar (left recursion, a huge {m,n}: xgrammar) */
   private lazyOrXGrammar(ebnf: string): CompiledGrammar {
     try {
-      return { lazy: new LazyGrammar(ebnf, this.trie(), this.tokens, this.stopIds, this.maskWords) };
+      return { lazy: new LazyGrammar(ebnf, this.trie(), this.tokens, this.stopIds, this.maskWords, this.walks) };
     } catch (err) {
       if (err instanceof EbnfSyntaxError || err instanceof LeftRecursionError || err instanceof GrammarTooLargeError) return { xgrammar: this.fromEbnf(ebnf) };
       throw err;

@@ -34,6 +34,12 @@ export class ByteNfa {
   readonly ruleStart: number[] = [];
   readonly ruleReturn: number[] = [];
   readonly ruleNames: string[] = [];
+  /** per state: the rule whose body holds it (-1: a rule's start or return state) */
+  readonly ruleOf: number[] = [];
+  /** per rule: its body's first state (a body's states are contiguous, in build order) */
+  readonly bodyStart: number[] = [];
+  readonly rules: Rules;
+  private building = -1;
   readonly root: number;
   /** per state: 1 when continuing there is the same as returning (a call to it is a tail call), 0 not, 2 unknown */
   private readonly tailMemo: number[] = [];
@@ -62,8 +68,11 @@ export class ByteNfa {
     const root = index.get(rootName);
     if (root === undefined) throw new Error(`the grammar has no rule ${rootName}`);
     this.root = root;
+    this.rules = rules;
     for (const [name, expr] of rules) {
       const r = index.get(name)!;
+      this.building = r;
+      this.bodyStart[r] = this.size;
       const exit = this.build(expr, this.ruleStart[r]!, index);
       this.eps[exit]!.push(this.ruleReturn[r]!);
     }
@@ -107,6 +116,7 @@ export class ByteNfa {
     this.eps.push([]);
     this.tailMemo.push(2);
     this.twin.push(-1);
+    this.ruleOf.push(this.building);
     return s;
   }
 

@@ -1,33 +1,44 @@
 // A grammar executed lazily against one vocabulary (what llguidance does, where xgrammar
 // precomputes): compiling is parsing the EBNF and building the byte automaton, no pass over
 // the vocabulary; a token mask is one walk of the token trie from the sequence's
-// configuration, skipping every subtree whose prefix the grammar rejects. Masks are kept per
-// configuration, so a position seen before (the same place in a string, a list) costs a copy.
+// configuration, skipping every subtree whose prefix the grammar rejects. What a walk finds
+// is kept per configuration (the same place in a string or a list costs a copy), and for
+// configurations that mean the same in every grammar, per vocabulary (mask-cache.ts).
 import { ByteNfa } from './byte-nfa.js';
 import { parseEbnf } from './ebnf.js';
+import { BoundedCache, groupEntryBytes, maskEntryBytes, subtreeEntryBytes } from './mask-cache.js';
+import type { GroupEntry, MaskEntry, SharedWalks, SubtreeEntry } from './mask-cache.js';
 import { DEAD, LazyPda } from './pda.js';
 import type { Config } from './pda.js';
+import { ConfigSignatures } from './signatures.js';
 import type { TokenTrie } from './token-trie.js';
 
-/** bytes of masks kept per grammar */
-const MASK_CACHE_BYTES = 16 << 20;
+/** bytes of walks kept per grammar (masks, and as much in subtrees) */
+const GRAMMAR_CACHE_BYTES = 4 << 20;
+/** first bytes leading to one configuration that are kept as one mask */
+const GROUP_MIN = 8;
 /** past this many tokens to check against the real stack, a mask is walked with it instead */
-const MAX_UNSURE = 256;
-/** token ids kept per grammar in walked subtrees */
-const SUBTREE_CACHE_IDS = 4 << 20;
+const MAX_UNSURE = 1024;
 
 export class LazyGrammar {
   readonly pda: LazyPda;
-  private readonly masks = new Map<number, MaskEntry>();
-  private readonly maskLimit: number;
-  private maskGeneration = 0;
-  /** the configuration at each depth of the walk */
-  private readonly walkConfigs: Int32Array;
+  private readonly masks = new BoundedCache<number, MaskEntry>(GRAMMAR_CACHE_BYTES, maskEntryBytes);
   /** (configuration after a first byte) × 256 + byte → the tokens under that byte it allows */
-  private readonly subtrees = new Map<number, SubtreeEntry>();
-  private subtreeIds = 0;
+  private readonly subtrees = new BoundedCache<number, SubtreeEntry>(GRAMMAR_CACHE_BYTES, subtreeEntryBytes);
+  /** configuration → the tokens under a set of first bytes it allows, as a mask */
+  private readonly groups = new BoundedCache<number, GroupEntry>(GRAMMAR_CACHE_BYTES, groupEntryBytes);
   /** stack-free configurations with too many unsure tokens: masks there come from the real one */
   private readonly stackBound = new Set<number>();
+  /** per configuration: its signature ('' none), in the tables' current generation */
+  private signatureOf: string[] = [];
+  private readonly signatures: ConfigSignatures;
+  private cacheGeneration = 0;
+  /** the configuration at each depth of the walk */
+  private readonly walkConfigs: Int32Array;
+  /** scratch lists of token ids a walk finds */
+  private readonly scratchFound: Int32Array;
+  private readonly scratchUnsure: Int32Array;
+
 
   /** Throws EbnfSyntaxError, LeftRecursionError or GrammarTooLargeError for what it cannot run. */
   constructor(
@@ -36,10 +47,13 @@ export class LazyGrammar {
     private readonly tokenBytes: readonly Uint8Array[],
     private readonly stopIds: readonly number[],
     readonly maskWords: number,
+    private readonly shared: SharedWalks,
   ) {
     this.pda = new LazyPda(new ByteNfa(parseEbnf(ebnf), 'root', trie.maxDepth));
-    this.maskLimit = Math.max(16, Math.floor(MASK_CACHE_BYTES / (maskWords * 4)));
+    this.signatures = new ConfigSignatures(this.pda.nfa, shared);
     this.walkConfigs = new Int32Array(trie.maxDepth + 1);
+    this.scratchFound = new Int32Array(trie.tokenIds.length);
+    this.scratchUnsure = new Int32Array(trie.tokenIds.length);
   }
 
   /** Writes the mask of tokens allowed in configuration `position` (bit set = allowed). */
@@ -47,22 +61,23 @@ export class LazyGrammar {
     const pda = this.pda;
     const generation = pda.generation;
     const snap = pda.snapshot(position);
-    const twin = pda.nfa.hasTwins ? pda.maskTwin(position) : position;
-    if (this.maskGeneration !== generation) {
+    if (this.cacheGeneration !== generation) {
       this.masks.clear();
       this.subtrees.clear();
+      this.groups.clear();
       this.stackBound.clear();
-      this.subtreeIds = 0;
-      this.maskGeneration = generation;
+      this.signatureOf = [];
+      this.cacheGeneration = generation;
     }
+    const twin = pda.nfa.hasTwins ? pda.maskTwin(position) : position;
     const free = pda.stackFree(twin);
     // where most tokens return (after a value: "," "}"), the real stack decides: walk with it
-    let entry = pda.isUnsure(free) || this.stackBound.has(free) ? undefined : this.entry(free);
+    let entry = pda.isUnsure(free) || this.stackBound.has(free) ? undefined : this.entry(free, true);
     if (entry && entry.unsure.length > MAX_UNSURE) {
       this.stackBound.add(free);
       entry = undefined;
     }
-    entry ??= this.entry(twin);
+    entry ??= this.entry(twin, false);
     out.set(entry.mask);
     const unsure = entry.unsure;
     for (let k = 0; k < unsure.length; k++) {
@@ -72,16 +87,6 @@ export class LazyGrammar {
     // the tables started over on the way: every id above is void, again in the new ones
     if (pda.generation !== generation) return this.fillMask(pda.restore(snap), out);
     if (pda.isAccepting(position)) for (const id of this.stopIds) out[id >> 5]! |= 1 << (id & 31);
-  }
-
-  private entry(key: number): MaskEntry {
-    let entry = this.masks.get(key);
-    if (!entry) {
-      entry = this.walk(key);
-      if (this.masks.size >= this.maskLimit) this.masks.delete(this.masks.keys().next().value!);
-      this.masks.set(key, entry);
-    }
-    return entry;
   }
 
   /** The configuration after a token's bytes, DEAD when the grammar rejects them. */
@@ -97,39 +102,107 @@ export class LazyGrammar {
     return this.stopIds.includes(id);
   }
 
-  /** The tokens a configuration allows for sure, and those that return into its unknown stack. */
-  private walk(config: number): MaskEntry {
-    const mask = new Int32Array(this.maskWords);
-    const unsure: number[] = [];
-    const { byte, subtreeEnd, tokenStart, tokenIds } = this.trie;
-    const pda = this.pda;
-    let table = pda.table;
-    const n = byte.length;
-    for (let top = 1; top < n; top = subtreeEnd[top]!) {
-      // a subtree under a first byte, from the configuration that byte leads to: kept, since
-      // many configurations share it (every position of a free-form key leads to its rest)
-      const b = byte[top]!;
-      let next = table[config * 256 + b]!;
-      if (next < DEAD) {
-        next = pda.step(config, b);
-        table = pda.table;
-      }
-      if (next === DEAD) continue;
-      const memoKey = next * 256 + b;
-      let sub = this.subtrees.get(memoKey);
-      if (sub === undefined) {
-        sub = this.walkSubtree(top, next);
-        table = pda.table;
-        this.remember(memoKey, sub);
-      }
-      const ids = sub.ids;
-      for (let k = 0; k < ids.length; k++) {
-        const id = ids[k]!;
-        mask[id >> 5]! |= 1 << (id & 31);
-      }
-      for (let k = 0; k < sub.unsure.length; k++) unsure.push(sub.unsure[k]!);
+  /** `free`: config is stack-free, and so are the subtrees below its first bytes */
+  private entry(config: number, free: boolean): MaskEntry {
+    let entry = this.masks.get(config);
+    if (entry) return entry;
+    const sig = this.signature(config);
+    entry = sig === undefined ? undefined : this.shared.masks.get(sig);
+    if (!entry) {
+      entry = this.walk(config, free);
+      if (sig !== undefined) this.shared.masks.set(sig, entry);
     }
-    return { mask, unsure: Int32Array.from(unsure) };
+    this.masks.set(config, entry);
+    return entry;
+  }
+
+  private signature(config: number): string | undefined {
+    let sig = this.signatureOf[config];
+    if (sig === undefined) this.signatureOf[config] = sig = this.signatures.of(this.pda.snapshot(config)) ?? '';
+    return sig === '' ? undefined : sig;
+  }
+
+  /** The tokens a configuration allows for sure, and those that return into its unknown stack. */
+  private walk(config: number, free: boolean): MaskEntry {
+    const { byte, subtreeEnd } = this.trie;
+    const pda = this.pda;
+    const n = byte.length;
+    // first bytes grouped by the configuration they lead to (below the first byte the stack
+    // is unknown too in a stack-free walk: every position of a free-form key leads to its
+    // rest, whatever the object around it)
+    const groups = new Map<number, number[]>();
+    for (let top = 1; top < n; top = subtreeEnd[top]!) {
+      const b = byte[top]!;
+      let next = pda.table[config * 256 + b]!;
+      if (next < DEAD) next = pda.step(config, b);
+      if (next === DEAD) continue;
+      const first = free ? pda.stackFree(next) : next;
+      const tops = groups.get(first);
+      if (tops) tops.push(top);
+      else groups.set(first, [top]);
+    }
+    const mask = new Int32Array(this.maskWords);
+    const unsure: Int32Array[] = [];
+    for (const [first, tops] of groups) {
+      if (tops.length < GROUP_MIN) {
+        for (const top of tops) this.addSubtree(this.subtree(top, first), mask, unsure);
+        continue;
+      }
+      const group = this.group(first, tops);
+      for (let w = 0; w < mask.length; w++) mask[w]! |= group.mask[w]!;
+      unsure.push(...group.unsure);
+    }
+    return { mask, unsure: concat(unsure) };
+  }
+
+  /**
+   * The tokens under many first bytes that lead to one configuration. Kept per configuration
+   * as a mask over the first bytes it was made for; another set of first bytes (the next
+   * position of a key: all but its own next letters) corrects it by the subtrees that differ.
+   */
+  private group(first: number, tops: readonly number[]): { mask: Int32Array; unsure: Int32Array[] } {
+    let base = this.groups.get(first);
+    if (!base) {
+      const sig = this.signature(first);
+      base = sig === undefined ? undefined : this.shared.groups.get(sig);
+      if (!base) {
+        const mask = new Int32Array(this.maskWords);
+        for (const top of tops) orIds(this.subtree(top, first).ids, mask);
+        base = { tops: new Set(tops), mask };
+        if (sig !== undefined) this.shared.groups.set(sig, base);
+      }
+      this.groups.set(first, base);
+    }
+    const mask = base.mask.slice();
+    const wanted = new Set(tops);
+    for (const top of base.tops) if (!wanted.has(top)) clearIds(this.subtree(top, first).ids, mask);
+    const unsure: Int32Array[] = [];
+    for (const top of tops) {
+      const sub = this.subtree(top, first);
+      if (!base.tops.has(top)) orIds(sub.ids, mask);
+      if (sub.unsure.length > 0) unsure.push(sub.unsure);
+    }
+    return { mask, unsure };
+  }
+
+  private addSubtree(sub: SubtreeEntry, mask: Int32Array, unsure: Int32Array[]): void {
+    orIds(sub.ids, mask);
+    if (sub.unsure.length > 0) unsure.push(sub.unsure);
+  }
+
+  private subtree(top: number, first: number): SubtreeEntry {
+    const key = first * 256 + this.trie.byte[top]!;
+    let sub = this.subtrees.get(key);
+    if (sub) return sub;
+    const sig = this.signature(first);
+    const sharedKey = sig === undefined ? undefined : `${sig}|${this.trie.byte[top]!}`;
+    sub = sharedKey === undefined ? undefined : this.shared.subtrees.get(sharedKey);
+    if (!sub) {
+      sub = this.walkSubtree(top, first);
+      if (sharedKey !== undefined) this.shared.subtrees.set(sharedKey, sub);
+    }
+    this.subtrees.set(key, sub);
+    return sub;
   }
 
   /** The subtree of node `top`, entered in configuration `first`. */
@@ -137,8 +210,10 @@ export class LazyGrammar {
     const { byte, depth, subtreeEnd, tokenStart, tokenIds } = this.trie;
     const pda = this.pda;
     const configs = this.walkConfigs;
-    const found: number[] = [];
-    const unsure: number[] = [];
+    const found = this.scratchFound;
+    const unsure = this.scratchUnsure;
+    let foundCount = 0;
+    let unsureCount = 0;
     let table = pda.table;
     const end = subtreeEnd[top]!;
     for (let i = top; i < end; ) {
@@ -157,38 +232,16 @@ export class LazyGrammar {
       }
       if (pda.isUnsure(to)) {
         // the token returns into the stack the walk does not know: each is checked exactly
-        for (let k = tokenStart[i]!, e = tokenStart[subtreeEnd[i]!]!; k < e; k++) unsure.push(tokenIds[k]!);
+        for (let k = tokenStart[i]!, e = tokenStart[subtreeEnd[i]!]!; k < e; k++) unsure[unsureCount++] = tokenIds[k]!;
         i = subtreeEnd[i]!;
         continue;
       }
       configs[depth[i]!] = to;
-      for (let k = tokenStart[i]!, e = tokenStart[i + 1]!; k < e; k++) found.push(tokenIds[k]!);
+      for (let k = tokenStart[i]!, e = tokenStart[i + 1]!; k < e; k++) found[foundCount++] = tokenIds[k]!;
       i++;
     }
-    return { ids: Int32Array.from(found), unsure: Int32Array.from(unsure) };
+    return { ids: found.slice(0, foundCount), unsure: unsure.slice(0, unsureCount) };
   }
-
-  private remember(key: number, sub: SubtreeEntry): void {
-    this.subtreeIds += sub.ids.length + sub.unsure.length;
-    this.subtrees.set(key, sub);
-    for (const [oldest, old] of this.subtrees) {
-      if (this.subtreeIds <= SUBTREE_CACHE_IDS) break;
-      this.subtrees.delete(oldest);
-      this.subtreeIds -= old.ids.length + old.unsure.length;
-    }
-  }
-}
-
-interface MaskEntry {
-  /** the tokens allowed whatever the stack */
-  readonly mask: Int32Array;
-  /** the tokens to check against the configuration's own stack */
-  readonly unsure: Int32Array;
-}
-
-interface SubtreeEntry {
-  readonly ids: Int32Array;
-  readonly unsure: Int32Array;
 }
 
 /** One sequence's place in a LazyGrammar. */
@@ -221,13 +274,12 @@ export class LazyPosition {
       this.terminated = true;
       return true;
     }
-    const to = this.grammar.advance(from, id);
-    if (to === DEAD) return false;
-    const pda = this.grammar.pda;
+    let to = this.grammar.advance(from, id);
     // a start-over during the token: its configuration is in the new tables, found by replaying
-    if (pda.generation !== this.generation) return this.acceptAfterStartOver(id);
+    if (this.grammar.pda.generation !== this.generation) to = this.grammar.advance(this.current(), id);
+    if (to === DEAD) return false;
     this.config = to;
-    this.snap = pda.snapshot(to);
+    this.snap = this.grammar.pda.snapshot(to);
     return true;
   }
 
@@ -238,14 +290,6 @@ export class LazyPosition {
   /** Nothing to free: the automaton is the grammar's, shared. */
   close(): void {}
 
-  private acceptAfterStartOver(id: number): boolean {
-    const to = this.grammar.advance(this.current(), id);
-    if (to === DEAD) return false;
-    this.config = to;
-    this.snap = this.grammar.pda.snapshot(to);
-    return true;
-  }
-
   /** the configuration's id in the automaton's current tables */
   private current(): number {
     const pda = this.grammar.pda;
@@ -254,5 +298,30 @@ export class LazyPosition {
       this.generation = pda.generation;
     }
     return this.config;
+  }
+}
+
+function concat(parts: readonly Int32Array[]): Int32Array {
+  if (parts.length === 1) return parts[0]!;
+  const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+function orIds(ids: Int32Array, mask: Int32Array): void {
+  for (let k = 0; k < ids.length; k++) {
+    const id = ids[k]!;
+    mask[id >> 5]! |= 1 << (id & 31);
+  }
+}
+
+function clearIds(ids: Int32Array, mask: Int32Array): void {
+  for (let k = 0; k < ids.length; k++) {
+    const id = ids[k]!;
+    mask[id >> 5]! &= ~(1 << (id & 31));
   }
 }

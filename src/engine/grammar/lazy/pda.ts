@@ -26,7 +26,23 @@ export interface Config {
   readonly accepting: boolean;
   /** a thread returned into UNKNOWN_STACK */
   readonly unsure: boolean;
-  readonly key: string;
+  /** of the threads and flags, for interning */
+  readonly hash: number;
+}
+
+function hashThreads(states: Int32Array, stacks: Int32Array, accepting: boolean, unsure: boolean): number {
+  let h = 0x811c9dc5 ^ (accepting ? 1 : 0) ^ (unsure ? 2 : 0);
+  for (let i = 0; i < states.length; i++) {
+    h = Math.imul(h ^ states[i]!, 0x01000193);
+    h = Math.imul(h ^ stacks[i]!, 0x01000193);
+  }
+  return h;
+}
+
+function sameThreads(a: Config, states: Int32Array, stacks: Int32Array, accepting: boolean, unsure: boolean): boolean {
+  if (a.accepting !== accepting || a.unsure !== unsure || a.states.length !== states.length) return false;
+  for (let i = 0; i < states.length; i++) if (a.states[i] !== states[i] || a.stacks[i] !== stacks[i]) return false;
+  return true;
 }
 
 export class LazyPda {
@@ -35,9 +51,19 @@ export class LazyPda {
   private configs: Config[] = [];
   /** per configuration: its mask twin (maskTwin), once asked */
   private twins: number[] = [];
+  /** fillRow's scratch: per byte, the threads reading it (a bit each); the row; subset → configuration */
+  private readers = new Uint32Array(256);
+  private readonly row = new Int32Array(256);
+  private readonly bySubset = new Map<string | number, number>();
+  /** closure's scratch: per state, the closure that last met it and the first stack it met it with */
+  private readonly seenStamp: Int32Array;
+  private readonly seenStack: Int32Array;
+  private stamp = 0;
+  private readonly seen = new Set<number>();
   /** per configuration: the same threads over UNKNOWN_STACK (stackFree), once asked */
   private cores: number[] = [];
-  private interned = new Map<string, number>();
+  /** hash → the configurations with it */
+  private interned = new Map<number, number[]>();
   /** call stacks, hash-consed: id → (continuation state, parent id); 0 is the empty stack */
   private readonly stackCont: number[] = [-1, -1];
   private readonly stackParent: number[] = [-1, -1];
@@ -48,6 +74,8 @@ export class LazyPda {
   start: number;
 
   constructor(readonly nfa: ByteNfa) {
+    this.seenStamp = new Int32Array(nfa.size);
+    this.seenStack = new Int32Array(nfa.size);
     this.start = this.closure([nfa.ruleStart[nfa.root]!, 0]);
   }
 
@@ -73,15 +101,14 @@ export class LazyPda {
     const known = this.cores[config];
     if (known !== undefined) return known;
     const { states, stacks, accepting, unsure } = this.configs[config]!;
-    const size = this.nfa.size;
     let changed = false;
-    const keys = new Set<number>();
+    const mapped: number[] = [];
     for (let i = 0; i < states.length; i++) {
       const st = stacks[i]! === 0 ? 0 : UNKNOWN_STACK;
       if (st !== stacks[i]) changed = true;
-      keys.add(st * size + states[i]!);
+      mapped.push(st);
     }
-    const to = changed ? this.intern([...keys], accepting, unsure) : config;
+    const to = changed ? this.intern([...states], mapped, accepting, unsure) : config;
     this.cores[config] = to;
     return to;
   }
@@ -93,17 +120,68 @@ export class LazyPda {
     const current = this.configs[config];
     // an id from before the tables started over (a walk in progress): the walk is redone
     if (!current) return DEAD;
+    return this.fillRow(config, current, b);
+  }
+
+  /**
+   * Computes a configuration's whole row at once: bytes read by the same threads lead to
+   * the same configuration, so a row costs one closure per distinct thread subset (a
+   * string's configuration: about ten) instead of one per byte. Returns the entry for b.
+   */
+  private fillRow(config: number, current: Config, b: number): number {
     const { states, stacks } = current;
+    const { lo, hi, next } = this.nfa;
+    const words = (states.length + 31) >>> 5;
+    if (this.readers.length < 256 * words) this.readers = new Uint32Array(256 * words);
+    const readers = this.readers;
+    readers.fill(0, 0, 256 * words);
+    for (let i = 0; i < states.length; i++) {
+      const s = states[i]!;
+      const bit = 1 << (i & 31);
+      for (let x = lo[s]!, end = hi[s]!; x <= end; x++) readers[x * words + (i >>> 5)]! |= bit;
+    }
+    const generation = this.generation;
+    const row = this.row;
+    const bySubset = this.bySubset;
+    bySubset.clear();
+    for (let x = 0; x < 256; x++) {
+      let subset: string | number;
+      let any = false;
+      if (words === 1) {
+        subset = readers[x]!;
+        any = subset !== 0;
+      } else {
+        const w = readers.subarray(x * words, (x + 1) * words);
+        any = w.some((v) => v !== 0);
+        subset = w.join(',');
+      }
+      if (!any) {
+        row[x] = DEAD;
+        continue;
+      }
+      let to = bySubset.get(subset);
+      if (to === undefined) {
+        const seeds: number[] = [];
+        for (let i = 0; i < states.length; i++) if ((readers[x * words + (i >>> 5)]! >>> (i & 31)) & 1) seeds.push(next[states[i]!]!, stacks[i]!);
+        to = this.closure(seeds);
+        bySubset.set(subset, to);
+        // the tables started over: config's id is void, the row is not kept
+        if (this.generation !== generation) return x === b ? to : this.closure(this.seedsFor(current, b));
+      }
+      row[x] = to;
+    }
+    this.table.set(row, config * 256);
+    return row[b]!;
+  }
+
+  private seedsFor({ states, stacks }: Config, b: number): number[] {
     const { lo, hi, next } = this.nfa;
     const seeds: number[] = [];
     for (let i = 0; i < states.length; i++) {
       const s = states[i]!;
       if (b >= lo[s]! && b <= hi[s]!) seeds.push(next[s]!, stacks[i]!);
     }
-    const to = seeds.length === 0 ? DEAD : this.closure(seeds);
-    // interning may have started the tables over: config's id is void then
-    if (config < this.configs.length && this.configs[config]!.states === states) this.table[config * 256 + b] = to;
-    return to;
+    return seeds;
   }
 
   /**
@@ -114,15 +192,15 @@ export class LazyPda {
     const known = this.twins[config];
     if (known !== undefined) return known;
     const { states, stacks, accepting, unsure } = this.configs[config]!;
-    const { twin, size } = this.nfa;
+    const { twin } = this.nfa;
     let changed = false;
-    const keys = new Set<number>();
+    const mapped: number[] = [];
     for (let i = 0; i < states.length; i++) {
       const t = twin[states[i]!]!;
       if (t >= 0) changed = true;
-      keys.add(stacks[i]! * size + (t >= 0 ? t : states[i]!));
+      mapped.push(t >= 0 ? t : states[i]!);
     }
-    const to = changed ? this.intern([...keys], accepting, unsure) : config;
+    const to = changed ? this.intern(mapped, [...stacks], accepting, unsure) : config;
     this.twins[config] = to;
     return to;
   }
@@ -134,28 +212,45 @@ export class LazyPda {
 
   /** The id of a snapshot's configuration now. */
   restore(snap: Config): number {
-    return this.interned.get(snap.key) ?? this.add(snap);
+    return this.find(snap.states, snap.stacks, snap.accepting, snap.unsure, snap.hash) ?? this.add(snap);
+  }
+
+  private find(states: Int32Array, stacks: Int32Array, accepting: boolean, unsure: boolean, hash: number): number | undefined {
+    const ids = this.interned.get(hash);
+    if (ids) for (const id of ids) if (sameThreads(this.configs[id]!, states, stacks, accepting, unsure)) return id;
+    return undefined;
   }
 
   /** Follows empty moves, calls and returns from (state, stack) pairs; interns the result. */
   private closure(seeds: number[]): number {
     const nfa = this.nfa;
     const { kind, eps, next, callee, ruleStart } = nfa;
-    const n = nfa.size;
-    const seen = new Set<number>();
-    const threads: number[] = [];
+    // visited (state, stack) pairs: the first stack met at a state by stamp, more in a set
+    const stamp = ++this.stamp;
+    const { seenStamp, seenStack } = this;
+    const more = this.seen;
+    more.clear();
+    const states: number[] = [];
+    const stacks: number[] = [];
     let accepting = false;
     let unsure = false;
     const work = seeds;
     while (work.length > 0) {
       const stack = work.pop()!;
       const s = work.pop()!;
-      const key = stack * n + s;
-      if (seen.has(key)) continue;
-      seen.add(key);
+      if (seenStamp[s] !== stamp) {
+        seenStamp[s] = stamp;
+        seenStack[s] = stack;
+      } else {
+        if (seenStack[s] === stack) continue;
+        const key = stack * nfa.size + s;
+        if (more.has(key)) continue;
+        more.add(key);
+      }
       switch (kind[s]) {
         case StateKind.Byte:
-          threads.push(key);
+          states.push(s);
+          stacks.push(stack);
           break;
         case StateKind.Split:
           for (const e of eps[s]!) work.push(e, stack);
@@ -172,31 +267,47 @@ export class LazyPda {
           break;
       }
     }
-    if (threads.length === 0 && !accepting && !unsure) return DEAD;
-    return this.intern(threads, accepting, unsure);
+    if (states.length === 0 && !accepting && !unsure) return DEAD;
+    return this.intern(states, stacks, accepting, unsure);
   }
 
-  /** The id of the configuration of these threads (stack × size + state keys). */
-  private intern(threads: number[], accepting: boolean, unsure: boolean): number {
-    const n = this.nfa.size;
-    threads.sort((a, b) => a - b);
-    const key = `${threads.join(',')}${accepting ? '!' : ''}${unsure ? '?' : ''}`;
-    const found = this.interned.get(key);
-    if (found !== undefined) return found;
-    const states = new Int32Array(threads.length);
-    const stacks = new Int32Array(threads.length);
-    threads.forEach((t, i) => {
-      states[i] = t % n;
-      stacks[i] = Math.floor(t / n);
-    });
-    return this.add({ states, stacks, accepting, unsure, key });
+  /** The id of the configuration of these threads (pairs in any order, repeats allowed). */
+  private intern(stateList: number[], stackList: number[], accepting: boolean, unsure: boolean): number {
+    // insertion sort by (state, stack): thread sets are small
+    const count = stateList.length;
+    const order: number[] = [];
+    for (let i = 0; i < count; i++) {
+      let j = order.length;
+      while (j > 0) {
+        const o = order[j - 1]!;
+        if (stateList[o]! < stateList[i]! || (stateList[o] === stateList[i] && stackList[o]! <= stackList[i]!)) break;
+        j--;
+      }
+      order.splice(j, 0, i);
+    }
+    const pairs: number[] = [];
+    for (const o of order) {
+      const m = pairs.length;
+      if (m > 0 && pairs[m - 2] === stateList[o] && pairs[m - 1] === stackList[o]) continue;
+      pairs.push(stateList[o]!, stackList[o]!);
+    }
+    const states = new Int32Array(pairs.length / 2);
+    const stacks = new Int32Array(pairs.length / 2);
+    for (let k = 0; k < states.length; k++) {
+      states[k] = pairs[2 * k]!;
+      stacks[k] = pairs[2 * k + 1]!;
+    }
+    const hash = hashThreads(states, stacks, accepting, unsure);
+    return this.find(states, stacks, accepting, unsure, hash) ?? this.add({ states, stacks, accepting, unsure, hash });
   }
 
   private add(config: Config): number {
     if (this.configs.length >= MAX_CONFIGS) this.startOver();
     const id = this.configs.length;
     this.configs.push(config);
-    this.interned.set(config.key, id);
+    const same = this.interned.get(config.hash);
+    if (same) same.push(id);
+    else this.interned.set(config.hash, [id]);
     if (this.table.length < (id + 1) * 256) {
       const grown = new Int32Array(this.table.length * 2).fill(UNKNOWN);
       grown.set(this.table);
@@ -214,7 +325,7 @@ export class LazyPda {
     this.table.fill(UNKNOWN);
     this.generation++;
     this.configs.push(start);
-    this.interned.set(start.key, 0);
+    this.interned.set(start.hash, [0]);
     this.start = 0;
   }
 

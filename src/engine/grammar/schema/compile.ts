@@ -11,7 +11,7 @@ import { isObject, mergeSchemas } from './merge.js';
 import type { Schema } from './merge.js';
 import { jsonLiteral } from './literal.js';
 import { numericRule } from './numeric.js';
-import { KEY_REST_RULE, KEY_TAIL_RULE } from './keys.js';
+import { KEY_REST_RULE, KEY_TAIL_RULE, KEY_WIDE_RULE } from './keys.js';
 import { arrayRule } from './arrays.js';
 import { objectRule } from './objects.js';
 import { ANNOTATIONS, exactlyOneRequired, splitDependencies, withoutAnnotations } from './rewrites.js';
@@ -70,6 +70,7 @@ const BASE_RULES = [
   'integer ::= "-"? ("0" | [1-9] [0-9]*)',
   KEY_TAIL_RULE,
   KEY_REST_RULE,
+  KEY_WIDE_RULE,
   'any ::= "null" | "true" | "false" | number | string | "[" ws (any (sep any)*)? ws "]" | "{" ws (string colon any (sep string colon any)*)? ws "}"',
 ];
 

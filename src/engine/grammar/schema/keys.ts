@@ -52,6 +52,9 @@ export const KEY_TAIL_RULE = `keytail ::= ${RAW} keytail | ${RAW} "\\""`;
 /** any raw characters, then the closing quote: one rule every trie node's escape shares, so a lazy mask computed below it serves all of them */
 export const KEY_REST_RULE = `keyrest ::= ${RAW}* "\\""`;
 
+/** a first character past ASCII, then the rest: shared by the trie nodes whose names go on in ASCII */
+export const KEY_WIDE_RULE = 'keywide ::= [^\\0-\\x7f] keyrest';
+
 /**
  * The rule of a quoted key that is none of `names` and starts with none of `prefixes`, or
  * undefined when no key is left (a prefix of "" claims every key). Names with characters
@@ -71,7 +74,9 @@ export function keyExcept(c: SchemaCompiler, names: readonly string[], prefixes:
     for (const [ch, k] of n.kids) if (!k.dead) alts.push(`${JSON.stringify(ch)} ${emit(k)}`);
     // a character no name continues with: the key is no name whatever follows
     const taken = [...n.kids.keys()].map(classChar).join('');
-    alts.push(taken === '' ? 'keytail' : `[^${taken}"\\\\\\0-\\x1f] keyrest`);
+    if (taken === '') alts.push('keytail');
+    else if (/^[\x00-\x7f]*$/.test(taken)) alts.push(`[^${taken}"\\\\\\0-\\x1f\\x80-\\U0010ffff] keyrest`, 'keywide');
+    else alts.push(`[^${taken}"\\\\\\0-\\x1f] keyrest`);
     return alts.length === 1 && alts[0] === 'keytail' ? 'keytail' : c.shared(alts.join(' | '), 'key');
   };
   return `"\\"" ${emit(root)}`;
