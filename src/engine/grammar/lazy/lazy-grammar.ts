@@ -15,6 +15,9 @@ import type { TokenTrie } from './token-trie.js';
 
 /** bytes of walks kept per grammar (masks, and as much in subtrees) */
 const GRAMMAR_CACHE_BYTES = 4 << 20;
+/** subtrees of this many trie nodes and more are walked through the subtree cache */
+const SPLIT_NODES = 256;
+const EMPTY = new Int32Array(0);
 /** first bytes leading to one configuration that are kept as one mask */
 const GROUP_MIN = 8;
 /** past this many tokens to check against the real stack, a mask is walked with it instead */
@@ -23,7 +26,7 @@ const MAX_UNSURE = 1024;
 export class LazyGrammar {
   readonly pda: LazyPda;
   private readonly masks = new BoundedCache<number, MaskEntry>(GRAMMAR_CACHE_BYTES, maskEntryBytes);
-  /** (configuration after a first byte) × 256 + byte → the tokens under that byte it allows */
+  /** configuration × trie nodes + node → the tokens under that node it allows */
   private readonly subtrees = new BoundedCache<number, SubtreeEntry>(GRAMMAR_CACHE_BYTES, subtreeEntryBytes);
   /** configuration → the tokens under a set of first bytes it allows, as a mask */
   private readonly groups = new BoundedCache<number, GroupEntry>(GRAMMAR_CACHE_BYTES, groupEntryBytes);
@@ -190,12 +193,13 @@ export class LazyGrammar {
     if (sub.unsure.length > 0) unsure.push(sub.unsure);
   }
 
+  /** The tokens under trie node `top` (its byte read) allowed from configuration `first`. */
   private subtree(top: number, first: number): SubtreeEntry {
-    const key = first * 256 + this.trie.byte[top]!;
+    const key = first * this.trie.nodes + top;
     let sub = this.subtrees.get(key);
     if (sub) return sub;
     const sig = this.signature(first);
-    const sharedKey = sig === undefined ? undefined : `${sig}|${this.trie.byte[top]!}`;
+    const sharedKey = sig === undefined ? undefined : `${sig}|${top}`;
     sub = sharedKey === undefined ? undefined : this.shared.subtrees.get(sharedKey);
     if (!sub) {
       sub = this.walkSubtree(top, first);
@@ -205,8 +209,31 @@ export class LazyGrammar {
     return sub;
   }
 
-  /** The subtree of node `top`, entered in configuration `first`. */
+  /**
+   * Walks a subtree; its large child subtrees go through `subtree` (kept), since many
+   * configurations lead to the same one below (after a key's next letter, most bytes lead
+   * to its rest).
+   */
   private walkSubtree(top: number, first: number): SubtreeEntry {
+    const { byte, subtreeEnd, tokenStart, tokenIds } = this.trie;
+    const pda = this.pda;
+    const end = subtreeEnd[top]!;
+    if (pda.isUnsure(first)) return { ids: EMPTY, unsure: tokenIds.slice(tokenStart[top]!, tokenStart[end]!) };
+    const ids: Int32Array[] = [tokenIds.subarray(tokenStart[top]!, tokenStart[top + 1]!)];
+    const unsure: Int32Array[] = [];
+    for (let c = top + 1; c < end; c = subtreeEnd[c]!) {
+      let to = pda.table[first * 256 + byte[c]!]!;
+      if (to < DEAD) to = pda.step(first, byte[c]!);
+      if (to === DEAD) continue;
+      const sub = subtreeEnd[c]! - c >= SPLIT_NODES ? this.subtree(c, to) : this.walkInline(c, to);
+      if (sub.ids.length > 0) ids.push(sub.ids);
+      if (sub.unsure.length > 0) unsure.push(sub.unsure);
+    }
+    return { ids: concat(ids), unsure: concat(unsure) };
+  }
+
+  /** A small subtree walked node by node. */
+  private walkInline(top: number, first: number): SubtreeEntry {
     const { byte, depth, subtreeEnd, tokenStart, tokenIds } = this.trie;
     const pda = this.pda;
     const configs = this.walkConfigs;
@@ -302,6 +329,7 @@ export class LazyPosition {
 }
 
 function concat(parts: readonly Int32Array[]): Int32Array {
+  if (parts.length === 0) return EMPTY;
   if (parts.length === 1) return parts[0]!;
   const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
