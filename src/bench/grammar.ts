@@ -67,10 +67,10 @@ interface CorpusFile {
   tests?: { valid: boolean; data: unknown; description?: string }[];
 }
 
-/** The default vocabulary: byte-level BPE, 32 Ki tokens (as the generated bench models have). */
-export function benchTokenizer(model?: string): Tokenizer {
+/** The default vocabulary: byte-level BPE, 32 Ki tokens (as the generated bench models have), or `vocabSize`. */
+export function benchTokenizer(model?: string, vocabSize = 32768): Tokenizer {
   if (model !== undefined) return loadTokenizer(model);
-  const v = modelVocab(32768, false);
+  const v = modelVocab(vocabSize, false);
   return new BpeTokenizer({
     tokens: v.tokens,
     types: v.tokenTypes,

@@ -72,6 +72,8 @@ export class GrammarCompiler {
     vocab: GrammarVocab,
     readonly vocabSize: number,
     readonly stopIds: readonly number[] = [...vocab.stopIds],
+    /** run JSON schemas, json_object and choices on loom's lazy automaton (false: all on xgrammar, a reference) */
+    private readonly lazy = true,
   ) {
     const tokens: Uint8Array[] = [];
     const empty = new Uint8Array(0);
@@ -149,6 +151,7 @@ export class GrammarCompiler {
 
   /** loom's lazy automaton when it runs the grammar (left recursion, a huge {m,n}: xgrammar) */
   private lazyOrXGrammar(ebnf: string): CompiledGrammar {
+    if (!this.lazy) return { xgrammar: this.fromEbnf(ebnf) };
     try {
       return { lazy: new LazyGrammar(ebnf, this.trie(), this.tokens, this.stopIds, this.maskWords, this.walks) };
     } catch (err) {

@@ -8,13 +8,15 @@ import { ByteNfa } from './byte-nfa.js';
 import { parseEbnf } from './ebnf.js';
 import { BoundedCache, groupEntryBytes, maskEntryBytes, subtreeEntryBytes } from './mask-cache.js';
 import type { GroupEntry, MaskEntry, SharedWalks, SubtreeEntry } from './mask-cache.js';
-import { DEAD, LazyPda } from './pda.js';
+import { DEAD, LazyPda, MAX_CONFIGS } from './pda.js';
 import type { Config } from './pda.js';
 import { ConfigSignatures } from './signatures.js';
 import type { TokenTrie } from './token-trie.js';
 
 /** bytes of walks kept per grammar (masks, and as much in subtrees) */
 const GRAMMAR_CACHE_BYTES = 4 << 20;
+/** thrown inside a mask computation whose tables started over */
+const STALE = Symbol('stale');
 /** subtrees of this many trie nodes and more are walked through the subtree cache */
 const SPLIT_NODES = 256;
 const EMPTY = new Int32Array(0);
@@ -36,6 +38,8 @@ export class LazyGrammar {
   private signatureOf: string[] = [];
   private readonly signatures: ConfigSignatures;
   private cacheGeneration = 0;
+  /** the tables' generation the mask being computed began in */
+  private walkGeneration = 0;
   /** the configuration at each depth of the walk */
   private readonly walkConfigs: Int32Array;
   /** scratch lists of token ids a walk finds */
@@ -51,8 +55,10 @@ export class LazyGrammar {
     private readonly stopIds: readonly number[],
     readonly maskWords: number,
     private readonly shared: SharedWalks,
+    /** past this many configurations the automaton's tables start over */
+    maxConfigs = MAX_CONFIGS,
   ) {
-    this.pda = new LazyPda(new ByteNfa(parseEbnf(ebnf), 'root', trie.maxDepth));
+    this.pda = new LazyPda(new ByteNfa(parseEbnf(ebnf), 'root', trie.maxDepth), maxConfigs);
     this.signatures = new ConfigSignatures(this.pda.nfa, shared);
     this.walkConfigs = new Int32Array(trie.maxDepth + 1);
     this.scratchFound = new Int32Array(trie.tokenIds.length);
@@ -62,18 +68,34 @@ export class LazyGrammar {
   /** Writes the mask of tokens allowed in configuration `position` (bit set = allowed). */
   fillMask(position: number, out: Int32Array): void {
     const pda = this.pda;
-    const generation = pda.generation;
     const snap = pda.snapshot(position);
-    if (this.cacheGeneration !== generation) {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        this.fillMaskOnce(attempt === 0 ? position : pda.restore(snap), out);
+        return;
+      } catch (err) {
+        if (err !== STALE) throw err;
+        // the tables started over on the way (every id held is void): again in the new ones,
+        // with room for twice the configurations when one mask needed more than they hold
+        if (attempt > 0) pda.growLimit();
+      }
+    }
+  }
+
+  private fillMaskOnce(position: number, out: Int32Array): void {
+    const pda = this.pda;
+    this.walkGeneration = pda.generation;
+    if (this.cacheGeneration !== pda.generation) {
       this.masks.clear();
       this.subtrees.clear();
       this.groups.clear();
       this.stackBound.clear();
       this.signatureOf = [];
-      this.cacheGeneration = generation;
+      this.cacheGeneration = pda.generation;
     }
     const twin = pda.nfa.hasTwins ? pda.maskTwin(position) : position;
     const free = pda.stackFree(twin);
+    this.fresh();
     // where most tokens return (after a value: "," "}"), the real stack decides: walk with it
     let entry = pda.isUnsure(free) || this.stackBound.has(free) ? undefined : this.entry(free, true);
     if (entry && entry.unsure.length > MAX_UNSURE) {
@@ -87,9 +109,13 @@ export class LazyGrammar {
       const id = unsure[k]!;
       if (this.advance(position, id) !== DEAD) out[id >> 5]! |= 1 << (id & 31);
     }
-    // the tables started over on the way: every id above is void, again in the new ones
-    if (pda.generation !== generation) return this.fillMask(pda.restore(snap), out);
+    this.fresh();
     if (pda.isAccepting(position)) for (const id of this.stopIds) out[id >> 5]! |= 1 << (id & 31);
+  }
+
+  /** Throws STALE when the tables started over since this mask began. */
+  private fresh(): void {
+    if (this.pda.generation !== this.walkGeneration) throw STALE;
   }
 
   /** The configuration after a token's bytes, DEAD when the grammar rejects them. */
@@ -140,6 +166,7 @@ export class LazyGrammar {
       if (next < DEAD) next = pda.step(config, b);
       if (next === DEAD) continue;
       const first = free ? pda.stackFree(next) : next;
+      this.fresh();
       const tops = groups.get(first);
       if (tops) tops.push(top);
       else groups.set(first, [top]);
@@ -223,7 +250,10 @@ export class LazyGrammar {
     const unsure: Int32Array[] = [];
     for (let c = top + 1; c < end; c = subtreeEnd[c]!) {
       let to = pda.table[first * 256 + byte[c]!]!;
-      if (to < DEAD) to = pda.step(first, byte[c]!);
+      if (to < DEAD) {
+        to = pda.step(first, byte[c]!);
+        this.fresh();
+      }
       if (to === DEAD) continue;
       const sub = subtreeEnd[c]! - c >= SPLIT_NODES ? this.subtree(c, to) : this.walkInline(c, to);
       if (sub.ids.length > 0) ids.push(sub.ids);
@@ -250,6 +280,7 @@ export class LazyGrammar {
         to = table[from * 256 + byte[i]!]!;
         if (to < DEAD) {
           to = pda.step(from, byte[i]!);
+          this.fresh();
           table = pda.table;
         }
         if (to === DEAD) {

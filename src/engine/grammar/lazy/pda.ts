@@ -17,7 +17,7 @@ export const DEAD = -1;
 export const UNKNOWN_STACK = 1;
 
 /** past this many configurations the tables start over (sequences keep their threads) */
-const MAX_CONFIGS = 1 << 16;
+export const MAX_CONFIGS = 1 << 16;
 
 export interface Config {
   /** the byte states of the threads, in the order of `key` */
@@ -73,10 +73,18 @@ export class LazyPda {
   /** the configuration before any input */
   start: number;
 
-  constructor(readonly nfa: ByteNfa) {
+  constructor(
+    readonly nfa: ByteNfa,
+    private maxConfigs = MAX_CONFIGS,
+  ) {
     this.seenStamp = new Int32Array(nfa.size);
     this.seenStack = new Int32Array(nfa.size);
     this.start = this.closure([nfa.ruleStart[nfa.root]!, 0]);
+  }
+
+  /** Allows twice the configurations (a single walk that needs more than the tables hold). */
+  growLimit(): void {
+    this.maxConfigs *= 2;
   }
 
   get configCount(): number {
@@ -302,7 +310,7 @@ export class LazyPda {
   }
 
   private add(config: Config): number {
-    if (this.configs.length >= MAX_CONFIGS) this.startOver();
+    if (this.configs.length >= this.maxConfigs) this.startOver();
     const id = this.configs.length;
     this.configs.push(config);
     const same = this.interned.get(config.hash);
