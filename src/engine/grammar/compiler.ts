@@ -62,7 +62,8 @@ export class GrammarCompiler {
   private readonly cache = new Map<string, CompiledGrammar>();
   /** each token's bytes (empty: never allowed) */
   private readonly tokens: Uint8Array[];
-  private trieBuilt?: TokenTrie;
+  /** the vocabulary as a byte trie, for the lazy grammars' walks */
+  private readonly trie: TokenTrie;
   /** walks every lazy grammar of this vocabulary shares */
   private readonly walks = new SharedWalks();
 
@@ -87,6 +88,7 @@ export class GrammarCompiler {
     this.compiler = new xg.GrammarCompiler(info, 1, false);
     info.delete();
     this.maskWords = Math.ceil(vocabSize / 32);
+    this.trie = new TokenTrie(tokens);
     this.utf8 = new Utf8Guard(tokens, this.maskWords);
     this.jsonSafe = new Int32Array(this.maskWords).fill(-1);
     tokens.forEach((bytes, id) => {
@@ -153,16 +155,13 @@ export class GrammarCompiler {
   private lazyOrXGrammar(ebnf: string): CompiledGrammar {
     if (!this.lazy) return { xgrammar: this.fromEbnf(ebnf) };
     try {
-      return { lazy: new LazyGrammar(ebnf, this.trie(), this.tokens, this.stopIds, this.maskWords, this.walks) };
+      return { lazy: new LazyGrammar(ebnf, this.trie, this.tokens, this.stopIds, this.maskWords, this.walks) };
     } catch (err) {
       if (err instanceof EbnfSyntaxError || err instanceof LeftRecursionError || err instanceof GrammarTooLargeError) return { xgrammar: this.fromEbnf(ebnf) };
       throw err;
     }
   }
 
-  private trie(): TokenTrie {
-    return (this.trieBuilt ??= new TokenTrie(this.tokens));
-  }
 
   private fromEbnf(ebnf: string): CompiledGrammarHandle {
     const grammar = this.xg.Grammar.FromEBNF(ebnf, 'root');

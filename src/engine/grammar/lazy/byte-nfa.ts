@@ -4,6 +4,7 @@
 // grammar's size, with nothing computed against the vocabulary.
 import type { Expr, Rules } from './ebnf.js';
 import { utf8Sequences } from './utf8-ranges.js';
+import type { ByteRangeSeq } from './utf8-ranges.js';
 
 export const enum StateKind {
   /** one byte edge lo..hi → next */
@@ -18,6 +19,9 @@ export const enum StateKind {
 
 export class GrammarTooLargeError extends Error {}
 export class LeftRecursionError extends Error {}
+
+/** the empty moves of a state that is not a split (shared: never written to) */
+const NO_MOVES = Object.freeze([]) as unknown as number[];
 
 /** past this many states a grammar goes to xgrammar instead (a huge {m,n} written out) */
 const MAX_STATES = 1 << 20;
@@ -40,6 +44,8 @@ export class ByteNfa {
   readonly bodyStart: number[] = [];
   readonly rules: Rules;
   private building = -1;
+  /** each class's byte sequences (a repetition builds one class many times) */
+  private readonly sequences = new Map<Expr, ByteRangeSeq[]>();
   readonly root: number;
   /** per state: 1 when continuing there is the same as returning (a call to it is a tail call), 0 not, 2 unknown */
   private readonly tailMemo: number[] = [];
@@ -113,7 +119,7 @@ export class ByteNfa {
     this.hi.push(f.hi ?? -1);
     this.next.push(f.next ?? -1);
     this.callee.push(f.callee ?? -1);
-    this.eps.push([]);
+    this.eps.push(kind === StateKind.Split ? [] : NO_MOVES);
     this.tailMemo.push(2);
     this.twin.push(-1);
     this.ruleOf.push(this.building);
@@ -130,7 +136,9 @@ export class ByteNfa {
       }
       case 'class': {
         const to = this.add(StateKind.Split);
-        for (const seq of utf8Sequences(expr.ranges)) {
+        let seqs = this.sequences.get(expr);
+        if (!seqs) this.sequences.set(expr, (seqs = utf8Sequences(expr.ranges)));
+        for (const seq of seqs) {
           let cur = from;
           seq.forEach(([lo, hi], k) => {
             cur = this.edge(cur, lo, hi, k === seq.length - 1 ? to : undefined);

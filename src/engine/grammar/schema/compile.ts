@@ -19,8 +19,12 @@ import { classRun, disjointBranches, unanchored } from './shapes.js';
 
 export { UnsupportedSchemaError };
 
-/** the longest string length bound written out */
-const MAX_LENGTH = 256;
+/**
+ * the longest string length bound written out: the lazy automaton writes a bounded string
+ * out copy by copy (~20 states a character) and computes masks once for the copies in the
+ * middle, so the bound costs compile time, not mask time
+ */
+const MAX_LENGTH = 4096;
 
 /** whitespace allowed between two JSON tokens */
 export const MAX_WS = 2;
@@ -330,14 +334,13 @@ export class SchemaCompiler {
     if (pattern !== undefined) return this.leaf({ pattern: unanchored(pattern, at) }, at);
     if (!lengths) return 'string';
     if ((max ?? min) > MAX_LENGTH) {
-      // every bound costs xgrammar seconds to compile (~120 positions each walking the
-      // vocabulary); and a longer string is likelier to need escapes, which are not written
       this.refuse('maxLength', `${at}/maxLength`, `"${max !== undefined ? 'maxLength' : 'minLength'}" above ${MAX_LENGTH} (at ${at}) is not supported: the grammar would be too large`);
       return 'string';
     }
-    // a pure class repeated (a rule of alternatives repeated costs seconds per mask in
-    // xgrammar 0.1.27): escapes are not written in length-bounded strings (narrower, never wider)
-    return `"\\"" [^"\\\\\\0-\\x1f]{${min},${max ?? ''}} qend`;
+    // a pure class repeated: escapes are not written in length-bounded strings (narrower,
+    // never wider; an escape would count as one character and be two or six)
+    // one rule per bound: a schema's many fields of one maxLength share its automaton
+    return this.shared(`"\\"" [^"\\\\\\0-\\x1f]{${min},${max ?? ''}} qend`, 'str');
   }
 
   private leaf(leaf: object, at: string): string {
