@@ -22,7 +22,10 @@ const SPLIT_NODES = 256;
 const EMPTY = new Int32Array(0);
 /** first bytes leading to one configuration that are kept as one mask */
 const GROUP_MIN = 8;
-/** past this many tokens to check against the real stack, a mask is walked with it instead */
+/** the stack depths masks are first walked with (EXACT: the real stack) */
+const CUTS = [0, 2];
+const EXACT = -1;
+/** past this many tokens to check against the real stack, a mask is walked with a deeper cut instead */
 const MAX_UNSURE = 1024;
 
 export class LazyGrammar {
@@ -32,7 +35,7 @@ export class LazyGrammar {
   private readonly subtrees = new BoundedCache<number, SubtreeEntry>(GRAMMAR_CACHE_BYTES, subtreeEntryBytes);
   /** configuration → the tokens under a set of first bytes it allows, as a mask */
   private readonly groups = new BoundedCache<number, GroupEntry>(GRAMMAR_CACHE_BYTES, groupEntryBytes);
-  /** stack-free configurations with too many unsure tokens: masks there come from the real one */
+  /** cut configurations with too many unsure tokens: masks there come from a deeper cut or the real one */
   private readonly stackBound = new Set<number>();
   /** per configuration: its signature ('' none), in the tables' current generation */
   private signatureOf: string[] = [];
@@ -94,15 +97,21 @@ export class LazyGrammar {
       this.cacheGeneration = pda.generation;
     }
     const twin = pda.nfa.hasTwins ? pda.maskTwin(position) : position;
-    const free = pda.stackFree(twin);
-    this.fresh();
-    // where most tokens return (after a value: "," "}"), the real stack decides: walk with it
-    let entry = pda.isUnsure(free) || this.stackBound.has(free) ? undefined : this.entry(free, true);
-    if (entry && entry.unsure.length > MAX_UNSURE) {
-      this.stackBound.add(free);
-      entry = undefined;
+    // stacks cut to no frame (shared most widely), then to a few; where most tokens still
+    // return below the cut (after a value: "," "}"), the real stack decides: walk with it
+    let entry: MaskEntry | undefined;
+    for (const keep of CUTS) {
+      const cut = pda.truncated(twin, keep);
+      this.fresh();
+      if (pda.isUnsure(cut) || this.stackBound.has(cut)) continue;
+      const e = this.entry(cut, keep);
+      if (e.unsure.length <= MAX_UNSURE) {
+        entry = e;
+        break;
+      }
+      this.stackBound.add(cut);
     }
-    entry ??= this.entry(twin, false);
+    entry ??= this.entry(twin, EXACT);
     out.set(entry.mask);
     const unsure = entry.unsure;
     for (let k = 0; k < unsure.length; k++) {
@@ -131,14 +140,14 @@ export class LazyGrammar {
     return this.stopIds.includes(id);
   }
 
-  /** `free`: config is stack-free, and so are the subtrees below its first bytes */
-  private entry(config: number, free: boolean): MaskEntry {
+  /** `keep`: config's stacks are cut to that many frames, and so are the subtrees below its first bytes (EXACT: not cut) */
+  private entry(config: number, keep: number): MaskEntry {
     let entry = this.masks.get(config);
     if (entry) return entry;
     const sig = this.signature(config);
     entry = sig === undefined ? undefined : this.shared.masks.get(sig);
     if (!entry) {
-      entry = this.walk(config, free);
+      entry = this.walk(config, keep);
       if (sig !== undefined) this.shared.masks.set(sig, entry);
     }
     this.masks.set(config, entry);
@@ -152,7 +161,7 @@ export class LazyGrammar {
   }
 
   /** The tokens a configuration allows for sure, and those that return into its unknown stack. */
-  private walk(config: number, free: boolean): MaskEntry {
+  private walk(config: number, keep: number): MaskEntry {
     const { byte, subtreeEnd } = this.trie;
     const pda = this.pda;
     const n = byte.length;
@@ -165,7 +174,7 @@ export class LazyGrammar {
       let next = pda.table[config * 256 + b]!;
       if (next < DEAD) next = pda.step(config, b);
       if (next === DEAD) continue;
-      const first = free ? pda.stackFree(next) : next;
+      const first = keep === EXACT ? next : pda.truncated(next, keep);
       this.fresh();
       const tops = groups.get(first);
       if (tops) tops.push(top);

@@ -60,8 +60,8 @@ export class LazyPda {
   private readonly seenStack: Int32Array;
   private stamp = 0;
   private readonly seen = new Set<number>();
-  /** per configuration: the same threads over UNKNOWN_STACK (stackFree), once asked */
-  private cores: number[] = [];
+  /** per kept depth, per configuration: its stacks cut (truncated), once asked */
+  private cut: number[][] = [];
   /** hash → the configurations with it */
   private interned = new Map<number, number[]>();
   /** call stacks, hash-consed: id → (continuation state, parent id); 0 is the empty stack */
@@ -100,25 +100,35 @@ export class LazyPda {
   }
 
   /**
-   * The configuration with every non-empty stack replaced by UNKNOWN_STACK: what a token
-   * does inside a string or a key does not depend on where the value returns to, so masks
-   * walked from it serve every context, and only tokens that return (unsure) are checked
-   * against the real stack.
+   * The configuration with every stack cut to its top `keep` frames over UNKNOWN_STACK
+   * (the empty stack stays). What a token does inside a string or a key does not depend on
+   * where the value returns to, so masks walked from the cut configuration serve every
+   * context, and only tokens that return below the cut (unsure) are checked against the real
+   * stack. keep 0 is the most shared; a frame or two keep tokens that leave a small rule
+   * (whitespace, a colon) known.
    */
-  stackFree(config: number): number {
-    const known = this.cores[config];
+  truncated(config: number, keep: number): number {
+    const memo = (this.cut[keep] ??= []);
+    const known = memo[config];
     if (known !== undefined) return known;
     const { states, stacks, accepting, unsure } = this.configs[config]!;
     let changed = false;
     const mapped: number[] = [];
     for (let i = 0; i < states.length; i++) {
-      const st = stacks[i]! === 0 ? 0 : UNKNOWN_STACK;
+      const st = this.cutStack(stacks[i]!, keep);
       if (st !== stacks[i]) changed = true;
       mapped.push(st);
     }
     const to = changed ? this.intern([...states], mapped, accepting, unsure) : config;
-    this.cores[config] = to;
+    memo[config] = to;
     return to;
+  }
+
+  /** A stack cut to its top `keep` frames over UNKNOWN_STACK. */
+  private cutStack(stack: number, keep: number): number {
+    if (stack === 0 || stack === UNKNOWN_STACK) return stack;
+    if (keep === 0) return UNKNOWN_STACK;
+    return this.push(this.stackCont[stack]!, this.cutStack(this.stackParent[stack]!, keep - 1));
   }
 
   /** The configuration after byte b (DEAD when no thread reads it); fills the table. */
@@ -328,7 +338,7 @@ export class LazyPda {
     const start = this.configs[this.start]!;
     this.configs = [];
     this.twins = [];
-    this.cores = [];
+    this.cut = [];
     this.interned = new Map();
     this.table.fill(UNKNOWN);
     this.generation++;
