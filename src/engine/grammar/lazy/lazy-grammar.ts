@@ -31,6 +31,8 @@ const MAX_UNSURE = 1024;
 export class LazyGrammar {
   readonly pda: LazyPda;
   private readonly masks = new BoundedCache<number, MaskEntry>(GRAMMAR_CACHE_BYTES, maskEntryBytes);
+  /** configuration → its whole mask (unsure tokens checked, stops set): a position seen again costs a copy */
+  private readonly finished = new BoundedCache<number, Int32Array>(GRAMMAR_CACHE_BYTES, (m) => 4 * m.length);
   /** configuration × trie nodes + node → the tokens under that node it allows */
   private readonly subtrees = new BoundedCache<number, SubtreeEntry>(GRAMMAR_CACHE_BYTES, subtreeEntryBytes);
   /** configuration → the tokens under a set of first bytes it allows, as a mask */
@@ -89,12 +91,18 @@ export class LazyGrammar {
     const pda = this.pda;
     this.walkGeneration = pda.generation;
     if (this.cacheGeneration !== pda.generation) {
+      this.finished.clear();
       this.masks.clear();
       this.subtrees.clear();
       this.groups.clear();
       this.stackBound.clear();
       this.signatureOf = [];
       this.cacheGeneration = pda.generation;
+    }
+    const done = this.finished.get(position);
+    if (done) {
+      out.set(done);
+      return;
     }
     const twin = pda.nfa.hasTwins ? pda.maskTwin(position) : position;
     // stacks cut to no frame (shared most widely), then to a few; where most tokens still
@@ -120,6 +128,7 @@ export class LazyGrammar {
     }
     this.fresh();
     if (pda.isAccepting(position)) for (const id of this.stopIds) out[id >> 5]! |= 1 << (id & 31);
+    this.finished.set(position, out.slice());
   }
 
   /** Throws STALE when the tables started over since this mask began. */

@@ -43,6 +43,7 @@ export class BoundedCache<K, V> {
     }
     this.entries.set(key, v);
     this.used += this.size(v);
+    if (this.used <= this.limit) return;
     for (const [k, x] of this.entries) {
       if (this.used <= this.limit || this.entries.size === 1) break;
       this.entries.delete(k);

@@ -11,7 +11,7 @@ import { UNKNOWN_STACK } from './pda.js';
 import type { Config } from './pda.js';
 
 /** past this many characters of reachable grammar a rule has no signature */
-const MAX_SIGNATURE = 4096;
+const MAX_SIGNATURE = 1024;
 
 export class ConfigSignatures {
   /** per rule: its signature's id, -1 none, undefined not yet asked */
