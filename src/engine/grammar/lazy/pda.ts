@@ -30,15 +30,6 @@ export interface Config {
   readonly hash: number;
 }
 
-function hashThreads(states: Int32Array, stacks: Int32Array, accepting: boolean, unsure: boolean): number {
-  let h = 0x811c9dc5 ^ (accepting ? 1 : 0) ^ (unsure ? 2 : 0);
-  for (let i = 0; i < states.length; i++) {
-    h = Math.imul(h ^ states[i]!, 0x01000193);
-    h = Math.imul(h ^ stacks[i]!, 0x01000193);
-  }
-  return h;
-}
-
 function sameThreads(a: Config, states: Int32Array, stacks: Int32Array, accepting: boolean, unsure: boolean): boolean {
   if (a.accepting !== accepting || a.unsure !== unsure || a.states.length !== states.length) return false;
   for (let i = 0; i < states.length; i++) if (a.states[i] !== states[i] || a.stacks[i] !== stacks[i]) return false;
@@ -60,6 +51,9 @@ export class LazyPda {
   private readonly seenStack: Int32Array;
   private stamp = 0;
   private readonly seen = new Set<number>();
+  /** intern's scratch */
+  private sortStates = new Int32Array(64);
+  private sortStacks = new Int32Array(64);
   /** per kept depth, per configuration: its stacks cut (truncated), once asked */
   private cut: number[][] = [];
   /** hash → the configurations with it */
@@ -291,32 +285,42 @@ export class LazyPda {
 
   /** The id of the configuration of these threads (pairs in any order, repeats allowed). */
   private intern(stateList: number[], stackList: number[], accepting: boolean, unsure: boolean): number {
-    // insertion sort by (state, stack): thread sets are small
-    const count = stateList.length;
-    const order: number[] = [];
-    for (let i = 0; i < count; i++) {
-      let j = order.length;
-      while (j > 0) {
-        const o = order[j - 1]!;
-        if (stateList[o]! < stateList[i]! || (stateList[o] === stateList[i] && stackList[o]! <= stackList[i]!)) break;
-        j--;
+    // insertion sort by (state, stack) into scratch, dropping repeats: thread sets are small
+    if (this.sortStates.length < stateList.length) {
+      this.sortStates = new Int32Array(2 * stateList.length);
+      this.sortStacks = new Int32Array(2 * stateList.length);
+    }
+    const ss = this.sortStates;
+    const sk = this.sortStacks;
+    let m = 0;
+    for (let i = 0; i < stateList.length; i++) {
+      const s = stateList[i]!;
+      const k = stackList[i]!;
+      let j = m;
+      while (j > 0 && (ss[j - 1]! > s || (ss[j - 1] === s && sk[j - 1]! > k))) j--;
+      if (j > 0 && ss[j - 1] === s && sk[j - 1] === k) continue;
+      ss.copyWithin(j + 1, j, m);
+      sk.copyWithin(j + 1, j, m);
+      ss[j] = s;
+      sk[j] = k;
+      m++;
+    }
+    let hash = 0x811c9dc5 ^ (accepting ? 1 : 0) ^ (unsure ? 2 : 0);
+    for (let i = 0; i < m; i++) {
+      hash = Math.imul(hash ^ ss[i]!, 0x01000193);
+      hash = Math.imul(hash ^ sk[i]!, 0x01000193);
+    }
+    const same = this.interned.get(hash);
+    if (same) {
+      for (const id of same) {
+        const c = this.configs[id]!;
+        if (c.accepting !== accepting || c.unsure !== unsure || c.states.length !== m) continue;
+        let equal = true;
+        for (let i = 0; i < m && equal; i++) equal = c.states[i] === ss[i] && c.stacks[i] === sk[i];
+        if (equal) return id;
       }
-      order.splice(j, 0, i);
     }
-    const pairs: number[] = [];
-    for (const o of order) {
-      const m = pairs.length;
-      if (m > 0 && pairs[m - 2] === stateList[o] && pairs[m - 1] === stackList[o]) continue;
-      pairs.push(stateList[o]!, stackList[o]!);
-    }
-    const states = new Int32Array(pairs.length / 2);
-    const stacks = new Int32Array(pairs.length / 2);
-    for (let k = 0; k < states.length; k++) {
-      states[k] = pairs[2 * k]!;
-      stacks[k] = pairs[2 * k + 1]!;
-    }
-    const hash = hashThreads(states, stacks, accepting, unsure);
-    return this.find(states, stacks, accepting, unsure, hash) ?? this.add({ states, stacks, accepting, unsure, hash });
+    return this.add({ states: ss.slice(0, m), stacks: sk.slice(0, m), accepting, unsure, hash });
   }
 
   private add(config: Config): number {
