@@ -39,8 +39,8 @@ export class LazyGrammar {
   private readonly groups = new BoundedCache<number, GroupEntry>(GRAMMAR_CACHE_BYTES, groupEntryBytes);
   /** cut configurations with too many unsure tokens: masks there come from a deeper cut or the real one */
   private readonly stackBound = new Set<number>();
-  /** per configuration: its signature ('' none), in the tables' current generation */
-  private signatureOf: string[] = [];
+  /** per configuration: the id of its signature (-1 none), in the tables' current generation */
+  private signatureOf: number[] = [];
   private readonly signatures: ConfigSignatures;
   private cacheGeneration = 0;
   /** the tables' generation the mask being computed began in */
@@ -163,10 +163,13 @@ export class LazyGrammar {
     return entry;
   }
 
-  private signature(config: number): string | undefined {
+  private signature(config: number): number | undefined {
     let sig = this.signatureOf[config];
-    if (sig === undefined) this.signatureOf[config] = sig = this.signatures.of(this.pda.snapshot(config)) ?? '';
-    return sig === '' ? undefined : sig;
+    if (sig === undefined) {
+      const text = this.signatures.of(this.pda.snapshot(config));
+      this.signatureOf[config] = sig = text === undefined ? -1 : this.shared.configId(text);
+    }
+    return sig < 0 ? undefined : sig;
   }
 
   /** The tokens a configuration allows for sure, and those that return into its unknown stack. */
@@ -244,7 +247,7 @@ export class LazyGrammar {
     let sub = this.subtrees.get(key);
     if (sub) return sub;
     const sig = this.signature(first);
-    const sharedKey = sig === undefined ? undefined : `${sig}|${top}`;
+    const sharedKey = sig === undefined ? undefined : sig * this.trie.nodes + top;
     sub = sharedKey === undefined ? undefined : this.shared.subtrees.get(sharedKey);
     if (!sub) {
       sub = this.walkSubtree(top, first);

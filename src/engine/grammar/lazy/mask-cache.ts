@@ -61,17 +61,27 @@ export const maskEntryBytes = (e: MaskEntry): number => 4 * (e.mask.length + e.u
 export const groupEntryBytes = (e: GroupEntry): number => 4 * e.mask.length + 8 * e.tops.size;
 export const subtreeEntryBytes = (e: SubtreeEntry): number => 4 * (e.ids.length + e.unsure.length);
 
-/** One vocabulary's walks shared by all its grammars, and the ids of rule signatures. */
+/**
+ * One vocabulary's walks shared by all its grammars, keyed by configuration signature ids
+ * (subtrees: id × trie nodes + node), and the ids of rule and configuration signatures.
+ */
 export class SharedWalks {
   readonly ruleIds = new Map<string, number>();
-  readonly masks: BoundedCache<string, MaskEntry>;
-  readonly subtrees: BoundedCache<string, SubtreeEntry>;
-  readonly groups: BoundedCache<string, GroupEntry>;
+  private readonly configIds = new Map<string, number>();
+  readonly masks: BoundedCache<number, MaskEntry>;
+  readonly subtrees: BoundedCache<number, SubtreeEntry>;
+  readonly groups: BoundedCache<number, GroupEntry>;
 
   constructor(bytes = 64 << 20) {
     this.masks = new BoundedCache(bytes / 4, maskEntryBytes);
     this.subtrees = new BoundedCache(bytes / 2, subtreeEntryBytes);
     this.groups = new BoundedCache(bytes / 4, groupEntryBytes);
+  }
+
+  configId(signature: string): number {
+    let id = this.configIds.get(signature);
+    if (id === undefined) this.configIds.set(signature, (id = this.configIds.size));
+    return id;
   }
 
   ruleId(signature: string): number {
