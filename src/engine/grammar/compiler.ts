@@ -33,7 +33,8 @@ export interface CompileStats {
   acceptMs: number;
 }
 
-const CACHE_LIMIT = 256;
+/** grammars kept compiled (a lazy one compiles in milliseconds; its walks are kept with it) */
+const CACHE_LIMIT = 32;
 
 /** a compiled grammar: loom's lazy automaton, or xgrammar's precomputed one */
 export type CompiledGrammar = { readonly lazy: LazyGrammar } | { readonly xgrammar: CompiledGrammarHandle };

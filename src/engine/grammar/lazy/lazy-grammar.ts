@@ -13,8 +13,12 @@ import type { Config } from './pda.js';
 import { ConfigSignatures } from './signatures.js';
 import type { TokenTrie } from './token-trie.js';
 
-/** bytes of walks kept per grammar (masks, and as much in subtrees) */
-const GRAMMAR_CACHE_BYTES = 4 << 20;
+/**
+ * bytes of walks kept per grammar in each of its four caches (what every grammar shares is in
+ * SharedWalks); with the automaton's table (MAX_CONFIGS rows of 1 KiB) a grammar holds at
+ * most 24 MiB, GrammarCompiler's 32 grammars 768 MiB, however many schemas come
+ */
+const GRAMMAR_CACHE_BYTES = 2 << 20;
 /** thrown inside a mask computation whose tables started over */
 const STALE = Symbol('stale');
 /** subtrees of this many trie nodes and more are walked through the subtree cache */
