@@ -155,16 +155,8 @@ export class LazyGrammar {
 
   /** `keep`: config's stacks are cut to that many frames, and so are the subtrees below its first bytes (EXACT: not cut) */
   private entry(config: number, keep: number): MaskEntry {
-    let entry = this.masks.get(config);
-    if (entry) return entry;
-    const sig = this.signature(config);
-    entry = sig === undefined ? undefined : this.shared.masks.get(sig);
-    if (!entry) {
-      entry = this.walk(config, keep);
-      if (sig !== undefined) this.shared.masks.set(sig, entry);
-    }
-    this.masks.set(config, entry);
-    return entry;
+    const sig = (): number | undefined => this.signature(config);
+    return twoLevel(this.masks, config, this.shared.masks, sig, () => this.walk(config, keep));
   }
 
   private signature(config: number): number | undefined {
@@ -247,18 +239,12 @@ export class LazyGrammar {
 
   /** The tokens under trie node `top` (its byte read) allowed from configuration `first`. */
   private subtree(top: number, first: number): SubtreeEntry {
-    const key = first * this.trie.nodes + top;
-    let sub = this.subtrees.get(key);
-    if (sub) return sub;
-    const sig = this.signature(first);
-    const sharedKey = sig === undefined ? undefined : sig * this.trie.nodes + top;
-    sub = sharedKey === undefined ? undefined : this.shared.subtrees.get(sharedKey);
-    if (!sub) {
-      sub = this.walkSubtree(top, first);
-      if (sharedKey !== undefined) this.shared.subtrees.set(sharedKey, sub);
-    }
-    this.subtrees.set(key, sub);
-    return sub;
+    const nodes = this.trie.nodes;
+    const sharedKey = (): number | undefined => {
+      const sig = this.signature(first);
+      return sig === undefined ? undefined : sig * nodes + top;
+    };
+    return twoLevel(this.subtrees, first * nodes + top, this.shared.subtrees, sharedKey, () => this.walkSubtree(top, first));
   }
 
   /**
@@ -408,4 +394,21 @@ function clearIds(ids: Int32Array, mask: Int32Array): void {
     const id = ids[k]!;
     mask[id >> 5]! &= ~(1 << (id & 31));
   }
+}
+
+/**
+ * A walk kept per grammar (by configuration id) and, when the configuration has a
+ * signature, per vocabulary (by the signature's key): found in either, or computed and kept in both.
+ */
+function twoLevel<V>(local: BoundedCache<number, V>, key: number, shared: BoundedCache<number, V>, sharedKey: () => number | undefined, compute: () => V): V {
+  let v = local.get(key);
+  if (v !== undefined) return v;
+  const k = sharedKey();
+  v = k === undefined ? undefined : shared.get(k);
+  if (v === undefined) {
+    v = compute();
+    if (k !== undefined) shared.set(k, v);
+  }
+  local.set(key, v);
+  return v;
 }
