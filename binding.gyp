@@ -55,6 +55,7 @@
             'native/x86/avx2/dot_float.cc',
             'native/x86/avx2/dot_int8.cc',
             'native/x86/avx2/dot_mxfp4.cc',
+            'native/x86/avx2/dot_r16.cc',
           ],
           'cflags': ['-O3', '-fPIC', '-mavx2', '-mfma', '-mf16c'],
         },

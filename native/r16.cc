@@ -112,9 +112,7 @@ constexpr DotEntry kDots[] = {
 
 }  // namespace
 
-// The portable kernel on the portable and AVX2 tiers (loom interleaves only where AVX-512
-// VNNI runs; on the others these layouts come only from forced paths and tests).
+// The portable kernel (the AVX2 and AVX-512 tiers have their own, x86/*/dot_r16.cc).
 extern const KernelRegistration kPortableDotR16 = {kIsaPortable, kDots, 2, nullptr, 0};
-extern const KernelRegistration kAvx2DotR16 = {kIsaAvx2, kDots, 2, nullptr, 0};
 
 }  // namespace loom

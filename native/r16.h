@@ -1,13 +1,14 @@
 // Weights interleaved by 16 rows (loom-internal type ids kQ4_0_R16 and kQ8_0_R16): the layouts
-// loom gives Q4_0 and Q8_0 matrices at load time on CPUs with AVX-512 VNNI, so one kernel
-// serves every row count. Sixteen output rows are read as one: per block of 32 inputs, their
+// loom gives Q4_0 and Q8_0 matrices at load time on CPUs with AVX2 or AVX-512 VNNI, so one
+// kernel serves every row count. Sixteen output rows are read as one: per block of 32 inputs, their
 // 16 f16 scales (32 bytes), then the rows' quant bytes as 64-byte vectors in which lanes
 // 4o..4o+3 of vector i hold bytes 4i..4i+3 of row o's block. Then every vector is 4 inputs of
 // all 16 rows: one dpbusd against a broadcast word of x each, no horizontal sums, and the 16
 // scales of a block are one vector.
 //   Q4_0: 4 vectors of nibbles (byte j: inputs j and 16 + j), values q − 8.
 //   Q8_0: 8 vectors of q + 128 (the sign bit flipped at load time), the unsigned operand
-//         dpbusd takes; the kernels start each block's sum at −128·Σx.
+//         dpbusd takes; the kernels start each block's sum at −128·Σx. (AVX2 has no dpbusd:
+//         its kernel flips the bytes back and uses the 256-bit halves, x86/avx2/dot_r16.cc.)
 //
 // A tensor keeps its plain type's size: group g (rows 16g..16g+15) starts where row 16g did,
 // each of its K/32 blocks taking 16 times the plain block.

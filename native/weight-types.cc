@@ -180,10 +180,10 @@ void dq_iq4_xs(const uint8_t* b, float* y) {
 // one): slower, never wrong; test/kernels/dispatch.test.ts pins which kernel every type runs
 // on every tier, so such a fallback is seen.
 extern const KernelRegistration kPortableDots;                  // portable/dot.cc
-extern const KernelRegistration kPortableDotR16, kAvx2DotR16;  // r16.cc: the portable R16 kernel
+extern const KernelRegistration kPortableDotR16;  // r16.cc: the portable R16 kernel
 #ifdef LOOM_X86
 namespace x86 {
-extern const KernelRegistration kAvx2DotFloat, kAvx2DotInt8, kAvx2DotMXFP4;  // x86/avx2/
+extern const KernelRegistration kAvx2DotFloat, kAvx2DotInt8, kAvx2DotMXFP4, kAvx2DotR16;  // x86/avx2/
 extern const KernelRegistration kAvx512DotFloat, kAvx512DotQ0, kAvx512DotQ45K, kAvx512DotQ6K, kAvx512DotIQ4XS,
     kAvx512DotMXFP4, kAvx512DotR16, kAvx512Gemm;  // x86/avx512/
 }  // namespace x86
@@ -195,10 +195,10 @@ const KernelRegistration* const kRegistrations[] = {
     &kPortableDots,
     &kPortableDotR16,
 #ifdef LOOM_X86
-    &kAvx2DotR16,
     &x86::kAvx2DotFloat,
     &x86::kAvx2DotInt8,
     &x86::kAvx2DotMXFP4,
+    &x86::kAvx2DotR16,
     &x86::kAvx512DotFloat,
     &x86::kAvx512DotQ0,
     &x86::kAvx512DotQ45K,

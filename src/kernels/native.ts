@@ -210,15 +210,15 @@ export function allocateLarge(bytes: number, populate = false): ArrayBuffer {
 /**
  * The native rewrite of Q4_0 and Q8_0 matrices into their layouts interleaved by 16 rows
  * (tensor/quant/r16.ts), where the native core computes faster with them than with the plain
- * layouts: its own kernels are AVX-512 with VNNI. Undefined otherwise (no addon, AVX2, the
- * portable core): tensors then stay as the file has them.
+ * layouts: its AVX2 kernels and its AVX-512 ones with VNNI. Undefined otherwise (no addon, the
+ * portable core, AVX-512 without VNNI): tensors then stay as the file has them.
  */
 export function nativeR16Interleaver(): R16Interleaver | undefined {
   const s = load();
   if (!('addon' in s) || !nativeHasMatmul()) return undefined;
   const { addon } = s;
   const f = addon.features();
-  if (!addon.interleaveR16 || f.kernels !== 'avx512' || !f.avx512vnni) return undefined;
+  if (!addon.interleaveR16 || !(f.kernels === 'avx2' || (f.kernels === 'avx512' && f.avx512vnni))) return undefined;
   return (type, data, K, N) => addon.interleaveR16!(data, type, K, N);
 }
 

@@ -84,9 +84,9 @@ const EXPECTED: Record<string, Row> = {
     id: 39, act: 'q8_0', layout: -1,
     avx512: dots('dot_mxfp4_wrows512', 'dot_mxfp4_rows512', 'q8', 9), avx2: 'dot_mxfp4_rows', portable: 'dot_dequantized',
   },
-  // loom's interleaved layouts: AVX-512 only (the other tiers run them by the plain C++ kernel)
-  Q4_0_R16: { id: 128, act: 'q8_0', layout: -1, avx512: same('dot_r16<Q4_0_R16>'), avx2: 'portable:dot_r16_portable', portable: 'dot_r16_portable' },
-  Q8_0_R16: { id: 129, act: 'q8_0', layout: -1, avx512: same('dot_r16<Q8_0_R16>'), avx2: 'portable:dot_r16_portable', portable: 'dot_r16_portable' },
+  // loom's interleaved layouts (AVX2 and AVX-512 VNNI machines load Q4_0 and Q8_0 into them)
+  Q4_0_R16: { id: 128, act: 'q8_0', layout: -1, avx512: same('dot_r16<Q4_0_R16>'), avx2: 'dot_r16<Q4_0_R16>', portable: 'dot_r16_portable' },
+  Q8_0_R16: { id: 129, act: 'q8_0', layout: -1, avx512: same('dot_r16<Q8_0_R16>'), avx2: 'dot_r16<Q8_0_R16>', portable: 'dot_r16_portable' },
 };
 
 /** type ids the native kernels do not compute with */

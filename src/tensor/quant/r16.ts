@@ -1,5 +1,5 @@
 // Weights interleaved by 16 rows (GGMLType.Q4_0_R16, Q8_0_R16): the layouts loom gives Q4_0
-// and Q8_0 matrices at load time where the native core has AVX-512 VNNI (native/r16.h), so
+// and Q8_0 matrices at load time where the native core has AVX2 or AVX-512 VNNI (native/r16.h), so
 // that 16 rows are read as one and one kernel serves every row count. A tensor keeps its
 // plain type's size: group g (rows 16g..16g+15) starts where row 16g did, and each of its
 // K/32 blocks holds the 16 rows' f16 scales, then their quant bytes as 64-byte vectors where

@@ -2,7 +2,7 @@
 // rearrangement only (every row dequantizes to its plain row, the reference's products are the
 // plain ones bit for bit), the native rewrite gives the TypeScript one's bytes, the native
 // kernels agree with the reference on it at every row count, and a GGUF file's Q4_0 and Q8_0
-// matrices are read into it where the native core has AVX-512 VNNI.
+// matrices are read into it where the native core has AVX2 or AVX-512 VNNI kernels.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -59,7 +59,7 @@ for (const L of LAYOUTS) {
     });
 
     describe('native', { skip: nativeSkip() }, () => {
-      it('the native rewrite gives the TypeScript bytes', { skip: interleaver ? false : 'no AVX-512 VNNI: tensors keep their layout' }, () => {
+      it('the native rewrite gives the TypeScript bytes', { skip: interleaver ? false : 'no AVX2 or AVX-512 VNNI kernels: tensors keep their layout' }, () => {
         const plain = randomWeight(rngFor(`r16 native rewrite ${L.plain}`), L.plain, 544, 64);
         const data = plain.data.slice();
         interleaver!(L.type, data, 544, 64);
