@@ -28,6 +28,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("setThreads", Napi::Function::New(env, SetThreads, "setThreads"));
   exports.Set("threads", Napi::Function::New(env, Threads, "threads"));
   exports.Set("probeFmaPeak", Napi::Function::New(env, ProbeFmaPeak, "probeFmaPeak"));
+  exports.Set("probeInt8Peak", Napi::Function::New(env, ProbeInt8Peak, "probeInt8Peak"));
   exports.Set("probeReadBandwidth", Napi::Function::New(env, ProbeReadBandwidth, "probeReadBandwidth"));
   exports.Set("largeBuffer", Napi::Function::New(env, LargeBuffer, "largeBuffer"));
   exports.Set("rmsNorm", Napi::Function::New(env, RmsNorm, "rmsNorm"));

@@ -400,6 +400,18 @@ Napi::Value ProbeFmaPeak(const Napi::CallbackInfo& info) {
   return o;
 }
 
+// (seconds) → { gops, instruction }: integer multiply-add peak on every pool thread (probe.h)
+Napi::Value ProbeInt8Peak(const Napi::CallbackInfo& info) {
+  const double seconds = number(info, 0, "seconds");
+  if (seconds <= 0 || seconds > 60) throw Napi::RangeError::New(info.Env(), "seconds must be in (0, 60]");
+  const double gops = probe_int8_peak(seconds);
+  if (gops < 0) throw Napi::RangeError::New(info.Env(), "this CPU has neither AVX2 nor AVX-512 VNNI integer products");
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("gops", gops);
+  o.Set("instruction", probe_int8_kind() == 512 ? "avx512:dpbusd" : "avx2:maddubs+madd");
+  return o;
+}
+
 // (bytes, seconds) → GB/s read by every pool thread from a buffer of `bytes`
 Napi::Value ProbeReadBandwidth(const Napi::CallbackInfo& info) {
   const int64_t bytes = integer(info, 0, "bytes", 1 << 16, int64_t{1} << 40);

@@ -9,6 +9,7 @@ Napi::Value Features(const Napi::CallbackInfo& info);
 Napi::Value SetThreads(const Napi::CallbackInfo& info);
 Napi::Value Threads(const Napi::CallbackInfo& info);
 Napi::Value ProbeFmaPeak(const Napi::CallbackInfo& info);
+Napi::Value ProbeInt8Peak(const Napi::CallbackInfo& info);
 Napi::Value ProbeReadBandwidth(const Napi::CallbackInfo& info);
 Napi::Value LargeBuffer(const Napi::CallbackInfo& info);
 

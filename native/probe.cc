@@ -109,10 +109,13 @@ volatile uint64_t g_read_sink;
 
 int probe_fma_widest_bits() { return has512() ? 512 : has256() ? 256 : 32; }
 
-double probe_fma_peak(double seconds, int bits) {
-  if (bits == 0) bits = probe_fma_widest_bits();
-  const FmaLoop loop = fma_loop(bits);
-  if (!loop) return -1;
+namespace {
+
+// Runs loop(iters) on every pool thread, iters calibrated to short passes (about seconds/32,
+// at least 5 ms, so that on a busy machine some of them run undisturbed); returns
+// iterations a second over all threads in the best pass.
+template <class Loop>
+double best_rate(double seconds, Loop loop, float* sink_out) {
   ThreadPool& p = pool();
   const int threads = p.size();
   std::vector<float> sink(static_cast<size_t>(threads) * 16);
@@ -120,8 +123,6 @@ double probe_fma_peak(double seconds, int bits) {
   const auto run = [&] {
     p.parallel_for(threads, [&](int task, int) { sink[static_cast<size_t>(task) * 16] = loop(iters); });
   };
-  // calibrate: short passes (about seconds/32, at least 5 ms), so that on a busy machine some
-  // of them run undisturbed (the best one counts)
   const double target = std::max(0.005, seconds / 32);
   for (;;) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -136,9 +137,40 @@ double probe_fma_peak(double seconds, int bits) {
   const double t = best_pass(seconds, 3, run);
   float s = 0;
   for (int k = 0; k < threads; k++) s += sink[static_cast<size_t>(k) * 16];
-  g_fma_sink = s;
-  const double flops = 2.0 * (bits / 32) * 12 * static_cast<double>(iters) * threads;
-  return flops / t / 1e9;
+  *sink_out = s;
+  return static_cast<double>(iters) * threads / t;
+}
+
+}  // namespace
+
+double probe_fma_peak(double seconds, int bits) {
+  if (bits == 0) bits = probe_fma_widest_bits();
+  const FmaLoop loop = fma_loop(bits);
+  if (!loop) return -1;
+  float sink;
+  const double rate = best_rate(seconds, loop, &sink);
+  g_fma_sink = sink;
+  return 2.0 * (bits / 32) * 12 * rate / 1e9;  // 12 chains of bits/32 lanes, 2 flops each
+}
+
+int probe_int8_kind() {
+#if defined(__x86_64__) && !defined(LOOM_NO_X86)
+  if (has512() && cpu_features().avx512vnni) return 512;
+  if (has256()) return 256;
+#endif
+  return 0;
+}
+
+double probe_int8_peak(double seconds) {
+  const int kind = probe_int8_kind();
+  if (kind == 0) return -1;
+  float sink = 0;
+  double rate = 0;
+#if defined(__x86_64__) && !defined(LOOM_NO_X86)
+  rate = best_rate(seconds, kind == 512 ? x86::int8_chains_avx512 : x86::int8_chains_avx2, &sink);
+#endif
+  g_fma_sink = sink;
+  return 2.0 * (kind / 8) * kInt8Chains * rate / 1e9;  // chains of kind/8 byte products, 2 ops each
 }
 
 double probe_read_bandwidth(int64_t bytes, double seconds) {

@@ -15,6 +15,16 @@ double probe_fma_peak(double seconds, int bits);
 // The vector width probe_fma_peak(…, 0) uses: 512, 256 or 32.
 int probe_fma_widest_bits();
 
+// Integer multiply-add throughput in GOP/s (2 ops per u8·s8 product added into int32), the
+// cheapest exact form this CPU has for the integer kernels: AVX-512 VNNI's dpbusd (64
+// products an instruction), else AVX2's maddubs + madd + add (32 products in 3 instructions;
+// loom's Q8_0 kernel adds a sign per 32 for its s8·s8 products). kInt8Chains independent
+// register-only chains per thread; best of repeated passes over about `seconds`. Returns a
+// negative number without AVX2. probe_int8_kind: 512 (VNNI), 256 (AVX2) or 0 (neither).
+constexpr int kInt8Chains = 12;
+double probe_int8_peak(double seconds);
+int probe_int8_kind();
+
 // Read bandwidth in GB/s (1e9 bytes/s): every pool thread sums its contiguous share of a
 // buffer of `bytes` (choose it well past the last-level cache). Best of repeated passes
 // over about `seconds` (at least three passes after one warm pass), the passes alternating
@@ -30,6 +40,9 @@ namespace x86 {
 float fma_chains_avx512(int64_t iters);
 uint64_t read_sum_avx512(const uint64_t* p, int64_t n, int64_t ahead);
 float fma_chains_avx2(int64_t iters);
+// `iters` rounds of kInt8Chains integer product chains (dpbusd; maddubs + madd + add)
+float int8_chains_avx512(int64_t iters);
+float int8_chains_avx2(int64_t iters);
 uint64_t read_sum_avx2(const uint64_t* p, int64_t n, int64_t ahead);
 }  // namespace x86
 #endif

@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "../probe.h"
+#include "matmul_x86.h"
 
 namespace loom {
 namespace x86 {
@@ -25,6 +26,26 @@ float fma_chains_avx2(int64_t iters) {
   h = _mm_add_ps(h, _mm_movehl_ps(h, h));
   h = _mm_add_ss(h, _mm_movehdup_ps(h));
   return _mm_cvtss_f32(h);
+}
+
+float int8_chains_avx2(int64_t iters) {
+  // u changes every round as far as the compiler knows (an empty asm), so no product is
+  // hoisted out of the loop; each chain has its own s8 operand
+  __m256i u = _mm256_set1_epi8(3);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i w[kInt8Chains], acc[kInt8Chains];
+  for (int k = 0; k < kInt8Chains; k++) {
+    w[k] = _mm256_set1_epi8(static_cast<char>(k - 4));
+    acc[k] = _mm256_setzero_si256();
+  }
+  for (int64_t i = 0; i < iters; i++) {
+    asm volatile("" : "+x"(u));
+    LOOM_UNROLL for (int k = 0; k < kInt8Chains; k++)
+      acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(u, w[k]), ones));
+  }
+  __m256i s = acc[0];
+  for (int k = 1; k < kInt8Chains; k++) s = _mm256_add_epi32(s, acc[k]);
+  return static_cast<float>(_mm256_extract_epi32(s, 0));
 }
 
 uint64_t read_sum_avx2(const uint64_t* p, int64_t n, int64_t ahead) {

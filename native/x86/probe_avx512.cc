@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include "../probe.h"
+#include "matmul_x86.h"
 
 namespace loom {
 namespace x86 {
@@ -27,6 +28,22 @@ float fma_chains_avx512(int64_t iters) {
 
 // Σ of n uint64 (n a multiple of 32 is fastest; the tail is summed scalar), prefetching
 // `ahead` bytes ahead when ahead > 0.
+float int8_chains_avx512(int64_t iters) {
+  // each chain has its own operands; the accumulator chain keeps every round
+  __m512i u = _mm512_set1_epi8(3), w[kInt8Chains], acc[kInt8Chains];
+  for (int k = 0; k < kInt8Chains; k++) {
+    w[k] = _mm512_set1_epi8(static_cast<char>(k - 4));
+    acc[k] = _mm512_setzero_si512();
+  }
+  for (int64_t i = 0; i < iters; i++) {
+    asm volatile("" : "+v"(u));
+    LOOM_UNROLL for (int k = 0; k < kInt8Chains; k++) acc[k] = _mm512_dpbusd_epi32(acc[k], u, w[k]);
+  }
+  __m512i s = acc[0];
+  for (int k = 1; k < kInt8Chains; k++) s = _mm512_add_epi32(s, acc[k]);
+  return static_cast<float>(_mm512_reduce_add_epi32(s));
+}
+
 uint64_t read_sum_avx512(const uint64_t* p, int64_t n, int64_t ahead) {
   __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
   int64_t i = 0;

@@ -12,8 +12,10 @@ export function formatKernelReport(r: KernelReport): string {
     `threads ${r.settings.threads}, kernels ${r.settings.kernels}${r.settings.quick ? ' (quick sizes)' : ''}`,
     `f32 FMA peak ${fmt(m.fmaPeakGflops)} GFLOP/s (${m.fmaBits}-bit vectors)` +
       (m.fmaPeak256Gflops !== undefined ? `, ${fmt(m.fmaPeak256Gflops)} GFLOP/s at 256-bit` : ''),
+    ...(m.int8PeakGops !== undefined ? [`int8 product peak ${fmt(m.int8PeakGops)} GOP/s (${m.int8Instruction})`] : []),
     `memory read bandwidth ${fmt(m.readBandwidthGBs)} GB/s (${fmtBytes(m.bandwidthBufferBytes)} buffer)`,
     `(each the larger of the probes before and after the kernels: FMA ${m.probes.map((p) => fmt(p.fmaGflops)).join(' / ')} GFLOP/s, ` +
+      (m.int8PeakGops !== undefined ? `int8 ${m.probes.map((p) => fmt(p.int8Gops ?? 0)).join(' / ')} GOP/s, ` : '') +
       `read ${m.probes.map((p) => fmt(p.readGBs)).join(' / ')} GB/s)`,
     '',
   ];
@@ -24,13 +26,15 @@ export function formatKernelReport(r: KernelReport): string {
       `${many?.rows ?? '?'} rows (${many?.inFeatures ?? '?'} → ${many?.outFeatures ?? '?'}); median ms per call.`,
     `1-row % bw: best matmul against the best read of a buffer of the same size, probed in alternation ` +
       `(${one?.rounds.length ?? '?'} rounds; median of the rounds' ratios; "read" is the median read); ` +
-      `"short": the same at a small model's row width (896 in, or 1536 for 256-value blocks), where per-row costs and block tails show`,
+      `"short": the same at a small model's row width (896 in, or 1536 for 256-value blocks), where per-row costs and block tails show; ` +
+      `"% peak" is of the f32 FMA peak, "% int8" of the int8 product peak (types whose activations are rounded to int8); ` +
+      `a type in parentheses is the layout loading gives it on this machine`,
   );
   lines.push(
     table([
-      ['type', '1 row ms', 'GB/s', 'read', '% bw', 'goal', '', 'short in', 'GB/s', '% bw', `${many?.rows ?? ''} rows ms`, 'GFLOP/s', '% peak', 'goal', ''],
+      ['type', '1 row ms', 'GB/s', 'read', '% bw', 'goal', '', 'short in', 'GB/s', '% bw', `${many?.rows ?? ''} rows ms`, 'GFLOP/s', '% peak', 'goal', '', '% int8'],
       ...r.matmul.map((x) => [
-        x.type,
+        x.layout ? `${x.type} (${x.layout})` : x.type,
         fmt(x.oneRow.medianMs),
         fmt(x.oneRow.gbps),
         fmt(percentile(x.oneRow.rounds.map((q) => q.readGBs), 50)),
@@ -45,6 +49,7 @@ export function formatKernelReport(r: KernelReport): string {
         fmt(x.manyRows.pctPeak),
         `≥ ${x.manyRows.goalPct}%`,
         mark(x.manyRows.met),
+        x.manyRows.pctInt8Peak !== undefined ? fmt(x.manyRows.pctInt8Peak) : '',
       ]),
     ]),
   );

@@ -8,8 +8,9 @@
 // the matmul (best of each per round, the median over rounds): on a shared machine the
 // bandwidth moves by half within a minute, and a probe from another moment says little.
 import type { KvCacheShape, Kernels } from '../kernels/index.js';
-import { allocateLarge, cpuFeatures, nativeThreads, probeFmaPeak, probeReadBandwidth } from '../kernels/native.js';
-import type { FmaPeak } from '../kernels/native.js';
+import { allocateLarge, cpuFeatures, nativeKernelInfo, nativeR16Interleaver, nativeThreads, probeFmaPeak, probeInt8Peak, probeReadBandwidth } from '../kernels/native.js';
+import type { FmaPeak, Int8Peak } from '../kernels/native.js';
+import { r16TypeFor } from '../tensor/quant/r16.js';
 import { selectKernels } from '../kernels/select.js';
 import { GGMLType, rowBytes, typeName } from '../tensor/weight-types.js';
 import { f32ToF16 } from '../tensor/half.js';
@@ -61,10 +62,14 @@ export type OneRowFigures = Timing & {
 
 export interface MatmulFigures {
   readonly type: string;
+  /** the load-time layout the weights were measured in, as a loaded model has them (Q8_0_R16), if any */
+  readonly layout?: string;
   readonly oneRow: OneRowFigures & { readonly goalPct?: number; readonly met?: boolean };
   /** one row of a small model's width (896 or 1536 inputs): per-row costs and block tails show here */
   readonly shortRow: OneRowFigures;
-  readonly manyRows: Timing & { readonly rows: number; readonly inFeatures: number; readonly outFeatures: number; readonly gflops: number; readonly pctPeak: number; readonly goalPct: number; readonly met: boolean };
+  readonly manyRows: Timing & { readonly rows: number; readonly inFeatures: number; readonly outFeatures: number; readonly gflops: number; readonly pctPeak: number; readonly goalPct: number; readonly met: boolean;
+    /** integer-activation types: share of the int8 product peak */
+    readonly pctInt8Peak?: number };
 }
 
 export interface AttentionFigures extends Timing {
@@ -85,9 +90,12 @@ export interface KernelReport {
     readonly fmaPeakGflops: number;
     readonly fmaBits: number;
     readonly fmaPeak256Gflops?: number;
+    /** integer multiply-add peak (GOP/s) and the instruction it was measured with (none on the portable core) */
+    readonly int8PeakGops?: number;
+    readonly int8Instruction?: string;
     readonly readBandwidthGBs: number;
     readonly bandwidthBufferBytes: number;
-    readonly probes: readonly { readonly fmaGflops: number; readonly readGBs: number }[];
+    readonly probes: readonly { readonly fmaGflops: number; readonly int8Gops?: number; readonly readGBs: number }[];
   };
   readonly matmul: MatmulFigures[];
   readonly attention: AttentionFigures[];
@@ -167,7 +175,11 @@ function weights(type: GGMLType, inFeatures: number, outFeatures: number, rng: R
   const row = rowBytes(type, inFeatures)!;
   const data = new Uint8Array(allocateLarge(row * outFeatures));
   for (let r = 0; r < outFeatures; r += tileRows) data.set(tile.subarray(0, Math.min(tileRows, outFeatures - r) * row), r * row);
-  return { name: `bench.${typeName(type)}`, type, dims: [inFeatures, outFeatures], data };
+  // in the layout loading gives such a matrix on this machine (tensor/quant/r16.ts)
+  const interleave = nativeR16Interleaver();
+  const r16 = interleave ? r16TypeFor(type, [inFeatures, outFeatures]) : undefined;
+  if (r16 !== undefined) interleave!(r16, data, inFeatures, outFeatures);
+  return { name: `bench.${typeName(type)}`, type: r16 ?? type, dims: [inFeatures, outFeatures], data };
 }
 
 /** The 1-row figures of a [n, inFeatures] matrix of about s.oneRowBytes against same-size read probes. */
@@ -213,6 +225,7 @@ function benchMatmul(k: Kernels, type: GGMLType, s: Sizes, peak: number, rng: Rn
   const pctPeak = (100 * gflops) / peak;
   return {
     type: name,
+    ...(wm.type !== type && { layout: typeName(wm.type) }),
     oneRow: { ...one, ...(oneGoal !== undefined && { goalPct: oneGoal, met: one.pctBandwidth >= oneGoal }) },
     shortRow,
     manyRows: { ...tm, rows: s.manyRows, inFeatures: s.k1, outFeatures: s.manyOut, gflops, pctPeak, goalPct: MANY_ROWS_GOAL_PCT, met: pctPeak >= MANY_ROWS_GOAL_PCT },
@@ -261,10 +274,13 @@ function benchAttention(k: Kernels, context: number, sequences: number, s: Sizes
   };
 }
 
-/** the many-row share and goal against the final peak (the 1-row share has its own probes) */
-function rescale(m: MatmulFigures, peak: number): MatmulFigures {
+/** the many-row shares (and goal) against the final peaks (the 1-row share has its own probes);
+ *  the int8 share for types whose activations are rounded to integers */
+function rescale(m: MatmulFigures, peak: number, int8Gops: number | undefined): MatmulFigures {
   const pctPeak = (100 * m.manyRows.gflops) / peak;
-  return { ...m, manyRows: { ...m.manyRows, pctPeak, met: pctPeak >= m.manyRows.goalPct } };
+  const act = nativeKernelInfo(GGMLType[m.type as keyof typeof GGMLType])?.act;
+  const int8 = int8Gops !== undefined && (act === 'q8_0' || act === 'q8_k');
+  return { ...m, manyRows: { ...m.manyRows, pctPeak, met: pctPeak >= m.manyRows.goalPct, ...(int8 && { pctInt8Peak: (100 * m.manyRows.gflops) / int8Gops }) } };
 }
 
 export function runKernelBench(o: KernelBenchOptions, log: (line: string) => void = () => {}): KernelReport {
@@ -273,12 +289,14 @@ export function runKernelBench(o: KernelBenchOptions, log: (line: string) => voi
   const threads = nativeThreads() ?? 1;
   // Peaks only fall under interference, so each probe runs before and after the kernels and
   // the larger figure counts (both are in the JSON).
-  const probe = (): { fma: FmaPeak; fma256?: number; bw: number } => {
-    log(`probing FMA peak and read bandwidth (${threads} threads)…`);
+  const probe = (): { fma: FmaPeak; fma256?: number; int8?: Int8Peak; bw: number } => {
+    log(`probing FMA and int8 peaks and read bandwidth (${threads} threads)…`);
     const fma = probeFmaPeak(s.probeSeconds);
+    const int8 = probeInt8Peak(s.probeSeconds);
     return {
       fma,
       ...(fma.bits === 512 && { fma256: probeFmaPeak(s.probeSeconds / 2, 256).gflops }),
+      ...(int8 && { int8 }),
       bw: probeReadBandwidth(s.bandwidthBytes, s.probeSeconds),
     };
   };
@@ -303,17 +321,19 @@ export function runKernelBench(o: KernelBenchOptions, log: (line: string) => voi
   const peak = Math.max(first.fma.gflops, last.fma.gflops);
   const bandwidth = Math.max(first.bw, last.bw);
   const fma256 = Math.max(first.fma256 ?? 0, last.fma256 ?? 0);
+  const int8 = first.int8 && last.int8 ? Math.max(first.int8.gops, last.int8.gops) : undefined;
   return {
     settings: { threads, quick: o.quick, kernels: cpuFeatures()?.kernels ?? 'unknown' },
     machine: {
       fmaPeakGflops: peak,
       fmaBits: fma.bits,
       ...(fma256 > 0 && { fmaPeak256Gflops: fma256 }),
+      ...(int8 !== undefined && { int8PeakGops: int8, int8Instruction: first.int8!.instruction }),
       readBandwidthGBs: bandwidth,
       bandwidthBufferBytes: s.bandwidthBytes,
-      probes: [first, last].map((p) => ({ fmaGflops: p.fma.gflops, readGBs: p.bw })),
+      probes: [first, last].map((p) => ({ fmaGflops: p.fma.gflops, ...(p.int8 && { int8Gops: p.int8.gops }), readGBs: p.bw })),
     },
-    matmul: matmul.map((m) => rescale(m, peak)),
+    matmul: matmul.map((m) => rescale(m, peak, int8)),
     attention: attention.map((a) => ({ ...a, pctBandwidth: (100 * a.gbps) / bandwidth })),
   };
 }

@@ -52,6 +52,12 @@ type F32 = Float32Array;
 type ExpertData = Uint8Array | readonly Uint8Array[];
 type Cache = Float32Array | Uint16Array | Uint8Array;
 
+/** Integer multiply-add throughput of every pool thread (GOP/s, 2 ops a product) and the instruction it was measured with. */
+export interface Int8Peak {
+  readonly gops: number;
+  readonly instruction: string;
+}
+
 /** The addon's exports, argument for argument (see native/napi-*.cc). */
 interface NativeAddon {
   features(): CpuFeatures;
@@ -60,6 +66,7 @@ interface NativeAddon {
   /** absent in builds without native/probe.cc */
   probeFmaPeak?(seconds: number, bits?: number): FmaPeak;
   probeReadBandwidth?(bytes: number, seconds: number): number;
+  probeInt8Peak?(seconds: number): Int8Peak;
   /** zeroed, on huge pages where the OS has them (native/huge-pages.h), faulted in now when
    *  populate; absent in older builds */
   largeBuffer?(bytes: number, populate?: boolean): ArrayBuffer;
@@ -176,17 +183,24 @@ export function nativeThreads(): number | undefined {
   return 'addon' in s ? s.addon.threads() : undefined;
 }
 
-function probes(): Required<Pick<NativeAddon, 'probeFmaPeak' | 'probeReadBandwidth'>> {
+function probes(): Required<Pick<NativeAddon, 'probeFmaPeak' | 'probeReadBandwidth' | 'probeInt8Peak'>> {
   const s = load();
   if (!('addon' in s)) throw new Error(`the native core is unavailable (${s.error})`);
-  const { probeFmaPeak, probeReadBandwidth } = s.addon;
-  if (!probeFmaPeak || !probeReadBandwidth) throw new Error('the native core was built without its probes (npm run build:native)');
-  return { probeFmaPeak, probeReadBandwidth };
+  const { probeFmaPeak, probeReadBandwidth, probeInt8Peak } = s.addon;
+  if (!probeFmaPeak || !probeReadBandwidth || !probeInt8Peak) throw new Error('the native core was built without its probes (npm run build:native)');
+  return { probeFmaPeak, probeReadBandwidth, probeInt8Peak };
 }
 
 /** This machine's f32 FMA peak over about `seconds` on the native pool; bits 0 = the widest vectors. */
 export function probeFmaPeak(seconds: number, bits = 0): FmaPeak {
   return probes().probeFmaPeak(seconds, bits);
+}
+
+/** This machine's integer product peak over about `seconds` on the native pool (native/probe.h:
+ *  VNNI's dpbusd, else AVX2's maddubs + madd), or undefined on a CPU with neither. */
+export function probeInt8Peak(seconds: number): Int8Peak | undefined {
+  const { probeInt8Peak: probe } = probes();
+  return cpuFeatures()?.kernels === 'portable' ? undefined : probe(seconds);
 }
 
 /** Memory read bandwidth (GB/s) of the native pool's threads over a buffer of `bytes`. */
