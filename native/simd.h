@@ -40,7 +40,8 @@ struct AttendHead {
 
 // Several tokens of one sequence that attend the same positions [first, ctx) (an encoder's
 // whole sequence), one query head, an f32 cache, no soft-cap or sinks: the tokens ride in
-// the 16 lanes of a vector, so every K/V value is broadcast once to all of them and no dot
+// the lanes of a vector (16 with AVX-512; 8 with AVX2, a job in two halves), so every K/V
+// value is broadcast once to all of them and no dot
 // product ends in a horizontal sum (the per-token path spends more on those sums than on
 // the products). Per token the same arithmetic as any other group's: f32 products of the
 // query and f32 keys summed in order, scaled, softmax (e^ as exp_shift_sum's) with weights

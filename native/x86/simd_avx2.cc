@@ -266,6 +266,66 @@ void f32_to_f16_avx2(uint16_t* out, const float* x, int64_t n) {
   for (; i < n; i++) out[i] = f32_to_f16(x[i]);
 }
 
+// AttendTokens (simd.h) with lanes = tokens, 8 to a vector: a job's up to 16 tokens in halves
+// of 8, each as attend_tokens_avx512 does its 16: scores s[p] = scale · Σ_i q^T[i] · k_p[i], 8
+// keys at a time (8 FMA chains); softmax per lane; out^T[i] = Σ_p w[p] · v_p[i], 8 dimensions
+// at a time in registers. The K and V rows are read once per half (from L1/L2 the second time).
+void attend_tokens_half_avx2(const AttendTokens& a, int t0, int n) {
+  const int d = a.head_dim, span = a.ctx - a.first;
+  float* const qt = a.scratch;       // [d][8]
+  float* const s = qt + 8 * d;       // [span][8]
+  float* const tile = s + 8 * static_cast<int64_t>(span);  // [8][8]
+  for (int i = 0; i < d; i++)
+    for (int t = 0; t < 8; t++) qt[8 * i + t] = t < n ? a.q[(t0 + t) * a.row_stride + i] : 0.0f;
+  const auto row = [&](const float* base, int p) {
+    return base + a.blocks[p / a.block_size] * a.block_stride + a.head_offset + static_cast<int64_t>(p % a.block_size) * d;
+  };
+  const __m256 sc = _mm256_set1_ps(a.scale);
+  int p = a.first;
+  for (; p + 8 <= a.ctx; p += 8) {
+    const float* kr[8];
+    __m256 acc[8];
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) kr[j] = row(a.k, p + j), acc[j] = _mm256_setzero_ps();
+    for (int i = 0; i < d; i++) {
+      const __m256 qv = _mm256_loadu_ps(qt + 8 * i);
+      _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_broadcast_ss(kr[j] + i), acc[j]);
+    }
+    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) _mm256_storeu_ps(s + 8 * (p + j - a.first), _mm256_mul_ps(acc[j], sc));
+  }
+  for (; p < a.ctx; p++) {
+    const float* kr = row(a.k, p);
+    __m256 acc = _mm256_setzero_ps();
+    for (int i = 0; i < d; i++) acc = _mm256_fmadd_ps(_mm256_loadu_ps(qt + 8 * i), _mm256_broadcast_ss(kr + i), acc);
+    _mm256_storeu_ps(s + 8 * (p - a.first), _mm256_mul_ps(acc, sc));
+  }
+  __m256 mx = _mm256_loadu_ps(s);
+  for (int j = 1; j < span; j++) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + 8 * j));
+  __m256 sum = _mm256_setzero_ps();
+  for (int j = 0; j < span; j++) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + 8 * j), mx));
+    _mm256_storeu_ps(s + 8 * j, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  const __m256 inv = _mm256_div_ps(_mm256_set1_ps(1.0f), sum);
+  for (int j = 0; j < span; j++) _mm256_storeu_ps(s + 8 * j, _mm256_mul_ps(_mm256_loadu_ps(s + 8 * j), inv));
+  for (int c = 0; c < d; c += 8) {
+    __m256 acc[8];
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
+    for (int j = 0; j < span; j++) {
+      const float* vr = row(a.v, a.first + j) + c;
+      const __m256 w = _mm256_loadu_ps(s + 8 * j);
+      _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, _mm256_broadcast_ss(vr + i), acc[i]);
+    }
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) _mm256_storeu_ps(tile + 8 * i, acc[i]);
+    for (int t = 0; t < n; t++)
+      for (int i = 0; i < 8; i++) a.out[(t0 + t) * a.row_stride + c + i] = tile[8 * i + t];
+  }
+}
+
+void attend_tokens_avx2(const AttendTokens& a) {
+  for (int t0 = 0; t0 < a.n; t0 += 8) attend_tokens_half_avx2(a, t0, a.n - t0 < 8 ? a.n - t0 : 8);
+}
+
 void attend_scores_avx2(const AttendHead& job, int p0, int p1) { attend_scores_impl<Avx2Ops>(job, p0, p1); }
 void attend_values_avx2(const AttendHead& job, int p0, int p1, const float* factor, float* out) {
   attend_values_impl<Avx2Ops>(job, p0, p1, factor, out);
@@ -274,7 +334,7 @@ void attend_values_avx2(const AttendHead& job, int p0, int p1, const float* fact
 }  // namespace
 
 namespace x86 {
-const SimdOps kAvx2Ops = {"avx2", max_avx2, exp_shift_sum_avx2, silu_mul_avx2, gelu_table_mul_avx2, argmax_avx2, f32_to_f16_avx2, attend_scores_avx2, attend_values_avx2, false};
+const SimdOps kAvx2Ops = {"avx2", max_avx2, exp_shift_sum_avx2, silu_mul_avx2, gelu_table_mul_avx2, argmax_avx2, f32_to_f16_avx2, attend_scores_avx2, attend_values_avx2, false, attend_tokens_avx2};
 }  // namespace x86
 
 }  // namespace loom

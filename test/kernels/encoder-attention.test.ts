@@ -1,6 +1,6 @@
 // Encoder (bidirectional) attention: every token of a sequence attends all of its positions,
-// so the tokens of a sequence share one context. On AVX-512 with an f32 cache (pooling
-// models' default) such runs of tokens are attended 16 at a time, lanes = tokens
+// so the tokens of a sequence share one context. On AVX-512 and AVX2 with an f32 cache
+// (pooling models' default) such runs of tokens are attended 16 at a time, lanes = tokens
 // (native/simd.h AttendTokens); elsewhere token by token. Both against the reference, and a
 // sequence's bits the same alone as in a batch with causal sequences beside it.
 import assert from 'node:assert/strict';
