@@ -185,7 +185,8 @@ function weights(type: GGMLType, inFeatures: number, outFeatures: number, rng: R
 /** The 1-row figures of a [n, inFeatures] matrix of about s.oneRowBytes against same-size read probes. */
 function benchOneRow(k: Kernels, type: GGMLType, inFeatures: number, s: Sizes, rng: Rng): OneRowFigures {
   const row = rowBytes(type, inFeatures)!;
-  const n1 = Math.max(s.manyOut, Math.ceil(s.oneRowBytes / row));
+  // whole groups of 16 rows, so a type with a 16-row layout is measured in it (weights())
+  const n1 = Math.max(s.manyOut, Math.ceil(s.oneRowBytes / row / 16) * 16);
   const w = weights(type, inFeatures, n1, rng);
   const x1 = randomF32(inFeatures, rng);
   const o1 = new Float32Array(n1);
