@@ -405,10 +405,10 @@ Napi::Value ProbeInt8Peak(const Napi::CallbackInfo& info) {
   const double seconds = number(info, 0, "seconds");
   if (seconds <= 0 || seconds > 60) throw Napi::RangeError::New(info.Env(), "seconds must be in (0, 60]");
   const double gops = probe_int8_peak(seconds);
-  if (gops < 0) throw Napi::RangeError::New(info.Env(), "this CPU has neither AVX2 nor AVX-512 VNNI integer products");
+  const int kind = probe_int8_kind();
   Napi::Object o = Napi::Object::New(info.Env());
   o.Set("gops", gops);
-  o.Set("instruction", probe_int8_kind() == 512 ? "avx512:dpbusd" : "avx2:maddubs+madd");
+  o.Set("instruction", kind == 512 ? "avx512:dpbusd" : kind == 256 ? "avx2:maddubs+madd" : "portable:scalar");
   return o;
 }
 

@@ -158,17 +158,35 @@ int probe_int8_kind() {
   if (has512() && cpu_features().avx512vnni) return 512;
   if (has256()) return 256;
 #endif
-  return 0;
+  return 32;
 }
+
+namespace {
+
+// kInt8Chains scalar chains of 4 byte products each: the portable stand-in.
+float int8_chains_scalar(int64_t iters) {
+  volatile int8_t uv = 3;
+  int32_t acc[kInt8Chains] = {};
+  for (int64_t i = 0; i < iters; i++) {
+    const int32_t u = uv;
+    for (int k = 0; k < kInt8Chains; k++) acc[k] += u * (k - 6) + u * (k - 5) + u * (k - 4) + u * (k - 3);
+  }
+  int32_t s = 0;
+  for (int32_t v : acc) s += v;
+  return static_cast<float>(s);
+}
+
+}  // namespace
 
 double probe_int8_peak(double seconds) {
   const int kind = probe_int8_kind();
-  if (kind == 0) return -1;
   float sink = 0;
-  double rate = 0;
+  double rate;
 #if defined(__x86_64__) && !defined(LOOM_NO_X86)
-  rate = best_rate(seconds, kind == 512 ? x86::int8_chains_avx512 : x86::int8_chains_avx2, &sink);
+  if (kind != 32) rate = best_rate(seconds, kind == 512 ? x86::int8_chains_avx512 : x86::int8_chains_avx2, &sink);
+  else
 #endif
+    rate = best_rate(seconds, int8_chains_scalar, &sink);
   g_fma_sink = sink;
   return 2.0 * (kind / 8) * kInt8Chains * rate / 1e9;  // chains of kind/8 byte products, 2 ops each
 }

@@ -19,8 +19,9 @@ int probe_fma_widest_bits();
 // cheapest exact form this CPU has for the integer kernels: AVX-512 VNNI's dpbusd (64
 // products an instruction), else AVX2's maddubs + madd + add (32 products in 3 instructions;
 // loom's Q8_0 kernel adds a sign per 32 for its s8·s8 products). kInt8Chains independent
-// register-only chains per thread; best of repeated passes over about `seconds`. Returns a
-// negative number without AVX2. probe_int8_kind: 512 (VNNI), 256 (AVX2) or 0 (neither).
+// register-only chains per thread; best of repeated passes over about `seconds`; a portable
+// scalar loop without either (4 products a chain and round). probe_int8_kind: 512 (VNNI), 256
+// (AVX2) or 32 (scalar).
 constexpr int kInt8Chains = 12;
 double probe_int8_peak(double seconds);
 int probe_int8_kind();

@@ -12,10 +12,10 @@ export function formatKernelReport(r: KernelReport): string {
     `threads ${r.settings.threads}, kernels ${r.settings.kernels}${r.settings.quick ? ' (quick sizes)' : ''}`,
     `f32 FMA peak ${fmt(m.fmaPeakGflops)} GFLOP/s (${m.fmaBits}-bit vectors)` +
       (m.fmaPeak256Gflops !== undefined ? `, ${fmt(m.fmaPeak256Gflops)} GFLOP/s at 256-bit` : ''),
-    ...(m.int8PeakGops !== undefined ? [`int8 product peak ${fmt(m.int8PeakGops)} GOP/s (${m.int8Instruction})`] : []),
+    `int8 product peak ${fmt(m.int8PeakGops)} GOP/s (${m.int8Instruction})`,
     `memory read bandwidth ${fmt(m.readBandwidthGBs)} GB/s (${fmtBytes(m.bandwidthBufferBytes)} buffer)`,
     `(each the larger of the probes before and after the kernels: FMA ${m.probes.map((p) => fmt(p.fmaGflops)).join(' / ')} GFLOP/s, ` +
-      (m.int8PeakGops !== undefined ? `int8 ${m.probes.map((p) => fmt(p.int8Gops ?? 0)).join(' / ')} GOP/s, ` : '') +
+      `int8 ${m.probes.map((p) => fmt(p.int8Gops)).join(' / ')} GOP/s, ` +
       `read ${m.probes.map((p) => fmt(p.readGBs)).join(' / ')} GB/s)`,
     '',
   ];

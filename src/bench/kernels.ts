@@ -90,12 +90,12 @@ export interface KernelReport {
     readonly fmaPeakGflops: number;
     readonly fmaBits: number;
     readonly fmaPeak256Gflops?: number;
-    /** integer multiply-add peak (GOP/s) and the instruction it was measured with (none on the portable core) */
-    readonly int8PeakGops?: number;
-    readonly int8Instruction?: string;
+    /** integer multiply-add peak (GOP/s) and the instruction it was measured with */
+    readonly int8PeakGops: number;
+    readonly int8Instruction: string;
     readonly readBandwidthGBs: number;
     readonly bandwidthBufferBytes: number;
-    readonly probes: readonly { readonly fmaGflops: number; readonly int8Gops?: number; readonly readGBs: number }[];
+    readonly probes: readonly { readonly fmaGflops: number; readonly int8Gops: number; readonly readGBs: number }[];
   };
   readonly matmul: MatmulFigures[];
   readonly attention: AttentionFigures[];
@@ -277,10 +277,10 @@ function benchAttention(k: Kernels, context: number, sequences: number, s: Sizes
 
 /** the many-row shares (and goal) against the final peaks (the 1-row share has its own probes);
  *  the int8 share for types whose activations are rounded to integers */
-function rescale(m: MatmulFigures, peak: number, int8Gops: number | undefined): MatmulFigures {
+function rescale(m: MatmulFigures, peak: number, int8Gops: number): MatmulFigures {
   const pctPeak = (100 * m.manyRows.gflops) / peak;
   const act = nativeKernelInfo(GGMLType[m.type as keyof typeof GGMLType])?.act;
-  const int8 = int8Gops !== undefined && (act === 'q8_0' || act === 'q8_k');
+  const int8 = act === 'q8_0' || act === 'q8_k';
   return { ...m, manyRows: { ...m.manyRows, pctPeak, met: pctPeak >= m.manyRows.goalPct, ...(int8 && { pctInt8Peak: (100 * m.manyRows.gflops) / int8Gops }) } };
 }
 
@@ -290,14 +290,14 @@ export function runKernelBench(o: KernelBenchOptions, log: (line: string) => voi
   const threads = nativeThreads() ?? 1;
   // Peaks only fall under interference, so each probe runs before and after the kernels and
   // the larger figure counts (both are in the JSON).
-  const probe = (): { fma: FmaPeak; fma256?: number; int8?: Int8Peak; bw: number } => {
+  const probe = (): { fma: FmaPeak; fma256?: number; int8: Int8Peak; bw: number } => {
     log(`probing FMA and int8 peaks and read bandwidth (${threads} threads)…`);
     const fma = probeFmaPeak(s.probeSeconds);
     const int8 = probeInt8Peak(s.probeSeconds);
     return {
       fma,
       ...(fma.bits === 512 && { fma256: probeFmaPeak(s.probeSeconds / 2, 256).gflops }),
-      ...(int8 && { int8 }),
+      int8,
       bw: probeReadBandwidth(s.bandwidthBytes, s.probeSeconds),
     };
   };
@@ -322,17 +322,18 @@ export function runKernelBench(o: KernelBenchOptions, log: (line: string) => voi
   const peak = Math.max(first.fma.gflops, last.fma.gflops);
   const bandwidth = Math.max(first.bw, last.bw);
   const fma256 = Math.max(first.fma256 ?? 0, last.fma256 ?? 0);
-  const int8 = first.int8 && last.int8 ? Math.max(first.int8.gops, last.int8.gops) : undefined;
+  const int8 = Math.max(first.int8.gops, last.int8.gops);
   return {
     settings: { threads, quick: o.quick, kernels: cpuFeatures()?.kernels ?? 'unknown' },
     machine: {
       fmaPeakGflops: peak,
       fmaBits: fma.bits,
       ...(fma256 > 0 && { fmaPeak256Gflops: fma256 }),
-      ...(int8 !== undefined && { int8PeakGops: int8, int8Instruction: first.int8!.instruction }),
+      int8PeakGops: int8,
+      int8Instruction: first.int8.instruction,
       readBandwidthGBs: bandwidth,
       bandwidthBufferBytes: s.bandwidthBytes,
-      probes: [first, last].map((p) => ({ fmaGflops: p.fma.gflops, ...(p.int8 && { int8Gops: p.int8.gops }), readGBs: p.bw })),
+      probes: [first, last].map((p) => ({ fmaGflops: p.fma.gflops, int8Gops: p.int8.gops, readGBs: p.bw })),
     },
     matmul: matmul.map((m) => rescale(m, peak, int8)),
     attention: attention.map((a) => ({ ...a, pctBandwidth: (100 * a.gbps) / bandwidth })),

@@ -197,10 +197,9 @@ export function probeFmaPeak(seconds: number, bits = 0): FmaPeak {
 }
 
 /** This machine's integer product peak over about `seconds` on the native pool (native/probe.h:
- *  VNNI's dpbusd, else AVX2's maddubs + madd), or undefined on a CPU with neither. */
-export function probeInt8Peak(seconds: number): Int8Peak | undefined {
-  const { probeInt8Peak: probe } = probes();
-  return cpuFeatures()?.kernels === 'portable' ? undefined : probe(seconds);
+ *  VNNI's dpbusd, else AVX2's maddubs + madd, else a scalar loop). */
+export function probeInt8Peak(seconds: number): Int8Peak {
+  return probes().probeInt8Peak(seconds);
 }
 
 /** Memory read bandwidth (GB/s) of the native pool's threads over a buffer of `bytes`. */

@@ -9,7 +9,7 @@ import { measure } from '../../src/bench/peer.js';
 import { decodeWeightBytes } from '../../src/bench/weight-traffic.js';
 import type { GGUFFile } from '../../src/model/gguf.js';
 import { fixtureModel } from '../fixtures/engine-run.js';
-import { probeFmaPeak, probeReadBandwidth } from '../../src/kernels/native.js';
+import { probeFmaPeak, probeInt8Peak, probeReadBandwidth } from '../../src/kernels/native.js';
 import { nativeSkip } from '../fixtures/native.js';
 import { PROJECT_ROOT } from '../fixtures/index.js';
 
@@ -26,6 +26,12 @@ describe('machine probes', { skip }, () => {
     if (widest.bits === 512) assert.ok(positive(probeFmaPeak(0.01, 256).gflops));
   });
 
+  it('int8 product peak: positive finite GOP/s, named by the instruction it ran', () => {
+    const int8 = probeInt8Peak(0.02);
+    assert.ok(positive(int8.gops), `gops ${int8.gops}`);
+    assert.ok(['avx512:dpbusd', 'avx2:maddubs+madd', 'portable:scalar'].includes(int8.instruction), int8.instruction);
+  });
+
   it('read bandwidth: positive finite GB/s', () => {
     assert.ok(positive(probeReadBandwidth(4 * 2 ** 20, 0.02)));
   });
@@ -34,6 +40,7 @@ describe('machine probes', { skip }, () => {
     assert.throws(() => probeFmaPeak(0), RangeError);
     assert.throws(() => probeFmaPeak(0.01, 128), RangeError);
     assert.throws(() => probeReadBandwidth(1024, 0.01), RangeError);
+    assert.throws(() => probeInt8Peak(0), RangeError);
   });
 });
 
@@ -44,6 +51,7 @@ describe('loom bench kernels', { skip }, () => {
     const report = JSON.parse(r.stdout) as KernelReport;
     assert.equal(report.settings.threads, 2);
     assert.ok(positive(report.machine.fmaPeakGflops) && positive(report.machine.readBandwidthGBs));
+    assert.ok(positive(report.machine.int8PeakGops), 'int8 product peak');
     assert.deepEqual(report.matmul.map((m) => m.type), [
       'F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'IQ4_NL', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'IQ4_XS', 'MXFP4',
     ]);
@@ -51,6 +59,8 @@ describe('loom bench kernels', { skip }, () => {
       for (const x of [m.oneRow.gbps, m.oneRow.pctBandwidth, m.shortRow.gbps, m.shortRow.pctBandwidth, m.manyRows.gflops, m.manyRows.pctPeak, m.oneRow.medianMs]) assert.ok(positive(x), `${m.type}: ${x}`);
       assert.equal(m.oneRow.met !== undefined, !['F32', 'BF16', 'Q4_0', 'Q6_K', 'MXFP4'].includes(m.type), `${m.type} carries the 1-row goal`);
       assert.equal(typeof m.manyRows.met, 'boolean');
+      // the share of the int8 peak exactly for the types whose activations are rounded to integers
+      assert.equal(m.manyRows.pctInt8Peak !== undefined, !['F32', 'F16', 'BF16'].includes(m.type), `${m.type}: % int8`);
     }
     assert.equal(report.attention.length, 4);
     for (const a of report.attention) assert.ok(positive(a.gbps) && positive(a.kvBytes) && a.layers >= 1);
@@ -62,6 +72,7 @@ describe('loom bench kernels', { skip }, () => {
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /f32 FMA peak [\d.]+ GFLOP\/s/);
     assert.match(r.stdout, /memory read bandwidth [\d.]+ GB\/s/);
+    assert.match(r.stdout, /int8 product peak [\d.]+ GOP\/s \((avx512|avx2|portable):/);
     assert.match(r.stdout, /Q4_K .*(met|NOT MET)/);
     assert.match(r.stdout, /attention decode/);
   });

@@ -48,6 +48,7 @@ function moeCall(replace: Record<number, unknown>): unknown[] {
 const CASES: Record<string, Case> = {
   setThreads: { ok: [2], bad: [[['2'], TypeError, /threads must be a number/], [[0], RangeError, /threads must be an integer in \[1/], [[1.5], RangeError, /integer/]] },
   probeFmaPeak: { ok: [0.001, 32], bad: [[[0], RangeError, /seconds/], [[0.001, 64], RangeError, /bits/], [[NaN], RangeError, /finite/]] },
+  probeInt8Peak: { ok: [0.001], bad: [[[0], RangeError, /seconds/], [[61], RangeError, /seconds/], [[NaN], RangeError, /finite/]] },
   probeReadBandwidth: { ok: [1 << 16, 0.001], bad: [[[1024, 0.001], RangeError, /bytes/], [[1 << 16, -1], RangeError, /seconds/]] },
   largeBuffer: { ok: [1 << 20, true], bad: [[['1'], TypeError, /bytes must be a number/], [[-1], RangeError, /bytes must be an integer/], [[2 ** 50], RangeError, /bytes must be an integer/], [[1 << 20, 1], TypeError, /populate must be a boolean/]] },
   rmsNorm: {

@@ -73,7 +73,7 @@ inline void r16_tile(const uint8_t* g, int h0, int nb, const XQ8_0* x, const int
       const __m256i s0 = B::kQ8 ? _mm256_setzero_si256() : _mm256_set1_epi32(start[r * nb + b]);
       LOOM_UNROLL for (int k = 0; k < H; k++) sum[k][r] = s0;
     }
-    LOOM_UNROLL for (int j = 0; j < 8; j++) {
+    const auto step = [&](int j) {
       __m256i w[H], aw[H];
       LOOM_UNROLL for (int k = 0; k < H; k++) {
         w[k] = B::vec(g, h0 + k, j);
@@ -86,6 +86,14 @@ inline void r16_tile(const uint8_t* g, int h0, int nb, const XQ8_0* x, const int
           sum[k][r] = _mm256_add_epi32(sum[k][r], _mm256_madd_epi16(p, ones));
         }
       }
+    };
+    // Q8_0: two steps unrolled, not eight: fully unrolled, GCC reassociates the int32 sums
+    // into per-step partials and spills them (1,024 rows of 768 → 2304, one thread: 41 → 50 G
+    // multiply-adds a second). Q4_0 (whose steps pick low or high nibbles) is faster unrolled.
+    if constexpr (B::kQ8) {
+      _Pragma("GCC unroll 2") for (int j = 0; j < 8; j++) step(j);
+    } else {
+      LOOM_UNROLL for (int j = 0; j < 8; j++) step(j);
     }
     LOOM_UNROLL for (int k = 0; k < H; k++) {
       const __m256 dw = _mm256_cvtph_ps(loadu128(g + 16 * (h0 + k)));
