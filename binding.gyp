@@ -56,6 +56,7 @@
             'native/x86/avx2/dot_int8.cc',
             'native/x86/avx2/dot_mxfp4.cc',
             'native/x86/avx2/dot_r16.cc',
+            'native/x86/avx2/gemm.cc',
           ],
           'cflags': ['-O3', '-fPIC', '-mavx2', '-mfma', '-mf16c'],
         },

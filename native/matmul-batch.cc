@@ -65,23 +65,6 @@ constexpr int kTile = 16;
 constexpr int kPanel = 48;
 #endif
 
-size_t tile_bytes(int type, int K) {
-#ifdef LOOM_X86
-  return x86::avx512_gemm_tile_bytes(type, K);
-#else
-  (void)type, (void)K;
-  return 0;
-#endif
-}
-
-void pack_tile(int type, const float* x, int rows, int K, int tile, uint8_t* dst) {
-#ifdef LOOM_X86
-  x86::avx512_gemm_pack(type, x, rows, K, tile, dst);
-#else
-  (void)type, (void)x, (void)rows, (void)K, (void)tile, (void)dst;
-#endif
-}
-
 // The plans of every job's weights; activations shared within a job by weights of the same
 // path (dot or GEMM) and activation kind, as matmul_set shares them. Returns the prepared bytes.
 size_t plan_jobs(int isa, const MatmulJob* jobs, int n_jobs, std::vector<Plan>& plans) {
@@ -108,7 +91,7 @@ size_t plan_jobs(int isa, const MatmulJob* jobs, int n_jobs, std::vector<Plan>& 
         if (plan.owner == static_cast<int>(plans.size())) {
           plan.offset = bytes;
           if (plan.gemm) {
-            plan.xstride = tile_bytes(part.type, job.in_features);
+            plan.xstride = gemm_tile_bytes(isa, part.type, job.in_features);
             bytes += plan.xstride * ceil_div_int(job.rows, kTile);
           } else {
             plan.xstride = prepared_row_bytes(part.type, job.in_features);
@@ -155,7 +138,7 @@ void matmul_batch(const MatmulJob* jobs, int n_jobs) {
     const Plan& p = plans[s.plan];
     const MatmulJob& job = *p.job;
     uint8_t* dst = buf + p.offset + p.xstride * s.index;
-    if (p.gemm) pack_tile(p.part->type, job.x, job.rows, job.in_features, s.index, dst);
+    if (p.gemm) gemm_pack_tile(isa, p.part->type, job.x, job.rows, job.in_features, s.index, dst);
     else prepare(p.part->type, job.x + static_cast<size_t>(s.index) * job.in_features, job.in_features, dst);
   };
   const int n_preps = static_cast<int>(preps.size());
@@ -207,7 +190,7 @@ void matmul_batch(const MatmulJob* jobs, int n_jobs) {
         const Plan& q = plans[nx.plan];
         if (nx.plan != at.plan || nx.o0 != at.o0) next = {q.part->w + q.wstride * nx.o0, q.wstride * static_cast<size_t>(nx.o1 - nx.o0)};
       }
-      p.traits->gemm.fn(p.xa, at.r0, at.r1, part.w, p.wstride, K, at.o0, at.o1, part.out, part.out_features, next);
+      p.traits->gemm[isa].fn(p.xa, at.r0, at.r1, part.w, p.wstride, K, at.o0, at.o1, part.out, part.out_features, next);
     } else {
       // warm the first lines the kernel's own prefetch runs ahead of (see matmul_dot_set)
       const uint8_t* first = part.w + p.wstride * static_cast<size_t>(at.o0);

@@ -17,8 +17,13 @@ int current_isa();
 using PrepareFn = void (*)(int type, const float* x, int K, uint8_t* dst);
 PrepareFn prepare_for(int isa);
 
-// Whether `rows` rows against a weight of these traits run the AVX-512 GEMM.
+// Whether `rows` rows against a weight of these traits run the GEMM of `isa`.
 bool uses_gemm(const WeightTraits& t, int isa, int rows, int in_features);
+
+// The bytes of one 16-row tile of activations packed for the GEMM of `isa` (x86/matmul_x86.h),
+// and its packing: rows [16·tile, 16·tile + 16) of x [rows, K] into dst.
+size_t gemm_tile_bytes(int isa, int type, int K);
+void gemm_pack_tile(int isa, int type, const float* x, int rows, int K, int tile, uint8_t* dst);
 
 inline int ceil_div_int(int a, int b) { return (a + b - 1) / b; }
 

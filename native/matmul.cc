@@ -177,7 +177,7 @@ void matmul_dot_set(int isa, const float* x, int rows, int K, const MatmulPart* 
 }
 
 #ifdef LOOM_X86
-// ---- many rows (AVX-512): pack x once in 16-row tiles, then tile rows × outputs ----
+// ---- many rows (a GEMM): pack x once in 16-row tiles, then tile rows × outputs ----
 //
 // As for the dot kernels, a set of weights that read the same activations runs as one: x is
 // packed once per activation kind, and every part's (row chunk, output panel) pairs are the
@@ -192,7 +192,7 @@ struct GemmPart {
   int first_task;   // its tasks are [first_task, first_task + row chunks × panels)
 };
 
-void matmul_gemm_set(const float* x, int rows, int K, const MatmulPart* parts, int n) {
+void matmul_gemm_set(int isa, const float* x, int rows, int K, const MatmulPart* parts, int n) {
   const int T = x86::kGemmTile;
   const int tiles = ceil_div(rows, T);
   GemmPart gp[kMaxMatmulParts];
@@ -203,8 +203,8 @@ void matmul_gemm_set(const float* x, int rows, int K, const MatmulPart* parts, i
     owner[j] = j;
     for (int i = 0; i < j && owner[j] == j; i++)
       if (owner[i] == i && weight_traits(parts[i].type)->act == weight_traits(parts[j].type)->act) owner[j] = i;
-    gp[j].gemm = weight_traits(parts[j].type)->gemm.fn;
-    gp[j].tile_bytes = x86::avx512_gemm_tile_bytes(parts[j].type, K);
+    gp[j].gemm = weight_traits(parts[j].type)->gemm[isa].fn;
+    gp[j].tile_bytes = gemm_tile_bytes(isa, parts[j].type, K);
     if (owner[j] != j) continue;
     offset[j] = bytes;
     bytes += gp[j].tile_bytes * tiles;
@@ -215,7 +215,7 @@ void matmul_gemm_set(const float* x, int rows, int K, const MatmulPart* parts, i
     if (owner[j] == j) kinds[n_kinds++] = j;
   pool().parallel_for(tiles * n_kinds, [&](int t, int) {
     const int j = kinds[t / tiles], tile = t % tiles;
-    x86::avx512_gemm_pack(parts[j].type, x, rows, K, tile, buf + offset[j] + gp[j].tile_bytes * tile);
+    gemm_pack_tile(isa, parts[j].type, x, rows, K, tile, buf + offset[j] + gp[j].tile_bytes * tile);
   });
   // Row chunks of ~768 KB of packed activations (they stay in L2 while a panel of weights
   // sweeps them); output panels of 48 rows (a multiple of every micro-kernel width).
@@ -271,8 +271,25 @@ int matmul_best_isa() { return best_isa(); }
 void matmul_set_gemm_min_rows(int rows) { g_gemm_min_rows = std::max(0, rows); }
 
 bool uses_gemm(const WeightTraits& t, int isa, int rows, int in_features) {
-  const GemmKernel& g = t.gemm;
-  return isa == kIsaAvx512 && g.fn && rows >= gemm_min_rows(g) && in_features % g.k_multiple == 0;
+  const GemmKernel& g = t.gemm[isa];
+  return g.fn && rows >= gemm_min_rows(g) && in_features % g.k_multiple == 0;
+}
+
+size_t gemm_tile_bytes(int isa, int type, int K) {
+#ifdef LOOM_X86
+  if (isa == kIsaAvx512) return x86::avx512_gemm_tile_bytes(type, K);
+  if (isa == kIsaAvx2) return x86::avx2_gemm_tile_bytes(type, K);
+#endif
+  (void)isa, (void)type, (void)K;
+  return 0;
+}
+
+void gemm_pack_tile(int isa, int type, const float* x, int rows, int K, int tile, uint8_t* dst) {
+#ifdef LOOM_X86
+  if (isa == kIsaAvx512) return x86::avx512_gemm_pack(type, x, rows, K, tile, dst);
+  if (isa == kIsaAvx2) return x86::avx2_gemm_pack(type, x, rows, K, tile, dst);
+#endif
+  (void)isa, (void)type, (void)x, (void)rows, (void)K, (void)tile, (void)dst;
 }
 
 namespace {
@@ -295,8 +312,8 @@ bool kernel_info(int type, KernelInfo* info) {
   if (!t) return false;
   const int isa = current_isa();
   const DotKernel& d = t->dot[isa];
-  const bool gemm = isa == kIsaAvx512 && t->gemm.fn;
-  *info = {act_name(t->act), d.one_row, d.few_rows, gemm ? t->gemm.family : "", gemm ? gemm_min_rows(t->gemm) : 0, t->layout};
+  const GemmKernel& g = t->gemm[isa];
+  *info = {act_name(t->act), d.one_row, d.few_rows, g.fn ? g.family : "", g.fn ? gemm_min_rows(g) : 0, t->layout};
   return true;
 }
 
@@ -313,7 +330,7 @@ void matmul_set(const float* x, int rows, int in_features, const MatmulPart* par
     else dot[n_dot++] = p;
   }
 #ifdef LOOM_X86
-  if (n_gemm > 0) matmul_gemm_set(x, rows, in_features, gemm, n_gemm);
+  if (n_gemm > 0) matmul_gemm_set(isa, x, rows, in_features, gemm, n_gemm);
 #endif
   if (n_dot > 0) matmul_dot_set(isa, x, rows, in_features, dot, n_dot);
 }

@@ -47,7 +47,7 @@ void matmul_batch(const MatmulJob* jobs, int n_jobs);
 
 // Which kernels matmul runs for `type` on the instruction set now in use (for tests: a type
 // that silently fell to a slower kernel would pass every numerical check). Names are
-// "<isa>:<kernel>" as the kernels are called in native/; gemm is the AVX-512 GEMM's
+// "<isa>:<kernel>" as the kernels are called in native/; gemm is the GEMM's
 // micro-kernel family ("" without one), gemm_min_rows the rows from which it is used (0
 // without one); layout is the type a load-time layout rewrites this type into (-1: none).
 struct KernelInfo {

@@ -177,13 +177,14 @@ void dq_iq4_xs(const uint8_t* b, float* y) {
 // and per instruction set a kernel file whose registration lists it (a new file's
 // registration goes into kRegistrations, and the file into binding.gyp). A slot no
 // registration fills takes the next narrower instruction set's kernel (at worst the portable
-// one): slower, never wrong; test/kernels/dispatch.test.ts pins which kernel every type runs
-// on every tier, so such a fallback is seen.
+// one; an empty GEMM slot leaves many rows to the dot kernels): slower, never wrong;
+// test/kernels/dispatch.test.ts pins which kernel every type runs on every tier, so such a
+// fallback is seen.
 extern const KernelRegistration kPortableDots;                  // portable/dot.cc
 extern const KernelRegistration kPortableDotR16;  // r16.cc: the portable R16 kernel
 #ifdef LOOM_X86
 namespace x86 {
-extern const KernelRegistration kAvx2DotFloat, kAvx2DotInt8, kAvx2DotMXFP4, kAvx2DotR16;  // x86/avx2/
+extern const KernelRegistration kAvx2DotFloat, kAvx2DotInt8, kAvx2DotMXFP4, kAvx2DotR16, kAvx2Gemm;  // x86/avx2/
 extern const KernelRegistration kAvx512DotFloat, kAvx512DotQ0, kAvx512DotQ45K, kAvx512DotQ6K, kAvx512DotIQ4XS,
     kAvx512DotMXFP4, kAvx512DotR16, kAvx512Gemm;  // x86/avx512/
 }  // namespace x86
@@ -199,6 +200,7 @@ const KernelRegistration* const kRegistrations[] = {
     &x86::kAvx2DotInt8,
     &x86::kAvx2DotMXFP4,
     &x86::kAvx2DotR16,
+    &x86::kAvx2Gemm,
     &x86::kAvx512DotFloat,
     &x86::kAvx512DotQ0,
     &x86::kAvx512DotQ45K,
@@ -248,7 +250,7 @@ Table build_table() {
   for (size_t i = 0; i < sizeof(kRowTypes) / sizeof(kRowTypes[0]); i++) rows[kRowTypes[i]] = &g_rows[i];
   for (const KernelRegistration* reg : kRegistrations) {
     for (int i = 0; i < reg->n_dots; i++) rows[reg->dots[i].type]->dot[reg->isa] = reg->dots[i].kernel;
-    for (int i = 0; i < reg->n_gemms; i++) rows[reg->gemms[i].type]->gemm = reg->gemms[i].kernel;
+    for (int i = 0; i < reg->n_gemms; i++) rows[reg->gemms[i].type]->gemm[reg->isa] = reg->gemms[i].kernel;
   }
   for (WeightTraits& row : g_rows)
     for (int isa = 1; isa < kIsaCount; isa++)

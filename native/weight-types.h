@@ -61,8 +61,8 @@ struct GemmPrefetch {
   const uint8_t* begin = nullptr;
   size_t bytes = 0;
 };
-// The AVX-512 GEMM (x86/avx512/gemm*.cc): rows [r0, r1) of activations packed in 16-row
-// tiles by outputs [o0, o1).
+// A GEMM (x86/avx512/gemm*.cc; x86/avx2/gemm.cc for the float types): rows [r0, r1) of
+// activations packed in 16-row tiles by outputs [o0, o1).
 using GemmFn = void (*)(const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0, int o1,
                         float* out, int N, GemmPrefetch next);
 struct GemmKernel {
@@ -87,7 +87,7 @@ struct KernelRegistration {
   Isa isa;
   const DotEntry* dots;
   int n_dots;
-  const GemmEntry* gemms;  // AVX-512 only
+  const GemmEntry* gemms;
   int n_gemms;
 };
 
@@ -99,7 +99,7 @@ struct WeightTraits {
   int layout;                    // the load-time layout this type is rewritten into (r16.h), or -1
   int plain;                     // for a load-time layout: the type it rearranges, else -1
   DotKernel dot[kIsaCount];      // per instruction set; dot[kIsaPortable] is always there
-  GemmKernel gemm;               // the AVX-512 GEMM (fn nullptr: none)
+  GemmKernel gemm[kIsaCount];    // per instruction set, for many rows (fn nullptr: none; not inherited)
 };
 
 // The row of `type`, or nullptr when the kernels do not compute with it.

@@ -52,14 +52,18 @@ void avx512_prepare_row(int type, const float* x, int K, uint8_t* dst);
 // (avx512/prepare.cc), the other activation kinds as avx2_prepare_row.
 void avx512_prepare_dot_row(int type, const float* x, int K, uint8_t* dst);
 
-// Many-row matmul. x is first packed in tiles of 16 rows (kGemmTile) by avx512_gemm_pack
-// (rows past the end are zero), then the type's GEMM (its row's GemmKernel) computes rows
-// [r0, r1) (r0 a multiple of 16) by outputs [o0, o1), best in panels of kGemmPanel outputs:
-// each weight word is broadcast to 16 rows at once and reused from L1 across the row tiles.
+// Many-row matmul. x is first packed in tiles of 16 rows (kGemmTile) by the instruction set's
+// gemm_pack (rows past the end are zero), then the type's GEMM (its row's GemmKernel for that
+// instruction set) computes rows [r0, r1) (r0 a multiple of 16) by outputs [o0, o1), best in
+// panels of kGemmPanel outputs: each weight word is broadcast to 16 rows at once and reused
+// from L1 across the row tiles. AVX2 has GEMMs for F32 and F16 only (x86/avx2/gemm.cc), whose
+// tiles are laid out as AVX-512's.
 constexpr int kGemmTile = 16;
 constexpr int kGemmPanel = 48;
 size_t avx512_gemm_tile_bytes(int type, int K);  // bytes of one packed 16-row tile
 void avx512_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8_t* dst_tile);
+size_t avx2_gemm_tile_bytes(int type, int K);  // 0 for a type without an AVX2 GEMM
+void avx2_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8_t* dst_tile);
 
 }  // namespace x86
 
@@ -68,8 +72,7 @@ void avx512_gemm_pack(int type, const float* x, int rows, int K, int tile, uint8
 // CPU supports is lowered. Returns the path now in use. (Defined in native/matmul.cc.)
 int matmul_force_isa(int isa);
 int matmul_best_isa();
-// Rows at or above which the AVX-512 path uses the packed GEMM (tests vary it; 0 = the
-// per-type default).
+// Rows at or above which a type with a GEMM uses it (tests vary it; 0 = the per-type default).
 void matmul_set_gemm_min_rows(int rows);
 
 }  // namespace loom

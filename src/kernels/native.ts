@@ -30,7 +30,7 @@ export interface CpuFeatures {
 }
 
 /** Which kernels the native matmul runs for one weight type on the instruction set in use
- * (native/matmul.h kernel_info). Names are "<isa>:<kernel>"; gemm is the AVX-512 GEMM's
+ * (native/matmul.h kernel_info). Names are "<isa>:<kernel>"; gemm is the GEMM's
  * micro-kernel family ('' without one) and gemmMinRows the rows from which it is used (0
  * without one); layout is the type a load-time layout rewrites this type into (-1: none). */
 export interface NativeKernelInfo {

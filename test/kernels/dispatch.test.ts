@@ -26,7 +26,8 @@ interface Row {
   act: string;
   layout: number; // the load-time layout's type, -1 none
   avx512: Avx512;
-  avx2: string; // one kernel for every row count
+  avx2: string; // one kernel for every row count (up to avx2Gemm's rows, where given)
+  avx2Gemm?: { gemm: string; min: number };
   portable: string;
 }
 
@@ -34,8 +35,14 @@ const dots = (one: string, few: string, gemm = '', min = 0): Avx512 => ({ one, f
 const same = (k: string, gemm = '', min = 0): Avx512 => dots(k, k, gemm, min);
 
 const EXPECTED: Record<string, Row> = {
-  F32: { id: 0, act: 'f32', layout: -1, avx512: same('dot_float_rows<f32>', 'f32', 8), avx2: 'dot_float_rows<f32>', portable: 'dot_f32' },
-  F16: { id: 1, act: 'f16', layout: -1, avx512: same('dot_float_rows<f16>', 'f32', 12), avx2: 'dot_float_rows<f16>', portable: 'dot_f16' },
+  F32: {
+    id: 0, act: 'f32', layout: -1, avx512: same('dot_float_rows<f32>', 'f32', 8),
+    avx2: 'dot_float_rows<f32>', avx2Gemm: { gemm: 'f32', min: 10 }, portable: 'dot_f32',
+  },
+  F16: {
+    id: 1, act: 'f16', layout: -1, avx512: same('dot_float_rows<f16>', 'f32', 12),
+    avx2: 'dot_float_rows<f16>', avx2Gemm: { gemm: 'f32', min: 12 }, portable: 'dot_f16',
+  },
   BF16: { id: 30, act: 'bf16', layout: -1, avx512: same('dot_bf16_rows', 'bf16', 12), avx2: 'dot_bf16_rows', portable: 'dot_bf16' },
   Q8_0: {
     id: 8, act: 'q8_0', layout: 129,
@@ -100,7 +107,8 @@ function expected(tier: Tier, row: Row): NativeKernelInfo {
     return { act: row.act, oneRow: prefixed('avx512', k.one), fewRows: prefixed('avx512', k.few), gemm: k.gemm, gemmMinRows: k.min, layout: row.layout };
   }
   const k = prefixed(tier, tier === 'avx2' ? row.avx2 : row.portable);
-  return { act: row.act, oneRow: k, fewRows: k, gemm: '', gemmMinRows: 0, layout: row.layout };
+  const gemm = tier === 'avx2' ? row.avx2Gemm : undefined;
+  return { act: row.act, oneRow: k, fewRows: k, gemm: gemm?.gemm ?? '', gemmMinRows: gemm?.min ?? 0, layout: row.layout };
 }
 
 interface ChildReport {

@@ -19,15 +19,14 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "../../quant.h"
 #include "../../r16.h"
 #include "../../weight-types.h"
+#include "../buf.h"
 #include "../dot256.h"
 #include "../matmul_x86.h"
 
@@ -128,12 +127,12 @@ void dot_r16(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size
   const bool stream = streams_rows(out, N);
   // Rows are taken in chunks whose prepared activations (~256 KB) stay in L2 while each group
   // of [o0, o1) sweeps them, half by half, 4 rows at a time (one or two rows: both halves at once).
-  const int chunk = std::max(4, static_cast<int>((256u << 10) / xstride) & ~3);
-  thread_local std::vector<int32_t> start;  // Q4_0, [chunk rows, nb]: −8·Σx of each row and block
+  const int chunk = imax(4, static_cast<int>((256u << 10) / xstride) & ~3);
+  thread_local Buf<int32_t> start_buf;  // Q4_0, [chunk rows, nb]: −8·Σx of each row and block
   for (int r0 = 0; r0 < rows; r0 += chunk) {
-    const int r1 = std::min(rows, r0 + chunk);
+    const int r1 = imin(rows, r0 + chunk);
+    int32_t* const start = start_buf.get(kQ8 ? 1 : static_cast<size_t>(r1 - r0) * nb);
     if (!kQ8) {
-      start.resize(static_cast<size_t>(r1 - r0) * nb);
       for (int r = r0; r < r1; r++) {
         const XQ8_0 xr = xq8_0_view(xa + xstride * r, K);
         for (int b = 0; b < nb; b++) start[static_cast<size_t>(r - r0) * nb + b] = -8 * xr.s[b];
@@ -145,17 +144,17 @@ void dot_r16(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size
         XQ8_0 x[2];
         for (int i = 0; i < r1 - r0; i++) x[i] = xq8_0_view(xa + xstride * (r0 + i), K);
         float* dst = out + static_cast<size_t>(N) * r0 + o;
-        if (r1 - r0 == 1) r16_tile<1, 2, kType>(g, 0, nb, x, start.data(), dst, N, true, stream);
-        else r16_tile<2, 2, kType>(g, 0, nb, x, start.data(), dst, N, true, stream);
+        if (r1 - r0 == 1) r16_tile<1, 2, kType>(g, 0, nb, x, start, dst, N, true, stream);
+        else r16_tile<2, 2, kType>(g, 0, nb, x, start, dst, N, true, stream);
         continue;
       }
       for (int h = 0; h < 2; h++)
         for (int r = r0; r < r1; r += 4) {
           XQ8_0 x[4];
-          const int n = std::min(4, r1 - r);
+          const int n = imin(4, r1 - r);
           for (int i = 0; i < n; i++) x[i] = xq8_0_view(xa + xstride * (r + i), K);
           float* dst = out + static_cast<size_t>(N) * r + o + 8 * h;
-          const int32_t* st = start.data() + static_cast<size_t>(r - r0) * nb;
+          const int32_t* st = start + static_cast<size_t>(r - r0) * nb;
           r16_half_pass<kType>(g, h, n, nb, x, st, dst, N, h == 0 && r == r0, stream);
         }
     }

@@ -11,15 +11,14 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
 #include "../../quant.h"
 #include "../../r16.h"
 #include "../../weight-types.h"
+#include "../buf.h"
 #include "../dot256.h"
 #include "../matmul_x86.h"
 #include "common.h"
@@ -172,13 +171,13 @@ void dot_r16(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size
     default: break;
   }
   const int nb = K / kQK;
-  const int chunk = std::max(4, static_cast<int>((256u << 10) / xstride) & ~3);
+  const int chunk = imax(4, static_cast<int>((256u << 10) / xstride) & ~3);
   const size_t gstride = wstride * kR16Rows;
   const bool stream = streams_rows(out, N);
-  thread_local std::vector<int32_t> start;  // [chunk rows, nb]: bias·Σx of each row and block
+  thread_local Buf<int32_t> start_buf;  // [chunk rows, nb]: bias·Σx of each row and block
   for (int r0 = 0; r0 < rows; r0 += chunk) {
-    const int r1 = std::min(rows, r0 + chunk);
-    start.resize(static_cast<size_t>(r1 - r0) * nb);
+    const int r1 = imin(rows, r0 + chunk);
+    int32_t* const start = start_buf.get(static_cast<size_t>(r1 - r0) * nb);
     for (int r = r0; r < r1; r++) {
       const XQ8_0 xr = xq8_0_view(xa + xstride * r, K);
       for (int b = 0; b < nb; b++) start[static_cast<size_t>(r - r0) * nb + b] = R16Block<kType>::kBias * xr.s[b];
@@ -188,10 +187,10 @@ void dot_r16(const uint8_t* xa, size_t xstride, int rows, const uint8_t* w, size
       const bool pair = o + 2 * kR16Rows <= o1;
       for (int r = r0; r < r1; r += 4) {
         XQ8_0 x[4];
-        const int n = std::min(4, r1 - r);
+        const int n = imin(4, r1 - r);
         for (int i = 0; i < n; i++) x[i] = xq8_0_view(xa + xstride * (r + i), K);
         float* dst = out + static_cast<size_t>(N) * r + o;
-        const int32_t* st = start.data() + static_cast<size_t>(r - r0) * nb;
+        const int32_t* st = start + static_cast<size_t>(r - r0) * nb;
         if (pair) r16_groups_pass<2, kType>(g, gstride, n, nb, x, st, dst, N, r == r0, stream);
         else r16_groups_pass<1, kType>(g, gstride, n, nb, x, st, dst, N, r == r0, stream);
       }

@@ -1,5 +1,5 @@
-// What the AVX-512 GEMM's packing (gemm_pack.cc) and its panels (gemm.cc) share: a grow-only
-// buffer, and the 16 × width transpose both write with. Internal linkage, as ../dot256.h.
+// What the AVX-512 GEMM's packing (gemm_pack.cc) and its panels (gemm.cc) share: the 16 × width
+// transpose both write with (and ../buf.h). Internal linkage, as ../dot256.h.
 #pragma once
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -8,38 +8,12 @@
 #include <cstdint>
 #include <new>
 
+#include "../buf.h"
 #include "../matmul_x86.h"
 
 namespace loom {
 namespace x86 {
 namespace {
-
-// No std:: containers or algorithms in the x86 translation units: their out-of-line template
-// instances have external linkage, and the linker could hand the AVX-512 build of one to the
-// portable code. Buf is a grow-only array with internal linkage (this anonymous namespace).
-template <typename T>
-class Buf {
- public:
-  Buf() = default;
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-  ~Buf() { ::operator delete(data_, std::align_val_t(64)); }
-  T* get(size_t n) {  // at least n elements; contents kept only while n does not grow
-    if (n > cap_) {
-      ::operator delete(data_, std::align_val_t(64));
-      data_ = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
-      cap_ = n;
-    }
-    return data_;
-  }
-  T* data() const { return data_; }
-
- private:
-  T* data_ = nullptr;
-  size_t cap_ = 0;
-};
-
-inline int imin(int a, int b) { return a < b ? a : b; }
 
 // dst[j·dst_stride + i] = rows[i][j] for j in [0, width), i in store_mask; rows[i] == nullptr
 // stands for zeros. (A 16 × width block of 32-bit words, transposed.) `stream`: every
