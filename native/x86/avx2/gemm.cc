@@ -28,15 +28,15 @@ namespace x86 {
 namespace {
 
 constexpr int kNR = 6;    // outputs per micro-kernel call
-constexpr int kKc = 256;  // inputs per K-block: a tile's slice (16 KB) and 6 weight rows' (6 KB) stay in L1
+constexpr int kKc = 128;  // inputs per K-block: a tile's slice (8 KB) and 6 weight rows' (3 KB) stay in L1
 
 bool has_gemm(int type) {
   const WeightTraits* t = weight_traits(type);
   return t && (t->act == Act::kF32 || t->act == Act::kF16);
 }
 
-// Columns [k, k + 8) of rows[0..8), transposed: dst[16·j + i] = rows[i][k + j]
-inline void transpose8(const float* const* rows, int k, float* dst) {
+// Columns [k, k + 8) of rows[0..8), transposed: dst[stride·j + i] = rows[i][k + j]
+inline void transpose8(const float* const* rows, int k, float* dst, size_t stride) {
   __m256 r[8], t[8];
   LOOM_UNROLL for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(rows[i] + k);
   LOOM_UNROLL for (int i = 0; i < 8; i += 2) {
@@ -51,8 +51,8 @@ inline void transpose8(const float* const* rows, int k, float* dst) {
   }
   // r[c] (c < 4), 128-bit half h: column 4h + c of rows 0..3; r[4 + c]: the same of rows 4..7
   LOOM_UNROLL for (int c = 0; c < 4; c++) {
-    _mm256_storeu_ps(dst + 16 * c, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
-    _mm256_storeu_ps(dst + 16 * (c + 4), _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+    _mm256_storeu_ps(dst + stride * c, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+    _mm256_storeu_ps(dst + stride * (c + 4), _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
   }
 }
 
@@ -78,8 +78,8 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, float* dst) 
   }
   int k = 0;
   for (; k + 8 <= K; k += 8) {
-    transpose8(src, k, dst + 16 * k);
-    transpose8(src + 8, k, dst + 16 * k + 8);
+    transpose8(src, k, dst + 16 * k, 16);
+    transpose8(src + 8, k, dst + 16 * k + 8, 16);
   }
   for (; k < K; k++)
     for (int i = 0; i < 16; i++) dst[16 * k + i] = src[i][k];
@@ -149,11 +149,18 @@ void gemm_panel(PanelFn prepare, const float* packed, int r0, int r1, const uint
       const int kc = imin(kKc, K - k0);
       for (int og = 0; og < no; og += kNR) kKernels[imin(kNR, no - og) - 1](panel.w + og, x + 16 * k0, k0, kc, acc + 16 * og);
     }
+    // acc[o][r] → out[r][o]: 8 × 8 blocks, the rest one by one
     const int nrows = imin(16, r1 - 16 * t);
-    for (int r = 0; r < nrows; r++) {
-      float* dst = out + static_cast<size_t>(16 * t + r) * N + o0;
-      for (int o = 0; o < no; o++) dst[o] = acc[16 * o + r];
+    float* const dst = out + static_cast<size_t>(16 * t) * N + o0;
+    const int no8 = nrows == 16 ? no & ~7 : 0;
+    for (int o = 0; o < no8; o += 8) {
+      const float* rows[8];
+      LOOM_UNROLL for (int i = 0; i < 8; i++) rows[i] = acc + 16 * (o + i);
+      transpose8(rows, 0, dst + o, N);
+      transpose8(rows, 8, dst + static_cast<size_t>(8) * N + o, N);
     }
+    for (int r = 0; r < nrows; r++)
+      for (int o = no8; o < no; o++) dst[static_cast<size_t>(r) * N + o] = acc[16 * o + r];
   }
 }
 
