@@ -61,7 +61,7 @@ struct GemmPrefetch {
   const uint8_t* begin = nullptr;
   size_t bytes = 0;
 };
-// A GEMM (x86/avx512/gemm*.cc; x86/avx2/gemm.cc for the float types): rows [r0, r1) of
+// A GEMM (x86/avx512/gemm*.cc; x86/avx2/gemm.cc for F32, F16 and BF16): rows [r0, r1) of
 // activations packed in 16-row tiles by outputs [o0, o1).
 using GemmFn = void (*)(const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t wstride, int K, int o0, int o1,
                         float* out, int N, GemmPrefetch next);

@@ -56,8 +56,8 @@ void avx512_prepare_dot_row(int type, const float* x, int K, uint8_t* dst);
 // gemm_pack (rows past the end are zero), then the type's GEMM (its row's GemmKernel for that
 // instruction set) computes rows [r0, r1) (r0 a multiple of 16) by outputs [o0, o1), best in
 // panels of kGemmPanel outputs: each weight word is broadcast to 16 rows at once and reused
-// from L1 across the row tiles. AVX2 has GEMMs for F32 and F16 only (x86/avx2/gemm.cc), whose
-// tiles are laid out as AVX-512's.
+// from L1 across the row tiles. AVX2 has GEMMs for the float types only (x86/avx2/gemm.cc), whose
+// tiles hold f32 values as AVX-512's F32/F16 tiles do (BF16's too, unlike AVX-512's pairs).
 constexpr int kGemmTile = 16;
 constexpr int kGemmPanel = 48;
 size_t avx512_gemm_tile_bytes(int type, int K);  // bytes of one packed 16-row tile

@@ -43,7 +43,10 @@ const EXPECTED: Record<string, Row> = {
     id: 1, act: 'f16', layout: -1, avx512: same('dot_float_rows<f16>', 'f32', 12),
     avx2: 'dot_float_rows<f16>', avx2Gemm: { gemm: 'f32', min: 12 }, portable: 'dot_f16',
   },
-  BF16: { id: 30, act: 'bf16', layout: -1, avx512: same('dot_bf16_rows', 'bf16', 12), avx2: 'dot_bf16_rows', portable: 'dot_bf16' },
+  BF16: {
+    id: 30, act: 'bf16', layout: -1, avx512: same('dot_bf16_rows', 'bf16', 12),
+    avx2: 'dot_bf16_rows', avx2Gemm: { gemm: 'f32', min: 10 }, portable: 'dot_bf16',
+  },
   Q8_0: {
     id: 8, act: 'q8_0', layout: 129,
     avx512: dots('dot_q_0_wrows512<Q8_0>', 'dot_q_0_rows512<Q8_0>', 'q8', 7), avx2: 'dot_q8_0_rows', portable: 'dot_q8_0',

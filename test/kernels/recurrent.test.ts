@@ -203,8 +203,10 @@ function conformance(k: Kernels): void {
       k.gatedDeltaRule(o, part(c.q, 64), part(c.k, 64), part(c.v, w), part(c.g, 4), part(c.beta, 4), state, c.slots, Int32Array.of(0, to - from), shape);
       out.set(o, from * w);
     }
-    close(out, whole.out, 1e-6, 'chunked outputs');
-    close(state, whole.state, 1e-6, 'chunked final state');
+    // the whole 23 tokens and the parts take different paths (chunked form, token by token),
+    // so their sums run in another order: 1.41e-6 at LOOM_TEST_SEED=64, the worst of seeds 1–120
+    close(out, whole.out, 1e-5, 'chunked outputs');
+    close(state, whole.state, 1e-5, 'chunked final state');
   });
 
   it('convSilu matches the reference, out aliasing x; chunks carry the window', () => {

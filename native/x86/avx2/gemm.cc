@@ -1,10 +1,11 @@
-// The AVX2 GEMM for many activation rows of F32 and F16 weights: the AVX-512 GEMM's plan
+// The AVX2 GEMM for many activation rows of F32, F16 and BF16 weights: the AVX-512 GEMM's plan
 // (../avx512/gemm.cc) for its f32 family in 256-bit vectors. Activations are packed once per
-// call in tiles of 16 rows, lanes = rows, as the AVX-512 packing lays them out (f32 v[K][16];
-// F16's rounded to f16 first, as the dot kernels' are); a panel of 48 outputs is read in place
-// (F32) or converted to f32 rows once (F16); the micro-kernel broadcasts one weight and
-// multiplies it into a tile's 16 rows (two vectors), 6 outputs at a time: 12 accumulators, 2
-// activation vectors and the broadcast in the 16 registers, 12 FMAs to 8 loads.
+// call in tiles of 16 rows, lanes = rows, as f32 v[K][16] (the AVX-512 packing's F32/F16
+// layout; F16's and BF16's rounded to f16 or bf16 first, as the dot kernels' are, so BF16's
+// products stay exact in f32); a panel of 48 outputs is read in place (F32) or converted to f32
+// rows once (F16, BF16); the micro-kernel broadcasts one weight and multiplies it into a tile's
+// 16 rows (two vectors), 6 outputs at a time: 12 accumulators, 2 activation vectors and the
+// broadcast in the 16 registers, 12 FMAs to 8 loads.
 //
 // The dot kernels (dot_float.cc) read 4 activation rows per weight row and end every output
 // in a horizontal sum; here nothing is summed across lanes and a weight loaded once serves 16
@@ -32,7 +33,12 @@ constexpr int kKc = 128;  // inputs per K-block: a tile's slice (8 KB) and 6 wei
 
 bool has_gemm(int type) {
   const WeightTraits* t = weight_traits(type);
-  return t && (t->act == Act::kF32 || t->act == Act::kF16);
+  return t && (t->act == Act::kF32 || t->act == Act::kF16 || t->act == Act::kBF16);
+}
+
+// 8 bf16 bit patterns at p as f32
+inline __m256 load_bf16x8(const uint8_t* p) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(loadu128(p)), 16));
 }
 
 // Columns [k, k + 8) of rows[0..8), transposed: dst[stride·j + i] = rows[i][k + j]
@@ -61,8 +67,9 @@ inline void transpose8(const float* const* rows, int k, float* dst, size_t strid
 void pack_tile(int type, const float* x, int rows, int K, int tile, float* dst) {
   thread_local Buf<float> prep_buf;
   thread_local Buf<float> zeros;
-  const bool half = weight_traits(type)->act == Act::kF16;
-  float* prep = prep_buf.get(half ? 16 * static_cast<size_t>(K) : 1);
+  const Act act = weight_traits(type)->act;
+  const size_t k = static_cast<size_t>(K);
+  float* prep = prep_buf.get(act == Act::kF32 ? 1 : 17 * k);  // BF16: a row of bits after the 16 f32 rows
   float* zero = zeros.get(K);
   for (int i = 0; i < K; i++) zero[i] = 0.f;
   const int r0 = 16 * tile, n = imin(16, rows - r0);
@@ -71,25 +78,33 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, float* dst) 
     src[i] = zero;
     if (i >= n) continue;
     src[i] = x + static_cast<size_t>(r0 + i) * K;
-    if (half) {
-      avx2_prepare_row(type, src[i], K, reinterpret_cast<uint8_t*>(prep + static_cast<size_t>(K) * i));
-      src[i] = prep + static_cast<size_t>(K) * i;
+    if (act == Act::kF16) {
+      avx2_prepare_row(type, src[i], K, reinterpret_cast<uint8_t*>(prep + k * i));
+      src[i] = prep + k * i;
+    } else if (act == Act::kBF16) {
+      uint8_t* bits = reinterpret_cast<uint8_t*>(prep + 16 * k);
+      avx2_prepare_row(type, src[i], K, bits);
+      float* row = prep + k * i;
+      int j = 0;
+      for (; j + 8 <= K; j += 8) _mm256_storeu_ps(row + j, load_bf16x8(bits + 2 * j));
+      for (; j < K; j++) row[j] = bf16_to_f32(load_u16(bits + 2 * j));
+      src[i] = row;
     }
   }
-  int k = 0;
-  for (; k + 8 <= K; k += 8) {
-    transpose8(src, k, dst + 16 * k, 16);
-    transpose8(src + 8, k, dst + 16 * k + 8, 16);
+  int c = 0;
+  for (; c + 8 <= K; c += 8) {
+    transpose8(src, c, dst + 16 * c, 16);
+    transpose8(src + 8, c, dst + 16 * c + 8, 16);
   }
-  for (; k < K; k++)
-    for (int i = 0; i < 16; i++) dst[16 * k + i] = src[i][k];
+  for (; c < K; c++)
+    for (int i = 0; i < 16; i++) dst[16 * c + i] = src[i][c];
 }
 
 // ---- a panel's weights as f32 rows ----
 
 struct Panel {
   const float* w[kGemmPanel];
-  Buf<float> unpacked;  // F16: [48][K]
+  Buf<float> unpacked;  // F16, BF16: [48][K]
 };
 using PanelFn = void (*)(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p);
 
@@ -97,15 +112,18 @@ void panel_f32(const uint8_t* w, size_t wstride, int, int o0, int no, Panel& p) 
   for (int o = 0; o < no; o++) p.w[o] = reinterpret_cast<const float*>(w + wstride * (o0 + o));
 }
 
-void panel_f16(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
+// F16 or BF16 rows → f32 rows
+template <bool kBrain>
+void panel_half(const uint8_t* w, size_t wstride, int K, int o0, int no, Panel& p) {
   const size_t k = static_cast<size_t>(K);
   float* un = p.unpacked.get(kGemmPanel * k);
   for (int o = 0; o < no; o++) {
     const uint8_t* src = w + wstride * (o0 + o);
     float* dst = un + k * o;
     int i = 0;
-    for (; i + 8 <= K; i += 8) _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(loadu128(src + 2 * i)));
-    for (; i < K; i++) dst[i] = f16_to_f32(load_u16(src + 2 * i));
+    for (; i + 8 <= K; i += 8)
+      _mm256_storeu_ps(dst + i, kBrain ? load_bf16x8(src + 2 * i) : _mm256_cvtph_ps(loadu128(src + 2 * i)));
+    for (; i < K; i++) dst[i] = kBrain ? bf16_to_f32(load_u16(src + 2 * i)) : f16_to_f32(load_u16(src + 2 * i));
     p.w[o] = dst;
   }
 }
@@ -177,10 +195,13 @@ void gemm_float(const uint8_t* packed, int r0, int r1, const uint8_t* w, size_t 
 // 768 × 2304 and 3072 × 768: F16 at 10 rows 125–129 / 129–139, 329–465 / 391–442, 708–718 /
 // 729–773; at 12 126–139 / 132–160, 457–537 / 395–552, 752–857 / 554–659. F32 at 8 82–94 /
 // 116–118, 345–407 / 411–437, 578–628 / 525–565; at 10 120–127 / 118–119, 520–594 / 422–448,
-// 808–848 / 551–566.
+// 808–848 / 551–566. BF16 (whose dot kernel widens x every step) at 8 rows 133 / 120–143,
+// 474–475 / 446–530, 587–600 / 604–726; at 10 180–181 / 123–146, 651–654 / 449–534, 810–820 /
+// 639–698.
 constexpr GemmEntry kGemms[] = {
     {kF32, {gemm_float<panel_f32>, "f32", 10, 1}},
-    {kF16, {gemm_float<panel_f16>, "f32", 12, 1}},
+    {kF16, {gemm_float<panel_half<false>>, "f32", 12, 1}},
+    {kBF16, {gemm_float<panel_half<true>>, "f32", 10, 1}},
 };
 
 }  // namespace
