@@ -70,9 +70,10 @@ void pack_tile(int type, const float* x, int rows, int K, int tile, float* dst) 
   const Act act = weight_traits(type)->act;
   const size_t k = static_cast<size_t>(K);
   float* prep = prep_buf.get(act == Act::kF32 ? 1 : 17 * k);  // BF16: a row of bits after the 16 f32 rows
-  float* zero = zeros.get(K);
-  for (int i = 0; i < K; i++) zero[i] = 0.f;
   const int r0 = 16 * tile, n = imin(16, rows - r0);
+  float* zero = n < 16 ? zeros.get(K) : nullptr;  // the rows past the end of x (last tile only)
+  if (zero)
+    for (int i = 0; i < K; i++) zero[i] = 0.f;
   const float* src[16];
   for (int i = 0; i < 16; i++) {
     src[i] = zero;
