@@ -124,6 +124,14 @@ function positiveInt(name: string, value: number): number {
   return value;
 }
 
+/**
+ * The most blocks one step's whole inputs can hold: at most `maxNumSeqs` inputs of `tokens`
+ * tokens in all, each ending in a partly filled block (≤ blockSize − 1 empty slots).
+ */
+export function pooledStepBlocks(tokens: number, maxNumSeqs: number, blockSize: number): number {
+  return Math.floor((tokens + Math.min(maxNumSeqs, tokens) * (blockSize - 1)) / blockSize);
+}
+
 /** `draftModel`: the draft model's config when --speculative-config names one (its KV cache shares the memory) */
 export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eosTokenIds: readonly number[], draftModel?: ModelConfig): EngineConfig {
   const speculative = opts.speculativeConfig !== undefined ? parseSpeculativeConfig(opts.speculativeConfig) : undefined;
@@ -169,8 +177,12 @@ export function resolveEngineConfig(opts: EngineOptions, model: ModelConfig, eos
       `${stateCheckpoints} state checkpoints take ${((stateCheckpoints * perState) / 2 ** 20).toFixed(1)} MiB, all of --kv-cache-memory left after the sequences' recurrent state: raise it or take fewer`,
     );
   }
-  // never more than every sequence at full length could use
-  const useful = maxNumSeqs * Math.ceil(maxModelLen / blockSize);
+  // never more than every sequence at full length could use; a pooling model frees an input's
+  // blocks in the step that computes it, so never more than one step's inputs hold
+  const useful = Math.min(
+    maxNumSeqs * Math.ceil(maxModelLen / blockSize),
+    pooling ? Math.max(Math.ceil(maxModelLen / blockSize), pooledStepBlocks(maxNumBatchedTokens, maxNumSeqs, blockSize)) : Infinity,
+  );
   // a draft model's cache holds as many blocks as the target's (speculation is refused with a swa pool)
   const perToken = KvCache.bytesPerToken(model, kvCacheDtype) + (draft ? KvCache.bytesPerToken(draft, kvCacheDtype) : 0);
   // a sliding-window pool caches prefixes with window checkpoints (window-checkpoints.ts): each pins one

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EngineCore, now } from '../../src/engine/engine.js';
 import { GREEDY } from '../../src/engine/sampler.js';
-import { resolveEngineConfig } from '../../src/engine/options.js';
+import { pooledStepBlocks, resolveEngineConfig } from '../../src/engine/options.js';
 import type { EngineOptions } from '../../src/engine/options.js';
 import type { RequestDelta } from '../../src/engine/protocol.js';
 import { loadModel } from '../../src/model/load.js';
@@ -76,6 +76,23 @@ test('256 short inputs fill the step budget: a few steps, many sequences each', 
   // the same input pools to the same vector whatever shares its step
   const first = deltas.find((d) => d.id === 'r0')!.pooled!;
   for (const d of deltas.filter((x) => Number(x.id.slice(1)) % 4 === 0)) assert.ok(cosine(d.pooled!, first) > 0.999999);
+});
+
+test('the KV cache holds one step\'s inputs, not --max-num-seqs whole contexts, and the worst step fits it exactly', () => {
+  const e = engine({ kvCacheMemory: '1GiB', maxNumSeqs: 256, maxNumBatchedTokens: 256 });
+  const c = e.config;
+  // 256 one-token inputs: a block each, the most one step of 256 tokens can hold
+  assert.equal(pooledStepBlocks(256, 256, c.blockSize), 256);
+  assert.equal(c.numBlocks, Math.max(Math.ceil(c.maxModelLen / c.blockSize), 256));
+  assert.ok(c.numBlocks < 256 * Math.ceil(c.maxModelLen / c.blockSize));
+  const one = model.tokenizer.encode(BERT_TEXTS[0]!).slice(0, 1);
+  for (let i = 0; i < 256; i++) add(e, `r${i}`, one);
+  const { deltas, steps } = drain(e);
+  assert.equal(steps, 1);
+  assert.equal(deltas.filter((d) => d.pooled).length, 256);
+  assert.equal(e.blocks.usage(), 0);
+  // the default budget: a whole context, its rounding for every sequence that shares the step
+  assert.equal(engine({ kvCacheMemory: '1GiB' }).config.numBlocks, pooledStepBlocks(Math.max(2048, c.maxModelLen), 256, c.blockSize));
 });
 
 test('an input longer than a step\'s budget waits for a step of its own, never chunked', () => {
