@@ -267,9 +267,21 @@ void f32_to_f16_avx2(uint16_t* out, const float* x, int64_t n) {
 }
 
 // AttendTokens (simd.h) with lanes = tokens, 8 to a vector: a job's up to 16 tokens in halves
-// of 8, each as attend_tokens_avx512 does its 16: scores s[p] = scale · Σ_i q^T[i] · k_p[i], 8
-// keys at a time (8 FMA chains); softmax per lane; out^T[i] = Σ_p w[p] · v_p[i], 8 dimensions
-// at a time in registers. The K and V rows are read once per half (from L1/L2 the second time).
+// of 8, as attend_tokens_avx512 does its 16: scores s[p] = scale · Σ_i q^T[i] · k_p[i], 8 keys
+// at a time (8 FMA chains), their maximum kept on the way; e^(s − max) per lane; out^T[i] =
+// (Σ_p e[p] · v_p[i]) / Σ_p e[p], 8 dimensions at a time in registers. Positions are visited
+// block by block (a block's rows of one head lie d apart), so no row address is divided out
+// of its position. The K and V rows are read once per half (from L1/L2 the second time).
+template <typename Fn>
+inline void for_each_block_run(const AttendTokens& a, const float* base, Fn&& fn) {
+  const int d = a.head_dim, bs = a.block_size;
+  for (int p = a.first; p < a.ctx;) {
+    const int in_block = p % bs, len = bs - in_block < a.ctx - p ? bs - in_block : a.ctx - p;
+    fn(base + a.blocks[p / bs] * a.block_stride + a.head_offset + static_cast<int64_t>(in_block) * d, p - a.first, len);
+    p += len;
+  }
+}
+
 void attend_tokens_half_avx2(const AttendTokens& a, int t0, int n) {
   const int d = a.head_dim, span = a.ctx - a.first;
   float* const qt = a.scratch;       // [d][8]
@@ -277,29 +289,33 @@ void attend_tokens_half_avx2(const AttendTokens& a, int t0, int n) {
   float* const tile = s + 8 * static_cast<int64_t>(span);  // [8][8]
   for (int i = 0; i < d; i++)
     for (int t = 0; t < 8; t++) qt[8 * i + t] = t < n ? a.q[(t0 + t) * a.row_stride + i] : 0.0f;
-  const auto row = [&](const float* base, int p) {
-    return base + a.blocks[p / a.block_size] * a.block_stride + a.head_offset + static_cast<int64_t>(p % a.block_size) * d;
-  };
   const __m256 sc = _mm256_set1_ps(a.scale);
-  int p = a.first;
-  for (; p + 8 <= a.ctx; p += 8) {
-    const float* kr[8];
-    __m256 acc[8];
-    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) kr[j] = row(a.k, p + j), acc[j] = _mm256_setzero_ps();
-    for (int i = 0; i < d; i++) {
-      const __m256 qv = _mm256_loadu_ps(qt + 8 * i);
-      _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) acc[j] = _mm256_fmadd_ps(qv, _mm256_broadcast_ss(kr[j] + i), acc[j]);
+  __m256 mx = _mm256_set1_ps(-__builtin_inff());
+  for_each_block_run(a, a.k, [&](const float* rows, int j0, int len) {
+    int j = 0;
+    for (; j + 8 <= len; j += 8) {
+      const float* kr = rows + static_cast<int64_t>(j) * d;
+      __m256 acc[8];
+      _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) acc[r] = _mm256_setzero_ps();
+      for (int i = 0; i < d; i++) {
+        const __m256 qv = _mm256_loadu_ps(qt + 8 * i);
+        _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) acc[r] = _mm256_fmadd_ps(qv, _mm256_broadcast_ss(kr + r * d + i), acc[r]);
+      }
+      _Pragma("GCC unroll 8") for (int r = 0; r < 8; r++) {
+        const __m256 v = _mm256_mul_ps(acc[r], sc);
+        _mm256_storeu_ps(s + 8 * (j0 + j + r), v);
+        mx = _mm256_max_ps(mx, v);
+      }
     }
-    _Pragma("GCC unroll 8") for (int j = 0; j < 8; j++) _mm256_storeu_ps(s + 8 * (p + j - a.first), _mm256_mul_ps(acc[j], sc));
-  }
-  for (; p < a.ctx; p++) {
-    const float* kr = row(a.k, p);
-    __m256 acc = _mm256_setzero_ps();
-    for (int i = 0; i < d; i++) acc = _mm256_fmadd_ps(_mm256_loadu_ps(qt + 8 * i), _mm256_broadcast_ss(kr + i), acc);
-    _mm256_storeu_ps(s + 8 * (p - a.first), _mm256_mul_ps(acc, sc));
-  }
-  __m256 mx = _mm256_loadu_ps(s);
-  for (int j = 1; j < span; j++) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + 8 * j));
+    for (; j < len; j++) {
+      const float* kr = rows + static_cast<int64_t>(j) * d;
+      __m256 acc = _mm256_setzero_ps();
+      for (int i = 0; i < d; i++) acc = _mm256_fmadd_ps(_mm256_loadu_ps(qt + 8 * i), _mm256_broadcast_ss(kr + i), acc);
+      const __m256 v = _mm256_mul_ps(acc, sc);
+      _mm256_storeu_ps(s + 8 * (j0 + j), v);
+      mx = _mm256_max_ps(mx, v);
+    }
+  });
   __m256 sum = _mm256_setzero_ps();
   for (int j = 0; j < span; j++) {
     const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + 8 * j), mx));
@@ -307,16 +323,17 @@ void attend_tokens_half_avx2(const AttendTokens& a, int t0, int n) {
     sum = _mm256_add_ps(sum, e);
   }
   const __m256 inv = _mm256_div_ps(_mm256_set1_ps(1.0f), sum);
-  for (int j = 0; j < span; j++) _mm256_storeu_ps(s + 8 * j, _mm256_mul_ps(_mm256_loadu_ps(s + 8 * j), inv));
   for (int c = 0; c < d; c += 8) {
     __m256 acc[8];
     _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) acc[i] = _mm256_setzero_ps();
-    for (int j = 0; j < span; j++) {
-      const float* vr = row(a.v, a.first + j) + c;
-      const __m256 w = _mm256_loadu_ps(s + 8 * j);
-      _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, _mm256_broadcast_ss(vr + i), acc[i]);
-    }
-    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) _mm256_storeu_ps(tile + 8 * i, acc[i]);
+    for_each_block_run(a, a.v, [&](const float* rows, int j0, int len) {
+      for (int j = 0; j < len; j++) {
+        const float* vr = rows + static_cast<int64_t>(j) * d + c;
+        const __m256 w = _mm256_loadu_ps(s + 8 * (j0 + j));
+        _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) acc[i] = _mm256_fmadd_ps(w, _mm256_broadcast_ss(vr + i), acc[i]);
+      }
+    });
+    _Pragma("GCC unroll 8") for (int i = 0; i < 8; i++) _mm256_storeu_ps(tile + 8 * i, _mm256_mul_ps(acc[i], inv));
     for (int t = 0; t < n; t++)
       for (int i = 0; i < 8; i++) a.out[(t0 + t) * a.row_stride + c + i] = tile[8 * i + t];
   }
