@@ -274,6 +274,7 @@ void f32_to_f16_avx2(uint16_t* out, const float* x, int64_t n) {
 // whose V rows stay in L1. Positions are visited block by block (a block's rows of one head lie
 // d apart): no row address is divided out of its position. One bge-small head (d 32) of 512
 // tokens, one thread: 10.7 ms → 6.8 ms (19 → 31 G multiply-adds a second; d 64: 20 → 36 G).
+
 // fn(rows, j0, len) for each run of positions [p0, p1) within one block: position a.first + j0 + j
 // at rows + j·d
 template <typename Fn>
