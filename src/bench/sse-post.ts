@@ -1,5 +1,6 @@
-// The bench clients' POST (bench serve, agent-turns, chat-turns-peer): the request body as
-// JSON, then the response; for the turn replays, each server-sent event's JSON as it arrives.
+// The bench clients' POST (bench serve, agent-turns, chat-turns-peer, embed-peer): the request
+// body as JSON, then the response; for the turn replays, each server-sent event's JSON as it
+// arrives.
 import { request } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { LoomError } from '../errors.js';
